@@ -1,0 +1,43 @@
+"""Shared fixtures: run the CLI in a fresh folder, in-process or as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchcts.cli.main import main as cli_main
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600):
+    """Run `python -m torchcts ARGS` in a subprocess; returns CompletedProcess with text output."""
+    full_env = {**os.environ, "CI": "true", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "torchcts", *args],
+        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+    )
+
+
+def latest_run(root: Path) -> Path:
+    results = root / "results"
+    return results / (results / "latest").read_text().strip()
+
+
+def records(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def cli():
+    """In-process CLI call returning the exit code."""
+    return cli_main

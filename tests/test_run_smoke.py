@@ -1,0 +1,29 @@
+"""End-to-end: the first five minutes of a backend engineer, on CPU."""
+
+from __future__ import annotations
+
+from conftest import latest_run, records, run_cli
+
+
+def test_init_check_run_level1(tmp_path):
+    r = run_cli("init", "--template", "minimal", "--backend", "cpu", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("check-manifest", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("run", "--device", "cpu", "--level", "1", "--", "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    run = latest_run(tmp_path)
+    recs = records(run)
+    statuses = {rec["status"] for rec in recs}
+    assert "passed" in statuses
+    # minimal template claims float32/int64/bool: other dtypes are recorded not_claimed, not dropped
+    nc = [rec for rec in recs if rec["status"] == "not_claimed"]
+    assert nc and all(rec["dtype"] not in ("float32", "int64", "bool") for rec in nc)
+    assert (run / "summary.md").is_file()
+
+
+def test_missing_device_in_ci_is_usage_error(tmp_path):
+    r = run_cli("run", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "--device is required" in r.stderr
+    assert "Traceback" not in r.stderr

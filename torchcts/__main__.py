@@ -1,0 +1,3 @@
+from torchcts.cli.main import entry
+
+entry()

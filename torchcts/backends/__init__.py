@@ -1,0 +1,1 @@
+"""Backends: devices, backend gates, PrivateUse1 import, catalog and install plan."""

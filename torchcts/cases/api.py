@@ -1,0 +1,90 @@
+"""Authoring API for hand-written suites.
+
+    SUITE = CaseSet("strides")
+
+    @SUITE.case("clone/channels_last", level=5, dtypes=FLOATS, ops=("aten::clone",))
+    def clone_channels_last(ctx, dtype): ...
+
+    cases = SUITE.cases      # the module-level hook the suite registry calls
+
+Each decorated function becomes one case per dtype (and per entry of `params`), with the id
+`<suite>/<name>[/<param key>]/<dtype>`. The function receives a CaseContext and, as keyword
+arguments, `dtype` (a torch.dtype) when dtypes are given, and the entry of `params`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from torchcts.cases.model import Case
+
+# Dtype groups by name; expanded to names present in the running torch at case-build time.
+BOOL = ("bool",)
+INTEGRAL = ("uint8", "int8", "int16", "int32", "int64")
+FLOATING = ("float16", "bfloat16", "float32", "float64")
+COMPLEX = ("complex64", "complex128")
+ALL_DTYPES = BOOL + INTEGRAL + FLOATING + COMPLEX
+
+
+@dataclass
+class _Entry:
+    fn: Callable[..., Any]
+    name: str
+    level: int
+    ops: tuple[str, ...]
+    dtypes: tuple[str, ...] | None
+    requires: tuple[str, ...]
+    oracle: str
+    params: Mapping[str, Mapping[str, Any]] | None
+
+
+@dataclass
+class CaseSet:
+    suite: str
+    _entries: list[_Entry] = field(default_factory=list)
+
+    def case(
+        self,
+        name: str,
+        *,
+        level: int,
+        ops: Iterable[str] = (),
+        dtypes: Iterable[str] | None = None,
+        requires: Iterable[str] = (),
+        oracle: str = "cpu",
+        params: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self._entries.append(
+                _Entry(fn, name, level, tuple(ops), tuple(dtypes) if dtypes is not None else None,
+                       tuple(requires), oracle, params)
+            )
+            return fn
+
+        return register
+
+    def cases(self) -> list[Case]:
+        out: list[Case] = []
+        for e in self._entries:
+            runner = f"{e.fn.__module__}:{e.fn.__qualname__}"
+            variants = e.params.items() if e.params else [(None, {})]
+            for key, extra in variants:
+                for dtype in e.dtypes if e.dtypes is not None else (None,):
+                    parts = [self.suite, e.name, key, dtype]
+                    out.append(
+                        Case(
+                            id="/".join(p for p in parts if p),
+                            suite=self.suite,
+                            level=e.level,
+                            runner=runner,
+                            params={**({"dtype": dtype} if dtype else {}), **dict(extra)},
+                            ops=e.ops,
+                            dtype=dtype,
+                            requires=e.requires,
+                            oracle=e.oracle,
+                            kind=e.name.split("/")[0],
+                        )
+                    )
+        return out

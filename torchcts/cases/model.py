@@ -1,0 +1,59 @@
+"""The case model (SPEC §5), independent of pytest.
+
+A case is pure data: it names the function that runs it ("module:function") and JSON-able
+parameters, so a case list can be cached on disk, sharded, merged and turned into a repro script
+without importing the code that runs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    suite: str
+    level: int
+    runner: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    ops: tuple[str, ...] = ()
+    dtype: str | None = None
+    # Each entry is a capability, or several joined by "|" where any one of them suffices.
+    requires: tuple[str, ...] = ()
+    oracle: str = "cpu"
+    kind: str = ""
+    # Known at collection: the build or PyTorch version lacks what the case needs.
+    not_applicable: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "suite": self.suite,
+            "level": self.level,
+            "runner": self.runner,
+            "params": dict(self.params),
+            "ops": list(self.ops),
+            "dtype": self.dtype,
+            "requires": list(self.requires),
+            "oracle": self.oracle,
+            "kind": self.kind,
+            "not_applicable": self.not_applicable,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Case:
+        d = dict(data)
+        d["ops"] = tuple(d.get("ops", ()))
+        d["requires"] = tuple(d.get("requires", ()))
+        return cls(**d)
+
+    def missing_capabilities(self, claims: Mapping[str, bool]) -> list[str]:
+        """Requirements the manifest does not claim (any-of groups reported whole)."""
+        return [req for req in self.requires if not any(claims.get(c) for c in req.split("|"))]
+
+
+class NotApplicable(Exception):
+    """Raised by a case at run time: this build, PyTorch version or device lacks what it needs."""

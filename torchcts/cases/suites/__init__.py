@@ -1,0 +1,1 @@
+"""Hand-written suites, one module each; registered in torchcts.cases.registry.SUITES."""

@@ -1,0 +1,104 @@
+"""Level-1 core primitives: registration, creation, copy round trips, elementwise basics."""
+
+from __future__ import annotations
+
+import torch
+
+from torchcts.cases.api import ALL_DTYPES, FLOATING, INTEGRAL, CaseSet
+from torchcts.engine.context import CaseContext
+from torchcts.oracle.compare import Mismatch, OracleMismatch
+
+SUITE = CaseSet("operators")
+cases = SUITE.cases
+
+
+def sample(shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
+    """A deterministic CPU tensor of any dtype, with values valid for every elementwise op here."""
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=g).bool()
+    if dtype.is_complex:
+        return torch.complex(torch.randn(shape, generator=g), torch.randn(shape, generator=g)).to(dtype)
+    if dtype.is_floating_point:
+        return (torch.randn(shape, generator=g) * 4).to(dtype)
+    lo = 0 if dtype == torch.uint8 else -20
+    return torch.randint(lo, 20, shape, generator=g).to(dtype)
+
+
+def expect(cond: bool, what: str, **extra: object) -> None:
+    """A property check: fail with a structured mismatch when cond is false."""
+    if not cond:
+        raise OracleMismatch(Mismatch(what, extra=dict(extra)))
+
+
+@SUITE.case("core/registration", level=1, ops=("aten::empty.memory_format",), oracle="property:registration")
+def registration(ctx: CaseContext) -> None:
+    t = torch.empty(3, device=ctx.device)
+    expect(t.device.type == ctx.device_type, "tensor created on the wrong device type", got=str(t.device))
+    expect(t.is_cpu == (ctx.device_type == "cpu"), "is_cpu disagrees with the device type")
+    expect(torch.device(ctx.device_type).type == ctx.device_type, "torch.device does not round-trip the name")
+
+
+@SUITE.case("core/zeros", level=1, dtypes=ALL_DTYPES, ops=("aten::zeros",))
+def zeros(ctx: CaseContext, dtype: torch.dtype) -> None:
+    t = torch.zeros(2, 3, dtype=dtype, device=ctx.device)
+    expect(t.device.type == ctx.device_type and t.dtype == dtype, "wrong device or dtype", got=f"{t.device} {t.dtype}")
+    ctx.assert_close(t.cpu(), torch.zeros(2, 3, dtype=dtype))
+
+
+@SUITE.case("core/ones", level=1, dtypes=ALL_DTYPES, ops=("aten::ones",))
+def ones(ctx: CaseContext, dtype: torch.dtype) -> None:
+    ctx.assert_close(torch.ones(4, 5, dtype=dtype, device=ctx.device).cpu(), torch.ones(4, 5, dtype=dtype))
+
+
+@SUITE.case("core/full", level=1, dtypes=ALL_DTYPES, ops=("aten::full",))
+def full(ctx: CaseContext, dtype: torch.dtype) -> None:
+    value = True if dtype == torch.bool else 3
+    ctx.assert_close(torch.full((3, 7), value, dtype=dtype, device=ctx.device).cpu(), torch.full((3, 7), value, dtype=dtype))
+
+
+@SUITE.case("core/copy_roundtrip", level=1, dtypes=ALL_DTYPES, ops=("aten::_to_copy", "aten::copy_"))
+def copy_roundtrip(ctx: CaseContext, dtype: torch.dtype) -> None:
+    for shape in ((), (0,), (1,), (17,), (5, 7), (2, 3, 4, 5)):
+        src = sample(shape, dtype, seed=ctx.seed)
+        dev = src.to(ctx.device)
+        expect(dev.device.type == ctx.device_type, "to(device) left the tensor elsewhere", shape=list(shape))
+        back = dev.cpu()
+        ctx.describe(shape=list(shape))
+        ctx.assert_close(back, src)
+        # copy_ into an existing device tensor
+        dst = torch.empty(shape, dtype=dtype, device=ctx.device)
+        dst.copy_(src)
+        ctx.assert_close(dst.cpu(), src)
+
+
+_BINARY = {
+    "add": (torch.add, ALL_DTYPES),
+    "sub": (torch.sub, INTEGRAL + FLOATING + ("complex64", "complex128")),
+    "mul": (torch.mul, ALL_DTYPES),
+}
+_UNARY = {
+    "neg": (torch.neg, INTEGRAL[1:] + FLOATING + ("complex64", "complex128")),
+    "abs": (torch.abs, INTEGRAL + FLOATING + ("complex64", "complex128")),
+}
+
+
+def _elementwise(name: str, fn, dtypes):  # noqa: ANN001,ANN202
+    arity = 2 if name in _BINARY else 1
+
+    @SUITE.case(f"elementwise/{name}", level=1, dtypes=dtypes, ops=(f"aten::{name}",), params=None)
+    def run(ctx: CaseContext, dtype: torch.dtype) -> None:
+        for i, shape in enumerate(((), (1,), (33,), (4, 9), (2, 3, 5))):
+            args = [sample(shape, dtype, seed=ctx.seed + i * 7 + k) for k in range(arity)]
+            ctx.describe(sample=i, shape=list(shape))
+            expected = fn(*args)
+            actual = fn(*[a.to(ctx.device) for a in args])
+            ctx.assert_close(actual, expected)
+
+    run.__qualname__ = f"elementwise_{name}"
+    globals()[run.__qualname__] = run
+    return run
+
+
+for _name, (_fn, _dtypes) in {**_BINARY, **_UNARY}.items():
+    _elementwise(_name, _fn, _dtypes)

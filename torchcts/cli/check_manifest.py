@@ -1,0 +1,29 @@
+"""`torchcts check-manifest [PATH]`: list every problem of a manifest; exit 0 or 2."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "validate a manifest and list every problem (exit 2 if any)"
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", nargs="?", help="manifest file (default: the one found here)")
+    p.add_argument("--no-import", action="store_true", help="do not import backend_import")
+
+
+def main(args: argparse.Namespace) -> int:
+    from torchcts.backends.devices import import_backend
+    from torchcts.manifest.load import load_manifest
+
+    manifest = load_manifest(args.path)
+    if not args.no_import:
+        import_backend(manifest.backend_import)
+    claimed = ", ".join(manifest.claimed_dtypes) or "none"
+    caps = ", ".join(c for c, v in manifest.capabilities.items() if v) or "none"
+    print(f"{manifest.source}: OK — device '{manifest.device_name}', level {manifest.semantic_level}")
+    print(f"  dtypes: {claimed}")
+    print(f"  capabilities: {caps}")
+    if manifest.expectations:
+        print(f"  expectations: {len(manifest.expectations)} ledger entries")
+    return 0

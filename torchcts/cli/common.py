@@ -1,0 +1,99 @@
+"""Flags shared by several commands, and the run-intent recorded without paths."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from torchcts.errors import UsageError
+
+
+def add_manifest_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--manifest", metavar="PATH", help="manifest file (default: manifest.py, torchcts.toml or pyproject.toml here)")
+
+
+def add_selection_args(p: argparse.ArgumentParser) -> None:
+    """Selection flags of `run` and `show-skips` (SPEC §2)."""
+    p.add_argument("--device", help="runtime device: cpu, cuda, mps, xpu or a PrivateUse1 name")
+    add_manifest_arg(p)
+    p.add_argument("--suite", action="append", default=[], metavar="S", help="suite to run (repeatable)")
+    p.add_argument("--op", action="append", default=[], metavar="NAME", help="OpInfo name, aten name or glob (repeatable)")
+    p.add_argument("--dtype", action="append", default=[], metavar="DT", help="dtype such as float32 (repeatable)")
+    lv = p.add_mutually_exclusive_group()
+    lv.add_argument("--level", type=int, metavar="N", help="run levels 1..N (default: the manifest's semantic_level)")
+    lv.add_argument("--level-exact", type=int, metavar="N", help="run level N only")
+    lv.add_argument("--level-range", metavar="A:B", help="run levels A..B")
+    p.add_argument("--case", action="append", default=[], metavar="ID", help="case id or glob (repeatable)")
+    p.add_argument("--max-samples", type=int, metavar="N", help="cap on OpInfo samples per case")
+    p.add_argument("--shard", metavar="I/N", help="run shard I of N")
+    p.add_argument("--validation", action="store_true", help="check the harness: forces cpu and a broad fixed claim set")
+    p.add_argument("--results-dir", default="results", metavar="DIR", help="where run folders go (default: results)")
+
+
+def selection_from_args(args: argparse.Namespace):  # noqa: ANN201
+    from torchcts.cases.levels import MAX_LEVEL
+    from torchcts.engine.selection import Selection, parse_level_range, parse_shard
+    from torchcts.manifest.validate import dtype_name
+
+    for flag in ("level", "level_exact"):
+        value = getattr(args, flag)
+        if value is not None and not 1 <= value <= MAX_LEVEL:
+            raise UsageError(f"--{flag.replace('_', '-')} {value} is out of range: use 1..{MAX_LEVEL}")
+    dtypes = []
+    for d in args.dtype:
+        name = dtype_name(d)
+        if name is None:
+            raise UsageError(f"unknown dtype '{d}' for --dtype: use a torch dtype name such as float32")
+        dtypes.append(name)
+    if args.max_samples is not None and args.max_samples < 1:
+        raise UsageError("--max-samples must be a positive integer")
+    from torchcts.cases.registry import KNOWN_SUITE_NAMES
+
+    for s in args.suite:
+        if s not in KNOWN_SUITE_NAMES:
+            raise UsageError(f"unknown suite '{s}' for --suite; known: {', '.join(KNOWN_SUITE_NAMES)}")
+    return Selection(
+        suites=list(args.suite),
+        ops=list(args.op),
+        dtypes=dtypes,
+        cases=list(args.case),
+        level=args.level,
+        level_exact=args.level_exact,
+        level_range=parse_level_range(args.level_range) if args.level_range else None,
+        max_samples=args.max_samples,
+        shard=parse_shard(args.shard) if args.shard else None,
+    )
+
+
+def non_interactive() -> bool:
+    return bool(os.environ.get("CI")) or not sys.stdin.isatty()
+
+
+def require_device(args: argparse.Namespace) -> None:
+    if args.validation:
+        return
+    if not args.device:
+        if non_interactive():
+            raise UsageError("--device is required in a non-interactive run (CI set or no TTY): pass e.g. --device cuda")
+        raise UsageError("no --device given: pass the device under test, e.g. --device cuda (or --validation)")
+
+
+_PATH_FLAGS = {"--manifest", "--results-dir", "--store", "--output", "-o", "--run"}
+
+
+def command_intent(command: str, argv: list[str]) -> list[str]:
+    """The command's arguments with every path reduced to its base name (no absolute paths)."""
+    out = [command]
+    for i, arg in enumerate(argv):
+        if arg == command and i == 0:
+            continue
+        flag, eq, value = arg.partition("=")
+        if i > 0 and argv[i - 1] in _PATH_FLAGS or os.path.isabs(arg):
+            out.append(Path(arg).name)
+        elif eq and flag in _PATH_FLAGS:
+            out.append(f"{flag}={Path(value).name}")
+        else:
+            out.append(arg)
+    return out

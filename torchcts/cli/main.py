@@ -1,0 +1,74 @@
+"""The `torchcts` entry point. Command modules are light at import: heavy imports live in main()."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from torchcts import __version__
+from torchcts.errors import EXIT_INTERNAL, EXIT_USAGE, ManifestError, UsageError
+
+# Command name -> module. Each module defines HELP, configure(parser) and main(args) -> int.
+COMMANDS: dict[str, str] = {
+    "run": "torchcts.cli.run",
+    "init": "torchcts.cli.init",
+    "check-manifest": "torchcts.cli.check_manifest",
+    "show-skips": "torchcts.cli.show_skips",
+    "report": "torchcts.cli.report",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, the fix, exit 2
+        self.exit(EXIT_USAGE, f"torchcts: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="torchcts", description="Conformance test suite for PyTorch device backends.")
+    parser.add_argument("--version", action="version", version=f"torchcts {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.configure(p)
+        p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    pytest_args: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, pytest_args = argv[:i], argv[i + 1 :]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    args.pytest_args = pytest_args
+    args.argv = argv
+    try:
+        return int(args._module.main(args) or 0)
+    except ManifestError as exc:
+        for problem in exc.problems:
+            print(f"torchcts: error: {exc.source}: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    except UsageError as exc:
+        print(f"torchcts: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("torchcts: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - an internal error of TorchCTS itself
+        import traceback
+
+        traceback.print_exc()
+        print(f"torchcts: internal error: {type(exc).__name__}: {exc} (please report it)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def entry() -> None:
+    sys.exit(main())

@@ -1,0 +1,26 @@
+"""`torchcts report [RUN]`: rebuild every artifact of a run from its records (also a killed run)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "rebuild reports from a run's records (default: the latest run)"
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", nargs="?", help="run folder or name (default: latest)")
+    p.add_argument("--results-dir", default="results", metavar="DIR")
+
+
+def main(args: argparse.Namespace) -> int:
+    from torchcts.engine.execute import finalize
+    from torchcts.results import rundir
+    from torchcts.results.scorecard import print_scorecard
+
+    run_dir = rundir.resolve_run(args.run, Path(args.results_dir))
+    status = rundir.read_run(run_dir).get("status")
+    run = finalize(run_dir, "interrupted" if status in ("running", "interrupted") else status)
+    print_scorecard(run_dir, run, sys.stdout)
+    return 0

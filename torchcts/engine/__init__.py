@@ -1,0 +1,1 @@
+"""Engine: selection, the pytest plugin that runs cases, and isolation."""

@@ -1,0 +1,97 @@
+"""What a running case sees: the device under test, the claims, tolerances, and the oracle helpers."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from torchcts.cases.model import Case, NotApplicable
+from torchcts.manifest.schema import Manifest
+from torchcts.oracle.compare import assert_matches
+from torchcts.oracle.tolerances import Tolerance, tolerance_for
+
+
+def dtype_of(name: str) -> torch.dtype:
+    dt = getattr(torch, name, None)
+    if not isinstance(dt, torch.dtype):
+        raise NotApplicable(f"this PyTorch build has no dtype {name}")
+    return dt
+
+
+@dataclass
+class CaseContext:
+    """Handed to every case function as its first argument."""
+
+    device: torch.device
+    manifest: Manifest
+    case: Case | None = None
+    # Details the case attaches for its record (sample description, metrics, notes).
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def device_type(self) -> str:
+        return self.device.type
+
+    def claims(self, capability: str) -> bool:
+        return self.manifest.claims(capability)
+
+    def claims_dtype(self, dtype: str | torch.dtype) -> bool:
+        name = dtype if isinstance(dtype, str) else str(dtype).removeprefix("torch.")
+        return self.manifest.claims_dtype(name)
+
+    @property
+    def seed(self) -> int:
+        return self.manifest.seed
+
+    def tolerance(self, category: str, dtype: torch.dtype | str) -> Tolerance:
+        name = dtype if isinstance(dtype, str) else str(dtype).removeprefix("torch.")
+        return tolerance_for(category, name, self.manifest.tolerance_overrides)
+
+    def assert_close(self, actual: Any, expected: Any, *, category: str = "elementwise", dtype: Any = None) -> None:
+        """Compare a device result with the CPU reference; raises OracleMismatch with metrics."""
+        if dtype is None:
+            dtype = _first_dtype(expected) or torch.float32
+        tol = self.tolerance(category, dtype)
+        self.info.setdefault("tolerance", {"category": category, "atol": tol.atol, "rtol": tol.rtol})
+        assert_matches(actual, expected, tol)
+
+    def not_applicable(self, reason: str) -> None:
+        raise NotApplicable(reason)
+
+    def describe(self, **details: Any) -> None:
+        """Attach what a person needs to understand a failure (sample shapes, args...)."""
+        self.info.update(details)
+
+
+def _first_dtype(obj: Any) -> torch.dtype | None:
+    if isinstance(obj, torch.Tensor):
+        return obj.dtype
+    if isinstance(obj, (list, tuple)):
+        for o in obj:
+            d = _first_dtype(o)
+            if d is not None:
+                return d
+    if isinstance(obj, dict):
+        return _first_dtype(list(obj.values()))
+    return None
+
+
+def resolve_runner(case: Case):  # noqa: ANN201 - returns the case's function
+    module_name, _, qualname = case.runner.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def run_case(case: Case, ctx: CaseContext) -> None:
+    """Run one case; raises OracleMismatch (failed), NotApplicable, or the backend's exception (error)."""
+    fn = resolve_runner(case)
+    kwargs = dict(case.params)
+    if isinstance(kwargs.get("dtype"), str):
+        kwargs["dtype"] = dtype_of(kwargs["dtype"])
+    ctx.case = case
+    fn(ctx, **kwargs)

@@ -1,0 +1,99 @@
+"""Running a prepared selection through pytest and closing the run folder."""
+
+from __future__ import annotations
+
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+import torchcts
+from torchcts.compat import build_info
+from torchcts.engine.plan import write_plan
+from torchcts.engine.setup import RunSetup
+from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
+from torchcts.results import rundir
+from torchcts.results.records import skip_record
+from torchcts.results.statuses import FAILURES
+
+COLLECT_DIR = Path(__file__).parent / "collect"
+
+
+def run_spec(setup: RunSetup, run_dir: Path, intent: list[str]) -> dict[str, Any]:
+    """The initial run.json: everything a worker and a later `report` or `compare` needs."""
+    return {
+        "name": run_dir.name,
+        "torchcts": torchcts.__version__,
+        "torch": build_info(),
+        "python": platform.python_version(),
+        "os": platform.system(),
+        "arch": platform.machine(),
+        "device": setup.device.to_json(),
+        "gate": setup.device.gate,
+        "validation": setup.validation,
+        "manifest": setup.manifest.to_json(),
+        "manifest_hash": setup.manifest.hash(),
+        "manifest_source": setup.manifest.source,
+        "command": intent,
+        "selection": setup.selection.to_json(),
+        "started": rundir.utc_now(),
+        "ended": None,
+        "status": "running",
+        "filtered": setup.result.filtered,
+        "planned": len(setup.result.to_run),
+    }
+
+
+def pytest_argv(run_dir: Path, results_root: Path, user_args: list[str]) -> list[str]:
+    return [
+        str(COLLECT_DIR / "torchcts"),
+        "-p", "torchcts.engine.plugin",
+        f"--torchcts-run-dir={run_dir}",
+        f"--rootdir={COLLECT_DIR}",
+        "-c", str(COLLECT_DIR / "pytest.ini"),
+        "-o", f"cache_dir={results_root.resolve() / '.pytest_cache'}",
+        *user_args,
+    ]
+
+
+def finalize(run_dir: Path, status: str) -> dict[str, Any]:
+    """Totals and artifacts from the records; run.json marked complete or interrupted."""
+    from torchcts.results.artifacts import write_artifacts
+    from torchcts.results.summary import totals
+
+    run = rundir.read_run(run_dir)
+    records = list(rundir.read_records(run_dir))
+    run.update(status=status, ended=rundir.utc_now(), totals=totals(records))
+    rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run)
+    write_artifacts(run_dir, run, records)
+    return run
+
+
+def execute(setup: RunSetup, results_root: Path, intent: list[str], user_args: list[str]) -> int:
+    import pytest
+
+    run_dir = rundir.new_run_dir(results_root)
+    rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run_spec(setup, run_dir, intent))
+    rundir.point_latest(results_root, run_dir)
+    writer = rundir.RecordWriter(run_dir)
+    for d in setup.result.skipped:
+        writer.append(skip_record(d.case, d.status, d.reason))
+    writer.close()
+    write_plan(run_dir, setup.result.to_run)
+
+    code = pytest.main(pytest_argv(run_dir, results_root, user_args))
+    interrupted = code == pytest.ExitCode.INTERRUPTED
+    run = finalize(run_dir, "interrupted" if interrupted else "complete")
+
+    from torchcts.results.scorecard import print_scorecard
+
+    print_scorecard(run_dir, run, sys.stdout)
+    if interrupted:
+        return 130
+    if code == pytest.ExitCode.USAGE_ERROR:
+        return EXIT_USAGE
+    if code == pytest.ExitCode.INTERNAL_ERROR:
+        return EXIT_INTERNAL
+    if any(run["totals"].get(s) for s in FAILURES):
+        return EXIT_FAILURES
+    return EXIT_OK

@@ -1,0 +1,180 @@
+"""The pytest plugin: plan.jsonl becomes pytest items; reports become streamed case records.
+
+pytest is the execution engine, so `-k`, `-x`, `--lf`, node ids, JUnit XML and pytest-xdist work
+as backend engineers expect. Workers run cases and attach the record to the report's
+user_properties; the controller (the only writer) appends it to cases.jsonl.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torchcts.cases.model import Case, NotApplicable
+from torchcts.engine.plan import read_plan
+from torchcts.oracle.compare import OracleMismatch
+from torchcts.results.records import base_record, repro_command
+from torchcts.results.rundir import RecordWriter, read_run
+
+COLLECT_FILE = "torchcts"
+RECORD_KEY = "torchcts_record"
+_STATE = pytest.StashKey["RunState"]()
+
+
+class RunState:
+    """Per-process state of a run: the spec from run.json and, lazily, the case context."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.spec = read_run(run_dir)
+        self._ctx_parts: tuple[Any, Any] | None = None
+
+    @property
+    def device_name(self) -> str:
+        return self.spec["device"]["type"]
+
+    def context_parts(self) -> tuple[Any, Any]:
+        """(torch.device, Manifest), built once per worker after importing the backend."""
+        if self._ctx_parts is None:
+            import torch
+
+            from torchcts.backends.devices import import_backend
+            from torchcts.manifest.schema import Manifest
+
+            manifest = Manifest.from_json(self.spec["manifest"])
+            import_backend(manifest.backend_import)
+            self._ctx_parts = (torch.device(self.device_name), manifest)
+        return self._ctx_parts
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("torchcts")
+    group.addoption("--torchcts-run-dir", default=None, help="run folder written by 'torchcts run'")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    run_dir = config.getoption("--torchcts-run-dir")
+    if not run_dir:
+        return
+    state = RunState(Path(run_dir))
+    config.stash[_STATE] = state
+    if not hasattr(config, "workerinput"):  # controller, or the only process with -n 0
+        config.pluginmanager.register(Recorder(state), "torchcts-recorder")
+
+
+def _state(config: pytest.Config) -> RunState | None:
+    return config.stash.get(_STATE, None)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.name == COLLECT_FILE and _state(parent.config) is not None:
+        return CaseFile.from_parent(parent, path=file_path)
+    return None
+
+
+class CaseFile(pytest.File):
+    def collect(self):  # noqa: ANN201
+        state = _state(self.config)
+        assert state is not None
+        for case in read_plan(state.run_dir):
+            yield CaseItem.from_parent(self, name=case.id, case=case)
+
+
+class CaseItem(pytest.Item):
+    def __init__(self, *, case: Case, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.outcome: dict[str, Any] = {}
+
+    def runtest(self) -> None:
+        from torchcts.engine.context import CaseContext, run_case
+
+        state = _state(self.config)
+        assert state is not None
+        device, manifest = state.context_parts()
+        ctx = CaseContext(device=device, manifest=manifest)
+        self.outcome = {"info": ctx.info}
+        start = time.perf_counter()
+        try:
+            run_case(self.case, ctx)
+        except NotApplicable as exc:
+            self.outcome.update(status="not_applicable", message=str(exc))
+            pytest.skip(f"not applicable: {exc}")
+        except OracleMismatch as exc:
+            self.outcome.update(status="failed", message=str(exc), mismatch=exc.mismatch.to_json())
+            raise
+        except Exception as exc:
+            self.outcome.update(
+                status="error",
+                message=f"{type(exc).__name__}: {_first_line(exc)}",
+                exception=type(exc).__name__,
+                traceback=_tail(traceback.format_exc(), 30),
+            )
+            raise
+        finally:
+            self.outcome["duration_s"] = round(time.perf_counter() - start, 6)
+        self.outcome["status"] = "passed"
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:  # noqa: ANN001
+        msg = self.outcome.get("message") or str(excinfo.value)
+        tb = self.outcome.get("traceback")
+        state = _state(self.config)
+        cmd = repro_command(self.case.id, state.device_name if state else "DEVICE")
+        return f"{msg}\n{tb or ''}\nrepro: {cmd}".strip()
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, self.case.id
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:500] if text else ""
+
+
+def _tail(text: str, lines: int) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # noqa: ANN201
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if not isinstance(item, CaseItem):
+        return
+    if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
+        record = base_record(item.case)
+        record.update({k: v for k, v in item.outcome.items() if v not in (None, {}, "")})
+        record.setdefault("status", "error" if report.failed else "passed")
+        record.setdefault("duration_s", round(call.duration, 6))
+        report.user_properties.append((RECORD_KEY, json.dumps(record, default=str)))
+
+
+def record_from_report(report: pytest.TestReport) -> dict[str, Any] | None:
+    for key, value in report.user_properties:
+        if key == RECORD_KEY:
+            return json.loads(value)
+    return None
+
+
+class Recorder:
+    """Controller side: the only writer of cases.jsonl. Registered only in the controller."""
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+        self.writer = RecordWriter(state.run_dir)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = record_from_report(report)
+        if record is None:
+            return
+        if record["status"] not in ("passed", "not_applicable"):
+            record["repro"] = repro_command(record["id"], self.state.device_name, bool(self.state.spec.get("validation")))
+        self.writer.append(record)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.writer.close()

@@ -1,0 +1,150 @@
+"""Selection: from every case to the ones this run executes, and why the others do not run.
+
+Order of decisions per case: the user's selection (filtered, counted only), then what is known
+not to apply to this build (not_applicable), then the manifest's claims (not_claimed, recorded).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from torchcts.cases.levels import MAX_LEVEL
+from torchcts.cases.model import Case
+from torchcts.errors import UsageError
+from torchcts.manifest.schema import Manifest
+
+
+@dataclass
+class Selection:
+    suites: list[str] = field(default_factory=list)
+    ops: list[str] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=list)
+    cases: list[str] = field(default_factory=list)
+    level: int | None = None
+    level_exact: int | None = None
+    level_range: tuple[int, int] | None = None
+    max_samples: int | None = None
+    shard: tuple[int, int] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Selection:
+        d = dict(data)
+        for key in ("level_range", "shard"):
+            if d.get(key) is not None:
+                d[key] = tuple(d[key])
+        return cls(**d)
+
+    def levels(self, default: int) -> tuple[int, int]:
+        if self.level_exact is not None:
+            return self.level_exact, self.level_exact
+        if self.level_range is not None:
+            return self.level_range
+        return 1, self.level if self.level is not None else default
+
+
+def parse_level_range(text: str) -> tuple[int, int]:
+    try:
+        a, b = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise UsageError(f"bad --level-range '{text}': use A:B, e.g. 2:4") from None
+    if not 1 <= a <= b <= MAX_LEVEL:
+        raise UsageError(f"bad --level-range '{text}': need 1 <= A <= B <= {MAX_LEVEL}")
+    return a, b
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise UsageError(f"bad --shard '{text}': use I/N with 1 <= I <= N, e.g. 2/4") from None
+    if not 1 <= i <= n:
+        raise UsageError(f"bad --shard '{text}': use I/N with 1 <= I <= N, e.g. 2/4")
+    return i, n
+
+
+def _strip_overload(name: str) -> str:
+    return name.split(".", 1)[0] if name.startswith("aten::") else name
+
+
+def op_matches(pattern: str, ops: Iterable[str]) -> bool:
+    """`add`, `aten::add.Tensor` and globs such as `linalg.*` against the ops a case covers."""
+    for op in ops:
+        if fnmatch.fnmatchcase(op, pattern):
+            return True
+        if pattern.startswith("aten::") and op.startswith("aten::"):
+            if "." not in op and _strip_overload(pattern) == op:
+                return True
+        elif not pattern.startswith("aten::") and fnmatch.fnmatchcase(op, f"aten::{pattern}"):
+            return True
+    return False
+
+
+@dataclass
+class Decision:
+    case: Case
+    status: str  # "run", "not_claimed", "not_applicable"
+    reason: str = ""
+
+
+@dataclass
+class SelectionResult:
+    decisions: list[Decision]
+    filtered: int
+
+    @property
+    def to_run(self) -> list[Case]:
+        return [d.case for d in self.decisions if d.status == "run"]
+
+    @property
+    def skipped(self) -> list[Decision]:
+        return [d for d in self.decisions if d.status != "run"]
+
+
+def user_selects(case: Case, sel: Selection, lo: int, hi: int) -> bool:
+    if not lo <= case.level <= hi:
+        return False
+    if sel.suites and case.suite not in sel.suites:
+        return False
+    if sel.dtypes and case.dtype is not None and case.dtype not in sel.dtypes:
+        return False
+    if sel.ops and not any(op_matches(p, (*case.ops, case.params.get("op", ""))) for p in sel.ops):
+        return False
+    if sel.cases and not any(fnmatch.fnmatchcase(case.id, p) for p in sel.cases):
+        return False
+    return True
+
+
+def claim_decision(case: Case, manifest: Manifest) -> Decision:
+    if case.not_applicable:
+        return Decision(case, "not_applicable", case.not_applicable)
+    if case.dtype is not None and not manifest.claims_dtype(case.dtype):
+        claimed = manifest.supported_dtypes.get(case.dtype)
+        why = "claimed False" if claimed is False else "not in supported_dtypes"
+        return Decision(case, "not_claimed", f"dtype {case.dtype} {why}")
+    missing = case.missing_capabilities(manifest.capabilities)
+    if missing:
+        return Decision(case, "not_claimed", "capability " + ", ".join(repr(m) for m in missing) + " not claimed")
+    return Decision(case, "run")
+
+
+def select(cases: Iterable[Case], manifest: Manifest, sel: Selection) -> SelectionResult:
+    lo, hi = sel.levels(manifest.semantic_level)
+    decisions: list[Decision] = []
+    filtered = 0
+    for case in cases:
+        if user_selects(case, sel, lo, hi):
+            decisions.append(claim_decision(case, manifest))
+        else:
+            filtered += 1
+    if sel.shard is not None:
+        from torchcts.engine.shard import shard_decisions
+
+        decisions, moved = shard_decisions(decisions, *sel.shard)
+        filtered += moved
+    return SelectionResult(decisions, filtered)

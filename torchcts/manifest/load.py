@@ -1,0 +1,103 @@
+"""Finding and reading a manifest: manifest.py, torchcts.toml or [tool.torchcts] in pyproject.toml."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from torchcts.errors import ManifestError, UsageError
+from torchcts.manifest.schema import Manifest
+from torchcts.manifest.validate import validate
+
+SEARCH_ORDER = ("manifest.py", "torchcts.toml", "pyproject.toml")
+
+
+def find_manifest(start: Path | None = None) -> Path | None:
+    """The first manifest file in the working directory, in SEARCH_ORDER."""
+    base = start or Path.cwd()
+    for name in SEARCH_ORDER:
+        path = base / name
+        if not path.is_file():
+            continue
+        if name == "pyproject.toml" and "torchcts" not in _read_toml(path).get("tool", {}):
+            continue
+        return path
+    return None
+
+
+def display_path(path: Path) -> str:
+    """A path as shown to users and written to results: relative when under the cwd, else its name."""
+    try:
+        return os.path.relpath(path.resolve(), Path.cwd().resolve()) if path.resolve().is_relative_to(Path.cwd().resolve()) else path.name
+    except (OSError, ValueError):
+        return path.name
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError([f"TOML syntax error: {exc}; fix the file's syntax"], display_path(path)) from None
+
+
+def _read_python(path: Path) -> Any:
+    source = path.read_text(encoding="utf-8")
+    namespace: dict[str, Any] = {"__file__": str(path), "__name__": "torchcts_manifest"}
+    try:
+        code = compile(source, str(path), "exec")
+    except SyntaxError as exc:
+        raise ManifestError(
+            [f"Python syntax error at line {exc.lineno}: {exc.msg}; fix the syntax"], display_path(path)
+        ) from None
+    try:
+        exec(code, namespace)  # noqa: S102 - the manifest is the user's own Python file
+    except Exception as exc:  # noqa: BLE001 - any error in user code is a usage error
+        raise ManifestError(
+            [f"running the manifest raised {type(exc).__name__}: {exc}; fix the manifest code"], display_path(path)
+        ) from None
+    if "manifest" not in namespace:
+        raise ManifestError(["no variable named 'manifest': define manifest = {...}"], display_path(path))
+    return namespace["manifest"]
+
+
+def read_raw(path: Path) -> Any:
+    """The raw manifest mapping from a .py or .toml file."""
+    if not path.is_file():
+        raise UsageError(f"manifest not found: {path.name}; pass --manifest PATH or run 'torchcts init'")
+    if path.suffix == ".py":
+        return _read_python(path)
+    if path.suffix == ".toml":
+        data = _read_toml(path)
+        if path.name == "pyproject.toml":
+            tool = data.get("tool", {})
+            if "torchcts" not in tool:
+                raise ManifestError(["no [tool.torchcts] table: add one or use torchcts.toml"], display_path(path))
+            return tool["torchcts"]
+        return data
+    raise UsageError(f"unsupported manifest file '{path.name}': use a .py or .toml file")
+
+
+def load_manifest(path: Path | str | None = None) -> Manifest:
+    """Load and validate; raise ManifestError listing every problem."""
+    if path is None:
+        found = find_manifest()
+        if found is None:
+            raise UsageError(
+                "no manifest found (manifest.py, torchcts.toml or [tool.torchcts] in pyproject.toml): "
+                "run 'torchcts init' or pass --manifest PATH"
+            )
+        path = found
+    path = Path(path)
+    raw = read_raw(path)
+    manifest, problems = validate(raw, source=display_path(path))
+    if problems:
+        raise ManifestError(problems, display_path(path))
+    assert manifest is not None
+    return manifest

@@ -1,0 +1,139 @@
+"""The manifest schema (SPEC §4): one registry per concept, shared by loading, validation and docs.
+
+Dtypes are kept by name ("float32") everywhere outside a running case so that a manifest can be
+hashed, written to run.json and compared across runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MANIFEST_VERSION = 1
+MIN_LEVEL, MAX_LEVEL = 1, 8
+
+# Every dtype a manifest may claim, by its torch attribute name.
+DTYPES: tuple[str, ...] = (
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex32",
+    "complex64",
+    "complex128",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e4m3fnuz",
+    "float8_e5m2fnuz",
+)
+
+# Aliases that users write; normalised to the canonical name.
+DTYPE_ALIASES: dict[str, str] = {
+    "half": "float16",
+    "float": "float32",
+    "double": "float64",
+    "long": "int64",
+    "int": "int32",
+    "short": "int16",
+    "cfloat": "complex64",
+    "cdouble": "complex128",
+    "chalf": "complex32",
+}
+
+# Capability name -> what claiming it promises. A new capability is one entry here.
+CAPABILITIES: dict[str, str] = {
+    "inference": "forward values of operators match the CPU reference",
+    "training": "backward passes and optimizer steps match the CPU reference",
+    "rng": "seeded random generation is reproducible and well distributed",
+    "device_api": "torch.<device> module: availability, counts, current device, synchronize",
+    "multi_device": "more than one device index; copies and ops across indices",
+    "autograd": "autograd on device tensors (gradients, hooks, version counters)",
+    "double_backward": "gradients of gradients",
+    "serialization": "torch.save / torch.load round trips of device tensors",
+    "channels_last": "channels_last memory formats preserved by ops",
+    "ieee754": "NaN and Inf semantics as on CPU",
+    "compile": "torch.compile on the device",
+    "autocast": "torch.autocast regions on the device",
+    "streams": "device streams",
+    "events": "device events",
+    "pinned_memory": "pinned host memory",
+    "sparse": "sparse tensor layouts",
+    "nested": "nested tensors",
+    "foreach": "torch._foreach_* kernels",
+    "deterministic": "deterministic algorithms and no stale data between allocations",
+    "fp8": "float8 dtypes",
+}
+
+REQUIRED_CAPABILITIES = ("inference", "training", "rng", "device_api", "multi_device")
+
+RESOURCE_LIMIT_KEYS = ("max_tensor_mb", "max_device_memory_mb")
+
+# Top-level keys: name -> (required, description).
+KEYS: dict[str, tuple[bool, str]] = {
+    "manifest_version": (True, "schema version, always 1"),
+    "device_name": (True, "runtime device type, e.g. 'cuda', 'npu', 'openreg'"),
+    "backend_import": (False, "module imported before the device is used, or None"),
+    "supported_dtypes": (True, "{dtype: True|False}; absent means not claimed"),
+    "semantic_level": (False, "claimed semantic level 1..8 (default for --level)"),
+    "device_count": (False, "number of devices the backend exposes"),
+    "capabilities": (True, "{capability: True|False}"),
+    "expectations": (False, "ledger of known failures"),
+    "tolerance_overrides": (False, "{category: {dtype: {atol, rtol}}}"),
+    "max_samples": (False, "cap on OpInfo samples per case"),
+    "seed": (False, "base random seed"),
+    "resource_limits": (False, "{max_tensor_mb, max_device_memory_mb}"),
+}
+
+
+@dataclass
+class Manifest:
+    """A validated, normalised manifest."""
+
+    device_name: str
+    supported_dtypes: dict[str, bool]
+    capabilities: dict[str, bool]
+    manifest_version: int = MANIFEST_VERSION
+    backend_import: str | None = None
+    semantic_level: int = 1
+    device_count: int = 1
+    expectations: list[dict[str, Any]] = field(default_factory=list)
+    tolerance_overrides: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    max_samples: int | None = None
+    seed: int = 0
+    resource_limits: dict[str, float] = field(default_factory=dict)
+    source: str = "<built-in>"
+
+    def claims_dtype(self, dtype: str | None) -> bool:
+        return dtype is None or bool(self.supported_dtypes.get(dtype, False))
+
+    def claims(self, capability: str) -> bool:
+        return bool(self.capabilities.get(capability, False))
+
+    @property
+    def claimed_dtypes(self) -> list[str]:
+        return [d for d in DTYPES if self.supported_dtypes.get(d)]
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form with the source left out: two identical claims hash the same."""
+        data = asdict(self)
+        data.pop("source")
+        return data
+
+    def hash(self) -> str:
+        blob = json.dumps(self.to_json(), sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], source: str = "<run.json>") -> Manifest:
+        return cls(**data, source=source)

@@ -1,0 +1,203 @@
+"""Validation: collect every problem of a raw manifest, each with its key path and the fix."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from torchcts.manifest.schema import (
+    CAPABILITIES,
+    DTYPE_ALIASES,
+    DTYPES,
+    KEYS,
+    MANIFEST_VERSION,
+    MAX_LEVEL,
+    MIN_LEVEL,
+    REQUIRED_CAPABILITIES,
+    RESOURCE_LIMIT_KEYS,
+    Manifest,
+)
+
+
+def _suggest(word: str, choices: list[str] | tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f": did you mean '{close[0]}'?" if close else f"; known: {', '.join(sorted(choices))}"
+
+
+def dtype_name(key: Any) -> str | None:
+    """Canonical dtype name for a torch.dtype or a string, None if it names no dtype."""
+    if not isinstance(key, str):
+        text = str(key)
+        if not text.startswith("torch."):
+            return None
+        key = text[len("torch.") :]
+    key = key.removeprefix("torch.")
+    key = DTYPE_ALIASES.get(key, key)
+    return key if key in DTYPES else None
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def add(self, path: str, message: str) -> None:
+        self.problems.append(f"{message} under {path}" if path else message)
+
+
+def _check_dtypes(raw: Any, c: _Collector) -> dict[str, bool]:
+    out: dict[str, bool] = {}
+    if not isinstance(raw, dict):
+        c.add("supported_dtypes", "expected a dict {dtype: True|False}, got " + type(raw).__name__)
+        return out
+    for key, value in raw.items():
+        name = dtype_name(key)
+        if name is None:
+            c.add("supported_dtypes", f"unknown dtype '{key}'" + _suggest(str(key).removeprefix("torch."), DTYPES))
+            continue
+        if not isinstance(value, bool):
+            c.add(f"supported_dtypes.{name}", f"expected True or False, got {value!r}")
+            continue
+        out[name] = value
+    return out
+
+
+def _check_capabilities(raw: Any, c: _Collector) -> dict[str, bool]:
+    out: dict[str, bool] = {}
+    if not isinstance(raw, dict):
+        c.add("capabilities", "expected a dict {capability: True|False}, got " + type(raw).__name__)
+        return out
+    for key, value in raw.items():
+        if key not in CAPABILITIES:
+            c.add("capabilities", f"unknown capability '{key}'" + _suggest(str(key), tuple(CAPABILITIES)))
+            continue
+        if not isinstance(value, bool):
+            c.add(f"capabilities.{key}", f"expected True or False, got {value!r}")
+            continue
+        out[key] = value
+    missing = [k for k in REQUIRED_CAPABILITIES if k not in raw] if isinstance(raw, dict) else []
+    if missing:
+        c.add("capabilities", f"missing capabilities {missing}: declare each as True or False")
+    return out
+
+
+def _check_tolerances(raw: Any, c: _Collector) -> dict[str, dict[str, dict[str, float]]]:
+    from torchcts.oracle.tolerances import CATEGORIES
+
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    if not isinstance(raw, dict):
+        c.add("tolerance_overrides", "expected {category: {dtype: {'atol': x, 'rtol': y}}}")
+        return out
+    for cat, per_dtype in raw.items():
+        if cat not in CATEGORIES:
+            c.add("tolerance_overrides", f"unknown tolerance category '{cat}'" + _suggest(str(cat), tuple(CATEGORIES)))
+            continue
+        if not isinstance(per_dtype, dict):
+            c.add(f"tolerance_overrides.{cat}", "expected {dtype: {'atol': x, 'rtol': y}}")
+            continue
+        for dkey, tol in per_dtype.items():
+            name = dtype_name(dkey)
+            path = f"tolerance_overrides.{cat}"
+            if name is None:
+                c.add(path, f"unknown dtype '{dkey}'" + _suggest(str(dkey).removeprefix("torch."), DTYPES))
+                continue
+            if not isinstance(tol, dict) or set(tol) - {"atol", "rtol"} or not all(
+                _is_number(v) and v >= 0 for v in tol.values()
+            ):
+                c.add(f"{path}.{name}", "expected {'atol': non-negative number, 'rtol': non-negative number}")
+                continue
+            out.setdefault(cat, {})[name] = {k: float(v) for k, v in tol.items()}
+    return out
+
+
+def _check_limits(raw: Any, c: _Collector) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if not isinstance(raw, dict):
+        c.add("resource_limits", "expected a dict {max_tensor_mb: N, max_device_memory_mb: N}")
+        return out
+    for key, value in raw.items():
+        if key not in RESOURCE_LIMIT_KEYS:
+            c.add("resource_limits", f"unknown key '{key}'" + _suggest(str(key), RESOURCE_LIMIT_KEYS))
+        elif not _is_number(value) or value <= 0:
+            c.add(f"resource_limits.{key}", f"expected a positive number of MB, got {value!r}")
+        else:
+            out[key] = float(value)
+    return out
+
+
+def validate(raw: Any, source: str = "manifest") -> tuple[Manifest | None, list[str]]:
+    """Validate a raw manifest mapping; returns (manifest or None, every problem found)."""
+    c = _Collector()
+    if not isinstance(raw, dict):
+        return None, [f"the manifest must be a dict, got {type(raw).__name__}: define manifest = {{...}}"]
+    for key in raw:
+        if key not in KEYS:
+            c.add("", f"unknown key '{key}'" + _suggest(str(key), tuple(KEYS)))
+    for key, (required, _doc) in KEYS.items():
+        if required and key not in raw:
+            c.add("", f"missing required key '{key}': add it ({KEYS[key][1]})")
+
+    version = raw.get("manifest_version", MANIFEST_VERSION)
+    if version != MANIFEST_VERSION:
+        c.add("manifest_version", f"unsupported version {version!r}: set manifest_version = 1")
+    device = raw.get("device_name", "")
+    if "device_name" in raw and (not isinstance(device, str) or not device.isidentifier()):
+        c.add("device_name", f"expected a device type name such as 'cuda' or 'npu', got {device!r}")
+    backend = raw.get("backend_import")
+    if backend is not None and (not isinstance(backend, str) or not all(p.isidentifier() for p in backend.split("."))):
+        c.add("backend_import", f"expected a module name or None, got {backend!r}")
+
+    dtypes = _check_dtypes(raw.get("supported_dtypes", {}), c)
+    caps = _check_capabilities(raw.get("capabilities", {}), c)
+
+    level = raw.get("semantic_level", 1)
+    if not _is_int(level) or not MIN_LEVEL <= level <= MAX_LEVEL:
+        c.add("semantic_level", f"expected an integer {MIN_LEVEL}..{MAX_LEVEL}, got {level!r}")
+    count = raw.get("device_count", 1)
+    if not _is_int(count) or count < 1:
+        c.add("device_count", f"expected a positive integer, got {count!r}")
+    max_samples = raw.get("max_samples")
+    if max_samples is not None and (not _is_int(max_samples) or max_samples < 1):
+        c.add("max_samples", f"expected a positive integer or None, got {max_samples!r}")
+    seed = raw.get("seed", 0)
+    if not _is_int(seed) or seed < 0:
+        c.add("seed", f"expected a non-negative integer, got {seed!r}")
+    tolerances = _check_tolerances(raw.get("tolerance_overrides", {}), c)
+    limits = _check_limits(raw.get("resource_limits", {}), c)
+    expectations = raw.get("expectations", [])
+    if not isinstance(expectations, list) or not all(isinstance(e, dict) for e in expectations):
+        c.add("expectations", "expected a list of {match, status, reason, ...} entries")
+        expectations = []
+    else:
+        from torchcts.manifest.expectations import validate_entries
+
+        for problem in validate_entries(expectations):
+            c.problems.append(problem)
+
+    if c.problems:
+        return None, c.problems
+    return (
+        Manifest(
+            manifest_version=MANIFEST_VERSION,
+            device_name=device,
+            backend_import=backend,
+            supported_dtypes=dtypes,
+            capabilities=caps,
+            semantic_level=level,
+            device_count=count,
+            expectations=list(expectations),
+            tolerance_overrides=tolerances,
+            max_samples=max_samples,
+            seed=seed,
+            resource_limits=limits,
+            source=source,
+        ),
+        [],
+    )

@@ -1,0 +1,1 @@
+"""Oracles: comparison against the CPU reference, tolerances, and properties."""

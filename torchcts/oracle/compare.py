@@ -1,0 +1,148 @@
+"""Comparison of device results with the CPU reference, with metrics a kernel engineer can act on.
+
+torch.testing.assert_close decides pass/fail; on failure we compute the structured metrics
+(max abs/rel error, mismatch count, first mismatch) that go into the case record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+from torchcts.oracle.tolerances import Tolerance
+
+
+@dataclass
+class Mismatch:
+    """What differs between actual and expected, JSON-able."""
+
+    what: str
+    path: str = ""
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    mismatched: int | None = None
+    total: int | None = None
+    first_index: list[int] | None = None
+    first_actual: Any = None
+    first_expected: Any = None
+    atol: float | None = None
+    rtol: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v not in (None, {}, "")}
+
+    def describe(self) -> str:
+        loc = f" at {self.path}" if self.path else ""
+        if self.max_abs_error is None:
+            return f"{self.what}{loc}"
+        return (
+            f"{self.what}{loc}: {self.mismatched}/{self.total} elements differ, "
+            f"max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g} "
+            f"(atol {self.atol:.3g}, rtol {self.rtol:.3g}); first at index {self.first_index}: "
+            f"got {self.first_actual}, expected {self.first_expected}"
+        )
+
+
+class OracleMismatch(AssertionError):
+    """The device result disagrees with the oracle: the case is `failed`."""
+
+    def __init__(self, mismatch: Mismatch) -> None:
+        self.mismatch = mismatch
+        super().__init__(mismatch.describe())
+
+
+def _scalar(v: torch.Tensor) -> Any:
+    item = v.item()
+    return [item.real, item.imag] if isinstance(item, complex) else item
+
+
+def tensor_mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance, path: str = "") -> Mismatch | None:
+    """None when equal within tolerance (NaN equal to NaN), else the metrics of the difference."""
+    if actual.shape != expected.shape:
+        return Mismatch("shape mismatch", path, extra={"actual": list(actual.shape), "expected": list(expected.shape)})
+    if actual.dtype != expected.dtype:
+        return Mismatch("dtype mismatch", path, extra={"actual": str(actual.dtype), "expected": str(expected.dtype)})
+    a = actual.detach().to("cpu").resolve_conj().resolve_neg()
+    e = expected.detach().to("cpu").resolve_conj().resolve_neg()
+    if a.layout != torch.strided:
+        a = a.to_dense()
+    if e.layout != torch.strided:
+        e = e.to_dense()
+    try:
+        torch.testing.assert_close(
+            a, e, atol=tol.atol, rtol=tol.rtol, equal_nan=True, check_device=False, check_stride=False
+        )
+        return None
+    except AssertionError:
+        pass
+    if a.dtype.is_floating_point or a.dtype.is_complex:
+        wide = torch.complex128 if a.dtype.is_complex else torch.float64
+        a64, e64 = a.to(wide), e.to(wide)
+    else:
+        a64, e64 = a.to(torch.float64), e.to(torch.float64)
+    both_nan = torch.isnan(a64) & torch.isnan(e64)
+    diff = (a64 - e64).abs()
+    diff = torch.where(both_nan, torch.zeros_like(diff, dtype=diff.dtype), diff)
+    same_inf = (a64 == e64)
+    diff = torch.where(same_inf, torch.zeros_like(diff), diff)
+    bad = ~(same_inf | both_nan | (diff <= tol.atol + tol.rtol * e64.abs()))
+    diff_real = diff.real if diff.is_complex() else diff
+    finite = torch.where(torch.isfinite(diff_real), diff_real, torch.full_like(diff_real, float("inf")))
+    rel = finite / e64.abs().clamp_min(torch.finfo(torch.float64).tiny)
+    idx = bad.nonzero()
+    first = idx[0].tolist() if idx.numel() else None
+    return Mismatch(
+        "values differ",
+        path,
+        max_abs_error=float(finite.max()) if finite.numel() else 0.0,
+        max_rel_error=float(torch.where(bad, rel, torch.zeros_like(rel)).max()) if rel.numel() else 0.0,
+        mismatched=int(bad.sum()),
+        total=a.numel(),
+        first_index=first,
+        first_actual=_scalar(a[tuple(first)]) if first is not None else None,
+        first_expected=_scalar(e[tuple(first)]) if first is not None else None,
+        atol=tol.atol,
+        rtol=tol.rtol,
+    )
+
+
+def find_mismatch(actual: Any, expected: Any, tol: Tolerance, path: str = "") -> Mismatch | None:
+    """Walk tensors, tuples, lists, dicts and scalars; return the first mismatch."""
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(actual, torch.Tensor):
+            return Mismatch(f"expected a tensor, got {type(actual).__name__}", path)
+        return tensor_mismatch(actual, expected, tol, path)
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict) or set(actual) != set(expected):
+            return Mismatch("dict keys differ", path)
+        for k in expected:
+            m = find_mismatch(actual[k], expected[k], tol, f"{path}[{k!r}]")
+            if m:
+                return m
+        return None
+    if isinstance(expected, Sequence) and not isinstance(expected, (str, bytes)):
+        if not isinstance(actual, Sequence) or len(actual) != len(expected):
+            return Mismatch(f"expected a sequence of length {len(expected)}", path)
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            m = find_mismatch(a, e, tol, f"{path}[{i}]")
+            if m:
+                return m
+        return None
+    if isinstance(expected, (bool, int, float, complex)) and not isinstance(actual, torch.Tensor):
+        if isinstance(expected, bool) or isinstance(expected, int) and isinstance(actual, int):
+            return None if actual == expected else Mismatch("values differ", path, first_actual=actual, first_expected=expected)
+        return tensor_mismatch(torch.tensor(actual), torch.tensor(expected), tol, path)
+    if isinstance(actual, torch.Tensor):
+        return Mismatch(f"expected {type(expected).__name__}, got a tensor", path)
+    return None if actual == expected else Mismatch("values differ", path, first_actual=repr(actual), first_expected=repr(expected))
+
+
+def assert_matches(actual: Any, expected: Any, tol: Tolerance) -> None:
+    """Raise OracleMismatch if actual differs from expected beyond tol."""
+    m = find_mismatch(actual, expected, tol)
+    if m is not None:
+        raise OracleMismatch(m)

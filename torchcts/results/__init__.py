@@ -1,0 +1,1 @@
+"""Results: case records, the run folder and its writers, reports, compare and merge."""

@@ -1,0 +1,31 @@
+"""Case records: one JSON object per case, the single source every report is rebuilt from."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from torchcts.cases.model import Case
+
+
+def repro_command(case_id: str, device: str, validation: bool = False) -> str:
+    """One line that reruns just this case."""
+    dev = "--validation" if validation else f"--device {shlex.quote(device)}"
+    return f"torchcts run {dev} --case {shlex.quote(case_id)}"
+
+
+def base_record(case: Case) -> dict[str, Any]:
+    return {
+        "id": case.id,
+        "suite": case.suite,
+        "level": case.level,
+        "ops": list(case.ops),
+        "dtype": case.dtype,
+        "kind": case.kind,
+        "oracle": case.oracle,
+        "requires": list(case.requires),
+    }
+
+
+def skip_record(case: Case, status: str, reason: str) -> dict[str, Any]:
+    return {**base_record(case), "status": status, "message": reason, "duration_s": 0.0}
