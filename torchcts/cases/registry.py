@@ -31,9 +31,13 @@ KNOWN_SUITE_NAMES = (
 
 
 def suite_cases(name: str) -> list[Case]:
-    """Every case of one suite, in a stable order."""
-    module = importlib.import_module(SUITES[name].module)
-    return list(module.cases())
+    """Every case of one suite, in a stable order (from the on-disk cache when valid)."""
+    from torchcts.cases.cache import cached_cases
+
+    def build() -> list[Case]:
+        return list(importlib.import_module(SUITES[name].module).cases())
+
+    return cached_cases(name, build)
 
 
 def iter_cases(suites: list[str] | None = None) -> Iterator[Case]:

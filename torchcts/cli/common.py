@@ -28,6 +28,7 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--case", action="append", default=[], metavar="ID", help="case id or glob (repeatable)")
     p.add_argument("--max-samples", type=int, metavar="N", help="cap on OpInfo samples per case")
     p.add_argument("--shard", metavar="I/N", help="run shard I of N")
+    p.add_argument("--shard-durations", metavar="RUN", help="balance shards by the case durations of an earlier run")
     p.add_argument("--validation", action="store_true", help="check the harness: forces cpu and a broad fixed claim set")
     p.add_argument("--results-dir", default="results", metavar="DIR", help="where run folders go (default: results)")
 
@@ -64,7 +65,19 @@ def selection_from_args(args: argparse.Namespace):  # noqa: ANN201
         level_range=parse_level_range(args.level_range) if args.level_range else None,
         max_samples=args.max_samples,
         shard=parse_shard(args.shard) if args.shard else None,
+        shard_durations=_durations(args),
     )
+
+
+def _durations(args: argparse.Namespace) -> dict[str, float] | None:
+    if not getattr(args, "shard_durations", None):
+        return None
+    if not args.shard:
+        raise UsageError("--shard-durations only balances shards: pass --shard I/N with it")
+    from torchcts.engine.shard import durations_of
+    from torchcts.results.rundir import resolve_run
+
+    return durations_of(resolve_run(args.shard_durations, Path(args.results_dir)))
 
 
 def non_interactive() -> bool:
@@ -80,7 +93,7 @@ def require_device(args: argparse.Namespace) -> None:
         raise UsageError("no --device given: pass the device under test, e.g. --device cuda (or --validation)")
 
 
-_PATH_FLAGS = {"--manifest", "--results-dir", "--store", "--output", "-o", "--run"}
+_PATH_FLAGS = {"--manifest", "--results-dir", "--store", "--output", "-o", "--run", "--shard-durations"}
 
 
 def command_intent(command: str, argv: list[str]) -> list[str]:

@@ -40,6 +40,7 @@ def run_spec(setup: RunSetup, run_dir: Path, intent: list[str]) -> dict[str, Any
         "ended": None,
         "status": "running",
         "filtered": setup.result.filtered,
+        "sharded_out": setup.result.sharded_out,
         "planned": len(setup.result.to_run),
     }
 

@@ -28,9 +28,13 @@ class Selection:
     level_range: tuple[int, int] | None = None
     max_samples: int | None = None
     shard: tuple[int, int] | None = None
+    # Per-case durations of an earlier run to balance shards (not written to run.json).
+    shard_durations: dict[str, float] | None = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data.pop("shard_durations")
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Selection:
@@ -96,6 +100,7 @@ class Decision:
 class SelectionResult:
     decisions: list[Decision]
     filtered: int
+    sharded_out: int = 0
 
     @property
     def to_run(self) -> list[Case]:
@@ -142,9 +147,9 @@ def select(cases: Iterable[Case], manifest: Manifest, sel: Selection) -> Selecti
             decisions.append(claim_decision(case, manifest))
         else:
             filtered += 1
+    moved = 0
     if sel.shard is not None:
         from torchcts.engine.shard import shard_decisions
 
-        decisions, moved = shard_decisions(decisions, *sel.shard)
-        filtered += moved
-    return SelectionResult(decisions, filtered)
+        decisions, moved = shard_decisions(decisions, *sel.shard, durations=sel.shard_durations)
+    return SelectionResult(decisions, filtered, moved)

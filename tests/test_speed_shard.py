@@ -1,0 +1,89 @@
+"""Sharding, merging and the case-list cache (issue 9)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import records, run_cli
+
+from torchcts.cases import cache
+from torchcts.cases.model import Case
+from torchcts.engine.selection import Decision
+from torchcts.engine.shard import partition, shard_decisions
+
+
+def _decisions(n: int, status: str = "run") -> list[Decision]:
+    return [Decision(Case(id=f"s/c{i:03d}", suite="s", level=1, runner="m:f"), status) for i in range(n)]
+
+
+def test_shards_partition_every_case_exactly_once_and_balance_counts():
+    decisions = _decisions(100) + _decisions(7, "not_claimed")
+    kept = [shard_decisions(decisions, i, 4)[0] for i in range(1, 5)]
+    ids = [d.case.id for part in kept for d in part]
+    assert sorted(ids) == sorted(d.case.id for d in decisions)
+    runs = [sum(d.status == "run" for d in part) for part in kept]
+    assert max(runs) - min(runs) <= 1
+
+
+def test_shards_balance_recorded_durations():
+    weights = [(f"c{i}", 10.0) for i in range(4)] + [(f"d{i}", 1.0) for i in range(40)]
+    owner = partition(weights, 4)
+    loads = {s: sum(w for c, w in weights if owner[c] == s) for s in range(1, 5)}
+    # four long cases land on four different shards; the short ones fill around them
+    assert len({owner[f"c{i}"] for i in range(4)}) == 4
+    assert max(loads.values()) - min(loads.values()) <= 1.0
+
+
+def test_partition_is_deterministic():
+    weights = [(f"x{i}", float(i % 7)) for i in range(50)]
+    assert partition(weights, 3) == partition(list(reversed(weights)), 3)
+
+
+def test_cache_hit_skips_the_build_and_key_tracks_torch(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHCTS_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TORCHCTS_NO_CACHE", raising=False)
+    built = []
+    case = Case(id="s/a/float32", suite="s", level=2, runner="m:f", params={"dtype": "float32"}, ops=("aten::a",))
+
+    def build():
+        built.append(1)
+        return [case]
+
+    assert cache.cached_cases("s", build) == [case]
+    assert cache.cached_cases("s", build) == [case]
+    assert len(built) == 1
+    cache.source_key.cache_clear()
+    import torch
+
+    monkeypatch.setattr(torch, "__version__", "9.9.9")
+    try:
+        cache.cached_cases("s", build)
+        assert len(built) == 2, "another torch version must miss the cache"
+    finally:
+        cache.source_key.cache_clear()
+
+
+def test_shard_runs_merge_into_one_run(tmp_path):
+    for i in (1, 2):
+        r = run_cli("run", "--device", "cpu", "--level", "1", "--shard", f"{i}/2", "--", "-q", "-p", "no:warnings", cwd=tmp_path)
+        assert r.returncode == 0, r.stdout + r.stderr
+    shards = sorted(p for p in (tmp_path / "results").iterdir() if p.is_dir() and not p.name.startswith("."))
+    whole = run_cli("run", "--device", "cpu", "--level", "1", "--", "-q", "-p", "no:warnings", cwd=tmp_path)
+    assert whole.returncode == 0
+    r = run_cli("merge", *[str(p) for p in shards], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    merged = tmp_path / "results" / (tmp_path / "results" / "latest").read_text().strip()
+    run = json.loads((merged / "run.json").read_text())
+    assert run["status"] == "complete" and run["merged_from"] == [p.name for p in shards]
+    whole_dir = [p for p in (tmp_path / "results").iterdir() if p.is_dir() and p.name not in {s.name for s in shards} and p != merged and not p.name.startswith(".")][0]
+    assert sorted(r["id"] for r in records(merged)) == sorted(r["id"] for r in records(whole_dir))
+    # a shard mixed with a non-shard run is refused
+    bad = run_cli("merge", str(shards[0]), str(whole_dir), cwd=tmp_path)
+    assert bad.returncode == 2 and "not a shard run" in bad.stderr
+
+
+@pytest.mark.parametrize("flag", ["--shard-durations"])
+def test_shard_durations_need_shard(tmp_path, flag):
+    r = run_cli("run", "--device", "cpu", "--level", "1", flag, "x", cwd=tmp_path)
+    assert r.returncode == 2 and "--shard" in r.stderr

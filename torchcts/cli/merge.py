@@ -1,0 +1,28 @@
+"""`torchcts merge RUN...`: combine shard result folders into one run with one report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "combine shard runs (--shard I/N) into one run with one report"
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("runs", nargs="+", metavar="RUN", help="shard run folders")
+    p.add_argument("--results-dir", default="results", metavar="DIR", help="where the merged run goes")
+
+
+def main(args: argparse.Namespace) -> int:
+    from torchcts.errors import EXIT_FAILURES, EXIT_OK
+    from torchcts.results import rundir
+    from torchcts.results.merge import merge_runs
+    from torchcts.results.scorecard import print_scorecard
+    from torchcts.results.statuses import FAILURES
+
+    root = Path(args.results_dir)
+    out = merge_runs([rundir.resolve_run(r, root) for r in args.runs], root)
+    run = rundir.read_run(out)
+    print_scorecard(out, run, sys.stdout)
+    return EXIT_FAILURES if any(run.get("totals", {}).get(s) for s in FAILURES) else EXIT_OK

@@ -1,0 +1,78 @@
+"""Merging shard runs into one run folder with one report.
+
+Shards must come from the same claims, versions, device and selection (the shard index aside);
+anything else is refused, because a merged report of unlike runs would be a false statement.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from torchcts.errors import UsageError
+from torchcts.results import rundir
+
+# run.json fields that must agree between shards.
+_SAME = ("manifest_hash", "torchcts", "torch", "device", "gate", "validation")
+
+
+def _selection_sans_shard(run: dict[str, Any]) -> dict[str, Any]:
+    sel = dict(run.get("selection", {}))
+    sel.pop("shard", None)
+    return sel
+
+
+def check_compatible(runs: list[tuple[Path, dict[str, Any]]]) -> None:
+    first_dir, first = runs[0]
+    for path, run in runs[1:]:
+        for key in _SAME:
+            if run.get(key) != first.get(key):
+                raise UsageError(
+                    f"cannot merge {path.name} with {first_dir.name}: '{key}' differs "
+                    f"({run.get(key)!r} vs {first.get(key)!r}); merge only shards of one run"
+                )
+        if _selection_sans_shard(run) != _selection_sans_shard(first):
+            raise UsageError(f"cannot merge {path.name} with {first_dir.name}: the selections differ")
+    for path, run in runs:
+        if not run.get("selection", {}).get("shard"):
+            raise UsageError(f"{path.name} is not a shard run: merge folders written by 'run --shard I/N'")
+    shards = [tuple(r["selection"]["shard"]) for _, r in runs]
+    if len({n for _, n in shards}) != 1 or len(set(shards)) != len(shards):
+        raise UsageError(f"cannot merge: shards {[f'{i}/{n}' for i, n in shards]} are not distinct shards of one N")
+
+
+def merge_runs(run_dirs: list[Path], results_root: Path) -> Path:
+    """Write a new run folder holding every shard's records; returns it."""
+    from torchcts.engine.execute import finalize
+
+    if len(run_dirs) < 2:
+        raise UsageError("merge needs at least two shard runs")
+    runs = [(d, rundir.read_run(d)) for d in run_dirs]
+    check_compatible(runs)
+    out = rundir.new_run_dir(results_root)
+    first = dict(runs[0][1])
+    count = runs[0][1]["selection"]["shard"][1]
+    statuses = {r.get("status") for _, r in runs}
+    first.update(
+        name=out.name,
+        merged_from=[d.name for d, _ in runs],
+        command=["merge", *[d.name for d, _ in runs]],
+        started=min(r.get("started") or "" for _, r in runs),
+        filtered=first.get("filtered", 0),
+        sharded_out=0,
+        planned=sum(r.get("planned", 0) for _, r in runs),
+    )
+    first["selection"] = {**_selection_sans_shard(first), "shard": None}
+    missing = count - len(runs)
+    status = "complete" if statuses == {"complete"} and missing == 0 else "interrupted"
+    if missing:
+        first["missing_shards"] = missing
+    rundir.write_json_atomic(out / rundir.RUN_JSON, first)
+    writer = rundir.RecordWriter(out)
+    for d, _ in runs:
+        for record in rundir.read_records(d):
+            writer.append(record)
+    writer.close()
+    finalize(out, status)
+    rundir.point_latest(results_root, out)
+    return out
