@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""TorchCTS benchmark (a script, not a test): collection, first result, throughput, overhead.
+
+Runs `torchcts` as a user would (subprocesses, `--validation` on CPU) in a scratch folder and
+prints one JSON object; `--output FILE` also writes it so runs can be compared over time.
+
+    python bench/bench.py                 # everything except the full default level
+    python bench/bench.py --full          # also the full default level (long)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def torchcts(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 7200) -> tuple[float, int]:
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "torchcts", *args], cwd=cwd, env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
+    return time.perf_counter() - start, proc.returncode
+
+
+def latest(cwd: Path) -> Path:
+    root = cwd / "results"
+    return root / (root / "latest").read_text().strip()
+
+
+def first_result_seconds(cwd: Path, env: dict[str, str], args: list[str]) -> float | None:
+    """Seconds from the shell command to the first executed case's record on disk."""
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "torchcts", *args], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    found = None
+    seen: set[Path] = set((cwd / "results").glob("2*")) if (cwd / "results").exists() else set()
+    while proc.poll() is None or found is None:
+        for run in set((cwd / "results").glob("2*")) - seen if (cwd / "results").exists() else ():
+            cases = run / "cases.jsonl"
+            if cases.exists() and any(json.loads(line).get("status") in ("passed", "failed", "error")
+                                      for line in cases.read_text().splitlines() if line.strip()):
+                found = time.perf_counter() - start
+        if proc.poll() is not None and found is None:
+            break
+        time.sleep(0.02)
+    proc.wait()
+    return found
+
+
+def throughput(cwd: Path, env: dict[str, str], args: list[str]) -> dict[str, float]:
+    wall, code = torchcts(args, cwd, env)
+    run = latest(cwd)
+    recs = [json.loads(line) for line in (run / "cases.jsonl").read_text().splitlines() if line.strip()]
+    executed = [r for r in recs if r.get("status") not in ("not_claimed", "not_applicable", "filtered")]
+    return {
+        "wall_s": round(wall, 2),
+        "exit": code,
+        "cases_executed": len(executed),
+        "records": len(recs),
+        "cases_per_s": round(len(executed) / wall, 1) if wall else 0.0,
+        "results_bytes": sum(p.stat().st_size for p in run.rglob("*") if p.is_file()),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--full", action="store_true", help="also run the full default level (level 8)")
+    ap.add_argument("--workers", default="auto", help="pytest-xdist workers for throughput runs")
+    ap.add_argument("--output", help="also write the JSON here")
+    args = ap.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="torchcts-bench-"))
+    cache = work / "cache"
+    env = {**os.environ, "CI": "true", "TORCHCTS_CACHE_DIR": str(cache), "PYTHONUNBUFFERED": "1",
+           "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    out: dict[str, object] = {"python": platform.python_version(), "cpus": os.cpu_count()}
+    import torch
+
+    out["torch"] = torch.__version__
+
+    collect = ["show-skips", "--validation", "--level", "8"]
+    out["collect_level8_cold_s"] = round(torchcts(collect, work, env)[0], 2)
+    out["collect_level8_warm_s"] = round(torchcts(collect, work, env)[0], 2)
+    out["help_s"] = round(torchcts(["--help"], work, env)[0], 2)
+    one_op = ["run", "--validation", "--op", "add", "--dtype", "float32", "--", "-q"]
+    out["first_result_one_op_s"] = first_result_seconds(work, env, one_op)
+    out["one_op_wall_s"] = round(torchcts(one_op, work, env)[0], 2)
+
+    trivial_env = {**env, "TORCHCTS_EXTRA_SUITES": "bench_trivial=bench_trivial_suite"}
+    for mode, extra in (("in_process", ["-n", "0"]), ("isolated", ["-n", str(args.workers)])):
+        r = throughput(work, trivial_env, ["run", "--validation", "--suite", "bench_trivial", "--", "-q", *extra])
+        base = throughput(work, trivial_env, ["run", "--validation", "--suite", "bench_trivial",
+                                              "--case", "bench_trivial/noop/0000", "--", "-q", *extra])
+        per_case = (r["wall_s"] - base["wall_s"]) / max(r["cases_executed"] - 1, 1)
+        out[f"trivial_{mode}"] = {**r, "per_case_overhead_ms": round(per_case * 1000, 2)}
+
+    out["level2"] = throughput(work, env, ["run", "--validation", "--level", "2", "--", "-q", "-n", args.workers])
+    if args.full:
+        out["default_level"] = throughput(work, env, ["run", "--validation", "--", "-q", "-n", args.workers])
+    out["peak_rss_mb_children"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+
+    text = json.dumps(out, indent=2)
+    print(text)
+    if args.output:
+        Path(args.output).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
