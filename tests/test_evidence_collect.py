@@ -126,3 +126,32 @@ def test_broken_backend_is_recorded_failed_with_metrics(cli, workdir, monkeypatc
     assert bad["status"] == "failed" and "operators/core/copy_roundtrip" in bad["reason"]
     assert bad["metrics"]["max_abs_error"] == pytest.approx(1.0, rel=1e-2) and bad["metrics"]["mismatched"] >= 1
     assert recs["aten::neg"]["result"]["status"] == "passed"  # neg never copies back with .cpu()
+
+
+def test_interrupted_collection_keeps_finished_surfaces(cli, workdir, monkeypatch, capsys):
+    from torchcts.evidence.oracles import OracleRunner
+
+    real = OracleRunner.surface_result
+    calls = []
+
+    def interrupt_second(self, cases):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(self, cases)
+
+    monkeypatch.setattr(OracleRunner, "surface_result", interrupt_second)
+    argv = [*COLLECT, "--device", "cpu", "--backend-gate", "cpu", "--surface", "aten::neg", "--surface", "aten::abs"]
+    assert cli(argv) == 130
+    recs = _records(workdir / "ev")
+    assert [(r["surface"], r["run_status"]) for r in recs] == [("aten::abs", "interrupted")]
+    assert verify_store(workdir / "ev") == []
+
+
+def test_oracle_id_drops_the_dtype_anywhere():
+    from torchcts.cases.model import Case
+    from torchcts.evidence.oracles import oracle_id
+
+    assert oracle_id(Case("opinfo/add/float32/forward", "opinfo", 2, "m:f", dtype="float32")) == "opinfo/add/forward"
+    assert oracle_id(Case("operators/core/zeros/int8", "operators", 1, "m:f", dtype="int8")) == "operators/core/zeros"
+    assert oracle_id(Case("operators/core/registration", "operators", 1, "m:f")) == "operators/core/registration"

@@ -97,8 +97,12 @@ def plan(args: argparse.Namespace) -> Plan:
                 {s: cov.covering(s) for s in surfaces})
 
 
-def build_records(p: Plan, intent: list[str], run_pending: bool, source_id: str) -> dict[str, list[dict[str, Any]]]:
-    """Gate file name -> the records of this collection, one per selected surface, sorted by surface."""
+def build_records(p: Plan, intent: list[str], run_pending: bool,
+                  source_id: str) -> tuple[dict[str, list[dict[str, Any]]], str]:
+    """(gate file name -> this collection's records, one per surface, sorted; run status).
+
+    On Ctrl-C the surfaces that finished are kept with run status `interrupted`.
+    """
     import torch
 
     from torchcts.coverage.surfaces import all_surfaces, kernel_table, registration
@@ -108,14 +112,19 @@ def build_records(p: Plan, intent: list[str], run_pending: bool, source_id: str)
     runner = OracleRunner(torch.device(p.device.type), p.manifest, run_pending)
     served = {g.name: g.why_not_served() for g in p.gates}
     results: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = {}
+    run_status = "complete"
     if any(gap is None for gap in served.values()):
-        for s in p.surfaces:
-            results[s] = runner.surface_result(p.cases_by_surface[s])
+        try:
+            for s in p.surfaces:
+                results[s] = runner.surface_result(p.cases_by_surface[s])
+        except KeyboardInterrupt:  # keep what finished; the caller records it and re-raises
+            run_status = "interrupted"
+    done = [s for s in p.surfaces if s in results] if run_status == "interrupted" else p.surfaces
     table = kernel_table()
     out: dict[str, list[dict[str, Any]]] = {}
     for g in p.gates:
         recs = []
-        for s in p.surfaces:
+        for s in done:
             gap = served[g.name]
             if gap is None:
                 oracles, result = results[s]
@@ -132,10 +141,10 @@ def build_records(p: Plan, intent: list[str], run_pending: bool, source_id: str)
                 "result": result,
                 "level": p.level,
                 "intent": intent,
-                "run_status": "complete",
+                "run_status": run_status,
             })
         out[st.gate_file(g.name)] = recs
-    return out
+    return out, run_status
 
 
 def exit_status(records: dict[str, list[dict[str, Any]]], p: Plan, require: bool, fail_on_failure: bool) -> tuple[int, list[str]]:
@@ -164,7 +173,7 @@ def collect(args: argparse.Namespace) -> int:
     p = plan(args)
     intent = command_intent("coverage", list(getattr(args, "argv", [])))
     source = make_source(p.device, utc_now())
-    records = build_records(p, intent, args.run_pending_candidates, source["id"])
+    records, run_status = build_records(p, intent, args.run_pending_candidates, source["id"])
     for rec in [source, *(r for recs in records.values() for r in recs)]:
         found = leaks(rec)
         if found:
@@ -174,6 +183,10 @@ def collect(args: argparse.Namespace) -> int:
     for name, recs in records.items():
         st.append(store, name, recs)
     st.write_index(store)
+    if run_status == "interrupted":
+        done = max((len(recs) for recs in records.values()), default=0)
+        print(f"torchcts: interrupted: recorded the {done} surfaces that finished", file=sys.stderr)
+        raise KeyboardInterrupt
     code, problems = exit_status(records, p, args.require_oracle_results, args.fail_on_oracle_failure)
     print_summary(records, source, Path(args.store).name, problems)
     return code

@@ -31,9 +31,10 @@ PENDING_REASON = "oracle is a pending candidate (not promoted); pass --run-pendi
 
 
 def oracle_id(case: Case) -> str:
+    """The case id without its dtype component: `opinfo/add/float32/forward` -> `opinfo/add/forward`."""
     parts = case.id.split("/")
-    if case.dtype and len(parts) > 1 and parts[-1] == case.dtype:
-        parts = parts[:-1]
+    if case.dtype and case.dtype in parts[1:]:
+        parts.remove(case.dtype)
     return "/".join(parts)
 
 
