@@ -16,6 +16,11 @@ def _suite_arg(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--suite", action="append", default=[], metavar="S", help=f"{what} (repeatable)")
 
 
+def _backend_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--manifest", metavar="PATH",
+                   help="import this manifest's backend_import first (PrivateUse1 kernels register on import)")
+
+
 def configure(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="coverage_command", metavar="SUBCOMMAND", parser_class=type(p))
 
@@ -26,6 +31,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     inv.add_argument("--op", metavar="GLOB", help="only overloads matching, e.g. 'aten::add*'")
     inv.add_argument("--uncovered", action="store_true", help="only overloads no case covers")
     inv.add_argument("--json", action="store_true", help="print JSON")
+    _backend_arg(inv)
 
     rep = sub.add_parser("report", help="coverage by surface kind and the largest uncovered families")
     rep.add_argument("--device", default="cpu", help="device whose dispatch key the kernel counts are for (default cpu)")
@@ -33,6 +39,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     rep.add_argument("--top", type=int, default=25, metavar="N", help="families listed (default 25)")
     rep.add_argument("--json", action="store_true", help="JSON instead of Markdown")
     rep.add_argument("--output", "-o", metavar="PATH", help="write to PATH instead of stdout")
+    _backend_arg(rep)
 
     col = sub.add_parser("collect-backend-evidence", help="run the oracles of selected surfaces; append records to the store")
     col.add_argument("--store", required=True, metavar="DIR", help="the evidence store, e.g. evidence/backends")
@@ -65,6 +72,11 @@ def main(args: argparse.Namespace) -> int:
         return _verify(args)
     from torchcts.coverage.inventory import build_inventory
 
+    if args.manifest:
+        from torchcts.backends.devices import import_backend
+        from torchcts.manifest.load import load_manifest
+
+        import_backend(load_manifest(args.manifest).backend_import)
     inv = build_inventory(args.device, args.suite or None)
     if command == "inventory":
         return _inventory(args, inv)

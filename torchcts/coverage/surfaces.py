@@ -76,7 +76,7 @@ def surface_kind(schema: Any) -> str:
         return "backward"
     if any(_has_type(a.type, "Generator") for a in args) or plain.startswith(_RNG_PREFIXES):
         return "rng"
-    if any(getattr(a, "is_out", False) for a in args):
+    if any(getattr(a, "is_out", False) for a in args) or (schema.is_mutable and schema.overload_name.endswith("out")):
         return "out"
     if (base.endswith("_") and not base.endswith("__")) or base.startswith("__i"):
         return "in-place"
