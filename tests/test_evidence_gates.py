@@ -15,7 +15,7 @@ def test_registry_and_expressions():
     assert [g.name for g in parse_gates("cuda+cuda")] == ["cuda"]
     pu1 = parse_gates("openreg")[0]
     assert (pu1.device, pu1.dispatch_key) == ("openreg", "PrivateUse1")
-    for bad in ("", "cuda+", "+rocm", "CUDA!"):
+    for bad in ("", "cuda+", "+rocm", "CUDA!", "sources"):
         with pytest.raises(UsageError):
             parse_gates(bad)
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from torchcts.errors import UsageError
 
 IN_TREE_DEVICES = ("cpu", "cuda", "mps", "xpu")
+# Names that can never be gates: they would collide with the evidence store's own files or keys.
+RESERVED = ("sources", "index", "meta")
 
 
 def derive_gate(device_type: str) -> str:
@@ -97,7 +99,7 @@ def parse_gates(expression: str) -> list[Gate]:
     for n in dict.fromkeys(names):
         if n in GATES:
             out.append(GATES[n])
-        elif n.isidentifier() and n.lower() == n:
+        elif n.isidentifier() and n.lower() == n and n not in RESERVED:
             out.append(privateuse1_gate(n))
         else:
             raise UsageError(
