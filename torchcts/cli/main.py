@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "show-skips": "torchcts.cli.show_skips",
     "report": "torchcts.cli.report",
     "merge": "torchcts.cli.merge",
+    "coverage": "torchcts.cli.coverage",
 }
 
 

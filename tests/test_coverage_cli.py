@@ -1,0 +1,47 @@
+"""`torchcts coverage inventory|report` through the CLI (in-process: torch is already imported)."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_inventory_json_lists_kernels_and_cases(cli, workdir, capsys):
+    assert cli(["coverage", "inventory", "--suite", "operators", "--json", "--op", "aten::add*"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = {r["name"]: r for r in data["surfaces"]}
+    assert data["dispatch_key"] == "CPU" and data["build"]["torch"]
+    add = rows["aten::add.Tensor"]
+    assert add["kind"] == "functional" and add["kernel"] == "native" and "CPU" in add["keys"]
+    assert "operators/elementwise/add/float32" in add["cases"]
+    assert rows["aten::add.out"]["cases"] == [] and rows["aten::add.out"]["kind"] == "out"
+    assert all(name.startswith("aten::add") for name in rows)
+
+
+def test_inventory_text_filters_and_device_key(cli, workdir, capsys):
+    assert cli(["coverage", "inventory", "--suite", "operators", "--device", "cuda", "--kind", "factory",
+                "--uncovered"]) == 0
+    out = capsys.readouterr().out
+    assert "key CUDA" in out.splitlines()[0]
+    body = out.splitlines()[1:]
+    assert body and all(" factory " in line and " 0 cases" in line for line in body)
+    assert not any(line.startswith("aten::zeros ") for line in body)  # covered by operators/core/zeros
+
+
+def test_inventory_bad_kind_and_device_are_usage_errors(cli, workdir, capsys):
+    assert cli(["coverage", "inventory", "--suite", "operators", "--kind", "nonsense"]) == 2
+    assert cli(["coverage", "inventory", "--suite", "operators", "--device", "rocm"]) == 2
+    assert "backend gate, not a device" in capsys.readouterr().err
+
+
+def test_report_markdown_and_json(cli, workdir, capsys):
+    assert cli(["coverage", "report", "--suite", "operators", "--top", "5", "--output", "cov.md"]) == 0
+    md = (workdir / "cov.md").read_text()
+    assert "## By surface kind" in md and "| functional |" in md and "| foreach |" in md
+    assert cli(["coverage", "report", "--suite", "operators", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["totals"]["covered"] >= 10
+    assert data["by_kind"]["factory"]["covered"] >= 3
+    fams = [f["family"] for f in data["largest_uncovered_families"]]
+    assert "foreach" in fams and "add" not in fams[:3]
+    counts = [f["uncovered"] for f in data["largest_uncovered_families"]]
+    assert counts == sorted(counts, reverse=True)

@@ -1,0 +1,104 @@
+"""Surfaces from the dispatcher: kinds from schemas, kernels per dispatch key, the case-op rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchcts.cases.model import Case
+from torchcts.coverage.mapping import build_coverage, resolve_op, select_surfaces
+from torchcts.coverage.report import family
+from torchcts.coverage.surfaces import KINDS, all_surfaces, registration
+from torchcts.errors import UsageError
+
+
+def kinds() -> dict[str, str]:
+    return {s.name: s.kind for s in all_surfaces()}
+
+
+def test_inventory_is_every_aten_overload_of_the_dispatcher():
+    import torch
+
+    names = {n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
+    surfaces = all_surfaces()
+    assert {s.name for s in surfaces} == names
+    assert len(surfaces) > 1000
+    assert all(s.kind in KINDS for s in surfaces)
+    # every kind is populated in a real build
+    assert {s.kind for s in surfaces} == set(KINDS)
+
+
+@pytest.mark.parametrize(
+    "name,kind",
+    [
+        ("aten::add.Tensor", "functional"),
+        ("aten::add.out", "out"),
+        ("aten::sort.values", "out"),
+        ("aten::add_.Tensor", "in-place"),
+        ("aten::__iand__.Tensor", "in-place"),
+        ("aten::_foreach_add_.List", "in-place"),
+        ("aten::view", "view"),
+        ("aten::transpose.int", "view"),
+        ("aten::split.Tensor", "view"),
+        ("aten::zeros", "factory"),
+        ("aten::empty.memory_format", "factory"),
+        ("aten::zeros_like", "factory"),
+        ("aten::convolution_backward", "backward"),
+        ("aten::randn", "rng"),
+        ("aten::uniform_", "rng"),
+        ("aten::bernoulli.p", "rng"),
+        ("aten::size.int", "query"),
+        ("aten::is_nonzero", "query"),
+    ],
+)
+def test_surface_kind_from_schema(name, kind):
+    assert kinds()[name] == kind
+
+
+def test_registration_native_composite_missing():
+    assert registration("aten::add.Tensor", "CPU")["kernel"] == "native"
+    assert "CPU" in registration("aten::add.Tensor", "CPU")["keys"]
+    assert registration("aten::linalg_norm", "CPU")["kernel"] == "composite_implicit"
+    assert registration("aten::zeros", "CPU")["kernel"] == "composite_explicit"
+    # a CPU-only build has no CUDA kernel for add.out and no composite one either
+    assert registration("aten::add.out", "CUDA")["kernel"] == "missing"
+
+
+def test_case_op_rule():
+    assert set(resolve_op("aten::add")) == {"aten::add.Tensor", "aten::add.Scalar"}  # out= excluded
+    assert resolve_op("aten::add.out") == ["aten::add.out"]
+    assert resolve_op("aten::abs") == ["aten::abs"]
+    assert "aten::add_.Tensor" not in resolve_op("add")
+    assert resolve_op("linalg.norm") and all(s.startswith("aten::linalg_norm") for s in resolve_op("linalg.norm"))
+    assert resolve_op("nn.functional.relu") == ["aten::relu"]
+    assert resolve_op("no_such_op_anywhere") == []
+
+
+def test_build_coverage_maps_cases_and_reports_unmapped():
+    cases = [
+        Case("s/a/float32", "s", 1, "m:f", ops=("aten::add.Tensor",), dtype="float32"),
+        Case("s/b", "s", 1, "m:f", ops=("aten::add", "no_such_op_anywhere")),
+        Case("s/c", "s", 2, "m:f", params={"op": "sin"}),
+    ]
+    cov = build_coverage(cases)
+    assert cov.cases_by_surface["aten::add.Tensor"] == ["s/a/float32", "s/b"]
+    assert cov.cases_by_surface["aten::add.Scalar"] == ["s/b"]
+    assert cov.cases_by_surface["aten::sin"] == ["s/c"]
+    assert "aten::add.out" not in cov.cases_by_surface
+    assert cov.unmapped == {"no_such_op_anywhere": ["s/b"]}
+
+
+def test_select_surfaces():
+    assert select_surfaces(["aten::add.Tensor"]) == ["aten::add.Tensor"]
+    assert "aten::add.out" in select_surfaces(["add"])  # an op selects all its overloads
+    assert set(select_surfaces(["aten::add_.*"])) == {"aten::add_.Tensor", "aten::add_.Scalar"}
+    with pytest.raises(UsageError, match="matches no aten overload"):
+        select_surfaces(["aten::definitely_not_an_op"])
+
+
+@pytest.mark.parametrize(
+    "op,fam",
+    [("aten::_foreach_add_", "foreach"), ("aten::linalg_svd", "linalg"), ("aten::special_erf", "special"),
+     ("aten::max_pool2d_with_indices_backward", "max_pool2d_with_indices"), ("aten::add_", "add")],
+)
+def test_family(op, fam):
+    assert family(op) == fam

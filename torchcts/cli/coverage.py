@@ -1,0 +1,135 @@
+"""`torchcts coverage inventory|report|collect-backend-evidence|verify-evidence` (SPEC §8)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from torchcts.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UsageError
+
+HELP = "dispatcher surfaces of this PyTorch build vs the suite, and backend evidence"
+
+
+def _suite_arg(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--suite", action="append", default=[], metavar="S", help=f"{what} (repeatable)")
+
+
+def _backend_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--manifest", metavar="PATH",
+                   help="import this manifest's backend_import first (PrivateUse1 kernels register on import)")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="coverage_command", metavar="SUBCOMMAND", parser_class=type(p))
+
+    inv = sub.add_parser("inventory", help="every aten overload: kind, kernels, covering cases")
+    inv.add_argument("--device", default="cpu", help="device whose dispatch key the kernel column is for (default cpu)")
+    _suite_arg(inv, "count only cases of this suite (default: all; opinfo is slow to load)")
+    inv.add_argument("--kind", action="append", default=[], metavar="K", help="only this surface kind (repeatable)")
+    inv.add_argument("--op", metavar="GLOB", help="only overloads matching, e.g. 'aten::add*'")
+    inv.add_argument("--uncovered", action="store_true", help="only overloads no case covers")
+    inv.add_argument("--json", action="store_true", help="print JSON")
+    _backend_arg(inv)
+
+    rep = sub.add_parser("report", help="coverage by surface kind and the largest uncovered families")
+    rep.add_argument("--device", default="cpu", help="device whose dispatch key the kernel counts are for (default cpu)")
+    _suite_arg(rep, "count only cases of this suite (default: all)")
+    rep.add_argument("--top", type=int, default=25, metavar="N", help="families listed (default 25)")
+    rep.add_argument("--json", action="store_true", help="JSON instead of Markdown")
+    rep.add_argument("--output", "-o", metavar="PATH", help="write to PATH instead of stdout")
+    _backend_arg(rep)
+
+    col = sub.add_parser("collect-backend-evidence", help="run the oracles of selected surfaces; append records to the store")
+    col.add_argument("--store", required=True, metavar="DIR", help="the evidence store, e.g. evidence/backends")
+    col.add_argument("--device", help="runtime device: cpu, cuda, mps, xpu or a PrivateUse1 name")
+    col.add_argument("--backend-gate", required=True, metavar="G", help="gate(s): cpu, cuda, rocm, mps, xpu, a PrivateUse1 name; join with +")
+    col.add_argument("--surface", action="append", default=[], metavar="S",
+                     help="aten overload, op or glob (repeatable; default: the surfaces the hand-written suites cover)")
+    _suite_arg(col, "suites whose cases are the oracles")
+    col.add_argument("--level", type=int, metavar="N", help="oracles from levels 1..N (default: the manifest's semantic_level)")
+    col.add_argument("--manifest", metavar="PATH", help="manifest file (default: one found here; in-tree devices have built-in claims)")
+    col.add_argument("--run-pending-candidates", action="store_true", help="also run oracles not yet promoted")
+    col.add_argument("--require-oracle-results", action="store_true", help="exit 1 unless every selected surface has an oracle result")
+    col.add_argument("--fail-on-oracle-failure", action="store_true", help="exit 1 if any oracle failed")
+    col.add_argument("--validation", action="store_true", help=argparse.SUPPRESS)
+
+    ver = sub.add_parser("verify-evidence", help="check a store: canonical, append-only, anonymous")
+    ver.add_argument("store", metavar="DIR")
+    ver.add_argument("--base", metavar="DIR", help="an older copy of the store that DIR must extend")
+
+
+def main(args: argparse.Namespace) -> int:
+    command = getattr(args, "coverage_command", None)
+    if command is None:
+        raise UsageError("coverage needs a subcommand: inventory, report, collect-backend-evidence or verify-evidence")
+    if command == "collect-backend-evidence":
+        from torchcts.evidence.collect import collect
+
+        return collect(args)
+    if command == "verify-evidence":
+        return _verify(args)
+    from torchcts.coverage.inventory import build_inventory
+
+    if args.manifest:
+        from torchcts.backends.devices import import_backend
+        from torchcts.manifest.load import load_manifest
+
+        import_backend(load_manifest(args.manifest).backend_import)
+    inv = build_inventory(args.device, args.suite or None)
+    if command == "inventory":
+        return _inventory(args, inv)
+    return _report(args, inv)
+
+
+def _inventory(args: argparse.Namespace, inv) -> int:  # noqa: ANN001
+    from torchcts.coverage.inventory import filter_rows, render_text
+    from torchcts.coverage.surfaces import KINDS
+
+    for k in args.kind:
+        if k not in KINDS:
+            raise UsageError(f"unknown --kind '{k}'; kinds: {', '.join(KINDS)}")
+    rows = filter_rows(inv.rows, kinds=args.kind, pattern=args.op, uncovered=args.uncovered)
+    if args.json:
+        data = inv.to_json()
+        data["surfaces"] = [r.to_json() for r in rows]
+        json.dump(data, sys.stdout, indent=1, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_text(inv, rows))
+    return EXIT_OK
+
+
+def _report(args: argparse.Namespace, inv) -> int:  # noqa: ANN001
+    from torchcts.compat import build_info
+    from torchcts.coverage.report import render_markdown, summarize
+
+    summary = summarize(inv, top=args.top)
+    if args.json:
+        text = json.dumps({"build": build_info(), **summary}, indent=1, sort_keys=True) + "\n"
+    else:
+        text = render_markdown(summary, build_info())
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from torchcts.evidence.verify import verify_store
+
+    path = Path(args.store)
+    if not path.is_dir():
+        print(f"torchcts: error: {args.store} is not an evidence store folder", file=sys.stderr)
+        return EXIT_USAGE
+    problems = verify_store(path, base=Path(args.base) if args.base else None)
+    for p in problems:
+        print(f"{path.name}/{p}")
+    if problems:
+        print(f"torchcts: evidence store {path.name}: {len(problems)} problems", file=sys.stderr)
+        return EXIT_FAILURES
+    print(f"evidence store {path.name}: valid")
+    return EXIT_OK

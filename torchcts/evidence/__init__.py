@@ -1,0 +1,1 @@
+"""The backend evidence store (SPEC §8): append-only, canonical JSON lines without host identity."""

@@ -1,0 +1,208 @@
+"""`coverage collect-backend-evidence`: run the oracles of the selected surfaces, append records.
+
+Every usage check (gate vs device, device availability, manifest, `--surface` names) happens
+before the store is touched. Surfaces are selected by `--surface`, or by default: every surface
+covered by a case of the hand-written suites (all suites but DEFAULT_EXCLUDED_SUITES) at levels
+up to `--level` (default: the manifest's semantic_level; 2 for the built-in claims), which keeps
+a CPU collection to seconds. With `--surface`, every registered suite supplies oracles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torchcts.backends.gates import IN_TREE_DEVICES, Gate, check_gates_for_device, parse_gates
+from torchcts.cases.model import Case
+from torchcts.errors import EXIT_FAILURES, EXIT_OK, UsageError
+from torchcts.evidence import store as st
+from torchcts.evidence.privacy import leaks
+from torchcts.manifest.schema import Manifest
+
+DEFAULT_EXCLUDED_SUITES = ("opinfo", "generated")
+BUILTIN_LEVEL = 2
+
+
+@dataclass
+class Plan:
+    gates: list[Gate]
+    device: Any  # DeviceInfo
+    manifest: Manifest
+    level: int
+    suites: list[str]
+    surfaces: list[str]
+    cases_by_surface: dict[str, list[Case]]
+
+
+def evidence_claims(args: argparse.Namespace) -> Manifest:
+    """The manifest given or found here; without one, in-tree devices use the broad built-in claims."""
+    from torchcts.manifest.load import find_manifest
+    from torchcts.manifest.templates import validation_manifest
+
+    if args.manifest or find_manifest() is not None or args.device not in IN_TREE_DEVICES:
+        from torchcts.engine.setup import load_claims
+
+        return load_claims(args)
+    m = validation_manifest()
+    m.device_name = args.device
+    m.semantic_level = BUILTIN_LEVEL
+    m.source = "<built-in evidence claims>"
+    return m
+
+
+def choose_suites(args: argparse.Namespace) -> list[str]:
+    from torchcts.cases.registry import SUITES
+
+    for s in args.suite:
+        if s not in SUITES:
+            raise UsageError(f"unknown or unavailable suite '{s}' for --suite; registered: {', '.join(SUITES)}")
+    if args.suite:
+        return list(dict.fromkeys(args.suite))
+    if args.surface:
+        return list(SUITES)
+    return [s for s in SUITES if s not in DEFAULT_EXCLUDED_SUITES]
+
+
+def plan(args: argparse.Namespace) -> Plan:
+    """Everything decided, nothing written: raises UsageError for any bad input."""
+    from torchcts.backends.devices import resolve_device
+    from torchcts.cli.common import require_device
+    from torchcts.compat import check_torch_version
+    from torchcts.coverage.inventory import load_cases
+    from torchcts.coverage.mapping import build_coverage, select_surfaces
+
+    if args.validation:
+        raise UsageError("--validation runs are never backend evidence (they force cpu and fixed claims): "
+                         "collect evidence with --device D on the backend under test")
+    require_device(args)
+    gates = parse_gates(args.backend_gate)
+    check_gates_for_device(gates, args.device)
+    if args.level is not None and not 1 <= args.level <= 8:
+        raise UsageError(f"--level {args.level} is out of range: use 1..8")
+    check_torch_version()
+    if args.device in IN_TREE_DEVICES:  # say "not available" before "no manifest"
+        resolve_device(args.device)
+    manifest = evidence_claims(args)
+    device = resolve_device(args.device, manifest.backend_import)
+    level = args.level or manifest.semantic_level
+    suites = choose_suites(args)
+    cases = [c for c in load_cases(tuple(suites)) if c.level <= level]
+    cov = build_coverage(cases)
+    surfaces = select_surfaces(args.surface) if args.surface else sorted(cov.cases_by_surface)
+    return Plan(gates, device, manifest, level, suites, surfaces,
+                {s: cov.covering(s) for s in surfaces})
+
+
+def build_records(p: Plan, intent: list[str], run_pending: bool,
+                  source_id: str) -> tuple[dict[str, list[dict[str, Any]]], str]:
+    """(gate file name -> this collection's records, one per surface, sorted; run status).
+
+    On Ctrl-C the surfaces that finished are kept with run status `interrupted`.
+    """
+    import torch
+
+    from torchcts.coverage.surfaces import all_surfaces, kernel_table, registration
+    from torchcts.evidence.oracles import OracleRunner
+
+    kinds = {s.name: s.kind for s in all_surfaces()}
+    runner = OracleRunner(torch.device(p.device.type), p.manifest, run_pending)
+    served = {g.name: g.why_not_served() for g in p.gates}
+    results: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = {}
+    run_status = "complete"
+    if any(gap is None for gap in served.values()):
+        try:
+            for s in p.surfaces:
+                results[s] = runner.surface_result(p.cases_by_surface[s])
+        except KeyboardInterrupt:  # keep what finished; the caller records it and re-raises
+            run_status = "interrupted"
+    done = [s for s in p.surfaces if s in results] if run_status == "interrupted" else p.surfaces
+    table = kernel_table()
+    out: dict[str, list[dict[str, Any]]] = {}
+    for g in p.gates:
+        recs = []
+        for s in done:
+            gap = served[g.name]
+            if gap is None:
+                oracles, result = results[s]
+            else:
+                oracles, result = [], {"status": "not_applicable", "reason": f"gate {g.name}: {gap}"}
+            recs.append({
+                "surface": s,
+                "kind": kinds.get(s, "functional"),
+                "gate": g.name,
+                "device": p.device.type,
+                "source": source_id,
+                "registration": registration(s, g.dispatch_key, table),
+                "oracles": oracles,
+                "result": result,
+                "level": p.level,
+                "intent": intent,
+                "run_status": run_status,
+            })
+        out[st.gate_file(g.name)] = recs
+    return out, run_status
+
+
+def exit_status(records: dict[str, list[dict[str, Any]]], p: Plan, require: bool, fail_on_failure: bool) -> tuple[int, list[str]]:
+    served = [st.gate_file(g.name) for g in p.gates if g.why_not_served() is None]
+    problems: list[str] = []
+    if require:
+        if not served:
+            problems.append("no gate of --backend-gate is served by this build: no oracle results")
+        for name in served:
+            for r in records[name]:
+                if r["result"]["status"] not in ("passed", "failed"):
+                    problems.append(f"no oracle result for {r['surface']} ({r['gate']}): {r['result']['reason']}")
+    if fail_on_failure:
+        for name in served:
+            for r in records[name]:
+                if r["result"]["status"] == "failed":
+                    problems.append(f"oracle failed for {r['surface']} ({r['gate']}): {r['result']['reason']}")
+    return (EXIT_FAILURES if problems else EXIT_OK), problems
+
+
+def collect(args: argparse.Namespace) -> int:
+    from torchcts.cli.common import command_intent
+    from torchcts.evidence.sources import make_source
+    from torchcts.results.rundir import utc_now
+
+    p = plan(args)
+    intent = command_intent("coverage", list(getattr(args, "argv", [])))
+    source = make_source(p.device, utc_now())
+    records, run_status = build_records(p, intent, args.run_pending_candidates, source["id"])
+    for rec in [source, *(r for recs in records.values() for r in recs)]:
+        found = leaks(rec)
+        if found:
+            raise UsageError(f"refusing to write evidence that identifies this machine: {found[0]}")
+    store = st.open_store(Path(args.store))
+    st.append(store, st.SOURCES, [source])
+    for name, recs in records.items():
+        st.append(store, name, recs)
+    st.write_index(store)
+    if run_status == "interrupted":
+        done = max((len(recs) for recs in records.values()), default=0)
+        print(f"torchcts: interrupted: recorded the {done} surfaces that finished", file=sys.stderr)
+        raise KeyboardInterrupt
+    code, problems = exit_status(records, p, args.require_oracle_results, args.fail_on_oracle_failure)
+    print_summary(records, source, Path(args.store).name, problems)
+    return code
+
+
+def print_summary(records: dict[str, list[dict[str, Any]]], source: dict[str, Any], store_name: str,
+                  problems: list[str], out=None) -> None:  # noqa: ANN001
+    out = out or sys.stdout
+    for name, recs in records.items():
+        counts = Counter(r["result"]["status"] for r in recs)
+        shown = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+        print(f"{store_name}/{name}: appended {len(recs)} records (source {source['id']}): {shown}", file=out)
+        for r in recs:
+            if r["result"]["status"] == "failed":
+                print(f"  FAILED {r['surface']}: {r['result']['reason']}", file=out)
+    for line in problems[:20]:
+        print(f"torchcts: {line}", file=out)
+    if len(problems) > 20:
+        print(f"torchcts: ... and {len(problems) - 20} more", file=out)

@@ -1,0 +1,115 @@
+"""The evidence store on disk: canonical JSON lines that only grow, chained by hashes.
+
+    DIR/sources.jsonl   one anonymous source per collection (versions, OS, architecture, device)
+    DIR/<gate>.jsonl    one record per surface per collection for that backend gate
+    DIR/index.json      per file: record count, digest of the last line, counts by result status
+
+Each line is canonical JSON (sorted keys, no spaces, ASCII) and carries `prev`, the SHA-256 of
+the previous line of the same file ("" for the first), so changing, removing or reordering any
+existing line breaks the chain; the index's digest of the last line catches a changed or dropped
+tail. `verify.py` checks all of it. Writers only ever append.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from torchcts.errors import UsageError
+
+FORMAT = "torchcts-evidence/1"
+SOURCES = "sources.jsonl"
+INDEX = "index.json"
+
+
+def canonical(obj: Any) -> str:
+    """The one text form of a record: sorted keys, compact separators, ASCII only."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def line_hash(line: str) -> str:
+    return hashlib.sha256(line.encode("utf-8")).hexdigest()
+
+
+def gate_file(gate: str) -> str:
+    return f"{gate}.jsonl"
+
+
+def read_lines(path: Path) -> list[str]:
+    if not path.is_file():
+        return []
+    text = path.read_text(encoding="utf-8")
+    return [ln for ln in text.split("\n") if ln]
+
+
+def last_hash(path: Path) -> str:
+    lines = read_lines(path)
+    return line_hash(lines[-1]) if lines else ""
+
+
+def chain(records: list[dict[str, Any]], prev: str) -> list[str]:
+    """Canonical lines for records, each carrying the hash of the line before it."""
+    lines = []
+    for rec in records:
+        line = canonical({**rec, "prev": prev})
+        lines.append(line)
+        prev = line_hash(line)
+    return lines
+
+
+def append(store: Path, name: str, records: list[dict[str, Any]]) -> None:
+    """Append records to one file of the store (flushed and fsynced), never rewriting a byte."""
+    if not records:
+        return
+    path = store / name
+    text = "".join(line + "\n" for line in chain(records, last_hash(path)))
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def file_summary(path: Path) -> dict[str, Any]:
+    lines = read_lines(path)
+    statuses = Counter()
+    for ln in lines:
+        try:
+            status = json.loads(ln).get("result", {}).get("status")
+        except (ValueError, AttributeError):
+            status = None
+        if status:
+            statuses[status] += 1
+    out: dict[str, Any] = {"records": len(lines), "head": line_hash(lines[-1]) if lines else ""}
+    if statuses:
+        out["results"] = dict(sorted(statuses.items()))
+    return out
+
+
+def data_files(store: Path) -> list[str]:
+    return sorted(p.name for p in store.glob("*.jsonl"))
+
+
+def build_index(store: Path) -> dict[str, Any]:
+    return {"format": FORMAT, "files": {name: file_summary(store / name) for name in data_files(store)}}
+
+
+def write_index(store: Path) -> None:
+    """The index is derived from the files; it is rewritten (atomically) after each append."""
+    tmp = store / (INDEX + ".tmp")
+    tmp.write_text(json.dumps(build_index(store), sort_keys=True, indent=1, ensure_ascii=True) + "\n", encoding="utf-8")
+    os.replace(tmp, store / INDEX)
+
+
+def open_store(path: Path) -> Path:
+    """Create the store folder if needed; refuse a path that is a file or a foreign folder."""
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--store {path.name} is a file, not a folder: pass the evidence folder, e.g. evidence/backends")
+    if path.is_dir() and any(path.iterdir()) and not (path / INDEX).is_file() and not (path / SOURCES).is_file():
+        raise UsageError(f"--store {path.name} is a non-empty folder without an evidence index: pass an "
+                         "evidence store (e.g. evidence/backends) or a new folder")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
