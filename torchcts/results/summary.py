@@ -56,4 +56,11 @@ def render_markdown(run: dict[str, Any], records: list[dict[str, Any]], first_fa
             if r.get("repro"):
                 lines.append(f"  - repro: `{r['repro']}`")
         lines.append("")
+    from torchcts.results.ledger import ledger_lines
+    from torchcts.results.triage import render_markdown as triage_markdown
+
+    lines += triage_markdown(records)
+    ledger = ledger_lines(run)
+    if ledger:
+        lines += ["## Expectations ledger", "", "```", *ledger, "```", ""]
     return "\n".join(lines)

@@ -1,0 +1,49 @@
+"""What the controller adds to a case record before appending it: ledger, flakiness, repro script.
+
+The Recorder (engine/plugin.py, the only writer of cases.jsonl) calls one `RecordAnnotator` per
+pytest session. In a rerun session (run.json `attempt` > 1, written by engine/rerun.py) a case
+that failed before and passes now is `flaky`; its new record supersedes the old one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from torchcts.results.ledger import FAILING, apply, run_date, run_entries
+from torchcts.results.records import repro_script_command
+from torchcts.results.rundir import final_records
+
+
+class RecordAnnotator:
+    def __init__(self, spec: dict[str, Any], run_dir: Path) -> None:
+        self.entries = run_entries(spec)
+        self.today = run_date(spec)
+        self.run_name = str(spec.get("name") or run_dir.name)
+        self.attempt = int(spec.get("attempt") or 1)
+        self.previous = {r["id"]: r for r in final_records(run_dir)} if self.attempt > 1 else {}
+
+    def __call__(self, record: dict[str, Any]) -> dict[str, Any]:
+        prev = self.previous.get(record.get("id", ""))
+        if self.attempt > 1:
+            record = {**record, "attempt": self.attempt}
+        if prev is not None and prev.get("status") in FAILING and record.get("status") == "passed":
+            record = flaky_record(record, prev)
+        else:
+            record = apply(record, self.entries, self.today)
+        if record.get("repro") and record.get("status") != "xpassed":
+            record["repro_script"] = repro_script_command(record["id"], self.run_name)
+        return record
+
+
+def flaky_record(record: dict[str, Any], prev: dict[str, Any]) -> dict[str, Any]:
+    """A case that failed, then passed on a rerun: still reported, with its first failure."""
+    first = {k: prev[k] for k in ("status", "message", "signature", "mismatch", "exception") if prev.get(k)}
+    return {
+        **record,
+        "status": "flaky",
+        "message": f"passed on attempt {record.get('attempt')} after {prev.get('status')}: {prev.get('message', '')}"[:600],
+        "first_failure": first,
+        "repro": prev.get("repro"),
+        **({"signature": prev["signature"]} if prev.get("signature") else {}),
+    }
