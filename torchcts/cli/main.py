@@ -17,6 +17,8 @@ COMMANDS: dict[str, str] = {
     "check-manifest": "torchcts.cli.check_manifest",
     "show-skips": "torchcts.cli.show_skips",
     "report": "torchcts.cli.report",
+    "expectations": "torchcts.cli.expectations",
+    "repro": "torchcts.cli.repro",
 }
 
 

@@ -29,7 +29,7 @@ SIGNATURE_KEYS = ("exception", "message")
 
 
 def _values(value: Any) -> list[str]:
-    return [value] if isinstance(value, str) else [str(v) for v in value]
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
 
 
 def _check_selector(match: dict[str, Any], path: str) -> list[str]:
