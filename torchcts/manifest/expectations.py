@@ -18,6 +18,7 @@ checked by `check-manifest` only, against the case registry (`registry_problems`
 from __future__ import annotations
 
 import datetime as _dt
+import difflib
 import fnmatch
 from collections.abc import Iterable
 from typing import Any
@@ -74,10 +75,14 @@ def _check_signature(sig: Any, path: str) -> list[str]:
         return [f"signature must be a bucket ({', '.join(BUCKETS)}), 'Type: message pattern' or a dict "
                 f"{{exception, message}} under {path}.signature, got {sig!r}"]
     head = sig.partition(":")[0].strip()
-    if ":" not in sig and sig not in BUCKETS and not head.isidentifier():
-        return [f"unknown signature bucket '{sig}' under {path}.signature; buckets: {', '.join(BUCKETS)}, "
-                "or write 'ExceptionType: message pattern'"]
-    return []
+    if ":" in sig and (head in BUCKETS or head[:1].isupper() or "*" in head):
+        return []
+    if sig in BUCKETS or (":" not in sig and sig.isidentifier() and sig[:1].isupper()):
+        return []  # a bucket, or an exception type such as RuntimeError
+    close = difflib.get_close_matches(head, list(BUCKETS), n=1)
+    hint = f": did you mean '{close[0]}'?" if close else ""
+    return [f"unknown signature bucket '{sig}' under {path}.signature{hint} (buckets: {', '.join(BUCKETS)}; "
+            "or write 'ExceptionType: message pattern')"]
 
 
 def validate_entries(entries: list[dict[str, Any]]) -> list[str]:

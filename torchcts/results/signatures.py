@@ -87,8 +87,7 @@ def signature_of(record: dict[str, Any]) -> str | None:
         return f"missing_kernel: {missing_kernel(str(record.get('message') or ''))}"
     if bucket in ("crash", "timeout"):
         return bucket
-    exc, text = _exception_and_text(record)
-    return f"{exc}: {normalise_message(text)}"
+    return _exception_signature(record)
 
 
 def entry_signature(spec: Any) -> str | None:
@@ -101,12 +100,18 @@ def entry_signature(spec: Any) -> str | None:
     return str(spec)
 
 
+def _exception_signature(record: dict[str, Any]) -> str:
+    exc, text = _exception_and_text(record)
+    return f"{exc}: {normalise_message(text)}"
+
+
 def signature_matches(pattern: str | None, record: dict[str, Any]) -> bool:
     """Whether a failing record has the signature an entry expects.
 
     A bucket name matches its bucket ("error" any raised exception); an exception type alone
-    matches that type; otherwise the pattern is a glob over the record's signature, tried both as
-    written and normalised (so a raw message copied from a log matches too).
+    matches that type; otherwise the pattern is a glob over the record's signature (for a raised
+    exception also over `Type: normalised message`), tried both as written and normalised, so a raw
+    message copied from a log matches too.
     """
     sig = signature_of(record)
     if sig is None:
@@ -120,7 +125,6 @@ def signature_matches(pattern: str | None, record: dict[str, Any]) -> bool:
         exc, _ = _exception_and_text(record)
         return bucket in ("error", "missing_kernel") and fnmatch.fnmatchcase(exc, pattern)
     kind, _, text = pattern.partition(":")
-    candidates = {pattern.strip(), f"{kind.strip()}: {normalise_message(text)}"}
-    if kind.strip() in BUCKETS and kind.strip() != bucket:
-        return False
-    return any(fnmatch.fnmatchcase(sig, c) for c in candidates)
+    patterns = {pattern.strip(), f"{kind.strip()}: {normalise_message(text)}"}
+    sigs = {sig, _exception_signature(record)} if bucket == "missing_kernel" else {sig}
+    return any(fnmatch.fnmatchcase(s, p) for s in sigs for p in patterns)
