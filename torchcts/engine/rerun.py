@@ -38,16 +38,18 @@ def rerun_failures(run_dir: Path, attempts: int, argv: list[str]) -> list[dict[s
     """Rerun failing cases up to `attempts` times; `argv` is the run's pytest argv (collect path first)."""
     collect, rest = argv[0], argv[1:]
     reruns: list[dict[str, int]] = []
-    for attempt in range(2, attempts + 2):
-        ids = failing_ids(run_dir)
-        if not ids:
-            break
-        print(f"torchcts: rerunning {len(ids)} failing case(s), attempt {attempt} of {attempts + 1}", flush=True)
-        _set_attempt(run_dir, attempt, reruns)
-        for i in range(0, len(ids), MAX_IDS_PER_PROCESS):
-            nodes = [f"{collect}::{case_id}" for case_id in ids[i:i + MAX_IDS_PER_PROCESS]]
-            subprocess.run([sys.executable, "-m", "pytest", *nodes, *rest], check=False)
-        still = set(failing_ids(run_dir))
-        reruns.append({"attempt": attempt, "cases": len(ids), "passed": len(set(ids) - still)})
-    _set_attempt(run_dir, None, reruns)
+    try:
+        for attempt in range(2, attempts + 2):
+            ids = failing_ids(run_dir)
+            if not ids:
+                break
+            print(f"torchcts: rerunning {len(ids)} failing case(s), attempt {attempt} of {attempts + 1}", flush=True)
+            _set_attempt(run_dir, attempt, reruns)
+            for i in range(0, len(ids), MAX_IDS_PER_PROCESS):
+                nodes = [f"{collect}::{case_id}" for case_id in ids[i:i + MAX_IDS_PER_PROCESS]]
+                subprocess.run([sys.executable, "-m", "pytest", *nodes, *rest], check=False)
+            still = set(failing_ids(run_dir))
+            reruns.append({"attempt": attempt, "cases": len(ids), "passed": len(set(ids) - still)})
+    finally:
+        _set_attempt(run_dir, None, reruns)
     return reruns

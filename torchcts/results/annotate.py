@@ -22,9 +22,23 @@ class RecordAnnotator:
         self.run_name = str(spec.get("name") or run_dir.name)
         self.attempt = int(spec.get("attempt") or 1)
         self.previous = {r["id"]: r for r in final_records(run_dir)} if self.attempt > 1 else {}
+        self.run_dir = run_dir
+        self._op_names: dict[str, str] | None = None
+
+    def op_name(self, case_id: str) -> str | None:
+        """The case's `params["op"]` (an OpInfo name such as nn.functional.conv2d), from the plan."""
+        if self._op_names is None:
+            from torchcts.engine.plan import PLAN, read_plan
+
+            plan = read_plan(self.run_dir) if (self.run_dir / PLAN).is_file() else []
+            self._op_names = {c.id: str(c.params["op"]) for c in plan if c.params.get("op")}
+        return self._op_names.get(case_id)
 
     def __call__(self, record: dict[str, Any]) -> dict[str, Any]:
         prev = self.previous.get(record.get("id", ""))
+        op = self.op_name(record.get("id", "")) if "op" not in record else None
+        if op:  # ledger selectors and triage name OpInfo ops by their OpInfo name too
+            record = {**record, "op": op}
         if self.attempt > 1:
             record = {**record, "attempt": self.attempt}
         if prev is not None and prev.get("status") in FAILING and record.get("status") == "passed":

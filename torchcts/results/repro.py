@@ -8,7 +8,6 @@ It exits 0 when every sample matches, 1 when one differs or the device raised.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -151,7 +150,7 @@ def _docstring_safe(text: str) -> str:
 def render_script(target: ReproTarget, spec: ReproSpec) -> str:
     message = (target.record or {}).get("message")
     status = (target.record or {}).get("status")
-    lit = json.dumps
+    lit = repr  # Python literals (None, not null)
     return _TEMPLATE.format(
         case_id=target.case.id,
         run_note=f" (run {target.run_name})" if target.run_name else "",
