@@ -55,7 +55,7 @@ def test_faulty_backend_ledger_strict_flaky_triage_and_repro(tmp_path, monkeypat
     faults = {"LEDGER_FAULTS_WRONG": "add", "LEDGER_FAULTS_MISSING": "sub,abs",
               "LEDGER_FAULTS_FLAKY": f"neg:{tmp_path / 'neg-failed-once'}"}
     r = run_cli("run", "--device", "cpu", "--suite", "operators", "--dtype", "float32", "--level-exact", "1",
-                "--rerun-failures", "1", "--strict-expectations", "--", "-q", "-p", "no:cacheprovider",
+                "--rerun-failures", "1", "--strict-expectations", "--", "-q",
                 cwd=tmp_path, env={**faults, "PYTHONPATH": _pythonpath(str(HELPERS))})
     assert r.returncode == 1, r.stdout + r.stderr
     run_dir = latest_run(tmp_path)
