@@ -124,7 +124,8 @@ def test_selector_fields():
     ({"match": {"opp": "add"}}, "unknown selector key 'opp'"),
     ({"match": {"dtype": "float33"}}, "unknown dtype 'float33'"),
     ({"match": {"suite": "nosuch"}}, "unknown suite 'nosuch'"),
-    ({"signature": "mismatched"}, "unknown signature bucket 'mismatched'"),
+    ({"signature": "mismatched"}, "unknown signature bucket 'mismatched': did you mean 'mismatch'?"),
+    ({"signature": "timeuot: x"}, "unknown signature bucket 'timeuot: x': did you mean 'timeout'?"),
     ({"signature": {"exc": "RuntimeError"}}, "signature must be"),
     ({"expires": "next year"}, "expires must be a date"),
     ({"status": "skip"}, "status must be one of"),
@@ -132,6 +133,12 @@ def test_selector_fields():
 def test_structural_problems_name_the_key_path(bad, expected):
     problems = validate_entries([{**entry(ADD_F32), **bad}])
     assert any(expected in p and "expectations[0]" in p for p in problems), problems
+
+
+def test_accepted_signature_forms():
+    for sig in ("mismatch", "crash", "RuntimeError", "_LinAlgError", "missing_kernel: aten::sub*",
+                "RuntimeError: boom*", "*: device lost", {"exception": "RuntimeError"}):
+        assert validate_entries([entry(ADD_F32, sig)]) == [], sig
 
 
 def test_manifest_normalises_torch_dtypes_and_toml_dates():
