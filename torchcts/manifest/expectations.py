@@ -23,6 +23,9 @@ import fnmatch
 from collections.abc import Iterable
 from typing import Any
 
+from torchcts.engine.selection import op_matches
+from torchcts.manifest.validate import dtype_name
+
 LEDGER_STATUSES = ("xfail", "known_crash")
 ENTRY_KEYS = ("match", "status", "reason", "tracker", "expires", "signature")
 SELECTOR_KEYS = ("op", "dtype", "suite", "kind", "case")
@@ -35,7 +38,6 @@ def _values(value: Any) -> list[str]:
 
 def _check_selector(match: dict[str, Any], path: str) -> list[str]:
     from torchcts.cases.registry import KNOWN_SUITE_NAMES
-    from torchcts.manifest.validate import dtype_name
 
     problems: list[str] = []
     if not match:
@@ -113,8 +115,6 @@ def validate_entries(entries: list[dict[str, Any]]) -> list[str]:
 
 def normalise_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """JSON-able entries: torch dtypes in selectors become names, TOML dates become YYYY-MM-DD."""
-    from torchcts.manifest.validate import dtype_name
-
     out = []
     for entry in entries:
         e = dict(entry)
@@ -144,9 +144,6 @@ def is_expired(entry: dict[str, Any], today: _dt.date) -> bool:
 
 def matches(entry: dict[str, Any], item: dict[str, Any]) -> bool:
     """Whether an entry's `match` names a case, given as a record or Case.to_json() (id, suite, ops, dtype, kind)."""
-    from torchcts.engine.selection import op_matches
-    from torchcts.manifest.validate import dtype_name
-
     match = entry.get("match")
     if isinstance(match, str):
         return fnmatch.fnmatchcase(str(item.get("id", "")), match)

@@ -85,7 +85,8 @@ class RecordWriter:
 
 
 def read_records(run_dir: Path) -> Iterator[dict[str, Any]]:
-    """Every complete record; a torn last line from a killed run is skipped."""
+    """Every complete record, reruns included (use `final_records` for one per case); a torn last
+    line from a killed run is skipped."""
     path = run_dir / CASES_JSONL
     if not path.is_file():
         return
