@@ -176,3 +176,19 @@ def test_check_manifest_reports_a_selector_matching_no_op(tmp_path, monkeypatch,
     err = capsys.readouterr().err
     assert "expectations[0].match" in err and "names no known case" in err
     assert "expectations[1]" not in err
+
+
+def test_compiled_ledger_picks_the_first_entry_across_globs_and_selectors():
+    from torchcts.manifest.expectations import LedgerMatcher
+
+    entries = [entry("operators/elementwise/mul/*"), entry({"op": "add", "dtype": "float16"}),
+               entry("operators/*/add/*"), entry({"op": "add"}), entry("operators/*")]
+    m = LedgerMatcher(entries)
+    assert m.first(rec(ADD_F32, "passed")) == 2
+    assert m.first(rec("operators/elementwise/add/float16", "passed")) == 1
+    assert m.first(rec("operators/core/zeros/float32", "passed")) == 4
+    assert m.first(rec("other/elementwise/add/float32", "passed")) == 3
+    assert m.first(rec("other/x/y/float32", "passed")) is None
+    # entries 0 and 3 never decide for these records: reported unmatched (dead or shadowed)
+    recs = [apply(rec(i, "passed"), entries, TODAY) for i in (ADD_F32, "operators/core/zeros/float32")]
+    assert [x["entry"] for x in ledger_report(entries, recs, TODAY)["unmatched"]] == [0, 1, 3]

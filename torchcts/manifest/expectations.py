@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as _dt
 import difflib
 import fnmatch
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -142,30 +143,77 @@ def is_expired(entry: dict[str, Any], today: _dt.date) -> bool:
     return date is not None and date < today
 
 
-def matches(entry: dict[str, Any], item: dict[str, Any]) -> bool:
-    """Whether an entry's `match` names a case, given as a record or Case.to_json() (id, suite, ops, dtype, kind)."""
-    match = entry.get("match")
-    if isinstance(match, str):
-        return fnmatch.fnmatchcase(str(item.get("id", "")), match)
-    if not isinstance(match, dict) or not match:
-        return False
-    for key, value in match.items():
-        pats = _values(value)
-        if key == "op":
+def _any_glob(patterns: list[str]):  # noqa: ANN202 - a compiled regex's match method
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match
+
+
+class EntryMatcher:
+    """An entry's `match`, compiled once: a run checks every record against every entry."""
+
+    def __init__(self, entry: dict[str, Any]) -> None:
+        match = entry.get("match")
+        self.glob = _any_glob([match]) if isinstance(match, str) else None
+        self.fields: list[tuple[str, Any]] = []
+        self.ops: list[str] | None = None
+        self.empty = not isinstance(match, (str, dict)) or not match
+        if isinstance(match, dict):
+            for key, value in match.items():
+                pats = _values(value)
+                if key == "op":
+                    self.ops = pats
+                elif key == "dtype":
+                    self.fields.append(("dtype", _any_glob([dtype_name(p) or p for p in pats])))
+                else:
+                    self.fields.append(("id" if key == "case" else key, _any_glob(pats)))
+
+    def __call__(self, item: dict[str, Any]) -> bool:
+        """Whether the entry names a case, given as a record or Case.to_json() (id, suite, ops, dtype, kind)."""
+        if self.empty:
+            return False
+        if self.glob is not None:
+            return self.glob(str(item.get("id", ""))) is not None
+        for name, match in self.fields:
+            value = item.get(name)
+            if value is None and name == "dtype" or match(str(value or "")) is None:
+                return False
+        if self.ops is not None:
             ops = [*item.get("ops", ()), *([item["params"]["op"]] if (item.get("params") or {}).get("op") else [])]
             if item.get("op"):
                 ops.append(str(item["op"]))
-            if not any(op_matches(p, ops) for p in pats):
-                return False
-        elif key == "dtype":
-            dtype = item.get("dtype")
-            if dtype is None or not any(fnmatch.fnmatchcase(dtype, dtype_name(p) or p) for p in pats):
-                return False
-        else:
-            field = "id" if key == "case" else key
-            if not any(fnmatch.fnmatchcase(str(item.get(field) or ""), p) for p in pats):
-                return False
-    return True
+            return any(op_matches(p, ops) for p in self.ops)
+        return True
+
+
+class LedgerMatcher:
+    """All entries compiled together: `first(item)` is the index of the first entry naming the case.
+
+    Case-id globs are one alternation regex (tried in entry order, in C); selectors are checked
+    one by one, only those before the first matching glob.
+    """
+
+    def __init__(self, entries: list[dict[str, Any]]) -> None:
+        self.globs = [i for i, e in enumerate(entries) if isinstance(e.get("match"), str) and e["match"]]
+        self.regex = re.compile("|".join(f"({fnmatch.translate(entries[i]['match'])})" for i in self.globs)).match \
+            if self.globs else None
+        self.selectors = [(i, EntryMatcher(e)) for i, e in enumerate(entries) if isinstance(e.get("match"), dict)]
+
+    def first(self, item: dict[str, Any]) -> int | None:
+        found = None
+        if self.regex is not None:
+            m = self.regex(str(item.get("id", "")))
+            if m is not None:
+                found = self.globs[next(g for g in range(len(self.globs)) if m.group(g + 1) is not None)]
+        for i, matcher in self.selectors:
+            if found is not None and i > found:
+                break
+            if matcher(item):
+                return i
+        return found
+
+
+def matches(entry: dict[str, Any], item: dict[str, Any]) -> bool:
+    """Whether an entry's `match` names a case (one-off; compile with EntryMatcher for many)."""
+    return EntryMatcher(entry)(item)
 
 
 def _suites_for(entry: dict[str, Any]) -> list[str] | None:
@@ -198,7 +246,8 @@ def registry_problems(entries: list[dict[str, Any]], cases: Iterable[dict[str, A
     known = list(cases)
     problems = []
     for i, entry in enumerate(entries):
-        if not any(matches(entry, c) for c in known):
+        matcher = EntryMatcher(entry)
+        if not any(matcher(c) for c in known):
             problems.append(
                 f"match {entry.get('match')!r} names no known case under expectations[{i}].match: "
                 "check the case id glob or selector (`torchcts show-skips --all` lists case ids)"

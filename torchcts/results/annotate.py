@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from torchcts.results.ledger import FAILING, apply, run_date, run_entries
+from torchcts.results.ledger import FAILING, apply, compile_entries, run_date, run_entries
 from torchcts.results.records import repro_script_command
 from torchcts.results.rundir import final_records
 
@@ -18,6 +18,7 @@ from torchcts.results.rundir import final_records
 class RecordAnnotator:
     def __init__(self, spec: dict[str, Any], run_dir: Path) -> None:
         self.entries = run_entries(spec)
+        self.matcher = compile_entries(self.entries)
         self.today = run_date(spec)
         self.run_name = str(spec.get("name") or run_dir.name)
         self.attempt = int(spec.get("attempt") or 1)
@@ -44,7 +45,7 @@ class RecordAnnotator:
         if prev is not None and prev.get("status") in FAILING and record.get("status") == "passed":
             record = flaky_record(record, prev)
         else:
-            record = apply(record, self.entries, self.today)
+            record = apply(record, self.entries, self.today, self.matcher)
         if record.get("repro") and record.get("status") != "xpassed":
             record["repro_script"] = repro_script_command(record["id"], self.run_name)
         return record

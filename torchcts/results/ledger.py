@@ -8,7 +8,7 @@ Rules (SPEC §4):
 - one with a different signature stays failing, with a note naming the entry and both signatures;
 - a passing case matched by an entry becomes `xpassed` and is listed for removal;
 - an expired entry still applies (the failure is still known) but is reported; an entry matching
-  no selected case is reported. Under `--strict-expectations` expired and unmatched entries,
+  no selected case is reported (so is an entry shadowed by earlier ones: it never decides). Under `--strict-expectations` expired and unmatched entries,
   xpassed and flaky cases fail the run.
 The first entry that matches a case decides; later ones are not consulted for it.
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
-from torchcts.manifest.expectations import is_expired, matches
+from torchcts.manifest.expectations import LedgerMatcher, is_expired
 from torchcts.results.signatures import entry_signature, signature_matches, signature_of
 from torchcts.results.statuses import FAILURES
 
@@ -47,30 +47,38 @@ def _note(entry: dict[str, Any], index: int, today: _dt.date) -> dict[str, Any]:
     return out
 
 
-def apply(record: dict[str, Any], entries: list[dict[str, Any]], today: _dt.date) -> dict[str, Any]:
-    """The record as the ledger sees it; failing records also get their `signature`."""
+def compile_entries(entries: list[dict[str, Any]]) -> LedgerMatcher:
+    return LedgerMatcher(entries)
+
+
+def apply(record: dict[str, Any], entries: list[dict[str, Any]], today: _dt.date,
+          matcher: LedgerMatcher | None = None) -> dict[str, Any]:
+    """The record as the ledger sees it; failing records also get their `signature`.
+
+    `matcher` (compile_entries(entries)) saves compiling the entries for every record.
+    """
     out = dict(record)
     status = out.get("status")
     if status in FAILING:
         out["signature"] = signature_of(out)
     if not entries or status not in (*FAILING, "passed"):
         return out
-    for index, entry in enumerate(entries):
-        if not matches(entry, out):
-            continue
-        note = _note(entry, index, today)
-        if status == "passed":
-            out["status"] = "xpassed"
-            note["note"] = f"passed: remove expectations[{index}] from the ledger"
-        elif _signature_ok(entry, out):
-            out["status"] = "xfailed"
-            note["original_status"] = status
-        else:
-            expected = _expected_signature(entry) or "crash or timeout"
-            note["note"] = (f"expectations[{index}] expects signature '{expected}' but the case failed with "
-                            f"'{out['signature']}': a different failure, so it still fails")
-        out["expectation"] = note
+    index = (matcher or compile_entries(entries)).first(out)
+    if index is None:
         return out
+    entry = entries[index]
+    note = _note(entry, index, today)
+    if status == "passed":
+        out["status"] = "xpassed"
+        note["note"] = f"passed: remove expectations[{index}] from the ledger"
+    elif _signature_ok(entry, out):
+        out["status"] = "xfailed"
+        note["original_status"] = status
+    else:
+        expected = _expected_signature(entry) or "crash or timeout"
+        note["note"] = (f"expectations[{index}] expects signature '{expected}' but the case failed with "
+                        f"'{out['signature']}': a different failure, so it still fails")
+    out["expectation"] = note
     return out
 
 
@@ -81,16 +89,16 @@ def ledger_report(entries: list[dict[str, Any]], records: list[dict[str, Any]], 
     none of them (filtered cases are not records, so a focused run reports entries outside it).
     """
     hit = [False] * len(entries)
+    matcher = compile_entries(entries)
     xpassed, changed, xfailed = [], [], 0
     for r in records:
         note = r.get("expectation")
         if note is not None and 0 <= note.get("entry", -1) < len(entries):
             hit[note["entry"]] = True
         elif entries and r.get("status") not in APPLIED:  # applied records carry their note
-            for i, entry in enumerate(entries):
-                if matches(entry, r):
-                    hit[i] = True
-                    break
+            index = matcher.first(r)  # the entry that decides (a shadowed entry stays unmatched)
+            if index is not None:
+                hit[index] = True
         if note is None:
             continue
         if r.get("status") == "xpassed":
