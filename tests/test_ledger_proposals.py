@@ -34,7 +34,8 @@ def make_run(root: Path) -> Path:
     records = [
         _rec("operators/elementwise/sub/float32", "error", MISSING, exception="NotImplementedError"),
         _rec("operators/elementwise/sub/float16", "error", MISSING, exception="NotImplementedError"),
-        _rec("operators/elementwise/add/float32", "failed", "values differ", mismatch={"what": "values differ"}),
+        _rec("operators/elementwise/add/float32", "failed", "values differ", mismatch={"what": "values differ"},
+             expectation={"entry": 0, "note": "expects another signature"}),
         _rec("operators/elementwise/mul/float32", "crashed", "worker exited with signal 11"),
         _rec("operators/elementwise/neg/float32", "error", "RuntimeError: transient"),
         _rec("operators/elementwise/neg/float32", "flaky", "passed on attempt 2"),  # supersedes: not proposed
@@ -64,6 +65,7 @@ def test_update_writes_python_entries_that_validate_and_xfail_exactly_these_fail
         "operators/elementwise/sub/float32", "operators/elementwise/sub/float16",
         "operators/elementwise/add/float32", "operators/elementwise/mul/float32"]
     assert entries[3]["status"] == "known_crash" and entries[0]["signature"] == "missing_kernel: aten::sub.Tensor"
+    assert entries[2]["reason"].endswith("replaces expectations[0], whose signature no longer matches")
     assert all(e["expires"] == "2027-02-28" for e in entries)
     # adopting the proposal turns every current failure into xfailed, with the same signature
     today = run_date(json.loads((run_dir / "run.json").read_text()))

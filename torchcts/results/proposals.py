@@ -25,7 +25,9 @@ def _status(record: dict[str, Any]) -> str:
 
 def _reason(record: dict[str, Any]) -> str:
     message = " ".join(str(record.get("message") or record.get("status")).split())
-    return f"TODO: why it fails ({message[:120]})"
+    note = record.get("expectation") or {}
+    replaces = f"; replaces expectations[{note['entry']}], whose signature no longer matches" if note else ""
+    return f"TODO: why it fails ({message[:120]}){replaces}"
 
 
 def _entry(match: Any, record: dict[str, Any], expires: str) -> dict[str, Any]:
