@@ -77,6 +77,14 @@ def test_known_crash_without_signature_forgives_only_a_crash_or_timeout():
     assert apply(rec(ADD_F32, "failed", "values differ", **MISMATCH), [e], TODAY)["status"] == "failed"
 
 
+def test_known_crash_ids_name_the_cases_to_isolate():
+    from torchcts.results.ledger import known_crash_ids
+
+    entries = [entry(ADD_F32), entry("operators/elementwise/*", status="known_crash")]
+    cases = [rec(ADD_F32, ""), rec(SUB_F16, ""), rec("operators/core/zeros/float32", "")]
+    assert known_crash_ids(entries, cases) == {SUB_F16}
+
+
 def test_expired_and_unmatched_entries_are_reported_and_fail_only_a_strict_run():
     entries = [
         entry("operators/elementwise/sub/*", "missing_kernel", expires="2026-01-01"),  # expired, still applies

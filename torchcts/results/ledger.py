@@ -82,6 +82,17 @@ def apply(record: dict[str, Any], entries: list[dict[str, Any]], today: _dt.date
     return out
 
 
+def known_crash_ids(entries: list[dict[str, Any]], cases: list[dict[str, Any]]) -> set[str]:
+    """Ids of the cases a `known_crash` entry decides: the engine must run them isolated."""
+    matcher = compile_entries(entries)
+    out = set()
+    for case in cases:
+        index = matcher.first(case)
+        if index is not None and entries[index].get("status") == "known_crash":
+            out.add(str(case["id"]))
+    return out
+
+
 def ledger_report(entries: list[dict[str, Any]], records: list[dict[str, Any]], today: _dt.date) -> dict[str, Any]:
     """Expired and unmatched entries, xpassed cases and signature changes, for run.json and reports.
 
