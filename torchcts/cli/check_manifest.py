@@ -19,6 +19,13 @@ def main(args: argparse.Namespace) -> int:
     manifest = load_manifest(args.path)
     if not args.no_import:
         import_backend(manifest.backend_import)
+    if manifest.expectations:  # only then is the case registry built
+        from torchcts.errors import ManifestError
+        from torchcts.manifest.expectations import registry_problems
+
+        problems = registry_problems(manifest.expectations)
+        if problems:
+            raise ManifestError(problems, manifest.source)
     claimed = ", ".join(manifest.claimed_dtypes) or "none"
     caps = ", ".join(c for c, v in manifest.capabilities.items() if v) or "none"
     print(f"{manifest.source}: OK — device '{manifest.device_name}', level {manifest.semantic_level}")

@@ -19,6 +19,8 @@ COMMANDS: dict[str, str] = {
     "report": "torchcts.cli.report",
     "merge": "torchcts.cli.merge",
     "coverage": "torchcts.cli.coverage",
+    "expectations": "torchcts.cli.expectations",
+    "repro": "torchcts.cli.repro",
 }
 
 

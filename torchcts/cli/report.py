@@ -12,6 +12,7 @@ HELP = "rebuild reports from a run's records (default: the latest run)"
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", nargs="?", help="run folder or name (default: latest)")
     p.add_argument("--results-dir", default="results", metavar="DIR")
+    p.add_argument("--triage", action="store_true", help="print failures grouped into root-cause clusters")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -23,4 +24,8 @@ def main(args: argparse.Namespace) -> int:
     status = rundir.read_run(run_dir).get("status")
     run = finalize(run_dir, "interrupted" if status in ("running", "interrupted") else status)
     print_scorecard(run_dir, run, sys.stdout)
+    if args.triage:
+        from torchcts.results.triage import render_text
+
+        print(render_text(rundir.final_records(run_dir)))
     return 0

@@ -14,7 +14,6 @@ from torchcts.engine.setup import RunSetup
 from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 from torchcts.results import rundir
 from torchcts.results.records import skip_record
-from torchcts.results.statuses import FAILURES
 
 COLLECT_DIR = Path(__file__).parent / "collect"
 
@@ -42,6 +41,8 @@ def run_spec(setup: RunSetup, run_dir: Path, intent: list[str]) -> dict[str, Any
         "filtered": setup.result.filtered,
         "sharded_out": setup.result.sharded_out,
         "planned": len(setup.result.to_run),
+        "strict_expectations": setup.strict_expectations,
+        "rerun_failures": setup.rerun_failures,
     }
 
 
@@ -60,11 +61,13 @@ def pytest_argv(run_dir: Path, results_root: Path, user_args: list[str]) -> list
 def finalize(run_dir: Path, status: str) -> dict[str, Any]:
     """Totals and artifacts from the records; run.json marked complete or interrupted."""
     from torchcts.results.artifacts import write_artifacts
+    from torchcts.results.ledger import report_for_run
     from torchcts.results.summary import totals
 
     run = rundir.read_run(run_dir)
-    records = list(rundir.read_records(run_dir))
+    records = rundir.final_records(run_dir)  # the last record of a case supersedes (reruns)
     run.update(status=status, ended=rundir.utc_now(), totals=totals(records))
+    run["ledger"] = report_for_run(run, records)
     rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run)
     write_artifacts(run_dir, run, records)
     return run
@@ -84,6 +87,10 @@ def execute(setup: RunSetup, results_root: Path, intent: list[str], user_args: l
 
     code = pytest.main(pytest_argv(run_dir, results_root, user_args))
     interrupted = code == pytest.ExitCode.INTERRUPTED
+    if setup.rerun_failures and not interrupted:
+        from torchcts.engine.rerun import rerun_failures
+
+        rerun_failures(run_dir, setup.rerun_failures, pytest_argv(run_dir, results_root, user_args))
     run = finalize(run_dir, "interrupted" if interrupted else "complete")
 
     from torchcts.results.scorecard import print_scorecard
@@ -95,6 +102,8 @@ def execute(setup: RunSetup, results_root: Path, intent: list[str], user_args: l
         return EXIT_USAGE
     if code == pytest.ExitCode.INTERNAL_ERROR:
         return EXIT_INTERNAL
-    if any(run["totals"].get(s) for s in FAILURES):
+    from torchcts.results.ledger import gate_failures
+
+    if gate_failures(run):  # failures; under --strict-expectations also ledger problems and flaky
         return EXIT_FAILURES
     return EXIT_OK

@@ -165,7 +165,10 @@ class Recorder:
     """Controller side: the only writer of cases.jsonl. Registered only in the controller."""
 
     def __init__(self, state: RunState) -> None:
+        from torchcts.results.annotate import RecordAnnotator
+
         self.state = state
+        self.annotate = RecordAnnotator(state.spec, state.run_dir)  # ledger, flaky, repro_script
         self.writer = RecordWriter(state.run_dir)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -174,7 +177,7 @@ class Recorder:
             return
         if record["status"] not in ("passed", "not_applicable"):
             record["repro"] = repro_command(record["id"], self.state.device_name, bool(self.state.spec.get("validation")))
-        self.writer.append(record)
+        self.writer.append(self.annotate(record))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.writer.close()

@@ -24,6 +24,8 @@ class RunSetup:
     selection: Selection
     result: SelectionResult
     validation: bool
+    strict_expectations: bool = False  # expired/unmatched ledger entries, xpassed, flaky fail the run
+    rerun_failures: int = 0  # rerun failing cases up to N times in fresh pytest sessions
 
 
 def load_claims(args: argparse.Namespace) -> Manifest:
@@ -59,4 +61,5 @@ def prepare(args: argparse.Namespace) -> RunSetup:
         selection.max_samples = manifest.max_samples
     device = resolve_device("cpu" if args.validation else args.device, manifest.backend_import)
     result = select(iter_cases(selection.suites or None), manifest, selection)
-    return RunSetup(manifest, device, selection, result, bool(args.validation))
+    return RunSetup(manifest, device, selection, result, bool(args.validation),
+                    bool(getattr(args, "strict_expectations", False)), int(getattr(args, "rerun_failures", 0) or 0))

@@ -176,10 +176,11 @@ def validate(raw: Any, source: str = "manifest") -> tuple[Manifest | None, list[
         c.add("expectations", "expected a list of {match, status, reason, ...} entries")
         expectations = []
     else:
-        from torchcts.manifest.expectations import validate_entries
+        from torchcts.manifest.expectations import normalise_entries, validate_entries
 
         for problem in validate_entries(expectations):
             c.problems.append(problem)
+        expectations = normalise_entries(expectations)
 
     if c.problems:
         return None, c.problems

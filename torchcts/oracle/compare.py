@@ -94,7 +94,7 @@ def tensor_mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance
     finite = torch.where(torch.isfinite(diff_real), diff_real, torch.full_like(diff_real, float("inf")))
     rel = finite / e64.abs().clamp_min(torch.finfo(torch.float64).tiny)
     idx = bad.nonzero()
-    first = idx[0].tolist() if idx.numel() else None
+    first = idx[0].tolist() if idx.shape[0] else None
     return Mismatch(
         "values differ",
         path,

@@ -14,6 +14,11 @@ def repro_command(case_id: str, device: str, validation: bool = False) -> str:
     return f"torchcts run {dev} --case {shlex.quote(case_id)}"
 
 
+def repro_script_command(case_id: str, run_name: str) -> str:
+    """One line that writes a standalone script reproducing this case from this run."""
+    return f"torchcts repro {shlex.quote(case_id)} --run {shlex.quote(run_name)}"
+
+
 def base_record(case: Case) -> dict[str, Any]:
     return {
         "id": case.id,

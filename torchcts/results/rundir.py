@@ -2,6 +2,8 @@
 
 Records are appended one line each and flushed, never rewritten, so a killed run keeps every
 finished case. Only one process (the pytest controller) appends, so lines never interleave.
+A case may have several records (a rerun by --rerun-failures appends one): the LAST record of an
+id supersedes the earlier ones. Totals, reports and comparisons use `final_records`.
 """
 
 from __future__ import annotations
@@ -83,7 +85,8 @@ class RecordWriter:
 
 
 def read_records(run_dir: Path) -> Iterator[dict[str, Any]]:
-    """Every complete record; a torn last line from a killed run is skipped."""
+    """Every complete record, reruns included (use `final_records` for one per case); a torn last
+    line from a killed run is skipped."""
     path = run_dir / CASES_JSONL
     if not path.is_file():
         return
@@ -96,3 +99,11 @@ def read_records(run_dir: Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
             except json.JSONDecodeError:
                 continue
+
+
+def final_records(run_dir: Path) -> list[dict[str, Any]]:
+    """One record per case id, the last one appended (reruns supersede), in first-seen order."""
+    last: dict[str, dict[str, Any]] = {}
+    for record in read_records(run_dir):
+        last[record.get("id", "")] = record
+    return list(last.values())

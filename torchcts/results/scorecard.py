@@ -10,7 +10,7 @@ from torchcts.results.summary import by, failures
 
 
 def print_scorecard(run_dir: Path, run: dict[str, Any], out: TextIO, first: int = 10) -> None:
-    records = list(rundir.read_records(run_dir))
+    records = rundir.final_records(run_dir)
     t = run.get("totals", {})
     print("", file=out)
     print("=" * 20 + " TorchCTS scorecard " + "=" * 20, file=out)
@@ -26,6 +26,14 @@ def print_scorecard(run_dir: Path, run: dict[str, Any], out: TextIO, first: int 
         print(f"  {r['status'].upper():8} {r['id']}: {r.get('message', '')[:200]}", file=out)
         if r.get("repro"):
             print(f"           repro: {r['repro']}", file=out)
+        if r.get("repro_script"):
+            print(f"           script: {r['repro_script']}", file=out)
     if len(fails) > first:
         print(f"  ... and {len(fails) - first} more failures (see summary.md)", file=out)
+    from torchcts.results.ledger import gate_failures, ledger_lines
+
+    for line in ledger_lines(run):
+        print(line, file=out)
+    if run.get("strict_expectations") and gate_failures(run):
+        print("strict expectations: the run fails on " + "; ".join(gate_failures(run)), file=out)
     print(f"results: {run_dir}", file=out)

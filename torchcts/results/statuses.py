@@ -8,7 +8,9 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Status:
     name: str
-    failure: bool  # counts against the exit status
+    # Listed as a failure (reports, triage) and counts against the exit status; `flaky` fails only
+    # a --strict-expectations run, since its rerun passed (results/ledger.py: gate_failures).
+    failure: bool
     executed: bool  # the case ran (or tried to)
     description: str
 

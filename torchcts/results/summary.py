@@ -55,5 +55,14 @@ def render_markdown(run: dict[str, Any], records: list[dict[str, Any]], first_fa
             lines.append(f"- **{r['status']}** `{r['id']}`: {r.get('message', '')[:300]}")
             if r.get("repro"):
                 lines.append(f"  - repro: `{r['repro']}`")
+            if r.get("repro_script"):
+                lines.append(f"  - standalone script: `{r['repro_script']}`")
         lines.append("")
+    from torchcts.results.ledger import ledger_lines
+    from torchcts.results.triage import render_markdown as triage_markdown
+
+    lines += triage_markdown(records)
+    ledger = ledger_lines(run)
+    if ledger:
+        lines += ["## Expectations ledger", "", "```", *ledger, "```", ""]
     return "\n".join(lines)

@@ -83,13 +83,20 @@ _UNARY = {
 }
 
 
-def _elementwise(name: str, fn, dtypes):  # noqa: ANN001,ANN202
-    arity = 2 if name in _BINARY else 1
+ELEMENTWISE_SHAPES = ((), (1,), (33,), (4, 9), (2, 3, 5))
 
+
+def elementwise_samples(name: str, dtype: torch.dtype, seed: int):  # noqa: ANN201 - an iterator
+    """(index, shape, CPU args) of each sample of elementwise/<name>; the repro builder uses it too."""
+    arity = 2 if name in _BINARY else 1
+    for i, shape in enumerate(ELEMENTWISE_SHAPES):
+        yield i, shape, [sample(shape, dtype, seed=seed + i * 7 + k) for k in range(arity)]
+
+
+def _elementwise(name: str, fn, dtypes):  # noqa: ANN001,ANN202
     @SUITE.case(f"elementwise/{name}", level=1, dtypes=dtypes, ops=(f"aten::{name}",), params=None)
     def run(ctx: CaseContext, dtype: torch.dtype) -> None:
-        for i, shape in enumerate(((), (1,), (33,), (4, 9), (2, 3, 5))):
-            args = [sample(shape, dtype, seed=ctx.seed + i * 7 + k) for k in range(arity)]
+        for i, shape, args in elementwise_samples(name, dtype, ctx.seed):
             ctx.describe(sample=i, shape=list(shape))
             expected = fn(*args)
             actual = fn(*[a.to(ctx.device) for a in args])

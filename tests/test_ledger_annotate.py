@@ -1,0 +1,98 @@
+"""What the Recorder adds to records (ledger by OpInfo name, flaky on rerun) and repro builders."""
+
+from __future__ import annotations
+
+import json
+import runpy
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from torchcts.cases.model import Case
+from torchcts.cases.repro_builders import builder_for, callable_expression
+from torchcts.engine.plan import write_plan
+from torchcts.errors import UsageError
+from torchcts.manifest.templates import cpu_manifest
+from torchcts.results.annotate import RecordAnnotator
+from torchcts.results.repro import ReproTarget, write_repro
+
+RELU = Case(id="opinfo/nn.functional.relu/float32/forward", suite="opinfo", level=2, runner="torchcts.cases.opinfo:run",
+            params={"op": "nn.functional.relu", "dtype": "float32"}, ops=("aten::relu",), dtype="float32", kind="forward")
+
+
+def _run_dir(tmp_path: Path, entries: list, attempt: int = 1, records: list | None = None) -> Path:
+    run = {"name": "r1", "started": "2026-11-30T00:00:00Z", "device": {"type": "npu"},
+           "manifest": {"expectations": entries}, **({"attempt": attempt} if attempt > 1 else {})}
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records or []))
+    write_plan(tmp_path, [RELU])
+    return tmp_path
+
+
+def _failing() -> dict:
+    return {"id": RELU.id, "suite": "opinfo", "ops": ["aten::relu"], "dtype": "float32", "kind": "forward",
+            "status": "error", "message": "RuntimeError: boom", "exception": "RuntimeError",
+            "repro": f"torchcts run --device npu --case {RELU.id}"}
+
+
+def test_ledger_selector_matches_the_opinfo_name_from_the_plan(tmp_path):
+    entries = [{"match": {"op": "nn.functional.*"}, "status": "xfail", "reason": "r", "signature": "RuntimeError"}]
+    run_dir = _run_dir(tmp_path, entries)
+    annotate = RecordAnnotator(json.loads((run_dir / "run.json").read_text()), run_dir)
+    out = annotate(_failing())
+    assert out["status"] == "xfailed" and out["op"] == "nn.functional.relu"
+    assert out["repro_script"] == f"torchcts repro {RELU.id} --run r1"
+
+
+def test_a_rerun_pass_after_a_failure_is_flaky(tmp_path):
+    first = {**_failing(), "signature": "RuntimeError: boom"}
+    run_dir = _run_dir(tmp_path, [], attempt=2, records=[first])
+    annotate = RecordAnnotator(json.loads((run_dir / "run.json").read_text()), run_dir)
+    passed = {k: v for k, v in _failing().items() if k not in ("message", "exception", "repro")}
+    out = annotate({**passed, "status": "passed"})
+    assert out["status"] == "flaky" and out["attempt"] == 2
+    assert out["first_failure"]["signature"] == "RuntimeError: boom" and out["repro"] == first["repro"]
+    again = annotate(_failing())
+    assert again["status"] == "error" and again["attempt"] == 2
+
+
+def test_callable_expressions_resolve_to_the_same_object():
+    for fn in (torch.add, torch.Tensor.add_, torch.nn.functional.relu, torch.special.erf, torch.linalg.norm):
+        expr = callable_expression(fn)
+        assert expr is not None and eval(expr, {"torch": torch}) is fn, fn  # noqa: S307
+    assert callable_expression(lambda x: x) is None
+
+
+def _fake_opinfo(monkeypatch, op_fn) -> None:
+    """Stands in for the OpInfo suite's materialize(case_params, sample_index, dtype)."""
+    def materialize(params, index, dtype):  # noqa: ANN001,ANN202
+        assert params["op"] == "nn.functional.relu" and dtype == "float32"
+        x = torch.tensor([-1.0, 0.5, 2.0]) * (index + 1)
+        return types.SimpleNamespace(name=params["op"], op=op_fn), types.SimpleNamespace(input=x, args=(), kwargs={})
+
+    monkeypatch.setitem(sys.modules, "torchcts.cases.opinfo", types.SimpleNamespace(materialize=materialize))
+
+
+def test_opinfo_repro_script_runs_the_sample_and_passes_on_a_correct_device(tmp_path, monkeypatch):
+    _fake_opinfo(monkeypatch, torch.nn.functional.relu)
+    record = {"id": RELU.id, "status": "failed", "message": "values differ", "info": {"sample": 1}}
+    target = ReproTarget(RELU, "cpu", cpu_manifest(), record, "r1", tmp_path / "repro")
+    folder = write_repro(target)
+    text = (folder / "repro.py").read_text()
+    assert "OP = torch.nn.functional.relu" in text and "import torchcts" not in text
+    assert torch.load(folder / "inputs.pt", weights_only=False)[0]["args"][0].tolist() == [-2.0, 1.0, 4.0]
+    with pytest.raises(SystemExit) as done:
+        runpy.run_path(str(folder / "repro.py"), run_name="__main__")
+    assert done.value.code == 0
+
+
+def test_opinfo_without_an_importable_callable_or_without_a_builder_is_a_clear_usage_error(monkeypatch):
+    _fake_opinfo(monkeypatch, lambda x: x.relu())
+    with pytest.raises(UsageError, match="no importable name"):
+        builder_for(RELU)(RELU, cpu_manifest(), None)
+    other = Case(id="strides/clone/float32", suite="strides", level=5, runner="m:f")
+    with pytest.raises(UsageError, match="no standalone repro builder"):
+        builder_for(other)

@@ -1,0 +1,88 @@
+"""`torchcts expectations update`: proposed entries for a run's failures, written for review."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from torchcts.manifest.expectations import validate_entries
+from torchcts.results.ledger import apply, run_date
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+MISSING = "NotImplementedError: Could not run 'aten::sub.Tensor' with arguments from the 'npu' backend."
+
+
+def _rec(case_id: str, status: str, message: str = "", **extra) -> dict:
+    parts = case_id.split("/")
+    return {"id": case_id, "suite": parts[0], "kind": parts[1], "ops": [f"aten::{parts[2]}"], "dtype": parts[-1],
+            "status": status, "message": message, **extra}
+
+
+def make_run(root: Path) -> Path:
+    """A run folder as `torchcts run` leaves it, with a rerun record superseding an earlier one."""
+    run_dir = root / "results" / "20261130T000000Z-abcdef"
+    run_dir.mkdir(parents=True)
+    (root / "results" / "latest").write_text(run_dir.name + "\n")
+    run = {"name": run_dir.name, "started": "2026-11-30T00:00:00Z", "status": "complete",
+           "device": {"type": "npu"}, "manifest": {"expectations": []}}
+    (run_dir / "run.json").write_text(json.dumps(run))
+    records = [
+        _rec("operators/elementwise/sub/float32", "error", MISSING, exception="NotImplementedError"),
+        _rec("operators/elementwise/sub/float16", "error", MISSING, exception="NotImplementedError"),
+        _rec("operators/elementwise/add/float32", "failed", "values differ", mismatch={"what": "values differ"},
+             expectation={"entry": 0, "note": "expects another signature"}),
+        _rec("operators/elementwise/mul/float32", "crashed", "worker exited with signal 11"),
+        _rec("operators/elementwise/neg/float32", "error", "RuntimeError: transient"),
+        _rec("operators/elementwise/neg/float32", "flaky", "passed on attempt 2"),  # supersedes: not proposed
+        _rec("operators/elementwise/abs/float32", "xfailed", "already known"),
+        _rec("operators/elementwise/abs/int64", "passed"),
+    ]
+    (run_dir / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return run_dir
+
+
+def _final_failures(run_dir: Path) -> list[dict]:
+    from torchcts.results.rundir import final_records
+
+    return [r for r in final_records(run_dir) if r["status"] in ("failed", "error", "crashed", "timeout")]
+
+
+def test_update_writes_python_entries_that_validate_and_xfail_exactly_these_failures(tmp_path, monkeypatch, cli, capsys):
+    monkeypatch.chdir(tmp_path)
+    run_dir = make_run(tmp_path)
+    assert cli(["expectations", "update", run_dir.name]) == 0
+    assert "nothing applied" in capsys.readouterr().out
+    ns: dict = {}
+    exec((tmp_path / "expectations.proposed.py").read_text(), ns)
+    entries = ns["expectations"]
+    assert validate_entries(entries) == []
+    assert [e["match"] for e in entries] == [
+        "operators/elementwise/sub/float32", "operators/elementwise/sub/float16",
+        "operators/elementwise/add/float32", "operators/elementwise/mul/float32"]
+    assert entries[3]["status"] == "known_crash" and entries[0]["signature"] == "missing_kernel: aten::sub.Tensor"
+    assert entries[2]["reason"].endswith("replaces expectations[0], whose signature no longer matches")
+    assert all(e["expires"] == "2027-02-28" for e in entries)
+    # adopting the proposal turns every current failure into xfailed, with the same signature
+    today = run_date(json.loads((run_dir / "run.json").read_text()))
+    assert {apply(r, entries, today)["status"] for r in _final_failures(run_dir)} == {"xfailed"}
+    # never overwrites silently
+    assert cli(["expectations", "update", run_dir.name]) == 2
+
+
+def test_update_by_cluster_writes_toml_selectors(tmp_path, monkeypatch, cli):
+    monkeypatch.chdir(tmp_path)
+    run_dir = make_run(tmp_path)
+    assert cli(["expectations", "update", "--group", "cluster", "--output", "ledger.toml", "--expires-days", "30"]) == 0
+    entries = tomllib.loads((tmp_path / "ledger.toml").read_text())["expectations"]
+    assert validate_entries(entries) == []
+    assert entries[0]["match"] == {"suite": "operators", "kind": "elementwise", "op": "aten::sub",
+                                   "dtype": ["float16", "float32"]}
+    assert entries[0]["expires"] == "2026-12-30"
+    assert len(entries) == 3
+    today = run_date(json.loads((run_dir / "run.json").read_text()))
+    assert {apply(r, entries, today)["status"] for r in _final_failures(run_dir)} == {"xfailed"}

@@ -1,0 +1,136 @@
+"""Repro builders: how to rebuild one case's exact inputs outside TorchCTS.
+
+`torchcts repro` turns a case into a standalone script (results/repro.py). The script cannot
+import TorchCTS, so a builder supplies what it needs as data: the op as an importable expression
+("torch.add", "torch.Tensor.add_", "torch.nn.functional.conv2d"), the CPU input samples (saved
+with torch.save) and the tolerance. A suite makes its cases reproducible by registering a builder
+here, keyed by the case runner ("module:function" glob) or by suite name.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from torchcts.cases.model import Case
+from torchcts.errors import UsageError
+from torchcts.manifest.schema import Manifest
+
+
+@dataclass
+class ReproSpec:
+    call: str  # an expression that evaluates to the op with only torch (and the backend) imported
+    samples: list[dict[str, Any]]  # each {"args": [...], "kwargs": {...}, "describe": {...}}, CPU tensors
+    atol: float
+    rtol: float
+    notes: list[str] = field(default_factory=list)
+
+
+Builder = Callable[[Case, Manifest, "dict[str, Any] | None"], ReproSpec]
+
+_NAMESPACES = ("torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft", "torch.Tensor")
+
+
+def callable_expression(fn: Any) -> str | None:
+    """`torch.add`, `torch.Tensor.add_`, `torch.nn.functional.relu`, ...: a name that resolves to fn."""
+    import importlib
+
+    import torch
+
+    name = getattr(fn, "__name__", "") or ""
+    names = {name, name.split("_", 1)[1] if "_" in name.strip("_") else name}
+    for ns_name in _NAMESPACES:
+        ns: Any = torch.Tensor if ns_name == "torch.Tensor" else importlib.import_module(ns_name)
+        for n in names:
+            if n and getattr(ns, n, None) is fn:
+                return f"{ns_name}.{n}"
+    return None
+
+
+def failing_sample(record: dict[str, Any] | None) -> int | None:
+    """The sample index the run's record names (ctx.describe(sample=i)), if any."""
+    info = (record or {}).get("info") or {}
+    for key in ("sample_index", "sample"):
+        if isinstance(info.get(key), int):
+            return info[key]
+    return None
+
+
+def tolerance(case: Case, manifest: Manifest, record: dict[str, Any] | None, category: str = "elementwise") -> tuple[float, float]:
+    """The run's own tolerance when the record has it, else the table's for the case's dtype."""
+    from torchcts.oracle.tolerances import tolerance_for
+
+    tol = ((record or {}).get("info") or {}).get("tolerance") or {}
+    if "atol" in tol and "rtol" in tol:
+        return float(tol["atol"]), float(tol["rtol"])
+    t = tolerance_for(tol.get("category", category), case.dtype or "float32", manifest.tolerance_overrides)
+    return t.atol, t.rtol
+
+
+def operators_elementwise(case: Case, manifest: Manifest, record: dict[str, Any] | None) -> ReproSpec:
+    """operators/elementwise/<op>/<dtype>: every sample, or only the failing one when known."""
+    import torch
+
+    from torchcts.cases.suites import operators
+
+    name = case.runner.rpartition(":elementwise_")[2]
+    fn = getattr(torch, name)
+    dtype = getattr(torch, str(case.dtype))
+    only = failing_sample(record)
+    samples = [
+        {"args": args, "kwargs": {}, "describe": {"sample": i, "shape": list(shape)}}
+        for i, shape, args in operators.elementwise_samples(name, dtype, manifest.seed)
+        if only is None or i == only
+    ]
+    atol, rtol = tolerance(case, manifest, record)
+    expr = callable_expression(fn) or f"torch.{name}"
+    return ReproSpec(expr, samples, atol, rtol)
+
+
+def opinfo(case: Case, manifest: Manifest, record: dict[str, Any] | None) -> ReproSpec:
+    """OpInfo cases, through the suite's `materialize(case_params, sample_index, dtype)`.
+
+    Expected interface (torchcts/cases/opinfo): returns (OpInfo, SampleInput), or an object with
+    `.op` and `.sample`; SampleInput has `.input`, `.args`, `.kwargs`.
+    """
+    try:
+        from torchcts.cases.opinfo import materialize  # type: ignore[attr-defined]
+    except ImportError:
+        raise UsageError("this TorchCTS has no OpInfo materialize(): rerun the case with the "
+                         "`torchcts run --case` command from its record instead") from None
+    index = failing_sample(record) or 0
+    got = materialize(dict(case.params), index, case.dtype)
+    op, sample = (got.op, got.sample) if hasattr(got, "sample") else got
+    fn = getattr(op, "op", op)
+    expr = callable_expression(fn)
+    if expr is None:
+        raise UsageError(f"OpInfo '{getattr(op, 'name', case.id)}' runs a callable with no importable name "
+                         f"({fn!r}), so no standalone script can call it: use the case's `torchcts run --case` command")
+    spec_sample = {"args": [sample.input, *sample.args], "kwargs": dict(sample.kwargs),
+                   "describe": {"sample": index}}
+    category = str(case.params.get("category", "elementwise"))
+    atol, rtol = tolerance(case, manifest, record, category)
+    return ReproSpec(expr, [spec_sample], atol, rtol)
+
+
+# Runner glob -> builder; then suite name -> builder.
+BY_RUNNER: dict[str, Builder] = {
+    "torchcts.cases.suites.operators:elementwise_*": operators_elementwise,
+}
+BY_SUITE: dict[str, Builder] = {
+    "opinfo": opinfo,
+}
+
+
+def builder_for(case: Case) -> Builder:
+    for pattern, builder in BY_RUNNER.items():
+        if fnmatch.fnmatchcase(case.runner, pattern):
+            return builder
+    if case.suite in BY_SUITE:
+        return BY_SUITE[case.suite]
+    raise UsageError(
+        f"case '{case.id}' has no standalone repro builder (runner {case.runner}): rerun it with "
+        f"'torchcts run --device D --case {case.id}', or register a builder in torchcts/cases/repro_builders.py"
+    )

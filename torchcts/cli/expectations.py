@@ -1,0 +1,48 @@
+"""`torchcts expectations update RUN`: propose ledger entries for a run's failures, for review."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "propose expectations ledger entries for a run's failures (written to a file, never applied)"
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    up = sub.add_parser("update", help="write proposed entries for the current failures of RUN",
+                        description="write proposed entries for the current failures of RUN")
+    up.add_argument("run", nargs="?", help="run folder or name (default: latest)")
+    up.add_argument("--results-dir", default="results", metavar="DIR")
+    up.add_argument("--output", "-o", metavar="FILE",
+                    help="file to write (default expectations.proposed.py; .toml writes TOML)")
+    up.add_argument("--format", choices=("py", "toml"), help="default: from the --output suffix, else py")
+    up.add_argument("--group", choices=("case", "cluster"), default="case",
+                    help="one entry per failing case (default) or per root-cause cluster and op")
+    up.add_argument("--expires-days", type=int, default=90, metavar="N", help="expiry N days after the run (default 90)")
+    up.add_argument("--force", action="store_true", help="overwrite an existing output file")
+
+
+def main(args: argparse.Namespace) -> int:
+    import datetime as _dt
+    from pathlib import Path
+
+    from torchcts.errors import UsageError
+    from torchcts.results import rundir
+    from torchcts.results.ledger import run_date
+    from torchcts.results.proposals import propose, render_python, render_toml
+
+    run_dir = rundir.resolve_run(args.run, Path(args.results_dir))
+    run = rundir.read_run(run_dir)
+    fmt = args.format or ("toml" if args.output and args.output.endswith(".toml") else "py")
+    out = Path(args.output or f"expectations.proposed.{fmt}")
+    if out.exists() and not args.force:
+        raise UsageError(f"{out} already exists: pass --force to overwrite it or --output FILE for another file")
+    if args.expires_days < 1:
+        raise UsageError("--expires-days must be a positive number of days")
+    expires = run_date(run) + _dt.timedelta(days=args.expires_days)
+    entries = propose(rundir.final_records(run_dir), expires, args.group)
+    render = render_toml if fmt == "toml" else render_python
+    out.write_text(render(entries, run_dir.name), encoding="utf-8")
+    print(f"wrote {len(entries)} proposed entries for run {run_dir.name} to {out} (nothing applied): "
+          "review them, then add them to your manifest's expectations and check with 'torchcts check-manifest'")
+    return 0

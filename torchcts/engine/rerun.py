@@ -1,0 +1,55 @@
+"""`--rerun-failures N`: rerun the failing cases of a run in fresh pytest processes.
+
+Each attempt is a new `python -m pytest` process (fresh workers, nothing left over from the
+failing session) on just the failing case ids, appending to the same cases.jsonl through the same
+Recorder. run.json's `attempt` tells the Recorder which attempt it records: a case that passes on
+a rerun is `flaky` (see results/annotate.py); one that fails again keeps failing. cases.jsonl stays
+append-only: the last record of an id supersedes (results/rundir.final_records).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from torchcts.results import rundir
+from torchcts.results.ledger import FAILING
+
+MAX_IDS_PER_PROCESS = 2000  # keeps the command line short
+
+
+def failing_ids(run_dir: Path) -> list[str]:
+    """Cases whose latest record is a failure the ledger does not expect (xfailed is not rerun)."""
+    return [r["id"] for r in rundir.final_records(run_dir) if r.get("status") in FAILING]
+
+
+def _set_attempt(run_dir: Path, attempt: int | None, reruns: list[dict[str, int]]) -> None:
+    run = rundir.read_run(run_dir)
+    if attempt is None:
+        run.pop("attempt", None)
+    else:
+        run["attempt"] = attempt
+    run["reruns"] = reruns
+    rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run)
+
+
+def rerun_failures(run_dir: Path, attempts: int, argv: list[str]) -> list[dict[str, int]]:
+    """Rerun failing cases up to `attempts` times; `argv` is the run's pytest argv (collect path first)."""
+    collect, rest = argv[0], argv[1:]
+    reruns: list[dict[str, int]] = []
+    try:
+        for attempt in range(2, attempts + 2):
+            ids = failing_ids(run_dir)
+            if not ids:
+                break
+            print(f"torchcts: rerunning {len(ids)} failing case(s), attempt {attempt} of {attempts + 1}", flush=True)
+            _set_attempt(run_dir, attempt, reruns)
+            for i in range(0, len(ids), MAX_IDS_PER_PROCESS):
+                nodes = [f"{collect}::{case_id}" for case_id in ids[i:i + MAX_IDS_PER_PROCESS]]
+                subprocess.run([sys.executable, "-m", "pytest", *nodes, *rest], check=False)
+            still = set(failing_ids(run_dir))
+            reruns.append({"attempt": attempt, "cases": len(ids), "passed": len(set(ids) - still)})
+    finally:
+        _set_attempt(run_dir, None, reruns)
+    return reruns

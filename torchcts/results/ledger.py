@@ -1,0 +1,186 @@
+"""Applying the expectations ledger to case records, and the ledger's end-of-run report.
+
+Pure functions of (entries, records, today), so a run, `torchcts report` and the tests agree.
+
+Rules (SPEC §4):
+- a failing case matched by an entry with the same signature becomes `xfailed`, carrying the
+  entry's reason, tracker and index;
+- one with a different signature stays failing, with a note naming the entry and both signatures;
+- a passing case matched by an entry becomes `xpassed` and is listed for removal;
+- an expired entry still applies (the failure is still known) but is reported; an entry matching
+  no selected case is reported (so is an entry shadowed by earlier ones: it never decides). Under `--strict-expectations` expired and unmatched entries,
+  xpassed and flaky cases fail the run.
+The first entry that matches a case decides; later ones are not consulted for it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+from torchcts.manifest.expectations import LedgerMatcher, is_expired
+from torchcts.results.signatures import entry_signature, signature_matches, signature_of
+from torchcts.results.statuses import FAILURES
+
+FAILING = ("failed", "error", "crashed", "timeout")  # what an entry can turn into xfailed
+APPLIED = (*FAILING, "passed", "xfailed", "xpassed", "flaky")
+
+
+def _expected_signature(entry: dict[str, Any]) -> str | None:
+    return entry_signature(entry.get("signature"))
+
+
+def _signature_ok(entry: dict[str, Any], record: dict[str, Any]) -> bool:
+    pattern = _expected_signature(entry)
+    if pattern is None and entry.get("status") == "known_crash":
+        return record.get("status") in ("crashed", "timeout")
+    return signature_matches(pattern, record)
+
+
+def _note(entry: dict[str, Any], index: int, today: _dt.date) -> dict[str, Any]:
+    out: dict[str, Any] = {"entry": index, "status": entry.get("status"), "reason": entry.get("reason")}
+    for key in ("tracker", "expires"):
+        if entry.get(key):
+            out[key] = entry[key]
+    if is_expired(entry, today):
+        out["expired"] = True
+    return out
+
+
+def compile_entries(entries: list[dict[str, Any]]) -> LedgerMatcher:
+    return LedgerMatcher(entries)
+
+
+def apply(record: dict[str, Any], entries: list[dict[str, Any]], today: _dt.date,
+          matcher: LedgerMatcher | None = None) -> dict[str, Any]:
+    """The record as the ledger sees it; failing records also get their `signature`.
+
+    `matcher` (compile_entries(entries)) saves compiling the entries for every record.
+    """
+    out = dict(record)
+    status = out.get("status")
+    if status in FAILING:
+        out["signature"] = signature_of(out)
+    if not entries or status not in (*FAILING, "passed"):
+        return out
+    index = (matcher or compile_entries(entries)).first(out)
+    if index is None:
+        return out
+    entry = entries[index]
+    note = _note(entry, index, today)
+    if status == "passed":
+        out["status"] = "xpassed"
+        note["note"] = f"passed: remove expectations[{index}] from the ledger"
+    elif _signature_ok(entry, out):
+        out["status"] = "xfailed"
+        note["original_status"] = status
+    else:
+        expected = _expected_signature(entry) or "crash or timeout"
+        note["note"] = (f"expectations[{index}] expects signature '{expected}' but the case failed with "
+                        f"'{out['signature']}': a different failure, so it still fails")
+    out["expectation"] = note
+    return out
+
+
+def known_crash_ids(entries: list[dict[str, Any]], cases: list[dict[str, Any]]) -> set[str]:
+    """Ids of the cases a `known_crash` entry decides: the engine must run them isolated."""
+    matcher = compile_entries(entries)
+    out = set()
+    for case in cases:
+        index = matcher.first(case)
+        if index is not None and entries[index].get("status") == "known_crash":
+            out.add(str(case["id"]))
+    return out
+
+
+def ledger_report(entries: list[dict[str, Any]], records: list[dict[str, Any]], today: _dt.date) -> dict[str, Any]:
+    """Expired and unmatched entries, xpassed cases and signature changes, for run.json and reports.
+
+    `records` are the final records of the run (one per case); an entry is unmatched when it names
+    none of them (filtered cases are not records, so a focused run reports entries outside it).
+    """
+    hit = [False] * len(entries)
+    matcher = compile_entries(entries)
+    xpassed, changed, xfailed = [], [], 0
+    for r in records:
+        note = r.get("expectation")
+        if note is not None and 0 <= note.get("entry", -1) < len(entries):
+            hit[note["entry"]] = True
+        elif entries and r.get("status") not in APPLIED:  # applied records carry their note
+            index = matcher.first(r)  # the entry that decides (a shadowed entry stays unmatched)
+            if index is not None:
+                hit[index] = True
+        if note is None:
+            continue
+        if r.get("status") == "xpassed":
+            xpassed.append({"id": r["id"], "entry": note["entry"]})
+        elif r.get("status") == "xfailed":
+            xfailed += 1
+        elif note.get("note"):
+            changed.append({"id": r["id"], "entry": note["entry"], "signature": r.get("signature")})
+    expired = [
+        {"entry": i, "match": e.get("match"), "expires": e.get("expires"), "tracker": e.get("tracker")}
+        for i, e in enumerate(entries) if is_expired(e, today)
+    ]
+    unmatched = [{"entry": i, "match": e.get("match")} for i, e in enumerate(entries) if not hit[i]]
+    return {
+        "entries": len(entries),
+        "date": today.isoformat(),
+        "xfailed": xfailed,
+        "xpassed": xpassed,
+        "signature_changed": changed,
+        "expired": expired,
+        "unmatched": unmatched,
+    }
+
+
+def run_date(run: dict[str, Any]) -> _dt.date:
+    """The date a run's ledger is judged at: its start (so `report` later agrees with the run)."""
+    started = str(run.get("started") or "")
+    try:
+        return _dt.date.fromisoformat(started[:10])
+    except ValueError:
+        return _dt.datetime.now(_dt.timezone.utc).date()
+
+
+def run_entries(run: dict[str, Any]) -> list[dict[str, Any]]:
+    return list((run.get("manifest") or {}).get("expectations") or [])
+
+
+def report_for_run(run: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+    return ledger_report(run_entries(run), records, run_date(run))
+
+
+def gate_failures(run: dict[str, Any]) -> list[str]:
+    """Why the run fails (empty: exit 0). Flaky fails only a strict run: its rerun passed."""
+    strict = bool(run.get("strict_expectations"))
+    totals = run.get("totals") or {}
+    reasons = [f"{totals[s]} {s}" for s in FAILURES if totals.get(s) and (strict or s != "flaky")]
+    if strict:
+        ledger = run.get("ledger") or {}
+        if totals.get("xpassed"):
+            reasons.append(f"{totals['xpassed']} xpassed (strict expectations)")
+        for key in ("expired", "unmatched"):
+            if ledger.get(key):
+                reasons.append(f"{len(ledger[key])} {key} ledger entries (strict expectations)")
+    return reasons
+
+
+def ledger_lines(run: dict[str, Any]) -> list[str]:
+    """Plain-text lines for the scorecard and `report`."""
+    ledger = run.get("ledger") or {}
+    if not ledger.get("entries"):
+        return []
+    lines = [f"expectations: {ledger['entries']} entries, {ledger.get('xfailed', 0)} xfailed, "
+             f"{len(ledger.get('xpassed', []))} xpassed, {len(ledger.get('expired', []))} expired, "
+             f"{len(ledger.get('unmatched', []))} unmatched"]
+    for x in ledger.get("xpassed", []):
+        lines.append(f"  XPASSED  {x['id']}: remove expectations[{x['entry']}]")
+    for x in ledger.get("expired", []):
+        lines.append(f"  EXPIRED  expectations[{x['entry']}] {x['match']!r} expired {x['expires']}"
+                     + (f" ({x['tracker']})" if x.get("tracker") else ""))
+    for x in ledger.get("unmatched", []):
+        lines.append(f"  UNMATCHED expectations[{x['entry']}] {x['match']!r} matches no selected case")
+    for x in ledger.get("signature_changed", []):
+        lines.append(f"  CHANGED  {x['id']}: expectations[{x['entry']}] expects another signature; got {x['signature']}")
+    return lines

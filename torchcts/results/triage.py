@@ -1,0 +1,115 @@
+"""Triage: group a run's failures into root-cause clusters, ranked by how many cases each explains.
+
+Two failures share a cluster when their normalised error signature is the same
+(results/signatures.py: numbers, shapes, addresses and quoted names stripped), so one missing
+kernel or one broken device guard shows up once, with every op and dtype it hits. Oracle
+mismatches are split by op as well: "values differ" on two ops are two numerical bugs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from torchcts.results.signatures import bucket_of, normalise_message, signature_of
+from torchcts.results.statuses import FAILURES
+
+
+@dataclass
+class Cluster:
+    title: str
+    bucket: str
+    cases: list[str] = field(default_factory=list)
+    ops: Counter[str] = field(default_factory=Counter)
+    dtypes: Counter[str] = field(default_factory=Counter)
+    example: str = ""
+
+    @property
+    def count(self) -> int:
+        return len(self.cases)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "bucket": self.bucket, "count": self.count, "ops": dict(self.ops),
+                "dtypes": dict(self.dtypes), "example_case": self.cases[0] if self.cases else None,
+                "example_message": self.example}
+
+
+def _op(record: dict[str, Any]) -> str:
+    ops = record.get("ops") or []
+    return str(record.get("op") or (ops[0] if ops else record.get("suite") or "?"))
+
+
+def cluster_key(record: dict[str, Any]) -> tuple[str, str]:
+    """(title, bucket) of the cluster a failing record belongs to."""
+    if record.get("status") == "flaky":
+        first = record.get("first_failure") or {}
+        return f"flaky (passed on rerun): {first.get('signature') or first.get('status', '?')}", "flaky"
+    bucket = bucket_of(record) or "error"
+    sig = record.get("signature") or signature_of(record) or "?"
+    if bucket == "missing_kernel":
+        return f"missing kernel: {sig.partition(': ')[2]}", bucket
+    if bucket == "mismatch":
+        return f"mismatch in {_op(record)}: {sig.partition(': ')[2]}", bucket
+    if bucket in ("crash", "timeout"):
+        detail = normalise_message(str(record.get("message") or ""))
+        return f"{bucket}: {detail}" if detail else bucket, bucket
+    return sig, bucket
+
+
+def clusters(records: list[dict[str, Any]]) -> list[Cluster]:
+    """Clusters of the failing records (one record per case), largest first."""
+    found: dict[str, Cluster] = {}
+    for r in records:
+        if r.get("status") not in FAILURES:
+            continue
+        title, bucket = cluster_key(r)
+        c = found.setdefault(title, Cluster(title, bucket, example=str(r.get("message") or "")[:300]))
+        c.cases.append(r["id"])
+        c.ops[_op(r)] += 1
+        if r.get("dtype"):
+            c.dtypes[str(r["dtype"])] += 1
+    return sorted(found.values(), key=lambda c: (-c.count, c.title))
+
+
+def failures_by_op(records: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    counts = Counter(_op(r) for r in records if r.get("status") in FAILURES)
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _top(counter: Counter[str], n: int = 6) -> str:
+    items = counter.most_common(n)
+    more = len(counter) - len(items)
+    return ", ".join(f"{k} ({v})" for k, v in items) + (f", +{more} more" if more > 0 else "")
+
+
+def render_text(records: list[dict[str, Any]], limit: int = 30) -> str:
+    """What `torchcts report --triage` prints."""
+    found = clusters(records)
+    total = sum(c.count for c in found)
+    if not found:
+        return "triage: no failures"
+    lines = [f"triage: {total} failing cases in {len(found)} clusters (largest first)"]
+    for i, c in enumerate(found[:limit], 1):
+        lines.append(f"{i:3}. [{c.count} cases] {c.title}")
+        lines.append(f"       ops: {_top(c.ops)}" + (f"; dtypes: {_top(c.dtypes)}" if c.dtypes else ""))
+        lines.append(f"       e.g. {c.cases[0]}: {c.example[:160]}")
+    if len(found) > limit:
+        lines.append(f"  ... and {len(found) - limit} smaller clusters")
+    lines.append("failures by op: " + ", ".join(f"{op} ({n})" for op, n in failures_by_op(records)[:15]))
+    return "\n".join(lines)
+
+
+def render_markdown(records: list[dict[str, Any]], limit: int = 20) -> list[str]:
+    """The summary.md triage section (empty without failures)."""
+    found = clusters(records)
+    if not found:
+        return []
+    lines = ["## Triage: root-cause clusters", "", "| cases | cluster | ops | example |", "| ---: | --- | --- | --- |"]
+    for c in found[:limit]:
+        title = c.title.replace("|", "\\|")
+        lines.append(f"| {c.count} | {title} | {_top(c.ops, 4)} | `{c.cases[0]}` |")
+    if len(found) > limit:
+        lines.append(f"| | ... {len(found) - limit} more clusters (`torchcts report --triage`) | | |")
+    lines.append("")
+    return lines
