@@ -59,12 +59,26 @@ def _read_python(path: Path) -> Any:
     try:
         exec(code, namespace)  # noqa: S102 - the manifest is the user's own Python file
     except Exception as exc:  # noqa: BLE001 - any error in user code is a usage error
-        raise ManifestError(
-            [f"running the manifest raised {type(exc).__name__}: {exc}; fix the manifest code"], display_path(path)
-        ) from None
+        raise ManifestError([_exec_problem(exc, str(path))], display_path(path)) from None
     if "manifest" not in namespace:
         raise ManifestError(["no variable named 'manifest': define manifest = {...}"], display_path(path))
     return namespace["manifest"]
+
+
+def _exec_problem(exc: Exception, filename: str) -> str:
+    """One line for an exception raised by a manifest's code: where, what, and the fix."""
+    import traceback
+
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    where = f" at line {lines[-1]}" if lines else ""
+    if isinstance(exc, AttributeError) and type(getattr(exc, "obj", None)).__name__ == "module" and (
+        getattr(exc.obj, "__name__", "") == "torch"
+    ):
+        from torchcts.manifest.schema import DTYPES
+        from torchcts.manifest.validate import suggest
+
+        return f"unknown dtype 'torch.{exc.name}'{where}" + suggest(str(exc.name), DTYPES, prefix="torch.")
+    return f"running the manifest raised {type(exc).__name__}{where}: {exc}; fix the manifest code"
 
 
 def read_raw(path: Path) -> Any:
