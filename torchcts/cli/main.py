@@ -17,6 +17,8 @@ COMMANDS: dict[str, str] = {
     "check-manifest": "torchcts.cli.check_manifest",
     "show-skips": "torchcts.cli.show_skips",
     "report": "torchcts.cli.report",
+    "install": "torchcts.cli.install",
+    "backends": "torchcts.cli.backends",
 }
 
 
