@@ -173,3 +173,23 @@ def test_cli_pip_failure_exits_1(fake_machine, cli, capsys):
 def test_cli_bad_family_is_usage_error(fake_machine, cli, capsys):
     assert cli(["install", "--family", "cuda"]) == 2
     assert "unknown wheel family 'cuda'" in capsys.readouterr().err
+
+
+def test_cli_interactive_asks_first(fake_machine, cli, capsys, monkeypatch):
+    import torchcts.cli.common as common
+
+    monkeypatch.setattr(common, "non_interactive", lambda: False)
+    answers = iter(["n", "y"])
+    monkeypatch.setattr("builtins.input", lambda prompt: next(answers))
+    assert cli(["install", "--family", "xpu"]) == 0
+    assert "not installed" in capsys.readouterr().out and not fake_machine.calls
+    assert cli(["install", "--family", "xpu"]) == 0
+    assert fake_machine.calls[0][4:] == ["torch==2.13.0+xpu", "--index-url", f"{INDEX}/xpu"]
+
+
+def test_no_torch_installed_plans_an_install(fake_machine, cli, capsys, monkeypatch):
+    monkeypatch.setattr(sig, "installed_torch", lambda: None)
+    assert cli(["install", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "installed: no torch in this environment" in out and "plan: wheel family cu130" in out
+    assert "dry run: nothing installed" in out
