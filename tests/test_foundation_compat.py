@@ -49,3 +49,13 @@ def test_build_info_names_this_build():
     info = compat.build_info()
     assert info["torch"] == torch.__version__
     assert info["family"] in ("cpu", "default", "xpu") or info["family"].startswith(("cu", "rocm"))
+
+
+def test_privateuse1_name_and_hip(monkeypatch):
+    assert compat.privateuse1_name() == torch._C._get_privateuse1_backend_name()
+    monkeypatch.delattr(torch._C, "_get_privateuse1_backend_name")
+    assert compat.privateuse1_name() == "privateuseone"
+    monkeypatch.setattr(torch.version, "hip", "6.4.1", raising=False)
+    assert compat.hip_version() == "6.4.1"
+    monkeypatch.setattr(torch.version, "hip", None, raising=False)
+    assert compat.hip_version() is None

@@ -84,6 +84,21 @@ def build_info() -> dict[str, str | None]:
 
 # --- device module APIs -----------------------------------------------------------------------
 
+def hip_version() -> str | None:
+    """The HIP version of a ROCm build, None on every other build."""
+    import torch
+
+    return getattr(torch.version, "hip", None) or None
+
+
+def privateuse1_name() -> str:
+    """The device name the PrivateUse1 key carries now ('privateuseone' until a backend renames it)."""
+    import torch
+
+    getter = getattr(torch._C, "_get_privateuse1_backend_name", None)
+    return str(getter()) if callable(getter) else "privateuseone"
+
+
 def device_module(device_type: str) -> Any:
     """torch.<device_type> (torch.cuda, torch.xpu, a PrivateUse1 module), or None."""
     import torch

@@ -35,9 +35,9 @@ def import_backend(module: str | None) -> None:
 
 
 def privateuse1_name() -> str:
-    import torch
+    from torchcts.compat import privateuse1_name as name
 
-    return torch._C._get_privateuse1_backend_name()
+    return name()
 
 
 def available_devices() -> list[str]:

@@ -13,15 +13,13 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def _in_tree_status(name: str) -> str:
     """Whether this torch build can run an in-tree device now."""
-    import torch
-
-    from torchcts.compat import device_available
+    from torchcts.compat import device_available, hip_version
 
     if name == "rocm":
-        if not getattr(torch.version, "hip", None):
+        if not hip_version():
             return "not this build"
         return "available" if device_available("cuda") else "built, no device"
-    if name == "cuda" and getattr(torch.version, "hip", None):
+    if name == "cuda" and hip_version():
         return "ROCm build (see rocm)"
     try:
         return "available" if device_available(name) else "not available"
