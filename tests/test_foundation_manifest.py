@@ -54,6 +54,9 @@ MALFORMED = {
                            ["expected an integer 1..8, got 9 under semantic_level"]),
     "manifest_code_raises": ("manifest.py", py_manifest("manifest = {}\nraise RuntimeError('boom')\n"),
                              ["running the manifest raised RuntimeError at line 4: boom"]),
+    "manifest_code_exits": ("manifest.py", "import sys\nsys.exit(4)\n",
+                            ["running the manifest raised SystemExit at line 2: 4"]),
+    "not_utf8": ("manifest.py", "manifest = {'device_name': '\udcff'}\n", ["cannot read the file", "UTF-8"]),
     "toml_syntax_error": ("torchcts.toml", "manifest_version = 1\ndevice_name = 'cpu\n", ["TOML syntax error"]),
     "toml_bad_dtype": ("torchcts.toml", textwrap.dedent("""\
         manifest_version = 1
@@ -84,7 +87,7 @@ MALFORMED = {
 @pytest.mark.parametrize("kind", sorted(MALFORMED))
 def test_malformed_manifest_is_usage_error(kind, workdir, cli, capsys):
     name, content, expected = MALFORMED[kind]
-    (workdir / name).write_text(content)
+    (workdir / name).write_bytes(content.encode("utf-8", "surrogateescape"))
     assert cli(["check-manifest"]) == 2
     err = capsys.readouterr().err
     for text in expected:
