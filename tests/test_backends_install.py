@@ -95,6 +95,11 @@ def test_family_outside_its_published_range_is_noted():
     assert any("not published" in n for n in plan_install(Signals("Linux", "x86_64"), "cu130", "2.8.0").notes)
 
 
+def test_default_family_on_linux_warns_about_size():
+    assert any("multi-GB" in n for n in plan_install(Signals("Linux", "x86_64"), "default").notes)
+    assert not plan_install(Signals("Darwin", "arm64"), "default").notes
+
+
 def test_torch_version_range():
     with pytest.raises(UsageError, match="older than the supported 2.7.0"):
         plan_install(Signals("Linux", "x86_64"), "cpu", "2.6.0")

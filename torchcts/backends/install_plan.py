@@ -143,6 +143,8 @@ def plan_install(
     v2 = parse_version(version)[:2]
     if (first and v2 < first) or (last and v2 > last):
         notes.append(f"{chosen} wheels are not published for torch {version}: pip will find none; pick another family")
+    if chosen == "default" and signals.system == "Linux":
+        notes.append("on Linux the PyPI wheel is a CUDA build (a multi-GB download); cpu is the small one")
     command = pip_command(chosen, version, python)
     plan = Plan(chosen, confidence, reasons, version, command, "install", notes)
     if installed is None:
