@@ -6,7 +6,7 @@ from conftest import latest_run, records, run_cli
 
 
 def test_init_check_run_level1(tmp_path):
-    r = run_cli("init", "--template", "minimal", "--backend", "cpu", cwd=tmp_path)
+    r = run_cli("init", "--template", "minimal", cwd=tmp_path)  # the default device is cpu
     assert r.returncode == 0, r.stderr
     r = run_cli("check-manifest", cwd=tmp_path)
     assert r.returncode == 0, r.stderr

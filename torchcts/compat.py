@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import Any
 
 from torchcts.errors import UsageError
 
@@ -45,14 +46,131 @@ def check_torch_version(version: str | None = None, warn=None) -> str | None:  #
     return None
 
 
+def build_family(version: str, cuda: str | None, hip: str | None, xpu: str | None, system: str) -> str:
+    """The wheel family of a build (cpu, cu128, rocm6.4, xpu, default), from its version fields.
+
+    On macOS the one PyPI wheel ('default') carries MPS; elsewhere the family follows the toolkit
+    the build was compiled against.
+    """
+    if hip:
+        major, minor = (hip.split(".") + ["0"])[:2]
+        return f"rocm{major}.{minor}"
+    if cuda:
+        major, minor = (cuda.split(".") + ["0"])[:2]
+        return f"cu{major}{minor}"
+    if xpu or version.endswith("+xpu"):
+        return "xpu"
+    if system == "Darwin":
+        return "default"
+    return "cpu"
+
+
 def build_info() -> dict[str, str | None]:
-    """Which build of torch is installed: version, CUDA and HIP versions, debug flag."""
+    """Which build of torch is installed: version, family, CUDA/HIP/XPU versions, git revision."""
+    import platform
+
     import torch
 
-    return {
+    info = {
         "torch": torch.__version__,
         "cuda": getattr(torch.version, "cuda", None),
         "hip": getattr(torch.version, "hip", None),
         "xpu": getattr(torch.version, "xpu", None),
         "git": (getattr(torch.version, "git_version", None) or "")[:12] or None,
     }
+    info["family"] = build_family(info["torch"], info["cuda"], info["hip"], info["xpu"], platform.system())
+    return info
+
+
+# --- device module APIs -----------------------------------------------------------------------
+
+def hip_version() -> str | None:
+    """The HIP version of a ROCm build, None on every other build."""
+    import torch
+
+    return getattr(torch.version, "hip", None) or None
+
+
+def privateuse1_name() -> str:
+    """The device name the PrivateUse1 key carries now ('privateuseone' until a backend renames it)."""
+    import torch
+
+    getter = getattr(torch._C, "_get_privateuse1_backend_name", None)
+    return str(getter()) if callable(getter) else "privateuseone"
+
+
+def device_module(device_type: str) -> Any:
+    """torch.<device_type> (torch.cuda, torch.xpu, a PrivateUse1 module), or None."""
+    import torch
+
+    return getattr(torch, device_type, None)
+
+
+def device_available(device_type: str) -> bool:
+    """Whether a device type can be used here; MPS answers through torch.backends.mps."""
+    import torch
+
+    if device_type == "cpu":
+        return True
+    if device_type == "mps":
+        backend = getattr(torch.backends, "mps", None)
+        return bool(backend is not None and backend.is_available())
+    mod = device_module(device_type)
+    fn = getattr(mod, "is_available", None)
+    return bool(fn()) if callable(fn) else False
+
+
+def device_count(device_type: str) -> int:
+    """How many devices of a type; 1 when the module has no device_count (cpu, older mps)."""
+    fn = getattr(device_module(device_type), "device_count", None)
+    return int(fn()) if callable(fn) else 1
+
+
+def device_model(device_type: str, index: int = 0) -> str | None:
+    """The device's model name where the module can tell it, else None."""
+    fn = getattr(device_module(device_type), "get_device_name", None)
+    if not callable(fn):
+        return None
+    try:
+        return str(fn(index))
+    except Exception:  # noqa: BLE001 - a name is a nicety, never a reason to fail
+        return None
+
+
+def current_accelerator() -> str | None:
+    """The accelerator torch itself would pick (torch.accelerator, 2.6+), or None if absent."""
+    import torch
+
+    acc = getattr(torch, "accelerator", None)
+    if acc is None or not acc.is_available():
+        return None
+    dev = acc.current_accelerator()
+    return None if dev is None else dev.type
+
+
+# --- OpInfo fields ------------------------------------------------------------------------------
+
+def op_db() -> list[Any]:
+    """PyTorch's OpInfo database (imports expecttest and the testing internals)."""
+    from torch.testing._internal.common_methods_invocations import op_db as db
+
+    return list(db)
+
+
+def opinfo_dtypes(op: Any, device_type: str) -> set[Any]:
+    """The dtypes an OpInfo declares for a device type, across the field layouts of 2.7+."""
+    supported = getattr(op, "supported_dtypes", None)
+    if callable(supported):
+        try:
+            return set(supported(device_type))
+        except Exception:  # noqa: BLE001,S110 - fall back to the plain fields below
+            pass
+    by_device = getattr(op, "dtypesIf", None)
+    if isinstance(by_device, dict) and by_device.get(device_type) is not None:
+        return set(by_device[device_type])
+    return set(getattr(op, "dtypes", None) or ())
+
+
+def opinfo_aten_name(op: Any) -> str:
+    """The aten operator name of an OpInfo (aten_name, else its name)."""
+    return str(getattr(op, "aten_name", None) or op.name)

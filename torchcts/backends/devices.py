@@ -35,24 +35,19 @@ def import_backend(module: str | None) -> None:
 
 
 def privateuse1_name() -> str:
-    import torch
+    from torchcts.compat import privateuse1_name as name
 
-    return torch._C._get_privateuse1_backend_name()
-
-
-def _device_module(device_type: str):  # noqa: ANN202
-    import torch
-
-    return getattr(torch, device_type, None)
+    return name()
 
 
 def available_devices() -> list[str]:
     """Device types usable in this process, for error messages."""
+    from torchcts.compat import device_available
+
     found = ["cpu"]
     for name in (*IN_TREE_DEVICES[1:], privateuse1_name()):
-        mod = _device_module(name)
         try:
-            if mod is not None and mod.is_available():
+            if device_available(name):
                 found.append(name)
         except Exception:  # noqa: BLE001,S112 - a broken backend module is just not available
             continue
@@ -62,6 +57,8 @@ def available_devices() -> list[str]:
 def resolve_device(name: str, backend_import: str | None = None) -> DeviceInfo:
     """Import the backend, check the device type exists and is available, derive its gate."""
     import torch
+
+    from torchcts.compat import device_available, device_count, device_model
 
     import_backend(backend_import)
     if name == "rocm":
@@ -74,24 +71,16 @@ def resolve_device(name: str, backend_import: str | None = None) -> DeviceInfo:
         raise UsageError(
             f"unknown device '{name}'{hint}; available here: {', '.join(available_devices())}"
         )
-    mod = _device_module(name)
     try:
-        ok = bool(mod is not None and mod.is_available())
+        ok = device_available(name)
     except Exception as exc:  # noqa: BLE001
         raise UsageError(f"torch.{name}.is_available() raised {type(exc).__name__}: {exc}") from None
     if not ok:
         raise UsageError(
             f"device '{name}' is not available in this build ({torch.__version__}); "
-            f"available here: {', '.join(available_devices())}; use 'torchcts install' for a matching build"
+            f"available here: {', '.join(available_devices())}; see 'torchcts backends' and 'torchcts install'"
         )
-    count = int(mod.device_count()) if hasattr(mod, "device_count") else 1
-    model = None
-    if hasattr(mod, "get_device_name"):
-        try:
-            model = str(mod.get_device_name(0))
-        except Exception:  # noqa: BLE001
-            model = None
-    return DeviceInfo(name, derive_gate(name), count, model)
+    return DeviceInfo(name, derive_gate(name), device_count(name), device_model(name))
 
 
 def _cpu_model() -> str:

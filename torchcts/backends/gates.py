@@ -21,9 +21,9 @@ RESERVED = ("sources", "index", "meta")
 def derive_gate(device_type: str) -> str:
     """The gate of the running build for a device: ROCm builds expose HIP through `cuda`."""
     if device_type == "cuda":
-        import torch
+        from torchcts.compat import hip_version
 
-        return "rocm" if getattr(torch.version, "hip", None) else "cuda"
+        return "rocm" if hip_version() else "cuda"
     return device_type
 
 

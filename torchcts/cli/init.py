@@ -12,15 +12,20 @@ def configure(p: argparse.ArgumentParser) -> None:
     from torchcts.manifest.templates import TEMPLATES
 
     p.add_argument("--template", choices=list(TEMPLATES), default="minimal", help="claim set to start from")
-    p.add_argument("--backend", metavar="NAME", help="device name (or catalog preset) of the backend")
+    p.add_argument("--backend", metavar="NAME",
+                   help="device name or catalog preset (npu, ocl, openreg, webgpu, ...; default cpu, see 'torchcts backends')")
     p.add_argument("--output", "-o", default="manifest.py", metavar="PATH", help="file to write (default manifest.py)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
 
 
 def preset(backend: str | None) -> tuple[str, str | None]:
-    """(device_name, backend_import) for --backend; catalog presets come from backends.catalog."""
+    """(device_name, backend_import) for --backend; catalog presets come from backends.catalog.
+
+    Without --backend the manifest is for cpu, so init, check-manifest and `run --device cpu` work
+    as a first try on any machine; the comment in the file says where to put the real device.
+    """
     if not backend:
-        return "my_device", None
+        return "cpu", None
     try:
         from torchcts.backends.catalog import preset_for
     except ImportError:

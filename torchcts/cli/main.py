@@ -21,6 +21,8 @@ COMMANDS: dict[str, str] = {
     "coverage": "torchcts.cli.coverage",
     "expectations": "torchcts.cli.expectations",
     "repro": "torchcts.cli.repro",
+    "install": "torchcts.cli.install",
+    "backends": "torchcts.cli.backends",
 }
 
 

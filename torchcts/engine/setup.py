@@ -46,6 +46,7 @@ def load_claims(args: argparse.Namespace) -> Manifest:
     if args.device == "cpu":
         print("torchcts: note: no manifest found; using the built-in CPU claims", file=sys.stderr)
         return cpu_manifest()
+    resolve_device(args.device)  # an unknown or unavailable device says so first, with what is here
     raise UsageError(
         f"no manifest found for device '{args.device}': run 'torchcts init --backend {args.device}' "
         "or pass --manifest PATH"

@@ -40,15 +40,23 @@ def display_path(path: Path) -> str:
         return path.name
 
 
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError([f"cannot read the file ({type(exc).__name__}): save it as UTF-8 text"],
+                            display_path(path)) from None
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(_read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError([f"TOML syntax error: {exc}; fix the file's syntax"], display_path(path)) from None
 
 
 def _read_python(path: Path) -> Any:
-    source = path.read_text(encoding="utf-8")
+    source = _read_text(path)
     namespace: dict[str, Any] = {"__file__": str(path), "__name__": "torchcts_manifest"}
     try:
         code = compile(source, str(path), "exec")
@@ -58,13 +66,27 @@ def _read_python(path: Path) -> Any:
         ) from None
     try:
         exec(code, namespace)  # noqa: S102 - the manifest is the user's own Python file
-    except Exception as exc:  # noqa: BLE001 - any error in user code is a usage error
-        raise ManifestError(
-            [f"running the manifest raised {type(exc).__name__}: {exc}; fix the manifest code"], display_path(path)
-        ) from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any error in user code is a usage error
+        raise ManifestError([_exec_problem(exc, str(path))], display_path(path)) from None
     if "manifest" not in namespace:
         raise ManifestError(["no variable named 'manifest': define manifest = {...}"], display_path(path))
     return namespace["manifest"]
+
+
+def _exec_problem(exc: BaseException, filename: str) -> str:
+    """One line for an exception raised by a manifest's code: where, what, and the fix."""
+    import traceback
+
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    where = f" at line {lines[-1]}" if lines else ""
+    if isinstance(exc, AttributeError) and type(getattr(exc, "obj", None)).__name__ == "module" and (
+        getattr(exc.obj, "__name__", "") == "torch"
+    ):
+        from torchcts.manifest.schema import DTYPES
+        from torchcts.manifest.validate import suggest
+
+        return f"unknown dtype 'torch.{exc.name}'{where}" + suggest(str(exc.name), DTYPES, prefix="torch.")
+    return f"running the manifest raised {type(exc).__name__}{where}: {exc}; fix the manifest code"
 
 
 def read_raw(path: Path) -> Any:

@@ -80,7 +80,8 @@ import torch
 
 manifest = {{
     "manifest_version": 1,
-    # The runtime device type: cuda, mps, xpu, or the name your PrivateUse1 backend registers.
+    # The runtime device type: cpu, cuda (also ROCm), mps, xpu, or the name your PrivateUse1
+    # backend registers (see `torchcts backends`); run with the same --device.
     "device_name": {device_name!r},
     # The module that registers the device (None for in-tree devices).
     "backend_import": {backend_import!r},

@@ -19,9 +19,10 @@ from torchcts.manifest.schema import (
 )
 
 
-def _suggest(word: str, choices: list[str] | tuple[str, ...]) -> str:
+def suggest(word: str, choices: list[str] | tuple[str, ...], prefix: str = "") -> str:
+    """The fix for an unknown name: the closest known one, or the list of known names."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f": did you mean '{close[0]}'?" if close else f"; known: {', '.join(sorted(choices))}"
+    return f": did you mean '{prefix}{close[0]}'?" if close else f"; known: {', '.join(sorted(choices))}"
 
 
 def dtype_name(key: Any) -> str | None:
@@ -48,8 +49,9 @@ class _Collector:
     def __init__(self) -> None:
         self.problems: list[str] = []
 
-    def add(self, path: str, message: str) -> None:
-        self.problems.append(f"{message} under {path}" if path else message)
+    def add(self, path: str, message: str, fix: str = "") -> None:
+        """One problem: what is wrong, where (key path), then the fix."""
+        self.problems.append(f"{message} under {path}{fix}" if path else f"{message}{fix}")
 
 
 def _check_dtypes(raw: Any, c: _Collector) -> dict[str, bool]:
@@ -60,7 +62,7 @@ def _check_dtypes(raw: Any, c: _Collector) -> dict[str, bool]:
     for key, value in raw.items():
         name = dtype_name(key)
         if name is None:
-            c.add("supported_dtypes", f"unknown dtype '{key}'" + _suggest(str(key).removeprefix("torch."), DTYPES))
+            c.add("supported_dtypes", f"unknown dtype '{key}'", suggest(str(key).removeprefix("torch."), DTYPES))
             continue
         if not isinstance(value, bool):
             c.add(f"supported_dtypes.{name}", f"expected True or False, got {value!r}")
@@ -76,7 +78,7 @@ def _check_capabilities(raw: Any, c: _Collector) -> dict[str, bool]:
         return out
     for key, value in raw.items():
         if key not in CAPABILITIES:
-            c.add("capabilities", f"unknown capability '{key}'" + _suggest(str(key), tuple(CAPABILITIES)))
+            c.add("capabilities", f"unknown capability '{key}'", suggest(str(key), tuple(CAPABILITIES)))
             continue
         if not isinstance(value, bool):
             c.add(f"capabilities.{key}", f"expected True or False, got {value!r}")
@@ -97,7 +99,7 @@ def _check_tolerances(raw: Any, c: _Collector) -> dict[str, dict[str, dict[str, 
         return out
     for cat, per_dtype in raw.items():
         if cat not in CATEGORIES:
-            c.add("tolerance_overrides", f"unknown tolerance category '{cat}'" + _suggest(str(cat), tuple(CATEGORIES)))
+            c.add("tolerance_overrides", f"unknown tolerance category '{cat}'", suggest(str(cat), tuple(CATEGORIES)))
             continue
         if not isinstance(per_dtype, dict):
             c.add(f"tolerance_overrides.{cat}", "expected {dtype: {'atol': x, 'rtol': y}}")
@@ -106,7 +108,7 @@ def _check_tolerances(raw: Any, c: _Collector) -> dict[str, dict[str, dict[str, 
             name = dtype_name(dkey)
             path = f"tolerance_overrides.{cat}"
             if name is None:
-                c.add(path, f"unknown dtype '{dkey}'" + _suggest(str(dkey).removeprefix("torch."), DTYPES))
+                c.add(path, f"unknown dtype '{dkey}'", suggest(str(dkey).removeprefix("torch."), DTYPES))
                 continue
             if not isinstance(tol, dict) or set(tol) - {"atol", "rtol"} or not all(
                 _is_number(v) and v >= 0 for v in tol.values()
@@ -124,7 +126,7 @@ def _check_limits(raw: Any, c: _Collector) -> dict[str, float]:
         return out
     for key, value in raw.items():
         if key not in RESOURCE_LIMIT_KEYS:
-            c.add("resource_limits", f"unknown key '{key}'" + _suggest(str(key), RESOURCE_LIMIT_KEYS))
+            c.add("resource_limits", f"unknown key '{key}'", suggest(str(key), RESOURCE_LIMIT_KEYS))
         elif not _is_number(value) or value <= 0:
             c.add(f"resource_limits.{key}", f"expected a positive number of MB, got {value!r}")
         else:
@@ -139,7 +141,7 @@ def validate(raw: Any, source: str = "manifest") -> tuple[Manifest | None, list[
         return None, [f"the manifest must be a dict, got {type(raw).__name__}: define manifest = {{...}}"]
     for key in raw:
         if key not in KEYS:
-            c.add("", f"unknown key '{key}'" + _suggest(str(key), tuple(KEYS)))
+            c.add("", f"unknown key '{key}'", suggest(str(key), tuple(KEYS)))
     for key, (required, _doc) in KEYS.items():
         if required and key not in raw:
             c.add("", f"missing required key '{key}': add it ({KEYS[key][1]})")

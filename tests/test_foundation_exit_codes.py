@@ -1,0 +1,107 @@
+"""Exit status per SPEC §7 (0 pass, 1 backend failure, 2 usage, 3 internal) and the version check."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import latest_run, records, run_cli
+
+from torchcts import compat
+from torchcts.errors import UsageError
+
+HELPERS = Path(__file__).parent / "helpers"
+
+FAULTY_MANIFEST = """\
+import torch
+
+manifest = {
+    "manifest_version": 1,
+    "device_name": "cpu",
+    "backend_import": "faulty_cpu_backend",
+    "supported_dtypes": {torch.float32: True},
+    "semantic_level": 1,
+    "capabilities": {"inference": True, "training": False, "rng": False, "device_api": False,
+                     "multi_device": False},
+}
+"""
+
+
+def test_broken_backend_fails_the_run_with_exit_1(tmp_path):
+    (tmp_path / "manifest.py").write_text(FAULTY_MANIFEST)
+    env = {"PYTHONPATH": os.pathsep.join([str(HELPERS), os.environ.get("PYTHONPATH", "")])}
+    r = run_cli("run", "--device", "cpu", "--level-exact", "1", "--case", "operators/core/copy_roundtrip/*",
+                "--", "-q", cwd=tmp_path, env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    (rec,) = [x for x in records(latest_run(tmp_path)) if x["status"] != "not_claimed"]
+    assert rec["id"] == "operators/core/copy_roundtrip/float32"
+    assert rec["status"] == "failed" and rec["mismatch"]
+    assert "torchcts run --device cpu" in rec["repro"]
+
+
+def test_internal_error_exits_3(workdir, cli, capsys, monkeypatch):
+    import torchcts.manifest.load as load
+
+    def boom(*_args, **_kwargs):
+        raise RuntimeError("planted bug in torchcts")
+
+    monkeypatch.setattr(load, "load_manifest", boom)
+    assert cli(["check-manifest"]) == 3
+    err = capsys.readouterr().err
+    assert "internal error: RuntimeError: planted bug in torchcts (please report it)" in err
+
+
+def test_usage_errors_exit_2(workdir, cli, capsys):
+    assert cli(["run", "--device", "cpu", "--level", "9"]) == 2
+    assert "--level 9 is out of range" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        cli(["run", "--no-such-flag"])
+    assert exc.value.code == 2
+
+
+@pytest.mark.parametrize("version", ["2.7.0", "2.7.1+cpu", "2.10.0", "2.13.0", "2.13.5+cu130"])
+def test_validated_versions_are_silent(version, capsys):
+    assert compat.check_torch_version(version) is None
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("version", ["2.6.0", "2.5.1+cu124", "1.13.1"])
+def test_older_than_27_is_usage_error(version):
+    with pytest.raises(UsageError, match=f"PyTorch {version.replace('+', '.')[:3]}"):
+        compat.check_torch_version(version)
+
+
+@pytest.mark.parametrize("version", ["2.14.0", "2.15.0.dev20270101", "3.0.0"])
+def test_newer_than_validated_warns_once_and_continues(version, capsys):
+    msg = compat.check_torch_version(version)
+    err = capsys.readouterr().err.splitlines()
+    assert err == [msg] and "newer than the validated range 2.7.0-2.13.0" in msg
+
+
+def test_run_with_old_torch_is_usage_error(workdir, cli, capsys, monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setattr(torch, "__version__", "2.6.0")
+    assert cli(["run", "--device", "cpu"]) == 2
+    assert "older than the supported 2.7.0" in capsys.readouterr().err
+
+
+def test_run_with_newer_torch_warns_one_line(workdir, cli, capsys, monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setattr(torch, "__version__", "2.14.0")
+    assert cli(["show-skips", "--device", "cpu", "--level", "1"]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "validated range" in line]
+    assert len(warnings) == 1
+
+
+@pytest.mark.parametrize(("fields", "family"), [
+    (("2.13.0+cpu", None, None, None, "Linux"), "cpu"),
+    (("2.13.0+cu130", "13.0", None, None, "Linux"), "cu130"),
+    (("2.8.0", "12.8", None, None, "Linux"), "cu128"),
+    (("2.9.0+rocm6.4", None, "6.4.43482-0", None, "Linux"), "rocm6.4"),
+    (("2.8.0+xpu", None, None, "20250101", "Linux"), "xpu"),
+    (("2.13.0", None, None, None, "Darwin"), "default"),
+])
+def test_build_family(fields, family):
+    assert compat.build_family(*fields) == family

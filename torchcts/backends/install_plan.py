@@ -1,0 +1,165 @@
+"""Choosing a PyTorch wheel family: a pure function from signals to a plan and its pip command.
+
+The build (which wheel family is installed) is separate from the runtime device under test: this
+module only decides the build. It never runs anything; `cli/install.py` does, after consent.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from torchcts.backends.signals import InstalledTorch, Signals
+from torchcts.compat import MAX_VALIDATED_TORCH, MIN_TORCH, fmt, parse_version
+from torchcts.errors import UsageError
+
+INDEX = "https://download.pytorch.org/whl"
+# CUDA wheel families and the CUDA version the NVIDIA driver must support for each.
+CUDA_FAMILIES: dict[str, tuple[int, int]] = {"cu118": (11, 8), "cu126": (12, 6), "cu128": (12, 8), "cu130": (13, 0)}
+FIXED_FAMILIES = ("cpu", *CUDA_FAMILIES, "xpu", "default")
+ROCM_PATTERN = re.compile(r"rocm\d+\.\d+(\.\d+)?")
+DEFAULT_ROCM = "rocm6.4"
+# Families published only for part of the supported range: (first, last) torch (major, minor).
+FAMILY_TORCH_RANGE: dict[str, tuple[tuple[int, int] | None, tuple[int, int] | None]] = {
+    "cu118": (None, (2, 7)),
+    "cu130": ((2, 9), None),
+}
+
+
+@dataclass
+class Plan:
+    """What `torchcts install` would do, and why."""
+
+    family: str
+    confidence: str            # high | medium | low
+    reasons: list[str]
+    torch_version: str
+    command: list[str]
+    action: str                # install | keep | none
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def command_line(self) -> str:
+        return shlex.join(self.command)
+
+
+def index_url(family: str) -> str | None:
+    """The official package index of a family; None for 'default' (PyPI)."""
+    return None if family == "default" else f"{INDEX}/{family}"
+
+
+def check_family(family: str) -> None:
+    if family == "auto" or family in FIXED_FAMILIES or ROCM_PATTERN.fullmatch(family):
+        return
+    raise UsageError(
+        f"unknown wheel family '{family}' for --family; use auto, {', '.join(FIXED_FAMILIES)} or rocmX.Y (e.g. rocm6.4)"
+    )
+
+
+def choose_family(s: Signals) -> tuple[str, str, list[str]]:
+    """(family, confidence, reasons) from hardware signals alone."""
+    amd = s.amd_kfd or s.rocminfo
+    intel = s.xpu_smi or s.sycl_ls
+    if s.system == "Darwin":
+        if s.machine in ("arm64", "aarch64"):
+            return "default", "high", ["macOS on Apple silicon: the PyPI wheel includes MPS (--device mps)"]
+        return "default", "low", ["macOS on Intel: PyPI has no recent Intel-mac wheels and MPS needs Apple silicon"]
+    if s.nvidia_smi:
+        reasons = ["nvidia-smi found: an NVIDIA GPU and driver are present"]
+        others = [name for name, seen in (("AMD", amd), ("Intel", intel)) if seen]
+        if others:
+            reasons.append(f"also found {' and '.join(others)} signals; pass --family to pick another")
+        if s.nvidia_cuda is None:
+            reasons.append("the driver's CUDA version could not be read; cu126 needs a driver for CUDA 12.6+")
+            return "cu126", "medium", reasons
+        driver = parse_version(s.nvidia_cuda)[:2]
+        fitting = [f for f, need in CUDA_FAMILIES.items() if need <= driver]
+        if not fitting:
+            reasons.append(f"the driver supports CUDA {s.nvidia_cuda}, older than every CUDA wheel (11.8+): "
+                           "update the driver; falling back to cpu")
+            return "cpu", "low", reasons
+        family = fitting[-1]
+        reasons.append(f"the driver supports CUDA {s.nvidia_cuda}: {family} is the newest family it can run")
+        return family, "low" if others else "high", reasons
+    if amd and s.system == "Linux":
+        seen = [name for name, flag in (("/dev/kfd", s.amd_kfd), ("rocminfo", s.rocminfo)) if flag]
+        reasons = [f"{' and '.join(seen)} found: an AMD GPU with the ROCm stack"]
+        if intel:
+            reasons.append("also found Intel GPU tools; pass --family xpu to pick them")
+        if s.rocm_version:
+            major, minor, _ = parse_version(s.rocm_version)
+            reasons.append(f"ROCm {s.rocm_version} installed: using the matching wheel family")
+            return f"rocm{major}.{minor}", "medium" if intel else "high", reasons
+        reasons.append(f"the ROCm version is unknown: {DEFAULT_ROCM} is a common choice; pass --family rocmX.Y to match")
+        return DEFAULT_ROCM, "medium", reasons
+    if intel:
+        tools = [name for name, flag in (("xpu-smi", s.xpu_smi), ("sycl-ls", s.sycl_ls)) if flag]
+        reasons = [f"{' and '.join(tools)} found: an Intel GPU stack"]
+        if s.sycl_gpus:
+            return "xpu", "high", [*reasons, f"sycl-ls lists {len(s.sycl_gpus)} GPU device(s)"]
+        return "xpu", "medium", [*reasons, "no GPU confirmed; the xpu wheel also needs Intel's GPU driver"]
+    return "cpu", "high", ["no accelerator signals (nvidia-smi, /dev/kfd, rocminfo, xpu-smi, sycl-ls): the CPU wheel"]
+
+
+def _torch_version(requested: str | None, notes: list[str]) -> str:
+    if requested is None:
+        return fmt(MAX_VALIDATED_TORCH)
+    try:
+        v = parse_version(requested)
+    except ValueError:
+        raise UsageError(f"bad --torch '{requested}': use a release such as {fmt(MAX_VALIDATED_TORCH)}") from None
+    if v < MIN_TORCH:
+        raise UsageError(f"--torch {requested} is older than the supported {fmt(MIN_TORCH)}: choose {fmt(MIN_TORCH)} or newer")
+    if v[:2] > MAX_VALIDATED_TORCH[:2]:
+        notes.append(f"torch {requested} is newer than the validated range {fmt(MIN_TORCH)}-{fmt(MAX_VALIDATED_TORCH)}")
+    return requested.split("+")[0]
+
+
+def pip_command(family: str, version: str, python: str) -> list[str]:
+    """The exact pip command: the family's official index and the build's local version label."""
+    url = index_url(family)
+    if url is None:
+        return [python, "-m", "pip", "install", f"torch=={version}"]
+    return [python, "-m", "pip", "install", f"torch=={version}+{family}", "--index-url", url]
+
+
+def plan_install(
+    signals: Signals,
+    family: str = "auto",
+    torch_version: str | None = None,
+    installed: InstalledTorch | None = None,
+    python: str = "python3",
+) -> Plan:
+    """The plan for these signals and flags; an installed torch is kept unless a flag asks otherwise."""
+    check_family(family)
+    notes: list[str] = []
+    if family == "auto":
+        chosen, confidence, reasons = choose_family(signals)
+    else:
+        chosen, confidence, reasons = family, "high", [f"--family {family} given"]
+    version = _torch_version(torch_version, notes)
+    first, last = FAMILY_TORCH_RANGE.get(chosen, (None, None))
+    v2 = parse_version(version)[:2]
+    if (first and v2 < first) or (last and v2 > last):
+        notes.append(f"{chosen} wheels are not published for torch {version}: pip will find none; pick another family")
+    if chosen == "default" and signals.system == "Linux":
+        notes.append("on Linux the PyPI wheel is a CUDA build (a multi-GB download); cpu is the small one")
+    command = pip_command(chosen, version, python)
+    plan = Plan(chosen, confidence, reasons, version, command, "install", notes)
+    if installed is None:
+        plan.reasons.append("no torch installed in this environment")
+        return plan
+    same_build = installed.family == chosen and installed.version.split("+")[0] == version
+    if same_build:
+        plan.action = "none"
+        plan.reasons.append(f"the installed torch {installed.version} is already this build")
+    elif family == "auto" and torch_version is None:
+        plan.action = "keep"
+        plan.reasons.append(
+            f"the installed torch {installed.version} ({installed.family}) is kept; pass --family {chosen} "
+            "(or --torch VERSION) to replace it"
+        )
+    else:
+        plan.reasons.append(f"replaces the installed torch {installed.version} ({installed.family})")
+    return plan
