@@ -1,0 +1,4 @@
+"""placeholder"""
+from torchcts.cases.api import CaseSet
+
+SUITE = CaseSet("operators")
