@@ -19,7 +19,9 @@ class Suite:
 SUITES: dict[str, Suite] = {
     s.name: s
     for s in (
-        Suite("operators", "torchcts.cases.suites.operators", "hand-written operator checks: core primitives"),
+        Suite("operators", "torchcts.cases.suites.operators",
+              "hand-written operator checks: core primitives (level 1), aliasing and mutation (level 3)"),
+        Suite("strides", "torchcts.cases.suites.strides", "non-contiguous inputs, as_strided, memory formats"),
     )
 }
 
