@@ -48,7 +48,8 @@ def expect(cond: bool, what: str, **extra: object) -> None:
 
 
 def to_device(ctx: CaseContext, *tensors: torch.Tensor) -> list[torch.Tensor]:
-    return [t.to(ctx.device) for t in tensors]
+    """Device copies, never the CPU tensors themselves (with --device cpu .to() would alias them)."""
+    return [t.to(ctx.device, copy=True) for t in tensors]
 
 
 def same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -94,7 +95,7 @@ def run_both(ctx: CaseContext, fn: Callable[..., Any], *args: Any, category: str
 
 
 def _move(ctx: CaseContext, args: tuple[Any, ...]) -> list[Any]:
-    return [a.to(ctx.device) if isinstance(a, torch.Tensor) else a for a in args]
+    return [a.to(ctx.device, copy=True) if isinstance(a, torch.Tensor) else a for a in args]
 
 
 def cpu_reference(ctx: CaseContext, fn: Callable[[], Any], what: str) -> Any:

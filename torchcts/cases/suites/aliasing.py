@@ -65,7 +65,7 @@ def _view_case(name: str, fn: Callable[[torch.Tensor], torch.Tensor], writable: 
                 oracle="cpu+property:shares_storage")
     def run(ctx: CaseContext, dtype: torch.dtype) -> None:
         cpu_base = sample(BASE_SHAPE, dtype, ctx.seed)
-        dev_base = cpu_base.to(ctx.device)
+        dev_base = cpu_base.to(ctx.device, copy=True)
         cpu_view, dev_view = fn(cpu_base), fn(dev_base)
         expect(same_storage(dev_view, dev_base), f"{name} on the device returned a copy, not a view of its base")
         expect(dev_view._is_view(), f"{name} result is not marked as a view")
@@ -77,12 +77,12 @@ def _view_case(name: str, fn: Callable[[torch.Tensor], torch.Tensor], writable: 
             # write through the view: the base must change where the view maps
             new = sample(tuple(cpu_view.shape), dtype, ctx.seed + 1)
             cpu_view.copy_(new)
-            dev_view.copy_(new.to(ctx.device))
+            dev_view.copy_(new.to(ctx.device, copy=True))
             ctx.describe(step="write through view, read base")
             ctx.assert_close(dev_base, cpu_base)
         # write to the base: the existing view must see it
         cpu_base.copy_(sample(BASE_SHAPE, dtype, ctx.seed + 2))
-        dev_base.copy_(cpu_base.to(ctx.device))
+        dev_base.copy_(cpu_base.to(ctx.device, copy=True))
         ctx.describe(step="write base, read view")
         ctx.assert_close(dev_view, cpu_view)
 
@@ -97,7 +97,7 @@ for _name, (_fn, _writable) in VIEWS.items():
 @SUITE.case("aliasing/view_of_view", level=3, dtypes=("float32", "int64"), ops=("aten::view", "aten::transpose"),
             oracle="property:shares_storage")
 def view_of_view(ctx: CaseContext, dtype: torch.dtype) -> None:
-    base = sample(BASE_SHAPE, dtype, ctx.seed).to(ctx.device)
+    base = sample(BASE_SHAPE, dtype, ctx.seed).to(ctx.device, copy=True)
     v2 = base.t()[1:5].unsqueeze(0)
     expect(same_storage(v2, base) and v2._base is base, "a view of a view must share the root base")
     v2.fill_(3)
@@ -108,7 +108,7 @@ def view_of_view(ctx: CaseContext, dtype: torch.dtype) -> None:
             oracle="cpu+property:shares_storage")
 def real_imag(ctx: CaseContext, dtype: torch.dtype) -> None:
     cpu = sample((5, 4), dtype, ctx.seed)
-    dev = cpu.to(ctx.device)
+    dev = cpu.to(ctx.device, copy=True)
     for get in (lambda t: t.real, lambda t: t.imag, torch.view_as_real):
         expect(same_storage(get(dev), dev), "real/imag/view_as_real must be views of the complex tensor")
     dev.real.fill_(2)
@@ -142,7 +142,7 @@ def _inplace_case(name: str, fn: Callable[[torch.Tensor], torch.Tensor], dtypes:
     def run(ctx: CaseContext, dtype: torch.dtype) -> None:
         for where, view in (("contiguous", lambda t: t), ("transposed", lambda t: t.t()), ("strided", lambda t: t[::2, 1::3])):
             cpu_base = sample(BASE_SHAPE, dtype, ctx.seed)
-            dev_base = cpu_base.to(ctx.device)
+            dev_base = cpu_base.to(ctx.device, copy=True)
             ctx.describe(target=where)
             try:
                 fn(view(cpu_base))
@@ -177,7 +177,7 @@ def _out_case(name: str, fn: Callable[..., torch.Tensor], dtypes: tuple[str, ...
     def run(ctx: CaseContext, dtype: torch.dtype) -> None:
         a, b = sample((4, 6), dtype, ctx.seed), sample((4, 6), dtype, ctx.seed + 1)
         expected = fn(a, b, None)
-        da, db = a.to(ctx.device), b.to(ctx.device)
+        da, db = a.to(ctx.device, copy=True), b.to(ctx.device, copy=True)
         shape = tuple(expected.shape)
         # right shape, contiguous: written in place, no reallocation
         out = torch.empty(shape, dtype=expected.dtype, device=ctx.device)
@@ -214,7 +214,7 @@ def copy_between(ctx: CaseContext, dtype: torch.dtype, dtypes: list[str]) -> Non
     dst_dtype = dtype_of(dtypes[1])
     src = sample_for_cast((4, 5), dtype, dst_dtype, ctx.seed)
     expected = torch.empty(4, 5, dtype=dst_dtype).copy_(src)
-    dev_src = src.to(ctx.device)
+    dev_src = src.to(ctx.device, copy=True)
     for what, source in (("from cpu", src), ("on device", dev_src)):
         dst = torch.empty(4, 5, dtype=dst_dtype, device=ctx.device)
         expect(dst.copy_(source) is dst, "copy_ must return self")
@@ -234,7 +234,7 @@ def copy_between(ctx: CaseContext, dtype: torch.dtype, dtypes: list[str]) -> Non
 @SUITE.case("aliasing/detach", level=3, dtypes=ALL_DTYPES, ops=("aten::detach", "aten::alias"),
             oracle="property:shares_storage")
 def detach(ctx: CaseContext, dtype: torch.dtype) -> None:
-    t = sample((3, 4), dtype, ctx.seed).to(ctx.device)
+    t = sample((3, 4), dtype, ctx.seed).to(ctx.device, copy=True)
     if dtype.is_floating_point or dtype.is_complex:
         t.requires_grad_()
     for name, alias in (("detach()", t.detach()), (".data", t.data)):

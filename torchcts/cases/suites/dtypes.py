@@ -68,7 +68,7 @@ for _op, _fn in BINARY.items():
 def result_type(ctx: CaseContext, dtype: torch.dtype, dtypes: list[str]) -> None:
     other = dtype_of(dtypes[1])
     a, b = sample((3,), dtype, ctx.seed), sample((3,), other, ctx.seed + 1)
-    da, db = a.to(ctx.device), b.to(ctx.device)
+    da, db = a.to(ctx.device, copy=True), b.to(ctx.device, copy=True)
     got = torch.result_type(da, db)
     expect(got == torch.promote_types(dtype, other), "result_type of two tensors", got=str(got))
     for what, x, y, cx, cy in (
@@ -95,7 +95,7 @@ def _cast_source(src: torch.dtype, dst: torch.dtype, seed: int) -> torch.Tensor:
 def cast(ctx: CaseContext, dtype: torch.dtype, dtypes: list[str]) -> None:
     dst = dtype_of(dtypes[1])
     src = _cast_source(dtype, dst, ctx.seed)
-    dev = src.to(ctx.device)
+    dev = src.to(ctx.device, copy=True)
     out = dev.to(dst)
     expect(out.dtype == dst and out.device.type == ctx.device_type, "cast has the wrong dtype or device",
            got=f"{out.dtype} {out.device}")
@@ -123,7 +123,7 @@ def cast_nonfinite(ctx: CaseContext, dtype: torch.dtype, dtypes: list[str]) -> N
     if _integral(dst) and dst != torch.bool:
         ctx.not_applicable("NaN/Inf/out-of-range to an integer dtype is undefined behaviour; CPU is no reference")
     src = torch.tensor(_NONFINITE, dtype=torch.float64).to(dtype)
-    ctx.assert_close(src.to(ctx.device).to(dst), src.to(dst))
+    ctx.assert_close(src.to(ctx.device, copy=True).to(dst), src.to(dst))
 
 
 _SCALARS: dict[str, Callable[[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]], torch.Tensor]] = {
@@ -151,11 +151,11 @@ def scalar_operands(ctx: CaseContext, dtype: torch.dtype, form: str) -> None:
     except RuntimeError as exc:
         ctx.describe(cpu_raises=type(exc).__name__)
         try:
-            fn(t.to(ctx.device), lambda x: x.to(ctx.device))
+            fn(t.to(ctx.device, copy=True), lambda x: x.to(ctx.device, copy=True))
         except RuntimeError:
             return
         expect(False, "CPU raises for this operand mix, the device does not")
-    actual = fn(t.to(ctx.device), lambda x: x.to(ctx.device))
+    actual = fn(t.to(ctx.device, copy=True), lambda x: x.to(ctx.device, copy=True))
     expect(actual.device.type == ctx.device_type, "result left the device", got=str(actual.device))
     ctx.assert_close(actual, expected)
 

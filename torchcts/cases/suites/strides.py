@@ -48,7 +48,7 @@ def _layout(ctx: CaseContext, layout: str, dtype: torch.dtype, seed: int) -> tup
     """The same non-contiguous view built on CPU and on the device; its layout checked equal."""
     shape, view = LAYOUTS[layout]
     base = sample(shape, dtype, seed)
-    cpu, dev = view(base), view(base.to(ctx.device))
+    cpu, dev = view(base), view(base.to(ctx.device, copy=True))
     got = (list(dev.stride()), dev.storage_offset())
     want = (list(cpu.stride()), cpu.storage_offset())
     expect(got == want, f"{layout} view: strides/offset differ from CPU", got=got, expected=want)
@@ -62,7 +62,7 @@ def _noncontig_case(layout: str, op: str) -> None:
     def run(ctx: CaseContext, dtype: torch.dtype) -> None:
         cpu, dev = _layout(ctx, layout, dtype, ctx.seed)
         other = sample(tuple(cpu.shape), dtype, ctx.seed + 1)
-        ctx.assert_close(fn(dev, other.to(ctx.device)), fn(cpu, other),
+        ctx.assert_close(fn(dev, other.to(ctx.device, copy=True)), fn(cpu, other),
                          category="reduction" if op == "sum" else "elementwise")
 
     run.__qualname__ = f"noncontig_{layout}_{op}"
@@ -90,7 +90,7 @@ def as_strided(ctx: CaseContext, dtype: torch.dtype, geometry: str) -> None:
     base = sample((24,), dtype, ctx.seed)
     for name, make in (("of a base", lambda t: t), ("of a view", lambda t: t[3:])):
         cpu = make(base).as_strided(size, stride, offset)
-        dev = make(base.to(ctx.device)).as_strided(size, stride, offset)
+        dev = make(base.to(ctx.device, copy=True)).as_strided(size, stride, offset)
         ctx.describe(source=name)
         expect(tuple(dev.stride()) == stride and dev.storage_offset() == cpu.storage_offset(),
                "as_strided result has the wrong strides/offset",
@@ -152,7 +152,7 @@ def _format_case(name: str, ops: tuple[str, ...], dtypes: tuple[str, ...],
 
 def _inputs(ctx: CaseContext, dtype: torch.dtype, fmt: str, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     cpu = formatted(fmt, sample(_SHAPE[FORMATS[fmt][0]], dtype, ctx.seed + seed))
-    dev = formatted(fmt, cpu.to(ctx.device))
+    dev = formatted(fmt, cpu.to(ctx.device, copy=True))
     _expect_layout(dev, cpu, f"{fmt} input")
     return cpu, dev
 
@@ -169,7 +169,7 @@ def _clone(ctx: CaseContext, dtype: torch.dtype, fmt: str) -> None:
 
 def _to_format(ctx: CaseContext, dtype: torch.dtype, fmt: str) -> None:
     base = sample(_SHAPE[FORMATS[fmt][0]], dtype, ctx.seed)
-    dev = base.to(ctx.device)
+    dev = base.to(ctx.device, copy=True)
     if fmt != "permuted":
         mf = getattr(torch, fmt)
         out = dev.to(memory_format=mf)
@@ -227,7 +227,7 @@ def _conv(ctx: CaseContext, dtype: torch.dtype, fmt: str) -> None:
         except NotApplicable as exc:  # no CPU reference for this op alone: check the others
             lacking.append(str(exc))
             continue
-        actual = fn(dev_x, w.to(ctx.device))
+        actual = fn(dev_x, w.to(ctx.device, copy=True))
         _expect_layout(actual, expected, f"{name} on a {fmt} input")
         ctx.assert_close(actual, expected, category="conv")
     ctx.describe(op=None, no_reference=lacking or None)
