@@ -23,6 +23,7 @@ SUITES: dict[str, Suite] = {
               "hand-written operator checks: core primitives (level 1), aliasing and mutation (level 3)"),
         Suite("dtypes", "torchcts.cases.suites.dtypes", "type promotion, casts, result_type, scalar, bool and complex rules"),
         Suite("errors", "torchcts.cases.suites.errors", "device mismatch, out-of-range indices, shape and dtype mismatches"),
+        Suite("rng", "torchcts.cases.suites.rng", "seeded reproducibility, ranges and distributions of random ops"),
         Suite("strides", "torchcts.cases.suites.strides", "non-contiguous inputs, as_strided, memory formats"),
     )
 }
