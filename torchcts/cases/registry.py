@@ -24,6 +24,7 @@ SUITES: dict[str, Suite] = {
         Suite("dtypes", "torchcts.cases.suites.dtypes", "type promotion, casts, result_type, scalar, bool and complex rules"),
         Suite("errors", "torchcts.cases.suites.errors", "device mismatch, out-of-range indices, shape and dtype mismatches"),
         Suite("rng", "torchcts.cases.suites.rng", "seeded reproducibility, ranges and distributions of random ops"),
+        Suite("serialization", "torchcts.cases.suites.serialization", "torch.save/torch.load round trips of device tensors"),
         Suite("strides", "torchcts.cases.suites.strides", "non-contiguous inputs, as_strided, memory formats"),
     )
 }

@@ -41,7 +41,7 @@ def sample_for_cast(shape: tuple[int, ...], src: torch.dtype, dst: torch.dtype, 
     return t
 
 
-def expect(cond: bool, what: str, **extra: object) -> None:
+def expect(cond: bool, what: str, /, **extra: object) -> None:
     """A property check: fail with a structured mismatch when cond is false."""
     if not cond:
         raise OracleMismatch(Mismatch(what, extra=dict(extra)))
