@@ -25,6 +25,7 @@ SUITES: dict[str, Suite] = {
         Suite("errors", "torchcts.cases.suites.errors", "device mismatch, out-of-range indices, shape and dtype mismatches"),
         Suite("rng", "torchcts.cases.suites.rng", "seeded reproducibility, ranges and distributions of random ops"),
         Suite("serialization", "torchcts.cases.suites.serialization", "torch.save/torch.load round trips of device tensors"),
+        Suite("autograd", "torchcts.cases.suites.autograd", "gradients vs CPU, gradcheck, hooks, version counters"),
         Suite("strides", "torchcts.cases.suites.strides", "non-contiguous inputs, as_strided, memory formats"),
     )
 }
