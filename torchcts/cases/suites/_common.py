@@ -82,10 +82,13 @@ def run_both(ctx: CaseContext, fn: Callable[..., Any], *args: Any, category: str
     """Run fn on CPU args and on their device copies; compare values and dtypes.
 
     When CPU raises, the device must raise an exception of the same type (CPU is the oracle of
-    what is an error too). Returns the device result (None when both raised).
+    what is an error too), except NotImplementedError: CPU lacking a kernel makes the case
+    not_applicable. Returns the device result (None when both raised).
     """
     try:
         expected = fn(*args)
+    except NotImplementedError as exc:  # CPU lacks the kernel: no reference, not an error rule
+        ctx.not_applicable(f"CPU has no kernel for this ({str(exc).splitlines()[0][:120]}); no reference")
     except Exception as cpu_exc:  # noqa: BLE001 - CPU's verdict is the reference
         expect_raises(lambda: fn(*_move(ctx, args)), "CPU raises for these inputs", type(cpu_exc))
         return None

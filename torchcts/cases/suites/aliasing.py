@@ -16,6 +16,7 @@ import torch
 
 from torchcts.cases.api import ALL_DTYPES, COMPLEX, FLOATING, INTEGRAL, CaseSet
 from torchcts.cases.suites._common import (
+    cpu_reference,
     dtype_of,
     expect,
     expect_raises,
@@ -145,7 +146,7 @@ def _inplace_case(name: str, fn: Callable[[torch.Tensor], torch.Tensor], dtypes:
             dev_base = cpu_base.to(ctx.device, copy=True)
             ctx.describe(target=where)
             try:
-                fn(view(cpu_base))
+                cpu_reference(ctx, lambda b=cpu_base, v=view: fn(v(b)), f"{name} in {dtype}")
             except RuntimeError as exc:  # e.g. an integer tensor cannot hold a float result
                 expect_raises(lambda b=dev_base, v=view: fn(v(b)), "CPU refuses this in-place op", type(exc))
                 continue
