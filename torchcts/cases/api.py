@@ -13,7 +13,7 @@ arguments, `dtype` (a torch.dtype) when dtypes are given, and the entry of `para
 
 An entry of `dtypes` may be a tuple of names (a pair such as ("float16", "int32")): the id part is
 "float16-int32", the case's dtype is the first, every one must be claimed, and the function also
-receives `dtypes`, the tuple of names.
+receives `dtypes`, the list of names.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import torch
 from torchcts.cases.api import ALL_DTYPES, FLOATING, INTEGRAL, CaseSet
 from torchcts.cases.model import Case
 from torchcts.cases.suites import aliasing, core
-from torchcts.cases.suites._common import expect, sample
+from torchcts.cases.suites._common import expect, sample  # also imported from here by other suites
 from torchcts.engine.context import CaseContext
 
 SUITE = CaseSet("operators")
