@@ -10,6 +10,10 @@
 Each decorated function becomes one case per dtype (and per entry of `params`), with the id
 `<suite>/<name>[/<param key>]/<dtype>`. The function receives a CaseContext and, as keyword
 arguments, `dtype` (a torch.dtype) when dtypes are given, and the entry of `params`.
+
+An entry of `dtypes` may be a tuple of names (a pair such as ("float16", "int32")): the id part is
+"float16-int32", the case's dtype is the first, every one must be claimed, and the function also
+receives `dtypes`, the list of names.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ class _Entry:
     name: str
     level: int
     ops: tuple[str, ...]
-    dtypes: tuple[str, ...] | None
+    dtypes: tuple[str | tuple[str, ...], ...] | None
     requires: tuple[str, ...]
     oracle: str
     params: Mapping[str, Mapping[str, Any]] | None
@@ -51,7 +55,7 @@ class CaseSet:
         *,
         level: int,
         ops: Iterable[str] = (),
-        dtypes: Iterable[str] | None = None,
+        dtypes: Iterable[str | tuple[str, ...]] | None = None,
         requires: Iterable[str] = (),
         oracle: str = "cpu",
         params: Mapping[str, Mapping[str, Any]] | None = None,
@@ -71,17 +75,21 @@ class CaseSet:
             runner = f"{e.fn.__module__}:{e.fn.__qualname__}"
             variants = e.params.items() if e.params else [(None, {})]
             for key, extra in variants:
-                for dtype in e.dtypes if e.dtypes is not None else (None,):
-                    parts = [self.suite, e.name, key, dtype]
+                for entry in e.dtypes if e.dtypes is not None else (None,):
+                    group = entry if isinstance(entry, tuple) else ()
+                    dtype = group[0] if group else entry
+                    parts = [self.suite, e.name, key, "-".join(group) or dtype]
+                    dparams = {"dtype": dtype, **({"dtypes": list(group)} if group else {})} if dtype else {}
                     out.append(
                         Case(
                             id="/".join(p for p in parts if p),
                             suite=self.suite,
                             level=e.level,
                             runner=runner,
-                            params={**({"dtype": dtype} if dtype else {}), **dict(extra)},
+                            params={**dparams, **dict(extra)},
                             ops=e.ops,
                             dtype=dtype,
+                            dtypes=group,
                             requires=e.requires,
                             oracle=e.oracle,
                             kind=e.name.split("/")[0],

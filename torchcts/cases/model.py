@@ -21,6 +21,8 @@ class Case:
     params: Mapping[str, Any] = field(default_factory=dict)
     ops: tuple[str, ...] = ()
     dtype: str | None = None
+    # Every dtype the case uses when it mixes several (a promotion pair); all must be claimed.
+    dtypes: tuple[str, ...] = ()
     # Each entry is a capability, or several joined by "|" where any one of them suffices.
     requires: tuple[str, ...] = ()
     oracle: str = "cpu"
@@ -37,6 +39,7 @@ class Case:
             "params": dict(self.params),
             "ops": list(self.ops),
             "dtype": self.dtype,
+            "dtypes": list(self.dtypes),
             "requires": list(self.requires),
             "oracle": self.oracle,
             "kind": self.kind,
@@ -48,11 +51,17 @@ class Case:
         d = dict(data)
         d["ops"] = tuple(d.get("ops", ()))
         d["requires"] = tuple(d.get("requires", ()))
+        d["dtypes"] = tuple(d.get("dtypes", ()))
         return cls(**d)
 
     def missing_capabilities(self, claims: Mapping[str, bool]) -> list[str]:
         """Requirements the manifest does not claim (any-of groups reported whole)."""
         return [req for req in self.requires if not any(claims.get(c) for c in req.split("|"))]
+
+    @property
+    def all_dtypes(self) -> tuple[str, ...]:
+        """The dtypes a claim check must cover: the pair when set, else the single dtype."""
+        return self.dtypes or ((self.dtype,) if self.dtype is not None else ())
 
 
 class NotApplicable(Exception):

@@ -19,7 +19,14 @@ class Suite:
 SUITES: dict[str, Suite] = {
     s.name: s
     for s in (
-        Suite("operators", "torchcts.cases.suites.operators", "hand-written operator checks: core primitives"),
+        Suite("operators", "torchcts.cases.suites.operators",
+              "hand-written operator checks: core primitives (level 1), aliasing and mutation (level 3)"),
+        Suite("dtypes", "torchcts.cases.suites.dtypes", "type promotion, casts, result_type, scalar, bool and complex rules"),
+        Suite("errors", "torchcts.cases.suites.errors", "device mismatch, out-of-range indices, shape and dtype mismatches"),
+        Suite("rng", "torchcts.cases.suites.rng", "seeded reproducibility, ranges and distributions of random ops"),
+        Suite("serialization", "torchcts.cases.suites.serialization", "torch.save/torch.load round trips of device tensors"),
+        Suite("autograd", "torchcts.cases.suites.autograd", "gradients vs CPU, gradcheck, hooks, version counters"),
+        Suite("strides", "torchcts.cases.suites.strides", "non-contiguous inputs, as_strided, memory formats"),
     )
 }
 

@@ -128,10 +128,10 @@ def user_selects(case: Case, sel: Selection, lo: int, hi: int) -> bool:
 def claim_decision(case: Case, manifest: Manifest) -> Decision:
     if case.not_applicable:
         return Decision(case, "not_applicable", case.not_applicable)
-    if case.dtype is not None and not manifest.claims_dtype(case.dtype):
-        claimed = manifest.supported_dtypes.get(case.dtype)
-        why = "claimed False" if claimed is False else "not in supported_dtypes"
-        return Decision(case, "not_claimed", f"dtype {case.dtype} {why}")
+    for dtype in case.all_dtypes:
+        if not manifest.claims_dtype(dtype):
+            why = "claimed False" if manifest.supported_dtypes.get(dtype) is False else "not in supported_dtypes"
+            return Decision(case, "not_claimed", f"dtype {dtype} {why}")
     missing = case.missing_capabilities(manifest.capabilities)
     if missing:
         return Decision(case, "not_claimed", "capability " + ", ".join(repr(m) for m in missing) + " not claimed")

@@ -1,34 +1,25 @@
-"""Level-1 core primitives: registration, creation, copy round trips, elementwise basics."""
+"""Level-1 core primitives: registration, creation, copy round trips, elementwise basics.
+
+The suite also holds the level-3 aliasing and mutation cases (`operators/aliasing/...`, module
+`aliasing`): SPEC lists no suite of their own.
+"""
 
 from __future__ import annotations
 
 import torch
 
 from torchcts.cases.api import ALL_DTYPES, FLOATING, INTEGRAL, CaseSet
+from torchcts.cases.model import Case
+from torchcts.cases.suites import aliasing, core
+from torchcts.cases.suites._common import expect, sample  # also imported from here by other suites
 from torchcts.engine.context import CaseContext
-from torchcts.oracle.compare import Mismatch, OracleMismatch
 
 SUITE = CaseSet("operators")
-cases = SUITE.cases
 
 
-def sample(shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
-    """A deterministic CPU tensor of any dtype, with values valid for every elementwise op here."""
-    g = torch.Generator().manual_seed(seed)
-    if dtype == torch.bool:
-        return torch.randint(0, 2, shape, generator=g).bool()
-    if dtype.is_complex:
-        return torch.complex(torch.randn(shape, generator=g), torch.randn(shape, generator=g)).to(dtype)
-    if dtype.is_floating_point:
-        return (torch.randn(shape, generator=g) * 4).to(dtype)
-    lo = 0 if dtype == torch.uint8 else -20
-    return torch.randint(lo, 20, shape, generator=g).to(dtype)
-
-
-def expect(cond: bool, what: str, **extra: object) -> None:
-    """A property check: fail with a structured mismatch when cond is false."""
-    if not cond:
-        raise OracleMismatch(Mismatch(what, extra=dict(extra)))
+def cases() -> list[Case]:
+    """Core primitives first (level 1), then the level-3 aliasing and mutation cases."""
+    return [*SUITE.cases(), *core.SUITE.cases(), *aliasing.SUITE.cases()]
 
 
 @SUITE.case("core/registration", level=1, ops=("aten::empty.memory_format",), oracle="property:registration")

@@ -1,0 +1,109 @@
+"""Helpers shared by the hand-written suites: inputs, property checks, CPU-vs-device runs.
+
+Kept here (not copied per suite) so that every suite builds inputs and reports property failures
+the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from torchcts.engine.context import CaseContext, dtype_of
+from torchcts.oracle.compare import Mismatch, OracleMismatch
+
+__all__ = [
+    "dtype_of", "expect", "expect_raises", "run_both", "same_storage", "sample", "sample_for_cast",
+    "to_device",
+]
+
+
+def sample(shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
+    """A deterministic CPU tensor of any dtype, with values valid for every elementwise op here."""
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=g).bool()
+    if dtype.is_complex:
+        return torch.complex(torch.randn(shape, generator=g), torch.randn(shape, generator=g)).to(dtype)
+    if dtype.is_floating_point:
+        return (torch.randn(shape, generator=g) * 4).to(dtype)
+    lo = 0 if dtype == torch.uint8 else -20
+    return torch.randint(lo, 20, shape, generator=g).to(dtype)
+
+
+def sample_for_cast(shape: tuple[int, ...], src: torch.dtype, dst: torch.dtype, seed: int = 0) -> torch.Tensor:
+    """Values of `src` whose conversion to `dst` is defined: in range, non-negative for unsigned."""
+    t = sample(shape, src, seed)
+    if dst == torch.uint8 and src != torch.bool:
+        t = t.abs() if not src.is_complex else torch.complex(t.real.abs(), t.imag).to(src)
+    return t
+
+
+def expect(cond: bool, what: str, /, **extra: object) -> None:
+    """A property check: fail with a structured mismatch when cond is false."""
+    if not cond:
+        raise OracleMismatch(Mismatch(what, extra=dict(extra)))
+
+
+def to_device(ctx: CaseContext, *tensors: torch.Tensor) -> list[torch.Tensor]:
+    """Device copies, never the CPU tensors themselves (with --device cpu .to() would alias them)."""
+    return [t.to(ctx.device, copy=True) for t in tensors]
+
+
+def same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """True when both tensors use the same memory (the defining property of a view)."""
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def _sync(out: Any) -> Any:
+    """Bring results to CPU so that an asynchronous device error surfaces inside the call."""
+    if isinstance(out, torch.Tensor):
+        return out.cpu()
+    if isinstance(out, (list, tuple)):
+        return type(out)(_sync(o) for o in out)
+    return out
+
+
+def expect_raises(fn: Callable[[], Any], what: str, like: type[BaseException] = Exception) -> BaseException:
+    """The call (results synchronised) must raise an instance of `like`; returns the exception."""
+    try:
+        _sync(fn())
+    except like as exc:
+        return exc
+    except Exception as exc:  # noqa: BLE001 - a wrong exception type is the mismatch we report
+        raise OracleMismatch(Mismatch(f"{what}: raised {type(exc).__name__}, expected {like.__name__}",
+                                      extra={"message": str(exc)[:300]})) from None
+    raise OracleMismatch(Mismatch(f"{what}: no exception raised, expected {like.__name__}"))
+
+
+def run_both(ctx: CaseContext, fn: Callable[..., Any], *args: Any, category: str = "elementwise") -> Any:
+    """Run fn on CPU args and on their device copies; compare values and dtypes.
+
+    When CPU raises, the device must raise an exception of the same type (CPU is the oracle of
+    what is an error too), except NotImplementedError: CPU lacking a kernel makes the case
+    not_applicable. Returns the device result (None when both raised).
+    """
+    try:
+        expected = fn(*args)
+    except NotImplementedError as exc:  # CPU lacks the kernel: no reference, not an error rule
+        ctx.not_applicable(f"CPU has no kernel for this ({str(exc).splitlines()[0][:120]}); no reference")
+    except Exception as cpu_exc:  # noqa: BLE001 - CPU's verdict is the reference
+        expect_raises(lambda: fn(*_move(ctx, args)), "CPU raises for these inputs", type(cpu_exc))
+        return None
+    actual = fn(*_move(ctx, args))
+    ctx.assert_close(actual, expected, category=category)
+    return actual
+
+
+def _move(ctx: CaseContext, args: tuple[Any, ...]) -> list[Any]:
+    return [a.to(ctx.device, copy=True) if isinstance(a, torch.Tensor) else a for a in args]
+
+
+def cpu_reference(ctx: CaseContext, fn: Callable[[], Any], what: str) -> Any:
+    """The CPU result, or not_applicable when CPU has no kernel for it (no reference exists)."""
+    try:
+        return fn()
+    except NotImplementedError as exc:
+        ctx.not_applicable(f"CPU has no kernel for {what} ({str(exc).splitlines()[0][:120]}); no reference")
