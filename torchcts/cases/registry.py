@@ -20,6 +20,7 @@ SUITES: dict[str, Suite] = {
     s.name: s
     for s in (
         Suite("operators", "torchcts.cases.suites.operators", "hand-written operator checks: core primitives"),
+        Suite("training", "torchcts.cases.suites.training", "optimizer steps of small models vs the same steps on CPU"),
     )
 }
 
