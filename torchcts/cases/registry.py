@@ -21,6 +21,8 @@ SUITES: dict[str, Suite] = {
     for s in (
         Suite("operators", "torchcts.cases.suites.operators", "hand-written operator checks: core primitives"),
         Suite("training", "torchcts.cases.suites.training", "optimizer steps of small models vs the same steps on CPU"),
+        Suite("device_api", "torchcts.cases.suites.device_api", "torch.<device> module, guards, streams, events, accelerator"),
+        Suite("memory", "torchcts.cases.suites.memory", "allocator stats, empty_cache, stale data, recoverable OOM"),
     )
 }
 
