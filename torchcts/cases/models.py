@@ -202,18 +202,21 @@ def evaluate(model: nn.Module, kind: str, data: list[Batch], device: torch.devic
 
 def compare_training(ctx: Any, kind: str, optimizer: str, plan: TrainPlan = TrainPlan(),
                      reference_plan: TrainPlan | None = None,
-                     data: list[Batch] | None = None) -> tuple[TrainResult, TrainResult]:
+                     data: list[Batch] | None = None,
+                     wrap: Callable[[nn.Module], nn.Module] | None = None) -> tuple[TrainResult, TrainResult]:
     """The same seeded steps on the device and on CPU; parameters, losses and descent checked.
 
     Returns (device result, CPU result). The CPU reference runs reference_plan (default: plan
     with the optimizer's default implementation) so foreach/fused forms are held to the for-loop.
+    wrap (e.g. torch.compile) is applied to the device model only.
     """
     data = data if data is not None else batches(kind, ctx.seed, max(2, plan.accumulate * 2))
     reference_plan = reference_plan or replace(plan, optimizer_kwargs=(("foreach", False),), non_blocking=False)
     build = MODELS[kind].build
     initial = float(evaluate(seeded(ctx.seed, build), kind, data, torch.device("cpu")))
     expected = train(seeded(ctx.seed, build), kind, optimizer, data, torch.device("cpu"), reference_plan)
-    actual = train(seeded(ctx.seed, build), kind, optimizer, data, ctx.device, plan)
+    device_model = seeded(ctx.seed, build).to(ctx.device)
+    actual = train(wrap(device_model) if wrap else device_model, kind, optimizer, data, ctx.device, plan)
     ctx.describe(model=kind, optimizer=optimizer, steps=plan.steps, initial_loss=initial, final_loss=actual.losses[-1])
     ctx.assert_close(actual.params, expected.params, category="training")
     ctx.assert_close(actual.losses, expected.losses, category="training")

@@ -23,6 +23,7 @@ SUITES: dict[str, Suite] = {
         Suite("training", "torchcts.cases.suites.training", "optimizer steps of small models vs the same steps on CPU"),
         Suite("device_api", "torchcts.cases.suites.device_api", "torch.<device> module, guards, streams, events, accelerator"),
         Suite("memory", "torchcts.cases.suites.memory", "allocator stats, empty_cache, stale data, recoverable OOM"),
+        Suite("compiler", "torchcts.cases.suites.compiler", "torch.compile vs eager on the device and on CPU"),
     )
 }
 
