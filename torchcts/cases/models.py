@@ -63,7 +63,7 @@ def math_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask:
 class TransformerBlock(nn.Module):
     """Pre-norm block: multi-head attention through a pluggable attention function, then an MLP."""
 
-    def __init__(self, dim: int = 16, heads: int = 2, attention: Attention = F.scaled_dot_product_attention) -> None:
+    def __init__(self, dim: int = 16, heads: int = 2, attention: Attention | None = None) -> None:
         super().__init__()
         self.heads, self.attention = heads, attention
         self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
@@ -73,7 +73,9 @@ class TransformerBlock(nn.Module):
     def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, is_causal: bool = False) -> torch.Tensor:
         b, s, d = x.shape
         q, k, v = self.qkv(self.norm1(x)).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        a = self.attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
+        # Looked up per call (not bound at import) so the attention under test is the current one.
+        attention = self.attention or F.scaled_dot_product_attention
+        a = attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
         x = x + self.proj(a.transpose(1, 2).reshape(b, s, d))
         return x + self.mlp(self.norm2(x))
 
