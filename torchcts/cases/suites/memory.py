@@ -27,7 +27,11 @@ IMPOSSIBLE_BYTES = 1 << 62
 def budget_mb(ctx: CaseContext, wanted: float = DEFAULT_MB) -> float:
     """The size one case may allocate: wanted, capped by both resource limits."""
     limits = ctx.manifest.resource_limits
-    caps = [wanted, limits.get("max_tensor_mb", wanted), limits.get("max_device_memory_mb", wanted) / 4]
+    caps = [wanted]
+    if "max_tensor_mb" in limits:
+        caps.append(limits["max_tensor_mb"])
+    if "max_device_memory_mb" in limits:  # leave room for the case's other tensors and copies
+        caps.append(limits["max_device_memory_mb"] / 4)
     return max(min(caps), 0.0)
 
 
