@@ -157,3 +157,32 @@ def oom_recoverable(ctx: CaseContext) -> None:
         expect(mod.memory_allocated(ctx.device) == before, "a failed allocation left memory allocated")
     x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     ctx.assert_close((x.to(ctx.device) @ x.to(ctx.device).T).cpu(), x @ x.T, category="matmul")
+
+
+@SUITE.case("oom/allocator_limit", level=6, ops=("aten::empty.memory_format",), oracle="property:memory")
+def oom_at_allocator_limit(ctx: CaseContext) -> None:
+    """A real OOM inside the manifest's limit: cap the allocator at max_device_memory_mb, ask for more.
+
+    The allocator refuses before touching the device, so nothing beyond the limit is ever allocated.
+    """
+    mod = stats_module(ctx, "set_per_process_memory_fraction", "mem_get_info", "empty_cache")
+    limit_mb = ctx.manifest.resource_limits.get("max_device_memory_mb")
+    if not limit_mb:
+        ctx.not_applicable("resource_limits sets no max_device_memory_mb: no safe size for a real OOM probe")
+    _, total = mod.mem_get_info(ctx.device)
+    fraction = limit_mb * MB / total
+    if not 0 < fraction < 1:
+        ctx.not_applicable(f"max_device_memory_mb ({limit_mb}) is not below the device's memory ({total // MB} MB)")
+    ctx.describe(limit_mb=limit_mb, total_mb=total // MB, fraction=fraction)
+    mod.set_per_process_memory_fraction(fraction, ctx.device)
+    try:
+        raised = False
+        try:
+            torch.empty(int(limit_mb * MB) + MB, dtype=torch.uint8, device=ctx.device)
+        except RuntimeError:
+            raised = True
+        expect(raised, "an allocation above the allocator's memory fraction did not raise")
+    finally:
+        mod.set_per_process_memory_fraction(1.0, ctx.device)
+        mod.empty_cache()
+    ctx.assert_close((torch.ones(3, device=ctx.device) * 2).cpu(), torch.full((3,), 2.0))
