@@ -174,3 +174,94 @@ def opinfo_dtypes(op: Any, device_type: str) -> set[Any]:
 def opinfo_aten_name(op: Any) -> str:
     """The aten operator name of an OpInfo (aten_name, else its name)."""
     return str(getattr(op, "aten_name", None) or op.name)
+
+
+# --- Runtime API differences used by the level 4-8 suites: small helpers, one per question. ---
+
+
+def accelerator_api():  # noqa: ANN201 - the torch.accelerator module or None
+    """torch.accelerator (PyTorch 2.6+), or None on versions without it."""
+    import torch
+
+    return getattr(torch, "accelerator", None)
+
+
+def fused_optimizer_devices() -> list[str] | None:
+    """Device types the optimizers' fused=True accepts in this build; None when unknown."""
+    try:
+        from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
+    except ImportError:
+        return None
+    return list(_get_fused_kernels_supported_devices())
+
+
+def autocast_dtype(device_type: str):  # noqa: ANN201 - a torch.dtype
+    """The low-precision dtype autocast uses on a device type (CPU: bfloat16, CUDA: float16)."""
+    import torch
+
+    if hasattr(torch, "get_autocast_dtype"):
+        return torch.get_autocast_dtype(device_type)
+    return torch.bfloat16 if device_type == "cpu" else torch.float16
+
+
+def autocast_available(device_type: str) -> bool:
+    import torch
+
+    check = getattr(torch.amp.autocast_mode, "is_autocast_available", None)
+    return bool(check(device_type)) if check is not None else device_type in ("cpu", "cuda", "xpu")
+
+
+def is_pinned(t, device_type: str) -> bool:  # noqa: ANN001
+    """Tensor.is_pinned() for the accelerator of device_type (older versions took a device argument)."""
+    try:
+        return bool(t.is_pinned())
+    except TypeError:  # pragma: no cover - very old signature
+        return bool(t.is_pinned(device_type))
+
+
+COMPILE_BACKEND_ENV = "TORCHCTS_COMPILE_BACKEND"
+INDUCTOR_DEVICES = ("cpu", "cuda", "xpu")
+
+
+def compile_backend(device_type: str) -> str:
+    """The torch.compile backend for a device: inductor where it generates code, else aot_eager.
+
+    TORCHCTS_COMPILE_BACKEND overrides the choice (e.g. aot_eager where no C++ compiler exists).
+    """
+    import os
+
+    forced = os.environ.get(COMPILE_BACKEND_ENV)
+    if forced:
+        return forced
+    return "inductor" if device_type in INDUCTOR_DEVICES else "aot_eager"
+
+
+def fill_uninitialized_supported() -> bool:
+    """Whether torch.utils.deterministic.fill_uninitialized_memory exists (PyTorch 2.1+)."""
+    try:
+        import torch.utils.deterministic as det
+    except ImportError:
+        return False
+    return hasattr(det, "fill_uninitialized_memory")
+
+
+def deterministic_fill():  # noqa: ANN201 - a context manager
+    """Deterministic algorithms with uninitialized memory filled (NaN / max int), restored on exit."""
+    import contextlib
+
+    import torch
+
+    @contextlib.contextmanager
+    def scope():  # noqa: ANN202
+        det = torch.utils.deterministic
+        old_mode, old_warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+        old_fill = det.fill_uninitialized_memory
+        torch.use_deterministic_algorithms(True)
+        det.fill_uninitialized_memory = True
+        try:
+            yield
+        finally:
+            det.fill_uninitialized_memory = old_fill
+            torch.use_deterministic_algorithms(old_mode, warn_only=old_warn)
+
+    return scope()

@@ -27,6 +27,13 @@ SUITES: dict[str, Suite] = {
         Suite("serialization", "torchcts.cases.suites.serialization", "torch.save/torch.load round trips of device tensors"),
         Suite("autograd", "torchcts.cases.suites.autograd", "gradients vs CPU, gradcheck, hooks, version counters"),
         Suite("strides", "torchcts.cases.suites.strides", "non-contiguous inputs, as_strided, memory formats"),
+        Suite("training", "torchcts.cases.suites.training", "optimizer steps of small models vs the same steps on CPU"),
+        Suite("device_api", "torchcts.cases.suites.device_api", "torch.<device> module, guards, streams, events, accelerator"),
+        Suite("memory", "torchcts.cases.suites.memory", "allocator stats, empty_cache, stale data, recoverable OOM"),
+        Suite("compiler", "torchcts.cases.suites.compiler", "torch.compile vs eager on the device and on CPU"),
+        Suite("workloads", "torchcts.cases.suites.workloads", "small transformer, conv net, embedding+LSTM vs CPU"),
+        Suite("multi_device", "torchcts.cases.suites.multi_device", "copies and ops across device indices, device guards"),
+        Suite("stress", "torchcts.cases.suites.stress", "large tensors, many allocations, long op chains, edge shapes"),
     )
 }
 

@@ -1,0 +1,21 @@
+"""Planted fault: compiled functions return slightly wrong values (as a miscompiling backend would)."""
+
+import functools
+
+import torch
+
+_compile = torch.compile
+
+
+def _miscompile(fn=None, **kwargs):  # noqa: ANN001,ANN003,ANN202
+    compiled = _compile(fn, **kwargs)
+
+    @functools.wraps(fn)
+    def run(*args, **kw):  # noqa: ANN002,ANN003,ANN202
+        out = compiled(*args, **kw)
+        return out + 0.5 if isinstance(out, torch.Tensor) else out
+
+    return run
+
+
+torch.compile = _miscompile
