@@ -44,11 +44,12 @@ def run_spec(setup: RunSetup, run_dir: Path, intent: list[str]) -> dict[str, Any
     }
 
 
-def pytest_argv(run_dir: Path, results_root: Path, user_args: list[str]) -> list[str]:
+def pytest_argv(run_dir: Path, results_root: Path, user_args: list[str], work_dir: Path | None = None) -> list[str]:
     return [
         str(COLLECT_DIR / "torchcts"),
         "-p", "torchcts.engine.plugin",
         f"--torchcts-run-dir={run_dir}",
+        *([f"--torchcts-work-dir={work_dir}"] if work_dir else []),
         f"--rootdir={COLLECT_DIR}",
         "-c", str(COLLECT_DIR / "pytest.ini"),
         "-o", f"cache_dir={results_root.resolve() / '.pytest_cache'}",
@@ -69,11 +70,26 @@ def finalize(run_dir: Path, status: str) -> dict[str, Any]:
     return run
 
 
-def execute(setup: RunSetup, results_root: Path, intent: list[str], user_args: list[str]) -> int:
+def execute(
+    setup: RunSetup,
+    results_root: Path,
+    intent: list[str],
+    user_args: list[str],
+    *,
+    isolation: bool = True,
+    timeout: float | None = None,
+) -> int:
+    import tempfile
+
     import pytest
 
+    from torchcts.engine.isolation import pytest_extra_args
+
     run_dir = rundir.new_run_dir(results_root)
-    rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run_spec(setup, run_dir, intent))
+    extra = pytest_extra_args(user_args, isolation, timeout, len(setup.result.to_run))
+    spec = run_spec(setup, run_dir, intent)
+    spec.update(isolation=isolation, timeout_s=timeout)
+    rundir.write_json_atomic(run_dir / rundir.RUN_JSON, spec)
     rundir.point_latest(results_root, run_dir)
     writer = rundir.RecordWriter(run_dir)
     for d in setup.result.skipped:
@@ -81,7 +97,8 @@ def execute(setup: RunSetup, results_root: Path, intent: list[str], user_args: l
     writer.close()
     write_plan(run_dir, setup.result.to_run)
 
-    code = pytest.main(pytest_argv(run_dir, results_root, user_args))
+    with tempfile.TemporaryDirectory(prefix="torchcts-workers-") as work_dir:
+        code = pytest.main(pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir)))
     interrupted = code == pytest.ExitCode.INTERRUPTED
     run = finalize(run_dir, "interrupted" if interrupted else "complete")
 

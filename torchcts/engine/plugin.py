@@ -55,6 +55,7 @@ class RunState:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("torchcts")
     group.addoption("--torchcts-run-dir", default=None, help="run folder written by 'torchcts run'")
+    group.addoption("--torchcts-work-dir", default=None, help="scratch folder for worker logs (isolation)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,8 +64,14 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     state = RunState(Path(run_dir))
     config.stash[_STATE] = state
-    if not hasattr(config, "workerinput"):  # controller, or the only process with -n 0
-        config.pluginmanager.register(Recorder(state), "torchcts-recorder")
+    work_dir = config.getoption("--torchcts-work-dir")
+    if hasattr(config, "workerinput"):
+        if work_dir:
+            from torchcts.engine.isolation import WorkerWatch
+
+            config.pluginmanager.register(WorkerWatch(Path(work_dir), config.workerinput["workerid"]))
+    else:  # controller, or the only process with -n 0
+        config.pluginmanager.register(Recorder(state, Path(work_dir) if work_dir else None), "torchcts-recorder")
 
 
 def _state(config: pytest.Config) -> RunState | None:
@@ -75,6 +82,19 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if file_path.name == COLLECT_FILE and _state(parent.config) is not None:
         return CaseFile.from_parent(parent, path=file_path)
     return None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Import torch and the backend before the first case, so no case's time limit pays for it."""
+    state = _state(session.config)
+    if state is not None and session.items:
+        try:
+            state.context_parts()
+            import torch
+
+            torch.testing.assert_close(torch.zeros(1), torch.zeros(1))  # its lazy imports take seconds
+        except Exception:  # noqa: BLE001 - the first case reports it as its error
+            pass
 
 
 class CaseFile(pytest.File):
@@ -149,9 +169,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
         record = base_record(item.case)
         record.update({k: v for k, v in item.outcome.items() if v not in (None, {}, "")})
+        if report.failed and "status" not in record and _is_timeout(call):  # pytest-timeout, in-process
+            record.update(status="timeout", message=str(call.excinfo.value).strip())
         record.setdefault("status", "error" if report.failed else "passed")
         record.setdefault("duration_s", round(call.duration, 6))
         report.user_properties.append((RECORD_KEY, json.dumps(record, default=str)))
+
+
+def _is_timeout(call: pytest.CallInfo[None]) -> bool:
+    exc = call.excinfo
+    return exc is not None and exc.typename == "Failed" and str(exc.value).lstrip().startswith("Timeout")
 
 
 def record_from_report(report: pytest.TestReport) -> dict[str, Any] | None:
@@ -164,9 +191,24 @@ def record_from_report(report: pytest.TestReport) -> dict[str, Any] | None:
 class Recorder:
     """Controller side: the only writer of cases.jsonl. Registered only in the controller."""
 
-    def __init__(self, state: RunState) -> None:
+    def __init__(self, state: RunState, work_dir: Path | None = None) -> None:
         self.state = state
+        self.work_dir = work_dir
         self.writer = RecordWriter(state.run_dir)
+        self._plan: dict[str, Case] | None = None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        """xdist: a worker died running `crashitem`; record it crashed or timeout, with its evidence."""
+        from torchcts.engine.isolation import crash_details
+
+        if self._plan is None:
+            self._plan = {c.id: c for c in read_plan(self.state.run_dir)}
+        case = self._plan.get(crashitem.split("::", 1)[-1])
+        if case is None:
+            return
+        record = {**base_record(case), **crash_details(self.work_dir, getattr(report, "node", None), crashitem)}
+        report.user_properties.append((RECORD_KEY, json.dumps(record, default=str)))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = record_from_report(report)
