@@ -70,3 +70,10 @@ def h_wrong_value(ctx: CaseContext, dtype: torch.dtype) -> None:
 def i_ok(ctx: CaseContext, dtype: torch.dtype) -> None:
     x = torch.arange(1, 7, dtype=dtype)
     ctx.assert_close((x.to(ctx.device) / 2).cpu(), x / 2)
+
+
+if os.environ.get("PLANTED_HANG_LAST"):  # for the killed-run test: hang after the passing cases
+
+    @SUITE.case("z_hang", level=1, dtypes=F32, ops=("aten::planted_hang",))
+    def z_hang(ctx: CaseContext, dtype: torch.dtype) -> None:
+        time.sleep(600)

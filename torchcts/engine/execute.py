@@ -102,9 +102,14 @@ def execute(
     interrupted = code == pytest.ExitCode.INTERRUPTED
     run = finalize(run_dir, "interrupted" if interrupted else "complete")
 
+    from torchcts.results.compare import regressions_line
     from torchcts.results.scorecard import print_scorecard
 
-    print_scorecard(run_dir, run, sys.stdout)
+    try:
+        since = regressions_line(results_root, run_dir)
+    except (OSError, ValueError, KeyError):  # an unreadable old run never spoils this one
+        since = None
+    print_scorecard(run_dir, run, sys.stdout, regressions=since)
     if interrupted:
         return 130
     if code == pytest.ExitCode.USAGE_ERROR:
