@@ -27,16 +27,20 @@ PLANTED_ENV = {
 }
 
 
-@pytest.fixture(scope="module")
-def planted_run(tmp_path_factory: pytest.TempPathFactory):
-    cwd = tmp_path_factory.mktemp("planted")
+def test_planted_run(tmp_path):
+    """One run (worker start-ups are the cost), every check on it; xdist would split a shared fixture."""
+    cwd = tmp_path
     r = run_cli("run", "--device", "cpu", "--suite", "planted", "--timeout", "3", "--", "-p", "no:benchmark",
                 cwd=cwd, env=PLANTED_ENV, timeout=300)
     run = latest_run(cwd)
-    return r, run, {rec["id"]: rec for rec in records(run)}
+    planted_run = r, run, {rec["id"]: rec for rec in records(run)}
+    check_each_misbehaviour_gets_its_status(planted_run)
+    check_crash_and_timeout_evidence(planted_run)
+    check_artifacts_written(planted_run)
+    check_run_folder_has_no_host_identity(planted_run)
 
 
-def test_each_misbehaviour_gets_its_status(planted_run):
+def check_each_misbehaviour_gets_its_status(planted_run):
     r, run, recs = planted_run
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
     status = {k: v["status"] for k, v in recs.items()}
@@ -51,7 +55,7 @@ def test_each_misbehaviour_gets_its_status(planted_run):
     assert len(recs) == 12
 
 
-def test_crash_and_timeout_evidence(planted_run):
+def check_crash_and_timeout_evidence(planted_run):
     _, run, recs = planted_run
     seg = recs["planted/b_segfault/float32"]
     assert seg["signal"] == "SIGSEGV" and "Segmentation fault" in seg["output_tail"]
@@ -71,7 +75,7 @@ def test_crash_and_timeout_evidence(planted_run):
     assert spec["totals"] == {"passed": 7, "failed": 1, "error": 1, "crashed": 2, "timeout": 1}
 
 
-def test_artifacts_written(planted_run):
+def check_artifacts_written(planted_run):
     r, run, _ = planted_run
     for name in ("run.json", "cases.jsonl", "junit.xml", "summary.md", "report.html", "plan.jsonl"):
         assert (run / name).is_file(), name
@@ -88,7 +92,7 @@ def _identity_strings(cwd: Path) -> list[str]:
     return [s for s in found if s and s != "/"]
 
 
-def test_run_folder_has_no_host_identity(planted_run):
+def check_run_folder_has_no_host_identity(planted_run):
     _, run, _ = planted_run
     cwd = run.parent.parent
     needles = _identity_strings(cwd)
