@@ -20,6 +20,7 @@ from torchcts.engine.plan import read_plan
 from torchcts.oracle.compare import OracleMismatch
 from torchcts.results.records import base_record, repro_command
 from torchcts.results.rundir import RecordWriter, read_run
+from torchcts.results.statuses import FAILURES
 
 COLLECT_FILE = "torchcts"
 RECORD_KEY = "torchcts_record"
@@ -196,6 +197,9 @@ class Recorder:
         self.work_dir = work_dir
         self.writer = RecordWriter(state.run_dir)
         self._plan: dict[str, Case] | None = None
+        self.tr: Any = None  # pytest's terminal reporter, for the progress line
+        self._done = self._failed = 0
+        self._t0 = self._last = time.monotonic()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
@@ -217,6 +221,24 @@ class Recorder:
         if record["status"] not in ("passed", "not_applicable"):
             record["repro"] = repro_command(record["id"], self.state.device_name, bool(self.state.spec.get("validation")))
         self.writer.append(record)
+        self._progress(record["status"])
+
+    PROGRESS_EVERY_S = 15.0
+
+    def _progress(self, status: str) -> None:
+        """Every few seconds on long runs: cases done of planned, rate, failures so far."""
+        now = time.monotonic()
+        self._done += 1
+        self._failed += status in FAILURES
+        if now - self._last < self.PROGRESS_EVERY_S or self.tr is None:
+            return
+        self._last = now
+        rate = self._done / max(now - self._t0, 1e-9)
+        self.tr.write_line(f"[torchcts] {self._done}/{self.state.spec.get('planned', '?')} cases, "
+                           f"{rate:.1f}/s, {self._failed} failing")
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.tr = session.config.pluginmanager.get_plugin("terminalreporter")
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.writer.close()
