@@ -30,7 +30,7 @@ th{background:#f0f0f0;position:sticky;top:0}
 td.num{text-align:right} td.cell{text-align:center;min-width:70px;color:#111}
 td.empty{background:#f4f4f4;color:#999}
 .msg{min-width:300px;max-width:560px;white-space:pre-wrap;word-break:break-word}
-code.repro{font-size:12px;white-space:nowrap}
+code.repro{font-size:12px;white-space:pre-wrap;word-break:break-all;display:block;min-width:220px}
 .controls{margin:8px 0;display:flex;gap:8px;align-items:center}
 .controls input{padding:4px 8px;width:320px}
 .validation{background:#fff3cd;border:1px solid #e0c36b;padding:6px 10px;border-radius:4px;display:inline-block}
