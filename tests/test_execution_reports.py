@@ -148,3 +148,24 @@ def test_report_renders_in_headless_chromium(tmp_path):
     assert "filter says: 3 of 3 shown" in r.stdout  # the page's script ran in the browser
     assert (tmp_path / "shot.png").stat().st_size > 10_000
     assert json.loads((run / "run.json").read_text())["name"] == "r"
+
+
+def test_scorecard_sections_and_regressions_since_previous(tmp_path):
+    import io
+
+    from torchcts.results.compare import regressions_line
+    from torchcts.results.scorecard import print_scorecard
+
+    root = tmp_path / "results"
+    _fake_run(root, "20260101T000000Z-aaaaaa", [rec("a/x/float32", "passed"), rec("a/y/float32", "failed")])
+    other = _fake_run(root, "20260101T000001Z-bbbbbb", [rec("a/x/float32", "passed")])
+    rundir.write_json_atomic(other / rundir.RUN_JSON, {**RUN, "manifest_hash": "other claims"})  # not comparable
+    new = _fake_run(root, "20260102T000000Z-cccccc", [rec("a/x/float32", "crashed", message="died"),
+                                                      rec("a/y/float32", "passed")])
+    line = regressions_line(root, new)
+    assert line.startswith("since 20260101T000000Z-aaaaaa: 1 new failures (a/x/float32), 1 fixes")
+    out = io.StringIO()
+    print_scorecard(new, {**RUN, "totals": {"crashed": 1, "passed": 1}}, out, regressions=line)
+    text = out.getvalue()
+    assert "by capability:" in text and "autograd" in text and "crashed=1" in text
+    assert "CRASHED  a/x/float32: died" in text and "slowest:" in text and line in text
