@@ -101,6 +101,13 @@ def test_compare_cli_exit_status(tmp_path):
     assert r.returncode == 2 and "no run at 'nope'" in r.stderr
 
 
+def test_a_later_record_of_a_case_wins(tmp_path):
+    run = _fake_run(tmp_path, "r", [rec("a/x/float32", "passed"), rec("a/y/float32", "passed"),
+                                    rec("a/x/float32", "crashed", message="died after its checks")])
+    assert [(r["id"], r["status"]) for r in rundir.final_records(run)] == [("a/y/float32", "passed"),
+                                                                            ("a/x/float32", "crashed")]
+
+
 def test_records_are_appended_not_rewritten(tmp_path):
     run = _fake_run(tmp_path, "r", [rec("a/x/float32", "passed")])
     before = (run / "cases.jsonl").read_bytes()
@@ -123,7 +130,8 @@ def test_crash_log_blames_the_running_case():
            f"{CASE_MARK}105.5 torchcts::b\nFatal Python error: Segmentation fault\n"
            f"  File \"/x/site-packages/_pytest/runner.py\", line 1 in call\n  File \"b.py\", line 3 in b\n")
     info = parse_log(log, "torchcts::b")
-    assert info["start"] == 105.5 and info["timeout"] is None
+    assert info["start"] == 105.5 and info["timeout"] is None and info["started"]
+    assert parse_log(log, "torchcts::never_ran")["started"] is False  # rescheduled, never blamed
     assert "noise from a" not in info["tail"] and "b.py" in info["tail"] and "_pytest" not in info["tail"]
     hung = parse_log(f"{CASE_MARK}7.0 torchcts::c\n{TIMEOUT_MARK}3.0\nstack\n", "torchcts::c")
     assert hung["timeout"] == 3.0 and hung["start"] == 7.0

@@ -63,7 +63,7 @@ def finalize(run_dir: Path, status: str) -> dict[str, Any]:
     from torchcts.results.summary import totals
 
     run = rundir.read_run(run_dir)
-    records = list(rundir.read_records(run_dir))
+    records = rundir.final_records(run_dir)
     run.update(status=status, ended=run.get("ended") or rundir.utc_now(), totals=totals(records))
     rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run)
     write_artifacts(run_dir, run, records)

@@ -85,8 +85,8 @@ def parse_log(text: str, nodeid: str) -> dict[str, Any]:
     """What the log says about the last run of `nodeid`: start time, timed out, output tail."""
     start_at = text.rfind(f" {nodeid}\n")
     begin = text.rfind(CASE_MARK, 0, start_at + 1) if start_at >= 0 else -1
-    if begin < 0:
-        return {"start": None, "timeout": None, "tail": _tail(text)}
+    if begin < 0:  # the case never started on this worker: the worker died before or between cases
+        return {"start": None, "timeout": None, "tail": _tail(text), "started": False}
     header, _, body = text[begin:].partition("\n")
     body = body.split(CASE_MARK, 1)[0]
     try:
@@ -100,7 +100,8 @@ def parse_log(text: str, nodeid: str) -> dict[str, Any]:
             timeout = float(value)
         except ValueError:
             timeout = 0.0
-    return {"start": start, "timeout": timeout, "tail": _tail(body.replace(TIMEOUT_MARK, "timeout after "))}
+    tail = _tail(body.replace(TIMEOUT_MARK, "timeout after "))
+    return {"start": start, "timeout": timeout, "tail": tail, "started": True}
 
 
 # Frames of the harness itself (pytest, pluggy, xdist, execnet) say nothing about the case.
@@ -144,12 +145,12 @@ def worker_exit(worker: Any, wait_s: float = 5.0) -> dict[str, Any]:
 def crash_details(work_dir: Path | None, worker: Any, nodeid: str) -> dict[str, Any]:
     """Record fields for a case whose worker died: status, message, signal/exit code, duration, tail."""
     worker_id = getattr(getattr(worker, "gateway", None), "id", "?")
-    info: dict[str, Any] = {"start": None, "timeout": None, "tail": ""}
+    info: dict[str, Any] = {"start": None, "timeout": None, "tail": "", "started": True}
     path = log_path(work_dir, worker_id) if work_dir else None
     if path is not None and path.is_file():
         info = parse_log(path.read_text(encoding="utf-8", errors="replace"), nodeid)
     ended = worker_exit(worker)
-    out: dict[str, Any] = {"worker": worker_id, **ended}
+    out: dict[str, Any] = {"worker": worker_id, "started": info["started"], **ended}
     if info["start"] is not None:
         out["duration_s"] = round(time.time() - info["start"], 3)
     if info["tail"]:

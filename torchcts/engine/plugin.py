@@ -199,6 +199,8 @@ class Recorder:
         self._plan: dict[str, Case] | None = None
         self.tr: Any = None  # pytest's terminal reporter, for the progress line
         self._done = self._failed = 0
+        self._recorded: set[str] = set()
+        self._rescheduled: set[str] = set()
         self._t0 = self._last = time.monotonic()
 
     @pytest.hookimpl(optionalhook=True)
@@ -211,7 +213,14 @@ class Recorder:
         case = self._plan.get(crashitem.split("::", 1)[-1])
         if case is None:
             return
-        record = {**base_record(case), **crash_details(self.work_dir, getattr(report, "node", None), crashitem)}
+        details = crash_details(self.work_dir, getattr(report, "node", None), crashitem)
+        if not details.pop("started") and crashitem not in self._rescheduled and hasattr(sched, "mark_test_pending"):
+            self._rescheduled.add(crashitem)  # it never ran: not its fault; run it on another worker
+            sched.mark_test_pending(crashitem)
+            return
+        if case.id in self._recorded:  # last record per id wins: this one replaces its earlier result
+            details["message"] += "; its checks had finished, so the crash came after them (teardown or deferred work)"
+        record = {**base_record(case), **details}
         report.user_properties.append((RECORD_KEY, json.dumps(record, default=str)))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -221,6 +230,7 @@ class Recorder:
         if record["status"] not in ("passed", "not_applicable"):
             record["repro"] = repro_command(record["id"], self.state.device_name, bool(self.state.spec.get("validation")))
         self.writer.append(record)
+        self._recorded.add(record["id"])
         self._progress(record["status"])
 
     PROGRESS_EVERY_S = 15.0

@@ -67,7 +67,7 @@ def compare_records(old: list[dict[str, Any]], new: list[dict[str, Any]], *, com
 
 def compare_runs(old_dir: Path, new_dir: Path, **kw: Any) -> Comparison:
     old_run, new_run = rundir.read_run(old_dir), rundir.read_run(new_dir)
-    c = compare_records(list(rundir.read_records(old_dir)), list(rundir.read_records(new_dir)), **kw)
+    c = compare_records(rundir.final_records(old_dir), rundir.final_records(new_dir), **kw)
     for key in ("device", "gate", "manifest_hash", "validation"):
         if old_run.get(key) != new_run.get(key):
             c.notes.append(f"the runs differ in {key}: {old_run.get(key)!r} vs {new_run.get(key)!r}")
@@ -115,7 +115,7 @@ def regressions_line(results_root: Path, run_dir: Path) -> str | None:
     prev = previous_comparable(results_root, run_dir)
     if prev is None:
         return None
-    c = compare_records(list(rundir.read_records(prev)), list(rundir.read_records(run_dir)), common_only=True)
+    c = compare_records(rundir.final_records(prev), rundir.final_records(run_dir), common_only=True)
     head = ", ".join(x.id for x in c.new_failures[:5]) + (" ..." if len(c.new_failures) > 5 else "")
     return (f"since {prev.name}: {len(c.new_failures)} new failures{' (' + head + ')' if head else ''}, "
             f"{len(c.fixes)} fixes, {len(c.precision)} precision regressions "

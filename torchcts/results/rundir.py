@@ -98,3 +98,12 @@ def read_records(run_dir: Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
             except json.JSONDecodeError:
                 continue
+
+
+def final_records(run_dir: Path) -> list[dict[str, Any]]:
+    """One record per case: a later record of the same case (a crash after its checks) wins."""
+    latest: dict[str, dict[str, Any]] = {}
+    for record in read_records(run_dir):
+        latest.pop(record.get("id", ""), None)
+        latest[record.get("id", "")] = record
+    return list(latest.values())

@@ -38,7 +38,7 @@ def print_scorecard(
     run_dir: Path, run: dict[str, Any], out: TextIO, first: int = 10, slowest: int = 5,
     regressions: str | None = None,
 ) -> None:
-    records = list(rundir.read_records(run_dir))
+    records = rundir.final_records(run_dir)
     t = run.get("totals", {})
     print("", file=out)
     print("=" * 20 + " TorchCTS scorecard " + "=" * 20, file=out)
