@@ -138,7 +138,8 @@ def test_crash_log_blames_the_running_case():
 
 
 def test_isolation_arguments():
-    assert pytest_extra_args([], True, 300, 10)[:2] == ["-n", str(min(os.cpu_count() or 1, 10))]
+    assert pytest_extra_args([], True, 300, 10)[:2] == ["-n", "1"]
+    assert pytest_extra_args([], True, 300, 10_000)[:2] == ["-n", str(os.cpu_count() or 1)]
     assert "--timeout=300" in pytest_extra_args([], True, 300, 10)
     assert not any(a == "-n" for a in pytest_extra_args(["-n", "0"], True, 300, 10))
     assert not any(a == "-n" for a in pytest_extra_args([], False, 300, 10))

@@ -171,12 +171,20 @@ def wants_xdist(user_args: list[str]) -> bool:
     return not any(a.startswith(("-n", "--numprocesses")) or a == "no:xdist" for a in user_args)
 
 
+CASES_PER_WORKER = 64  # a worker's start-up (importing torch) is worth it from about this many cases
+
+
+def default_workers(planned: int) -> int:
+    """One worker per core, but no more than one per CASES_PER_WORKER cases (start-up is seconds)."""
+    return max(1, min(os.cpu_count() or 1, -(-planned // CASES_PER_WORKER)))
+
+
 def pytest_extra_args(user_args: list[str], isolation: bool, timeout: float | None, planned: int) -> list[str]:
-    """Worker processes (one per core, at most one per case) that xdist replaces when they die,
+    """Worker processes (see default_workers; TORCHCTS_WORKERS overrides) that xdist replaces when they die,
     and the per-case timeout; the user's own `-n`/`--timeout` after `--` win."""
     args: list[str] = []
     if isolation and wants_xdist(user_args) and xdist_available():
-        workers = os.environ.get("TORCHCTS_WORKERS") or str(max(1, min(os.cpu_count() or 1, planned)))
+        workers = os.environ.get("TORCHCTS_WORKERS") or str(default_workers(planned))
         args += ["-n", workers, f"--max-worker-restart={planned + 16}"]
     if timeout and not any(a.startswith("--timeout") for a in user_args):
         args += [f"--timeout={timeout:g}"]
