@@ -178,3 +178,8 @@ def test_scorecard_sections_and_regressions_since_previous(tmp_path):
     text = out.getvalue()
     assert "by capability:" in text and "autograd" in text and "crashed=1" in text
     assert "CRASHED  a/x/float32: died" in text and "slowest:" in text and line in text
+
+
+def test_negative_timeout_is_a_usage_error(tmp_path):
+    r = run_cli("run", "--device", "cpu", "--timeout", "-1", cwd=tmp_path)
+    assert r.returncode == 2 and "--timeout must be 0" in r.stderr and not (tmp_path / "results").exists()

@@ -25,11 +25,11 @@ def main(args: argparse.Namespace) -> int:
     from torchcts.engine.execute import execute
     from torchcts.engine.setup import prepare
 
-    setup = prepare(args)
-    intent = command_intent("run", args.argv)
     if args.timeout < 0:
         from torchcts.errors import UsageError
 
         raise UsageError("--timeout must be 0 (no limit) or a positive number of seconds")
+    setup = prepare(args)
+    intent = command_intent("run", args.argv)
     return execute(setup, Path(args.results_dir), intent, args.pytest_args,
                    isolation=not args.no_isolation, timeout=args.timeout or None)
