@@ -76,12 +76,13 @@ def main() -> int:
     ap.add_argument("--full", action="store_true", help="also run the full default level (level 8)")
     ap.add_argument("--workers", default="auto", help="pytest-xdist workers for throughput runs")
     ap.add_argument("--output", help="also write the JSON here")
+    ap.add_argument("--small", type=int, default=20, help="trivial cases in the small overhead run")
+    ap.add_argument("--large", type=int, default=400, help="trivial cases in the large overhead run")
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="torchcts-bench-"))
     cache = work / "cache"
-    env = {**os.environ, "CI": "true", "TORCHCTS_CACHE_DIR": str(cache), "PYTHONUNBUFFERED": "1",
-           "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "CI": "true", "TORCHCTS_CACHE_DIR": str(cache), "PYTHONUNBUFFERED": "1"}
     out: dict[str, object] = {"python": platform.python_version(), "cpus": os.cpu_count()}
     import torch
 
@@ -95,13 +96,14 @@ def main() -> int:
     out["first_result_one_op_s"] = first_result_seconds(work, env, one_op)
     out["one_op_wall_s"] = round(torchcts(one_op, work, env)[0], 2)
 
-    trivial_env = {**env, "TORCHCTS_EXTRA_SUITES": "bench_trivial=bench_trivial_suite"}
-    for mode, extra in (("in_process", ["-n", "0"]), ("isolated", ["-n", str(args.workers)])):
-        r = throughput(work, trivial_env, ["run", "--validation", "--suite", "bench_trivial", "--", "-q", *extra])
-        base = throughput(work, trivial_env, ["run", "--validation", "--suite", "bench_trivial",
-                                              "--case", "bench_trivial/noop/0000", "--", "-q", *extra])
-        per_case = (r["wall_s"] - base["wall_s"]) / max(r["cases_executed"] - 1, 1)
-        out[f"trivial_{mode}"] = {**r, "per_case_overhead_ms": round(per_case * 1000, 2)}
+    from overhead import MODES, timed_run  # the marginal-cost method: (T(large) - T(small)) / delta
+
+    for name, extra in MODES.items():
+        (ws, cs), (wl, cl) = timed_run(args.small, extra), timed_run(args.large, extra)
+        n = args.large - args.small
+        out[f"overhead {name}"] = {"wall_ms_per_case": round((wl - ws) / n * 1000, 2),
+                                   "cpu_ms_per_case": round((cl - cs) / n * 1000, 2),
+                                   "startup_wall_s": round(ws, 2)}
 
     out["level2"] = throughput(work, env, ["run", "--validation", "--level", "2", "--", "-q", "-n", args.workers])
     if args.full:

@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "repro": "torchcts.cli.repro",
     "install": "torchcts.cli.install",
     "backends": "torchcts.cli.backends",
+    "compare": "torchcts.cli.compare",
 }
 
 

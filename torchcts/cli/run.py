@@ -10,12 +10,19 @@ from torchcts.cli.common import add_selection_args, command_intent
 HELP = "run the conformance suite on a device (anything after -- goes to pytest)"
 
 
+DEFAULT_TIMEOUT_S = 300.0
+
+
 def configure(p: argparse.ArgumentParser) -> None:
     add_selection_args(p)
     p.add_argument("--strict-expectations", action="store_true",
                    help="also fail on expired or unmatched ledger entries, xpassed and flaky cases")
     p.add_argument("--rerun-failures", type=int, default=0, metavar="N",
                    help="rerun failing cases up to N times in fresh processes; a pass on rerun is flaky")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                   help=f"per-case time limit; a case past it is recorded timeout (default {DEFAULT_TIMEOUT_S:g}, 0: none)")
+    p.add_argument("--no-isolation", action="store_true",
+                   help="run cases in this process instead of replaceable workers (a crash ends the run)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -26,6 +33,11 @@ def main(args: argparse.Namespace) -> int:
         from torchcts.errors import UsageError
 
         raise UsageError("--rerun-failures must be 0 or a positive number of reruns")
+    if args.timeout < 0:
+        from torchcts.errors import UsageError
+
+        raise UsageError("--timeout must be 0 (no limit) or a positive number of seconds")
     setup = prepare(args)
     intent = command_intent("run", args.argv)
-    return execute(setup, Path(args.results_dir), intent, args.pytest_args)
+    return execute(setup, Path(args.results_dir), intent, args.pytest_args,
+                   isolation=not args.no_isolation, timeout=args.timeout or None)

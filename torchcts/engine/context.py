@@ -10,7 +10,7 @@ import torch
 
 from torchcts.cases.model import Case, NotApplicable
 from torchcts.manifest.schema import Manifest
-from torchcts.oracle.compare import assert_matches
+from torchcts.oracle.compare import assert_matches, max_abs_error
 from torchcts.oracle.tolerances import Tolerance, tolerance_for
 
 
@@ -57,6 +57,9 @@ class CaseContext:
         tol = self.tolerance(category, dtype)
         self.info.setdefault("tolerance", {"category": category, "atol": tol.atol, "rtol": tol.rtol})
         assert_matches(actual, expected, tol)
+        err = max_abs_error(actual, expected)
+        if err is not None:  # passing precision, so `compare` sees drift before it fails
+            self.info["max_abs_error"] = max(err, self.info.get("max_abs_error", 0.0))
 
     def not_applicable(self, reason: str) -> None:
         raise NotApplicable(reason)

@@ -46,11 +46,12 @@ def run_spec(setup: RunSetup, run_dir: Path, intent: list[str]) -> dict[str, Any
     }
 
 
-def pytest_argv(run_dir: Path, results_root: Path, user_args: list[str]) -> list[str]:
+def pytest_argv(run_dir: Path, results_root: Path, user_args: list[str], work_dir: Path | None = None) -> list[str]:
     return [
         str(COLLECT_DIR / "torchcts"),
         "-p", "torchcts.engine.plugin",
         f"--torchcts-run-dir={run_dir}",
+        *([f"--torchcts-work-dir={work_dir}"] if work_dir else []),
         f"--rootdir={COLLECT_DIR}",
         "-c", str(COLLECT_DIR / "pytest.ini"),
         "-o", f"cache_dir={results_root.resolve() / '.pytest_cache'}",
@@ -65,19 +66,34 @@ def finalize(run_dir: Path, status: str) -> dict[str, Any]:
     from torchcts.results.summary import totals
 
     run = rundir.read_run(run_dir)
-    records = rundir.final_records(run_dir)  # the last record of a case supersedes (reruns)
-    run.update(status=status, ended=rundir.utc_now(), totals=totals(records))
+    records = rundir.final_records(run_dir)  # the last record of a case supersedes (reruns, crashes)
+    run.update(status=status, ended=run.get("ended") or rundir.utc_now(), totals=totals(records))
     run["ledger"] = report_for_run(run, records)
     rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run)
     write_artifacts(run_dir, run, records)
     return run
 
 
-def execute(setup: RunSetup, results_root: Path, intent: list[str], user_args: list[str]) -> int:
+def execute(
+    setup: RunSetup,
+    results_root: Path,
+    intent: list[str],
+    user_args: list[str],
+    *,
+    isolation: bool = True,
+    timeout: float | None = None,
+) -> int:
+    import tempfile
+
     import pytest
 
+    from torchcts.engine.isolation import pytest_extra_args
+
     run_dir = rundir.new_run_dir(results_root)
-    rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run_spec(setup, run_dir, intent))
+    extra = pytest_extra_args(user_args, isolation, timeout, len(setup.result.to_run))
+    spec = run_spec(setup, run_dir, intent)
+    spec.update(isolation=isolation, timeout_s=timeout)
+    rundir.write_json_atomic(run_dir / rundir.RUN_JSON, spec)
     rundir.point_latest(results_root, run_dir)
     writer = rundir.RecordWriter(run_dir)
     for d in setup.result.skipped:
@@ -85,17 +101,24 @@ def execute(setup: RunSetup, results_root: Path, intent: list[str], user_args: l
     writer.close()
     write_plan(run_dir, setup.result.to_run)
 
-    code = pytest.main(pytest_argv(run_dir, results_root, user_args))
-    interrupted = code == pytest.ExitCode.INTERRUPTED
-    if setup.rerun_failures and not interrupted:
-        from torchcts.engine.rerun import rerun_failures
+    with tempfile.TemporaryDirectory(prefix="torchcts-workers-") as work_dir:
+        code = pytest.main(pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir)))
+        interrupted = code == pytest.ExitCode.INTERRUPTED
+        if setup.rerun_failures and not interrupted:
+            from torchcts.engine.rerun import rerun_failures
 
-        rerun_failures(run_dir, setup.rerun_failures, pytest_argv(run_dir, results_root, user_args))
+            rerun_failures(run_dir, setup.rerun_failures,
+                           pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir)))
     run = finalize(run_dir, "interrupted" if interrupted else "complete")
 
+    from torchcts.results.compare import regressions_line
     from torchcts.results.scorecard import print_scorecard
 
-    print_scorecard(run_dir, run, sys.stdout)
+    try:
+        since = regressions_line(results_root, run_dir)
+    except (OSError, ValueError, KeyError):  # an unreadable old run never spoils this one
+        since = None
+    print_scorecard(run_dir, run, sys.stdout, regressions=since)
     if interrupted:
         return 130
     if code == pytest.ExitCode.USAGE_ERROR:

@@ -20,6 +20,7 @@ from torchcts.engine.plan import read_plan
 from torchcts.oracle.compare import OracleMismatch
 from torchcts.results.records import base_record, repro_command
 from torchcts.results.rundir import RecordWriter, read_run
+from torchcts.results.statuses import FAILURES
 
 COLLECT_FILE = "torchcts"
 RECORD_KEY = "torchcts_record"
@@ -55,6 +56,7 @@ class RunState:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("torchcts")
     group.addoption("--torchcts-run-dir", default=None, help="run folder written by 'torchcts run'")
+    group.addoption("--torchcts-work-dir", default=None, help="scratch folder for worker logs (isolation)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,8 +65,14 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     state = RunState(Path(run_dir))
     config.stash[_STATE] = state
-    if not hasattr(config, "workerinput"):  # controller, or the only process with -n 0
-        config.pluginmanager.register(Recorder(state), "torchcts-recorder")
+    work_dir = config.getoption("--torchcts-work-dir")
+    if hasattr(config, "workerinput"):
+        if work_dir:
+            from torchcts.engine.isolation import WorkerWatch
+
+            config.pluginmanager.register(WorkerWatch(Path(work_dir), config.workerinput["workerid"]))
+    else:  # controller, or the only process with -n 0
+        config.pluginmanager.register(Recorder(state, Path(work_dir) if work_dir else None), "torchcts-recorder")
 
 
 def _state(config: pytest.Config) -> RunState | None:
@@ -75,6 +83,19 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if file_path.name == COLLECT_FILE and _state(parent.config) is not None:
         return CaseFile.from_parent(parent, path=file_path)
     return None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Import torch and the backend before the first case, so no case's time limit pays for it."""
+    state = _state(session.config)
+    if state is not None and session.items:
+        try:
+            state.context_parts()
+            import torch
+
+            torch.testing.assert_close(torch.zeros(1), torch.zeros(1))  # its lazy imports take seconds
+        except Exception:  # noqa: BLE001 - the first case reports it as its error
+            pass
 
 
 class CaseFile(pytest.File):
@@ -149,9 +170,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
         record = base_record(item.case)
         record.update({k: v for k, v in item.outcome.items() if v not in (None, {}, "")})
+        if report.failed and "status" not in record and _is_timeout(call):  # pytest-timeout, in-process
+            record.update(status="timeout", message=str(call.excinfo.value).strip())
         record.setdefault("status", "error" if report.failed else "passed")
         record.setdefault("duration_s", round(call.duration, 6))
         report.user_properties.append((RECORD_KEY, json.dumps(record, default=str)))
+
+
+def _is_timeout(call: pytest.CallInfo[None]) -> bool:
+    exc = call.excinfo
+    return exc is not None and exc.typename == "Failed" and str(exc.value).lstrip().startswith("Timeout")
 
 
 def record_from_report(report: pytest.TestReport) -> dict[str, Any] | None:
@@ -164,12 +192,39 @@ def record_from_report(report: pytest.TestReport) -> dict[str, Any] | None:
 class Recorder:
     """Controller side: the only writer of cases.jsonl. Registered only in the controller."""
 
-    def __init__(self, state: RunState) -> None:
+    def __init__(self, state: RunState, work_dir: Path | None = None) -> None:
         from torchcts.results.annotate import RecordAnnotator
 
         self.state = state
+        self.work_dir = work_dir
         self.annotate = RecordAnnotator(state.spec, state.run_dir)  # ledger, flaky, repro_script
         self.writer = RecordWriter(state.run_dir)
+        self._plan: dict[str, Case] | None = None
+        self.tr: Any = None  # pytest's terminal reporter, for the progress line
+        self._done = self._failed = 0
+        self._recorded: set[str] = set()
+        self._rescheduled: set[str] = set()
+        self._t0 = self._last = time.monotonic()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        """xdist: a worker died running `crashitem`; record it crashed or timeout, with its evidence."""
+        from torchcts.engine.isolation import crash_details
+
+        if self._plan is None:
+            self._plan = {c.id: c for c in read_plan(self.state.run_dir)}
+        case = self._plan.get(crashitem.split("::", 1)[-1])
+        if case is None:
+            return
+        details = crash_details(self.work_dir, getattr(report, "node", None), crashitem)
+        if not details.pop("started") and crashitem not in self._rescheduled and hasattr(sched, "mark_test_pending"):
+            self._rescheduled.add(crashitem)  # it never ran: not its fault; run it on another worker
+            sched.mark_test_pending(crashitem)
+            return
+        if case.id in self._recorded:  # last record per id wins: this one replaces its earlier result
+            details["message"] += "; its checks had finished, so the crash came after them (teardown or deferred work)"
+        record = {**base_record(case), **details}
+        report.user_properties.append((RECORD_KEY, json.dumps(record, default=str)))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = record_from_report(report)
@@ -177,7 +232,27 @@ class Recorder:
             return
         if record["status"] not in ("passed", "not_applicable"):
             record["repro"] = repro_command(record["id"], self.state.device_name, bool(self.state.spec.get("validation")))
-        self.writer.append(self.annotate(record))
+        record = self.annotate(record)
+        self.writer.append(record)
+        self._recorded.add(record["id"])
+        self._progress(record["status"])
+
+    PROGRESS_EVERY_S = 15.0
+
+    def _progress(self, status: str) -> None:
+        """Every few seconds on long runs: cases done of planned, rate, failures so far."""
+        now = time.monotonic()
+        self._done += 1
+        self._failed += status in FAILURES
+        if now - self._last < self.PROGRESS_EVERY_S or self.tr is None:
+            return
+        self._last = now
+        rate = self._done / max(now - self._t0, 1e-9)
+        self.tr.write_line(f"[torchcts] {self._done}/{self.state.spec.get('planned', '?')} cases, "
+                           f"{rate:.1f}/s, {self._failed} failing")
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.tr = session.config.pluginmanager.get_plugin("terminalreporter")
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.writer.close()

@@ -141,6 +141,24 @@ def find_mismatch(actual: Any, expected: Any, tol: Tolerance, path: str = "") ->
     return None if actual == expected else Mismatch("values differ", path, first_actual=repr(actual), first_expected=repr(expected))
 
 
+def max_abs_error(actual: Any, expected: Any) -> float | None:
+    """Largest |actual - expected| over matching floating tensors (None when there are none):
+    recorded for passing cases so `compare` can show precision drift."""
+    if isinstance(expected, torch.Tensor) and isinstance(actual, torch.Tensor):
+        if not (expected.is_floating_point() or expected.is_complex()) or actual.shape != expected.shape:
+            return None
+        if expected.numel() == 0:
+            return 0.0
+        diff = (actual.detach().cpu().to(torch.complex128 if expected.is_complex() else torch.float64)
+                - expected.detach().cpu().to(torch.complex128 if expected.is_complex() else torch.float64)).abs()
+        diff = diff[torch.isfinite(diff)]
+        return float(diff.max()) if diff.numel() else 0.0
+    if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
+        errs = [e for e in map(max_abs_error, actual, expected) if e is not None]
+        return max(errs) if errs else None
+    return None
+
+
 def assert_matches(actual: Any, expected: Any, tol: Tolerance) -> None:
     """Raise OracleMismatch if actual differs from expected beyond tol."""
     m = find_mismatch(actual, expected, tol)

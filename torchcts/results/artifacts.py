@@ -1,12 +1,54 @@
-"""Every artifact of a run folder, rebuilt from run.json and cases.jsonl alone."""
+"""Every artifact of a run folder, rebuilt from run.json and cases.jsonl alone.
+
+This is the single place artifacts are written, by `run` at the end and by `report` for any run
+(also a killed one). A new artifact is one entry in ARTIFACTS: a function (run_dir, run, records).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from torchcts.results.summary import render_markdown
+from torchcts.results.scrub import scrub
+
+Records = list[dict[str, Any]]
 
 
-def write_artifacts(run_dir: Path, run: dict[str, Any], records: list[dict[str, Any]]) -> None:
-    (run_dir / "summary.md").write_text(render_markdown(run, records), encoding="utf-8")
+def _text(name: str, render: Callable[[dict[str, Any], Records], str]) -> Callable[[Path, dict[str, Any], Records], None]:
+    def write(run_dir: Path, run: dict[str, Any], records: Records) -> None:
+        (run_dir / name).write_text(scrub(render(run, records)), encoding="utf-8")
+
+    write.__name__ = f"write_{name.replace('.', '_')}"
+    return write
+
+
+def _summary(run: dict[str, Any], records: Records) -> str:
+    from torchcts.results.summary import render_markdown
+
+    return render_markdown(run, records)
+
+
+def _junit(run: dict[str, Any], records: Records) -> str:
+    from torchcts.results.junit import render_junit
+
+    return render_junit(run, records)
+
+
+def _html(run: dict[str, Any], records: Records) -> str:
+    from torchcts.results.html import render_html
+
+    return render_html(run, records)
+
+
+# The repro/ folder (scripts per failure) plugs in here as one more entry.
+ARTIFACTS: list[Callable[[Path, dict[str, Any], Records], None]] = [
+    _text("summary.md", _summary),
+    _text("junit.xml", _junit),
+    _text("report.html", _html),
+]
+
+
+def write_artifacts(run_dir: Path, run: dict[str, Any], records: Records) -> None:
+    for write in ARTIFACTS:
+        write(run_dir, run, records)

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from torchcts.results.scrub import scrub
+
 RUN_JSON = "run.json"
 CASES_JSONL = "cases.jsonl"
 LATEST = "latest"
@@ -39,7 +41,7 @@ def new_run_dir(results_root: Path) -> Path:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    tmp.write_text(scrub(json.dumps(data, indent=2, sort_keys=True, default=str)) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -70,14 +72,14 @@ def resolve_run(ref: str | None, results_root: Path = Path("results")) -> Path:
 
 
 class RecordWriter:
-    """Appends one JSON line per case, flushed at once: O(1) per record."""
+    """Appends one JSON line per case, flushed at once: O(1) per record, paths scrubbed."""
 
     def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / CASES_JSONL
         self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held for the run
 
     def append(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record, sort_keys=True, default=str) + "\n")
+        self._fh.write(scrub(json.dumps(record, sort_keys=True, default=str)) + "\n")
         self._fh.flush()
 
     def close(self) -> None:

@@ -1,39 +1,73 @@
-"""The end-of-run scorecard printed on the terminal."""
+"""The end-of-run scorecard printed on the terminal (also by `torchcts report`)."""
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, TextIO
 
 from torchcts.results import rundir
+from torchcts.results.statuses import ORDER
 from torchcts.results.summary import by, failures
 
 
-def print_scorecard(run_dir: Path, run: dict[str, Any], out: TextIO, first: int = 10) -> None:
+def by_capability(records: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Status counts per required capability (a case needing several counts under each)."""
+    groups: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in records:
+        for req in r.get("requires") or ():
+            for cap in str(req).split("|"):
+                groups[cap][r.get("status", "error")] += 1
+    return {k: dict(v) for k, v in sorted(groups.items())}
+
+
+def _counts(g: dict[str, int]) -> str:
+    return " ".join(f"{s}={g[s]}" for s in ORDER if g.get(s))
+
+
+def _section(out: TextIO, title: str, groups: dict[str, dict[str, int]]) -> None:
+    if not groups:
+        return
+    print(f"by {title}:", file=out)
+    width = max(len(k) for k in groups)
+    for k, g in groups.items():
+        print(f"  {k:<{width}}  {_counts(g)}", file=out)
+
+
+def print_scorecard(
+    run_dir: Path, run: dict[str, Any], out: TextIO, first: int = 10, slowest: int = 5,
+    regressions: str | None = None,
+) -> None:
     records = rundir.final_records(run_dir)
     t = run.get("totals", {})
     print("", file=out)
     print("=" * 20 + " TorchCTS scorecard " + "=" * 20, file=out)
     label = " (validation: not backend evidence)" if run.get("validation") else ""
-    print(f"device {run['device']['type']} gate {run['gate']}{label}; {run.get('status')}", file=out)
+    print(f"device {run['device']['type']} gate {run['gate']}{label}; run {run.get('status')}", file=out)
     print("totals: " + ", ".join(f"{k} {v}" for k, v in t.items()) + f"; filtered {run.get('filtered', 0)}", file=out)
     for key in ("level", "suite", "dtype"):
-        groups = by(records, key)
-        row = "; ".join(f"{k}: " + " ".join(f"{s}={n}" for s, n in g.items()) for k, g in groups.items())
-        print(f"by {key}: {row}", file=out)
+        _section(out, key, by(records, key))
+    _section(out, "capability", by_capability(records))
     fails = failures(records)
+    if fails:
+        print(f"first failures ({len(fails)} in all):", file=out)
     for r in fails[:first]:
-        print(f"  {r['status'].upper():8} {r['id']}: {r.get('message', '')[:200]}", file=out)
+        print(f"  {r['status'].upper():8} {r['id']}: {str(r.get('message', ''))[:200]}", file=out)
         if r.get("repro"):
             print(f"           repro: {r['repro']}", file=out)
         if r.get("repro_script"):
             print(f"           script: {r['repro_script']}", file=out)
     if len(fails) > first:
-        print(f"  ... and {len(fails) - first} more failures (see summary.md)", file=out)
+        print(f"  ... and {len(fails) - first} more (see summary.md / report.html)", file=out)
+    slow = sorted((r for r in records if r.get("duration_s")), key=lambda r: -float(r["duration_s"]))[:slowest]
+    if slow:
+        print("slowest: " + ", ".join(f"{r['id']} {float(r['duration_s']):.2f}s" for r in slow), file=out)
+    if regressions:
+        print(regressions, file=out)
     from torchcts.results.ledger import gate_failures, ledger_lines
 
     for line in ledger_lines(run):
         print(line, file=out)
     if run.get("strict_expectations") and gate_failures(run):
         print("strict expectations: the run fails on " + "; ".join(gate_failures(run)), file=out)
-    print(f"results: {run_dir}", file=out)
+    print(f"results: {run_dir} (report.html, summary.md, junit.xml, cases.jsonl)", file=out)

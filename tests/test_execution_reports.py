@@ -1,0 +1,185 @@
+"""Reports rebuilt from records: junit.xml, report.html, compare, scrubbing, crash-log parsing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from torchcts.engine.isolation import CASE_MARK, TIMEOUT_MARK, parse_log, pytest_extra_args
+from torchcts.results import rundir
+from torchcts.results.artifacts import write_artifacts
+from torchcts.results.compare import compare_records
+from torchcts.results.html import render_html
+from torchcts.results.junit import render_junit
+from torchcts.results.scrub import scrub
+
+
+def rec(cid: str, status: str, **extra) -> dict:
+    suite, _, rest = cid.partition("/")
+    return {"id": cid, "suite": suite, "level": 2, "dtype": rest.rsplit("/", 1)[-1], "status": status,
+            "duration_s": 0.01, "requires": ["autograd"], **extra}
+
+
+RUN = {"name": "20260101T000000Z-abc123", "device": {"type": "cpu", "gate": "cpu"}, "gate": "cpu",
+       "status": "complete", "torch": {"torch": "2.13.0"}, "filtered": 3, "manifest_hash": "h1", "validation": False}
+RECORDS = [
+    rec("opinfo/add/float32", "passed", info={"max_abs_error": 1e-7}),
+    rec("opinfo/add/float16", "failed", message="values differ <b>",
+        mismatch={"max_abs_error": 0.25, "max_rel_error": 0.1, "mismatched": 3, "total": 10}, repro="torchcts run --device cpu --case opinfo/add/float16"),
+    rec("opinfo/mul/float32", "crashed", signal="SIGSEGV", message="worker died", output_tail="Fatal Python error"),
+    rec("opinfo/mul/float16", "timeout", message="exceeded"),
+    rec("strides/clone/float32", "not_claimed", message="float64 not claimed"),
+    rec("strides/clone/float16", "xfailed"),
+]
+
+
+def test_junit_counts_and_no_host():
+    root = ET.fromstring(render_junit(RUN, RECORDS))
+    suites = {s.get("name"): s for s in root.iter("testsuite")}
+    op = suites["opinfo"]
+    assert (op.get("tests"), op.get("failures"), op.get("errors")) == ("4", "1", "2")
+    assert suites["strides"].get("skipped") == "1"
+    crashed = next(c for c in root.iter("testcase") if c.get("name") == "opinfo/mul/float32")
+    assert crashed.find("error").get("type") == "crashed" and "SIGSEGV" in crashed.find("error").text
+    assert all("hostname" not in el.attrib for el in root.iter())
+
+
+def test_html_is_self_contained_and_escaped():
+    page = render_html(RUN, RECORDS)
+    assert "values differ &lt;b&gt;" in page
+    assert "http://" not in page and "https://" not in page and "src=" not in page
+    assert page.count("<tr data-status=") == 3  # failed, crashed, timeout
+    assert "id='matrix'" in page and "id='by-level'" in page and "function applyFilter" in page
+    assert "hsl(0," in page  # opinfo/float16: 0 of 2 passed, coloured red
+    assert "torchcts run --device cpu --case opinfo/add/float16" in page
+
+
+def test_compare_new_failures_fixes_precision():
+    old = [rec("a/x/float32", "passed", info={"max_abs_error": 1e-6}), rec("a/y/float32", "failed"),
+           rec("a/z/float32", "passed", info={"max_abs_error": 1e-6}), rec("a/w/float32", "crashed")]
+    new = [rec("a/x/float32", "failed", mismatch={"max_abs_error": 1e-3}), rec("a/y/float32", "passed"),
+           rec("a/z/float32", "passed", info={"max_abs_error": 2.5e-6}), rec("a/w/float32", "timeout"),
+           rec("a/v/float32", "error")]
+    c = compare_records(old, new)
+    assert [x.id for x in c.new_failures] == ["a/x/float32", "a/v/float32"]
+    assert [x.id for x in c.fixes] == ["a/y/float32"]
+    assert [x.id for x in c.changed_failures] == ["a/w/float32"]
+    assert {x.id for x in c.precision} == {"a/x/float32", "a/z/float32"}
+    assert compare_records(old, new, common_only=True).new_failures[0].id == "a/x/float32"
+    assert not compare_records(old, old).new_failures
+
+
+def _fake_run(root: Path, name: str, records: list[dict]) -> Path:
+    run = root / name
+    run.mkdir(parents=True)
+    rundir.write_json_atomic(run / rundir.RUN_JSON, {**RUN, "name": name})
+    writer = rundir.RecordWriter(run)
+    for r in records:
+        writer.append(r)
+    writer.close()
+    return run
+
+
+def test_compare_cli_exit_status(tmp_path):
+    _fake_run(tmp_path / "results", "r1", [rec("a/x/float32", "passed"), rec("a/y/float32", "failed")])
+    _fake_run(tmp_path / "results", "r2", [rec("a/x/float32", "failed", message="boom"), rec("a/y/float32", "passed")])
+    r = run_cli("compare", "r1", "r2", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "new failures: 1" in r.stdout and "a/x/float32: passed -> failed: boom" in r.stdout
+    assert "fixes: 1" in r.stdout
+    r = run_cli("compare", "r2", "r2", cwd=tmp_path)
+    assert r.returncode == 0 and "new failures: 0" in r.stdout
+    r = run_cli("compare", "r1", "nope", cwd=tmp_path)
+    assert r.returncode == 2 and "no run at 'nope'" in r.stderr
+
+
+def test_a_later_record_of_a_case_wins(tmp_path):
+    run = _fake_run(tmp_path, "r", [rec("a/x/float32", "passed"), rec("a/y/float32", "passed"),
+                                    rec("a/x/float32", "crashed", message="died after its checks")])
+    assert [(r["id"], r["status"]) for r in rundir.final_records(run)] == [("a/y/float32", "passed"),
+                                                                            ("a/x/float32", "crashed")]
+
+
+def test_records_are_appended_not_rewritten(tmp_path):
+    run = _fake_run(tmp_path, "r", [rec("a/x/float32", "passed")])
+    before = (run / "cases.jsonl").read_bytes()
+    w = rundir.RecordWriter(run)
+    w.append(rec("a/y/float32", "failed", message=f"at {os.getcwd()}/kernel.py and {Path.home()}/x"))
+    after = (run / "cases.jsonl").read_bytes()
+    w.close()
+    assert after.startswith(before) and after.count(b"\n") == 2
+    assert os.getcwd() not in after.decode() and str(Path.home()) + "/" not in after.decode()
+
+
+def test_scrub_paths():
+    text = f"File \"{Path(__file__).resolve()}\", line 3\n{sys.prefix}/lib/x.py {Path.home()}/y"
+    out = scrub(text)
+    assert str(Path.home()) not in out and sys.prefix not in out and "line 3" in out
+
+
+def test_crash_log_blames_the_running_case():
+    log = (f"{CASE_MARK}100.0 torchcts::a\nnoise from a\n"
+           f"{CASE_MARK}105.5 torchcts::b\nFatal Python error: Segmentation fault\n"
+           f"  File \"/x/site-packages/_pytest/runner.py\", line 1 in call\n  File \"b.py\", line 3 in b\n")
+    info = parse_log(log, "torchcts::b")
+    assert info["start"] == 105.5 and info["timeout"] is None and info["started"]
+    assert parse_log(log, "torchcts::never_ran")["started"] is False  # rescheduled, never blamed
+    assert "noise from a" not in info["tail"] and "b.py" in info["tail"] and "_pytest" not in info["tail"]
+    hung = parse_log(f"{CASE_MARK}7.0 torchcts::c\n{TIMEOUT_MARK}3.0\nstack\n", "torchcts::c")
+    assert hung["timeout"] == 3.0 and hung["start"] == 7.0
+
+
+def test_isolation_arguments():
+    assert pytest_extra_args([], True, 300, 10)[:2] == ["-n", "1"]
+    assert pytest_extra_args([], True, 300, 10_000)[:2] == ["-n", str(os.cpu_count() or 1)]
+    assert "--timeout=300" in pytest_extra_args([], True, 300, 10)
+    assert not any(a == "-n" for a in pytest_extra_args(["-n", "0"], True, 300, 10))
+    assert not any(a == "-n" for a in pytest_extra_args([], False, 300, 10))
+    assert pytest_extra_args(["--timeout=5"], False, 300, 10) == []
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed")
+def test_report_renders_in_headless_chromium(tmp_path):
+    run = _fake_run(tmp_path, "r", RECORDS)
+    write_artifacts(run, {**RUN, "name": "r"}, RECORDS)
+    script = Path(__file__).resolve().parents[1] / "scripts" / "render_report.py"
+    r = subprocess.run([sys.executable, str(script), str(run), "--out", str(tmp_path / "shot.png")],
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "filter says: 3 of 3 shown" in r.stdout  # the page's script ran in the browser
+    assert (tmp_path / "shot.png").stat().st_size > 10_000
+    assert json.loads((run / "run.json").read_text())["name"] == "r"
+
+
+def test_scorecard_sections_and_regressions_since_previous(tmp_path):
+    import io
+
+    from torchcts.results.compare import regressions_line
+    from torchcts.results.scorecard import print_scorecard
+
+    root = tmp_path / "results"
+    _fake_run(root, "20260101T000000Z-aaaaaa", [rec("a/x/float32", "passed"), rec("a/y/float32", "failed")])
+    other = _fake_run(root, "20260101T000001Z-bbbbbb", [rec("a/x/float32", "passed")])
+    rundir.write_json_atomic(other / rundir.RUN_JSON, {**RUN, "manifest_hash": "other claims"})  # not comparable
+    new = _fake_run(root, "20260102T000000Z-cccccc", [rec("a/x/float32", "crashed", message="died"),
+                                                      rec("a/y/float32", "passed")])
+    line = regressions_line(root, new)
+    assert line.startswith("since 20260101T000000Z-aaaaaa: 1 new failures (a/x/float32), 1 fixes")
+    out = io.StringIO()
+    print_scorecard(new, {**RUN, "totals": {"crashed": 1, "passed": 1}}, out, regressions=line)
+    text = out.getvalue()
+    assert "by capability:" in text and "autograd" in text and "crashed=1" in text
+    assert "CRASHED  a/x/float32: died" in text and "slowest:" in text and line in text
+
+
+def test_negative_timeout_is_a_usage_error(tmp_path):
+    r = run_cli("run", "--device", "cpu", "--timeout", "-1", cwd=tmp_path)
+    assert r.returncode == 2 and "--timeout must be 0" in r.stderr and not (tmp_path / "results").exists()

@@ -1,0 +1,27 @@
+"""`torchcts compare OLD NEW`: new failures, fixes and precision regressions; exit 1 on a new failure."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "regressions, fixes and precision changes between two runs (exit 1 on a new failure)"
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("old", help="the earlier run: folder or name under --results-dir")
+    p.add_argument("new", help="the later run: folder or name under --results-dir")
+    p.add_argument("--results-dir", default="results", metavar="DIR")
+
+
+def main(args: argparse.Namespace) -> int:
+    from torchcts.errors import EXIT_FAILURES, EXIT_OK
+    from torchcts.results import rundir
+    from torchcts.results.compare import compare_runs, render
+
+    root = Path(args.results_dir)
+    old, new = rundir.resolve_run(args.old, root), rundir.resolve_run(args.new, root)
+    comparison = compare_runs(old, new)
+    print(f"compare {old.name} -> {new.name}")
+    print(render(comparison))
+    return EXIT_FAILURES if comparison.new_failures else EXIT_OK

@@ -1,0 +1,199 @@
+"""Crash and hang isolation on pytest-xdist workers (SPEC §7).
+
+Each worker keeps a log file in a scratch folder outside the run folder. Before every case it
+appends a marker line naming the case and its start time; faulthandler writes a fatal signal's
+traceback there, and the timeout watchdog writes a timeout marker and every thread's stack there
+before it ends the worker. When xdist reports "worker crashed while running X", the controller
+reads that log: the last marker names the case and its start (so the next cases are not blamed),
+a timeout marker after it makes the status `timeout` instead of `crashed`, the worker's exit code
+or signal comes from its process, and the log's tail becomes the record's output tail.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import re
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CASE_MARK = "@@torchcts-case "
+TIMEOUT_MARK = "@@torchcts-timeout "
+TIMEOUT_EXIT = 86  # exit code of a worker ended by the watchdog (the marker is what counts)
+TAIL_LINES = 40
+
+
+def log_path(work_dir: Path, worker_id: str) -> Path:
+    return work_dir / f"{worker_id}.log"
+
+
+class WorkerWatch:
+    """Worker side: per-worker log, a marker per case, and a watchdog that ends a hung worker."""
+
+    def __init__(self, work_dir: Path, worker_id: str) -> None:
+        self.log = open(log_path(work_dir, worker_id), "a", encoding="utf-8")  # noqa: SIM115
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self) -> None:
+        # After pytest's own faulthandler setup, which would send the traceback to the terminal.
+        faulthandler.enable(file=self.log, all_threads=False)  # the crashing thread: the case's stack
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        self.log.write(f"\n{CASE_MARK}{time.time():.6f} {nodeid}\n")
+        self.log.flush()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_timeout_set_timer(self, item: pytest.Item, settings: Any) -> bool:
+        """Replaces pytest-timeout's timer: a thread that records the timeout, then ends the worker."""
+        timer = threading.Timer(settings.timeout, self._expire, (item, settings.timeout))
+        timer.daemon = True
+
+        def cancel() -> None:
+            timer.cancel()
+
+        item.cancel_timeout = cancel  # type: ignore[attr-defined] - pytest-timeout's cancel calls it
+        timer.start()
+        return True
+
+    def _expire(self, item: pytest.Item, seconds: float) -> None:
+        try:
+            self.log.write(f"{TIMEOUT_MARK}{seconds}\n")
+            capman = item.config.pluginmanager.getplugin("capturemanager")
+            if capman is not None:
+                capman.suspend_global_capture(item)
+                out, err = capman.read_global_capture()
+                for name, text in (("stdout", out), ("stderr", err)):
+                    if text:
+                        self.log.write(f"--- captured {name} ---\n{text}\n")
+            frame = sys._current_frames().get(threading.main_thread().ident)
+            if frame is not None:  # innermost call last, so the tail shows where the case hung
+                self.log.write(f"--- where the case was after {seconds:g} s ---\n")
+                self.log.write("".join(traceback.format_stack(frame)))
+            self.log.flush()
+        finally:
+            os._exit(TIMEOUT_EXIT)
+
+
+def parse_log(text: str, nodeid: str) -> dict[str, Any]:
+    """What the log says about the last run of `nodeid`: start time, timed out, output tail."""
+    start_at = text.rfind(f" {nodeid}\n")
+    begin = text.rfind(CASE_MARK, 0, start_at + 1) if start_at >= 0 else -1
+    if begin < 0:  # the case never started on this worker: the worker died before or between cases
+        return {"start": None, "timeout": None, "tail": _tail(text), "started": False}
+    header, _, body = text[begin:].partition("\n")
+    body = body.split(CASE_MARK, 1)[0]
+    try:
+        start = float(header[len(CASE_MARK):].split(" ", 1)[0])
+    except ValueError:
+        start = None
+    timeout = None
+    if TIMEOUT_MARK in body:
+        value = body.split(TIMEOUT_MARK, 1)[1].split("\n", 1)[0]
+        try:
+            timeout = float(value)
+        except ValueError:
+            timeout = 0.0
+    tail = _tail(body.replace(TIMEOUT_MARK, "timeout after "))
+    return {"start": start, "timeout": timeout, "tail": tail, "started": True}
+
+
+# Frames of the harness itself (pytest, pluggy, xdist, execnet) say nothing about the case.
+_HARNESS_FRAMES = re.compile(r'^\s*File "[^"]*[/\\](_pytest|pluggy|xdist|execnet)[/\\]|^\s*File "<string>"')
+
+
+def _tail(text: str, lines: int = TAIL_LINES) -> str:
+    kept: list[str] = []
+    skip_source = False
+    for line in text.strip("\n").splitlines():
+        if _HARNESS_FRAMES.match(line):
+            skip_source = True  # traceback.format_stack puts the source line under the frame
+            continue
+        if skip_source and line.startswith("    ") and not line.lstrip().startswith("File "):
+            continue
+        skip_source = False
+        kept.append(line)
+    return "\n".join(kept[-lines:])
+
+
+def worker_exit(worker: Any, wait_s: float = 5.0) -> dict[str, Any]:
+    """The dead worker's exit code or signal, from its process when xdist started it locally."""
+    popen = getattr(getattr(getattr(worker, "gateway", None), "_io", None), "popen", None)
+    if popen is None:
+        return {}
+    try:
+        code = popen.wait(timeout=wait_s)
+    except Exception:  # noqa: BLE001 - still running or not ours: nothing to say
+        return {}
+    if code is None:
+        return {}
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return {"signal": name, "exit_code": code}
+    return {"exit_code": code}
+
+
+def crash_details(work_dir: Path | None, worker: Any, nodeid: str) -> dict[str, Any]:
+    """Record fields for a case whose worker died: status, message, signal/exit code, duration, tail."""
+    worker_id = getattr(getattr(worker, "gateway", None), "id", "?")
+    info: dict[str, Any] = {"start": None, "timeout": None, "tail": "", "started": True}
+    path = log_path(work_dir, worker_id) if work_dir else None
+    if path is not None and path.is_file():
+        info = parse_log(path.read_text(encoding="utf-8", errors="replace"), nodeid)
+    ended = worker_exit(worker)
+    out: dict[str, Any] = {"worker": worker_id, "started": info["started"], **ended}
+    if info["start"] is not None:
+        out["duration_s"] = round(time.time() - info["start"], 3)
+    if info["tail"]:
+        out["output_tail"] = info["tail"]
+    if info["timeout"] is not None:
+        out["status"] = "timeout"
+        out["timeout_s"] = info["timeout"]
+        out["message"] = f"exceeded the {info['timeout']:g} s timeout; worker {worker_id} was replaced"
+    else:
+        how = ended.get("signal") or (f"exit code {ended['exit_code']}" if "exit_code" in ended else "unknown cause")
+        out["status"] = "crashed"
+        out["message"] = f"worker {worker_id} died ({how}) while running this case; it was replaced"
+    return out
+
+
+def wants_xdist(user_args: list[str]) -> bool:
+    """False when the user already chose the worker count (`-n 0` debugs in-process) or disabled xdist."""
+    return not any(a.startswith(("-n", "--numprocesses")) or a == "no:xdist" for a in user_args)
+
+
+CASES_PER_WORKER = 64  # a worker's start-up (importing torch) is worth it from about this many cases
+
+
+def default_workers(planned: int) -> int:
+    """One worker per core, but no more than one per CASES_PER_WORKER cases (start-up is seconds)."""
+    return max(1, min(os.cpu_count() or 1, -(-planned // CASES_PER_WORKER)))
+
+
+def pytest_extra_args(user_args: list[str], isolation: bool, timeout: float | None, planned: int) -> list[str]:
+    """Worker processes (see default_workers; TORCHCTS_WORKERS overrides) that xdist replaces when they die,
+    and the per-case timeout; the user's own `-n`/`--timeout` after `--` win."""
+    args: list[str] = []
+    if isolation and wants_xdist(user_args) and xdist_available():
+        workers = os.environ.get("TORCHCTS_WORKERS") or str(default_workers(planned))
+        args += ["-n", workers, f"--max-worker-restart={planned + 16}"]
+    if timeout and not any(a.startswith("--timeout") for a in user_args):
+        args += [f"--timeout={timeout:g}"]
+    return args
+
+
+def xdist_available() -> bool:
+    try:
+        import xdist  # noqa: F401
+    except ImportError:
+        return False
+    return True

@@ -1,0 +1,56 @@
+"""junit.xml generated from case records, for CI dashboards (no host name, no paths)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from typing import Any
+
+from torchcts.results.statuses import STATUSES
+
+# How each status shows in JUnit: the backend raised or its worker died -> <error>; other
+# failures -> <failure>; not executed -> <skipped>; everything else passes.
+_ERROR = {"error", "crashed", "timeout"}
+_FAILURE = {n for n, s in STATUSES.items() if s.failure} - _ERROR
+
+
+def _detail(r: dict[str, Any]) -> str:
+    parts = [r.get("message", "")]
+    for key in ("mismatch", "signal", "exit_code", "output_tail", "traceback", "repro"):
+        if r.get(key) not in (None, "", {}):
+            parts.append(f"{key}: {r[key]}")
+    return "\n".join(p if isinstance(p, str) else str(p) for p in parts if p)
+
+
+def render_junit(run: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    suites: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        suites[str(r.get("suite"))].append(r)
+    root = ET.Element("testsuites", name=f"torchcts {run.get('name', '')}")
+    for name, recs in sorted(suites.items()):
+        el = ET.SubElement(root, "testsuite", name=name, tests=str(len(recs)),
+                           timestamp=str(run.get("started") or ""))
+        counts = {"failures": 0, "errors": 0, "skipped": 0}
+        total_time = 0.0
+        for r in recs:
+            status = r.get("status", "error")
+            t = float(r.get("duration_s") or 0.0)
+            total_time += t
+            case = ET.SubElement(el, "testcase", classname=f"torchcts.{name}", name=r["id"], time=f"{t:.6f}")
+            message = (r.get("message") or status)[:500]
+            if status in _FAILURE:
+                counts["failures"] += 1
+                ET.SubElement(case, "failure", type=status, message=message).text = _detail(r)
+            elif status in _ERROR:
+                counts["errors"] += 1
+                ET.SubElement(case, "error", type=status, message=message).text = _detail(r)
+            elif status in STATUSES and not STATUSES[status].executed:
+                counts["skipped"] += 1
+                ET.SubElement(case, "skipped", type=status, message=message)
+            elif status != "passed":
+                ET.SubElement(case, "properties").append(ET.Element("property", name="status", value=status))
+        el.set("time", f"{total_time:.6f}")
+        for k, v in counts.items():
+            el.set(k, str(v))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
