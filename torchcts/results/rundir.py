@@ -104,8 +104,10 @@ def read_records(run_dir: Path) -> Iterator[dict[str, Any]]:
 
 
 def final_records(run_dir: Path) -> list[dict[str, Any]]:
-    """One record per case id, the last one appended (reruns supersede), in first-seen order."""
+    """One record per case id: the last one appended wins (reruns, a crash after a case's checks),
+    placed where it was appended."""
     last: dict[str, dict[str, Any]] = {}
     for record in read_records(run_dir):
+        last.pop(record.get("id", ""), None)
         last[record.get("id", "")] = record
     return list(last.values())
