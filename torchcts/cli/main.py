@@ -17,6 +17,7 @@ COMMANDS: dict[str, str] = {
     "check-manifest": "torchcts.cli.check_manifest",
     "show-skips": "torchcts.cli.show_skips",
     "report": "torchcts.cli.report",
+    "selftest": "torchcts.cli.selftest",
 }
 
 
