@@ -3,7 +3,7 @@
 Runs the suite on the `sim` device once clean and once per fault (a focused selection: the
 fault's catching suite at its level; `--full` runs the whole selection instead) and prints, per
 fault, whether it was detected, the first case that caught it and the time to detection.
-Exit 1 if the clean run fails or a fault goes undetected.
+Exit 1 if the clean run fails or a measured fault goes undetected.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 HELP = "run the suite on the simulated device clean and with each planted fault; table of detections"
 
@@ -35,41 +36,48 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the outcomes as JSON lines instead of a table")
 
 
-def _list() -> int:
-    from torchcts.sim.faults import FAULTS
+def select_faults(catalog: list[dict[str, Any]], names: list[str], level: int | None) -> list[dict[str, Any]]:
+    from torchcts.errors import UsageError
 
-    for f in FAULTS.values():
-        print(f"{f.name:28} L{f.level} {f.suite:14} {f.description}")
-    return 0
+    by_name = {f["name"]: f for f in catalog}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise UsageError(f"unknown fault(s) {', '.join(unknown)} for --fault; known: {', '.join(by_name)}")
+    if names:
+        return [by_name[n] for n in names]
+    return [f for f in catalog if level is None or f["level"] <= level]
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.list:
-        return _list()
+    from torchcts.engine import selftest as st
     from torchcts.errors import UsageError
-    from torchcts.sim.selftest import Outcome, missing_cases, run_one, selected_faults
 
     if args.level is not None and not 1 <= args.level <= 8:
         raise UsageError(f"--level {args.level} is out of range: use 1..8")
-    faults = selected_faults(args.fault, args.level)
+    catalog = st.fault_catalog()
+    if args.list:
+        for f in catalog:
+            print(f"{f['name']:28} L{f['level']} {f['suite']:14} {f['description']}")
+        return 0
+    faults = select_faults(catalog, args.fault, args.level)
     root = Path(args.results_dir) / "selftest"
     full = ["--level", str(args.level)] if args.level else []
-    opts = {"stop_first": True, "case_timeout": args.case_timeout, "run_timeout": args.run_timeout}
+    opts = {"case_timeout": args.case_timeout, "run_timeout": args.run_timeout}
 
     jobs = []
     if not args.no_clean:
-        jobs.append(lambda: run_one("clean", full, root / "clean", fault=None, **{**opts, "stop_first": False}))
-    skipped: list[Outcome] = []
+        jobs.append(lambda: st.run_one("clean", full, root / "clean", fault=None, stop_first=False, **opts))
+    skipped = []
     for f in faults:
-        why = None if args.full else missing_cases(f)
+        why = None if args.full else st.missing_cases(f["suite"], f["level"])
         if why:
-            skipped.append(Outcome(f.name, False, note=f"{why}: not measured", measured=False))
+            skipped.append(st.Outcome(f["name"], False, note=f"{why}: not measured", measured=False))
             continue
-        sel = full if args.full else f.selection()
-        jobs.append(lambda f=f, sel=sel: run_one(f.name, sel, root / f.name, fault=f, **opts))
+        sel = full if args.full else f["selection"]
+        jobs.append(lambda f=f, sel=sel: st.run_one(f["name"], sel, root / f["name"], fault=f["name"],
+                                                    catches=tuple(f["catches"]), stop_first=True, **opts))
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        outcomes = list(pool.map(lambda job: job(), jobs))
-    outcomes += skipped
+        outcomes = list(pool.map(lambda job: job(), jobs)) + skipped
 
     if args.json:
         for o in outcomes:

@@ -23,9 +23,8 @@ from typing import Any
 
 import torch
 
+from torchcts.engine.selftest import ENV
 from torchcts.sim import device, state, tensor
-
-ENV = "TORCHCTS_SIM_FAULT"
 
 Hook = Callable[[Any, tuple, dict, Callable[..., Any]], Any]
 
@@ -39,6 +38,10 @@ class Fault:
     catches: tuple[str, ...]  # case-id globs of the cases meant to catch it
     install: Callable[[], None]
     dtype: str | None = None  # narrows the focused selection when the bug is one dtype's
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "suite": self.suite, "level": self.level,
+                "catches": list(self.catches), "dtype": self.dtype, "selection": self.selection()}
 
     def selection(self) -> list[str]:
         """`torchcts run` flags of the focused selection: the catching suite at its level."""

@@ -1,5 +1,8 @@
 """Measure the suite's detection power: run it on the sim clean and once per planted fault.
 
+Nothing here imports `torchcts.sim` (importing it renames PrivateUse1 for the whole process): a
+fault is passed by name and its catching globs, and planted in the child through the environment.
+
 Each run is a subprocess `torchcts run --device sim` (a crash or hang in a faulty kernel must not
 take the self-test down) in its own results folder, so every run leaves its evidence. A fault is
 detected when some case fails (failed, error, crashed, timeout); the first such case, in the
@@ -21,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torchcts.results.statuses import FAILURES
-from torchcts.sim.faults import ENV, FAULTS, Fault
 
-SIM_MANIFEST = Path(__file__).with_name("manifest.py")
+ENV = "TORCHCTS_SIM_FAULT"
+SIM_MANIFEST = Path(__file__).parent.parent / "sim" / "manifest.py"
 
 
 @dataclass
@@ -95,14 +98,15 @@ def judge(name: str, run_dir: Path | None, returncode: int | None, seconds: floa
     return out
 
 
-def run_one(name: str, selection: list[str], results_dir: Path, *, fault: Fault | None,
-            stop_first: bool, case_timeout: float | None, run_timeout: float) -> Outcome:
-    """One `torchcts run` on the sim, with the fault (or none) planted."""
+def run_one(name: str, selection: list[str], results_dir: Path, *, fault: str | None,
+            catches: tuple[str, ...] = (), stop_first: bool, case_timeout: float | None,
+            run_timeout: float) -> Outcome:
+    """One `torchcts run` on the sim, with the named fault (or none) planted."""
     results_dir.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k != ENV}
     env["CI"] = "true"
     if fault is not None:
-        env[ENV] = fault.name
+        env[ENV] = fault
     argv = run_argv(selection, results_dir, stop_first=stop_first, case_timeout=case_timeout)
     start = time.monotonic()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,  # noqa: S603
@@ -114,29 +118,30 @@ def run_one(name: str, selection: list[str], results_dir: Path, *, fault: Fault 
         proc.kill()
         output, _ = proc.communicate()
         rc = None
-    out = judge(name, _latest(results_dir), rc, time.monotonic() - start, fault.catches if fault else ())
+    out = judge(name, _latest(results_dir), rc, time.monotonic() - start, catches)
     if out.note and output:
         out.note += ": " + output.strip().splitlines()[-1][:200]
     return out
 
 
-def missing_cases(fault: Fault) -> str | None:
-    """Why the fault's focused selection would run nothing in this build, or None."""
+def missing_cases(suite: str, level: int) -> str | None:
+    """Why a focused selection (suite at one level) would run nothing in this build, or None."""
     from torchcts.cases.registry import SUITES, suite_cases
 
-    if fault.suite not in SUITES:
-        return f"suite '{fault.suite}' is not in this build"
-    if not any(c.level == fault.level for c in suite_cases(fault.suite)):
-        return f"suite '{fault.suite}' has no level-{fault.level} cases in this build"
+    if suite not in SUITES:
+        return f"suite '{suite}' is not in this build"
+    if not any(c.level == level for c in suite_cases(suite)):
+        return f"suite '{suite}' has no level-{level} cases in this build"
     return None
 
 
-def selected_faults(names: list[str], level: int | None) -> list[Fault]:
-    unknown = [n for n in names if n not in FAULTS]
-    if unknown:
-        from torchcts.errors import UsageError
+_CATALOG_CODE = "import json\nfrom torchcts.sim.faults import FAULTS\nprint(json.dumps([f.to_json() for f in FAULTS.values()]))"
 
-        raise UsageError(f"unknown fault(s) {', '.join(unknown)}; known: {', '.join(FAULTS)}")
-    if names:
-        return [FAULTS[n] for n in names]
-    return [f for f in FAULTS.values() if level is None or f.level <= level]
+
+def fault_catalog() -> list[dict]:
+    """The planted faults (name, suite, level, catches, selection), read in a child process."""
+    r = subprocess.run([sys.executable, "-c", _CATALOG_CODE], capture_output=True, text=True,  # noqa: S603
+                       stdin=subprocess.DEVNULL, timeout=300, check=False)
+    if r.returncode != 0:
+        raise RuntimeError(f"could not list the sim's faults: {r.stderr.strip()[-500:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
