@@ -50,8 +50,11 @@ class Memory:
         self._lock = threading.Lock()
 
     def track(self, wrapper: Any, cpu: torch.Tensor) -> None:
-        storage = cpu.untyped_storage()
-        key, size = storage.data_ptr(), storage.nbytes()
+        try:
+            storage = cpu.untyped_storage()
+            key, size = storage.data_ptr(), storage.nbytes()
+        except (RuntimeError, NotImplementedError):  # no real memory: zero tensors, sparse layouts
+            return
         with self._lock:
             self.refs[key] = self.refs.get(key, 0) + 1
             self.allocated += size - self.sizes.get(key, 0)

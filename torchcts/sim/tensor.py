@@ -39,6 +39,11 @@ class SimTensor(torch.Tensor):
             dtype=cpu.dtype, layout=cpu.layout, device=torch.device(state.NAME, index), requires_grad=False,
         )
         r._cpu = cpu
+        # Lazy conjugation and negation are tensor flags; the wrapper must carry them too.
+        if cpu.is_conj():
+            torch._C._set_conj(r, True)
+        if cpu.is_neg():
+            torch._C._set_neg(r, True)
         state.MEMORY.track(r, cpu)
         return r
 
