@@ -28,6 +28,15 @@ def test_sim_device_semantics():
     assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
 
 
+def test_every_fault_misbehaves_only_when_planted():
+    """Independent of the suites: each fault's bug is visible when planted and absent otherwise."""
+    r = subprocess.run([sys.executable, str(HERE / "sim_fault_probes.py")], capture_output=True, text=True,
+                       timeout=180, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0 and r.stdout.strip().endswith("DONE"), r.stdout + r.stderr
+    probed = {line.split()[0] for line in r.stdout.splitlines() if line.endswith(" ok")}
+    assert probed | {"mul_complex128_segv", "sub_int16_hang"} == set(FAULTS)
+
+
 def test_clean_sim_passes_level1(tmp_path):
     r = run_cli("run", "--device", "sim", "--manifest", str(SIM_MANIFEST), "--level", "1", "--", "-q", cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
