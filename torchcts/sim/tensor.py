@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.utils._pytree import tree_map
 
 from torchcts.sim import state
 
@@ -76,6 +75,15 @@ class SimTensor(torch.Tensor):
         return dispatch(func, args, kwargs or {})
 
 
+def _map(fn: Callable[[Any], Any], x: Any) -> Any:
+    """tree_map for what op arguments and results hold (tuples, lists, dicts); pytree is slower."""
+    if isinstance(x, (tuple, list)):
+        return type(x)(_map(fn, y) for y in x)
+    if isinstance(x, dict):
+        return {k: _map(fn, v) for k, v in x.items()}
+    return fn(x)
+
+
 def _unwrap(x: Any) -> Any:
     if isinstance(x, SimTensor):
         return x._cpu
@@ -115,7 +123,7 @@ def _refresh(wrapper: SimTensor, cpu: torch.Tensor) -> SimTensor:
 
 def dispatch(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     index = _target_index(args, kwargs)
-    cargs, ckwargs = tree_map(_unwrap, args), tree_map(_unwrap, kwargs)
+    cargs, ckwargs = _map(_unwrap, args), _map(_unwrap, kwargs)
     if _takes_generator(func) and ckwargs.get("generator") is None:
         ckwargs["generator"] = state.generator()
     hook = OP_HOOKS.get(func._overloadpacket.__name__) if OP_HOOKS else None
@@ -132,7 +140,7 @@ def dispatch(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
             return SimTensor(x, index)
         return x
 
-    return tree_map(rewrap, out)
+    return _map(rewrap, out)
 
 
 def _sim_inputs(args: tuple, kwargs: dict) -> list[SimTensor]:
