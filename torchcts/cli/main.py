@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "install": "torchcts.cli.install",
     "backends": "torchcts.cli.backends",
     "compare": "torchcts.cli.compare",
+    "selftest": "torchcts.cli.selftest",
 }
 
 

@@ -1,0 +1,166 @@
+"""Run as a script: plant each fault in turn and show it changes behaviour (and not without it).
+
+This proves the faults are real bugs independently of the suites (several catching suites are
+built elsewhere): when one goes undetected after they land, the suite is what missed it.
+Prints one line per fault, "<name> ok" or "<name> FAIL: why", then "DONE".
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Callable
+
+import torch
+
+import torchcts.sim  # noqa: F401 - registers the device
+from torchcts.sim import device, faults, state, tensor
+
+S = "sim"
+
+
+
+def p_add_fp16_ulp() -> bool:
+    a, b = torch.randn(64, dtype=torch.float16), torch.randn(64, dtype=torch.float16)
+    return not torch.equal((a.to(S) + b.to(S)).cpu(), a + b)
+
+
+def p_neg_vector_tail() -> bool:
+    x = torch.randn(40)
+    return not torch.equal((-x.to(S)).cpu(), -x)
+
+
+def p_fill_bfloat16_bits() -> bool:
+    return not torch.equal(torch.ones(3, dtype=torch.bfloat16, device=S).cpu(), torch.ones(3, dtype=torch.bfloat16))
+
+
+def p_abs_zero_dim() -> bool:
+    return torch.tensor(-2.0, device=S).abs().shape != ()
+
+
+def p_sum_low_precision() -> bool:
+    x = torch.randn(5000, dtype=torch.float32) + 3
+    return abs(x.to(S).sum().item() - x.sum().item()) > 1e-3 * abs(x.sum().item()) * 0.1
+
+
+def p_div_int_promotion() -> bool:
+    a, b = torch.tensor([7, 9]), torch.tensor([2, 4])
+    return (a.to(S) / b.to(S)).dtype != torch.float32
+
+
+def p_transpose_copies() -> bool:
+    base = torch.zeros(2, 3, device=S)
+    base.t()[0, 0] = 5
+    return base.cpu()[0, 0].item() != 5
+
+
+def p_mul_inplace_new() -> bool:
+    x = torch.ones(3, device=S)
+    r = x.mul_(torch.full((3,), 2.0, device=S))
+    return r is not x or x.cpu()[0].item() != 2
+
+
+def p_add_out_ignored() -> bool:
+    out = torch.zeros(3, device=S)
+    torch.add(torch.ones(3, device=S), torch.ones(3, device=S), out=out)
+    return out.cpu()[0].item() != 2
+
+
+def p_index_select_unchecked() -> bool:
+    try:
+        torch.zeros(3, device=S).index_select(0, torch.tensor([3], device=S))
+    except (IndexError, RuntimeError):
+        return False
+    return True
+
+
+def p_rng_seed_ignored() -> bool:
+    torch.manual_seed(1)
+    a = torch.rand(4, device=S).cpu()
+    torch.manual_seed(1)
+    return not torch.equal(a, torch.rand(4, device=S).cpu())
+
+
+def p_save_loses_device() -> bool:
+    buf = io.BytesIO()
+    torch.save(torch.ones(2, device=S), buf)
+    buf.seek(0)
+    return torch.load(buf).device.type != S
+
+
+def p_sigmoid_backward_wrong() -> bool:
+    x = torch.randn(4, device=S, requires_grad=True)
+    torch.sigmoid(x).sum().backward()
+    y = torch.sigmoid(x.detach().cpu())
+    return not torch.allclose(x.grad.cpu(), y * (1 - y))
+
+
+def p_max_ignores_nan() -> bool:
+    return not torch.isnan(torch.tensor([1.0, float("nan"), 3.0], device=S).max()).item()
+
+
+def p_to_copy_ignores_strides() -> bool:
+    x = torch.arange(12.0).reshape(3, 4)
+    return not torch.equal(x.to(S).t().cpu(), x.t())
+
+
+def p_clone_drops_channels_last() -> bool:
+    x = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last).to(S)
+    return not x.clone().is_contiguous(memory_format=torch.channels_last)
+
+
+def p_device_count_wrong() -> bool:
+    if torch.sim.device_count() < 2:
+        return False
+    try:
+        torch.zeros(1, device="sim:1")
+    except RuntimeError:
+        return True
+    return False
+
+
+def p_memory_never_freed() -> bool:
+    before = torch.sim.memory_allocated()
+    x = torch.empty(1 << 16, device=S)
+    del x
+    return torch.sim.memory_allocated() > before
+
+
+PROBES: dict[str, Callable[[], bool]] = {
+    name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
+}
+# The crash and hang faults are proven by their runs (tests/test_sim_faults.py), not in-process.
+IN_RUN_ONLY = {"mul_complex128_segv", "sub_int16_hang"}
+
+
+def main() -> int:
+    bad = 0
+    for name in faults.FAULTS:
+        if name in IN_RUN_ONLY:
+            continue
+        probe = PROBES.get(name)
+        if probe is None:
+            print(f"{name} FAIL: no probe")
+            bad += 1
+            continue
+        if probe():
+            print(f"{name} FAIL: misbehaves without the fault")
+            bad += 1
+            continue
+        saved = (dict(tensor.OP_HOOKS), dict(vars(device)), state.MEMORY.release)
+        faults.activate([name])
+        try:
+            shows = probe()
+        finally:
+            tensor.OP_HOOKS.clear()
+            tensor.OP_HOOKS.update(saved[0])
+            vars(device).update(saved[1])
+            state.MEMORY.release = saved[2]  # type: ignore[method-assign]
+        print(f"{name} ok" if shows else f"{name} FAIL: no visible effect when planted")
+        bad += not shows
+    print("DONE")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

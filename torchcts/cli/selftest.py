@@ -1,0 +1,110 @@
+"""`torchcts selftest`: prove the suite catches bugs, on the simulated device with planted faults.
+
+Runs the suite on the `sim` device once clean and once per fault (a focused selection: the
+fault's catching suite at its level; `--full` runs the whole selection instead) and prints, per
+fault, whether it was detected, the first case that caught it and the time to detection.
+Exit 1 if the clean run fails or a measured fault goes undetected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+HELP = "run the suite on the simulated device clean and with each planted fault; table of detections"
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fault", action="append", default=[], metavar="NAME", help="only this fault (repeatable)")
+    p.add_argument("--level", type=int, metavar="N",
+                   help="clean run at levels 1..N and only faults meant to be caught at level <= N "
+                        "(default: the sim manifest's level)")
+    p.add_argument("--full", action="store_true",
+                   help="run each fault against the whole selection (levels 1..N), not its focused one")
+    p.add_argument("--no-clean", action="store_true", help="skip the clean run")
+    p.add_argument("--list", action="store_true", help="list the planted faults and exit")
+    p.add_argument("--jobs", type=int, default=2, metavar="J", help="runs in parallel (default 2)")
+    p.add_argument("--case-timeout", type=float, default=20.0, metavar="S",
+                   help="per-case time limit (needs pytest-timeout; default 20)")
+    p.add_argument("--run-timeout", type=float, default=900.0, metavar="S", help="limit of one run (default 900)")
+    p.add_argument("--results-dir", default="results", metavar="DIR",
+                   help="run folders go under DIR/selftest/<fault> (default: results)")
+    p.add_argument("--json", action="store_true", help="print the outcomes as JSON lines instead of a table")
+
+
+def select_faults(catalog: list[dict[str, Any]], names: list[str], level: int | None) -> list[dict[str, Any]]:
+    from torchcts.errors import UsageError
+
+    by_name = {f["name"]: f for f in catalog}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise UsageError(f"unknown fault(s) {', '.join(unknown)} for --fault; known: {', '.join(by_name)}")
+    if names:
+        return [by_name[n] for n in names]
+    return [f for f in catalog if level is None or f["level"] <= level]
+
+
+def main(args: argparse.Namespace) -> int:
+    from torchcts.engine import selftest as st
+    from torchcts.errors import UsageError
+
+    if args.level is not None and not 1 <= args.level <= 8:
+        raise UsageError(f"--level {args.level} is out of range: use 1..8")
+    catalog = st.fault_catalog()
+    if args.list:
+        for f in catalog:
+            print(f"{f['name']:28} L{f['level']} {f['suite']:14} {f['description']}")
+        return 0
+    faults = select_faults(catalog, args.fault, args.level)
+    root = Path(args.results_dir) / "selftest"
+    full = ["--level", str(args.level)] if args.level else []
+    opts = {"case_timeout": args.case_timeout, "run_timeout": args.run_timeout}
+
+    jobs = []
+    if not args.no_clean:
+        jobs.append(lambda: st.run_one("clean", full, root / "clean", fault=None, stop_first=False, **opts))
+    skipped = []
+    for f in faults:
+        why = None if args.full else st.missing_cases(f["suite"], f["level"])
+        if why:
+            skipped.append(st.Outcome(f["name"], False, note=f"{why}: not measured", measured=False))
+            continue
+        sel = full if args.full else f["selection"]
+        jobs.append(lambda f=f, sel=sel: st.run_one(f["name"], sel, root / f["name"], fault=f["name"],
+                                                    catches=tuple(f["catches"]), stop_first=True, **opts))
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        outcomes = list(pool.map(lambda job: job(), jobs)) + skipped
+
+    if args.json:
+        for o in outcomes:
+            print(json.dumps(o.to_json(), sort_keys=True))
+    else:
+        print_table(outcomes, sys.stdout)
+    clean_bad = any(o.name == "clean" and (o.detected or o.note) for o in outcomes)
+    missed = [o for o in outcomes if o.name != "clean" and o.measured and not o.detected]
+    return 1 if clean_bad or missed else 0
+
+
+def print_table(outcomes: list, out) -> None:  # noqa: ANN001
+    rows = [("fault", "detected", "first case", "status", "as meant", "time")]
+    for o in outcomes:
+        if o.name == "clean":
+            verdict = "FAILED" if o.detected or o.note else f"passed ({o.planned} cases)"
+            rows.append(("(clean)", verdict, o.first_case or "-", o.status or "-", "-", f"{o.seconds:.1f}s"))
+            continue
+        detected = "yes" if o.detected else ("NO" if o.measured else "n/a")
+        rows.append((o.name, detected, o.first_case or "-", o.status or "-",
+                     ("yes" if o.meant else "no") if o.detected else "-", f"{o.seconds:.1f}s"))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), file=out)
+    for o in outcomes:
+        if o.note:
+            print(f"note: {o.name}: {o.note}", file=out)
+    found = sum(1 for o in outcomes if o.name != "clean" and o.detected)
+    measured = sum(1 for o in outcomes if o.name != "clean" and o.measured)
+    print(f"detected {found}/{measured} measured faults", file=out)

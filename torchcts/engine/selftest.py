@@ -1,0 +1,147 @@
+"""Measure the suite's detection power: run it on the sim clean and once per planted fault.
+
+Nothing here imports `torchcts.sim` (importing it renames PrivateUse1 for the whole process): a
+fault is passed by name and its catching globs, and planted in the child through the environment.
+
+Each run is a subprocess `torchcts run --device sim` (a crash or hang in a faulty kernel must not
+take the self-test down) in its own results folder, so every run leaves its evidence. A fault is
+detected when some case fails (failed, error, crashed, timeout); the first such case, in the
+order cases finished, is the one reported. A run that dies mid-case (no per-case isolation) is
+attributed to the first planned case that has no record: the runs are serial, so that is the case
+that was running.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchcts.results.statuses import FAILURES
+
+ENV = "TORCHCTS_SIM_FAULT"
+SIM_MANIFEST = Path(__file__).parent.parent / "sim" / "manifest.py"
+
+
+@dataclass
+class Outcome:
+    name: str  # fault name, or "clean"
+    detected: bool
+    first_case: str | None = None
+    status: str | None = None
+    meant: bool = False  # the first failing case is one the fault names as its catcher
+    seconds: float = 0.0
+    returncode: int | None = None
+    planned: int = 0
+    note: str = ""
+    measured: bool = True  # False: this build has no case meant to catch the fault
+
+    def to_json(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+def run_argv(selection: list[str], results_dir: Path, *, stop_first: bool, case_timeout: float | None) -> list[str]:
+    argv = [sys.executable, "-m", "torchcts", "run", "--device", "sim", "--manifest", str(SIM_MANIFEST),
+            "--results-dir", str(results_dir), *selection, "--", "-q", "-p", "no:cacheprovider"]
+    if stop_first:
+        argv.append("-x")
+    if case_timeout and importlib.util.find_spec("pytest_timeout") is not None:
+        argv.append(f"--timeout={case_timeout:g}")
+    return argv
+
+
+def _latest(results_dir: Path) -> Path | None:
+    pointer = results_dir / "latest"
+    return results_dir / pointer.read_text().strip() if pointer.is_file() else None
+
+
+def _jsonl(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def judge(name: str, run_dir: Path | None, returncode: int | None, seconds: float,
+          catches: tuple[str, ...] = ()) -> Outcome:
+    """Read a finished (or killed) run folder: detected or not, and by which case."""
+    out = Outcome(name, False, seconds=round(seconds, 2), returncode=returncode)
+    if run_dir is None:
+        out.note = "no run folder (the run did not start)"
+        return out
+    records = _jsonl(run_dir / "cases.jsonl")
+    plan = _jsonl(run_dir / "plan.jsonl")
+    out.planned = len(plan)
+    failing = [r for r in records if r.get("status") in FAILURES]
+    if failing:
+        out.detected, out.first_case, out.status = True, failing[0]["id"], failing[0]["status"]
+    elif returncode is None or returncode < 0 or returncode >= 128:
+        done = {r["id"] for r in records}
+        pending = [c["id"] for c in plan if c["id"] not in done]
+        out.detected = True
+        out.status = "timeout" if returncode is None else "crashed"
+        out.first_case = pending[0] if pending else None
+    elif returncode not in (0, 1):
+        out.note = f"torchcts run exited {returncode} (usage or internal error)"
+    out.meant = bool(out.first_case and any(fnmatch.fnmatchcase(out.first_case, g) for g in catches))
+    return out
+
+
+def run_one(name: str, selection: list[str], results_dir: Path, *, fault: str | None,
+            catches: tuple[str, ...] = (), stop_first: bool, case_timeout: float | None,
+            run_timeout: float) -> Outcome:
+    """One `torchcts run` on the sim, with the named fault (or none) planted."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != ENV}
+    env["CI"] = "true"
+    if fault is not None:
+        env[ENV] = fault
+    argv = run_argv(selection, results_dir, stop_first=stop_first, case_timeout=case_timeout)
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,  # noqa: S603
+                            stdin=subprocess.DEVNULL, text=True)
+    try:
+        output, _ = proc.communicate(timeout=run_timeout)
+        rc: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        output, _ = proc.communicate()
+        rc = None
+    out = judge(name, _latest(results_dir), rc, time.monotonic() - start, catches)
+    if out.note and output:
+        out.note += ": " + output.strip().splitlines()[-1][:200]
+    return out
+
+
+def missing_cases(suite: str, level: int) -> str | None:
+    """Why a focused selection (suite at one level) would run nothing in this build, or None."""
+    from torchcts.cases.registry import SUITES, suite_cases
+
+    if suite not in SUITES:
+        return f"suite '{suite}' is not in this build"
+    if not any(c.level == level for c in suite_cases(suite)):
+        return f"suite '{suite}' has no level-{level} cases in this build"
+    return None
+
+
+_CATALOG_CODE = "import json\nfrom torchcts.sim.faults import FAULTS\nprint(json.dumps([f.to_json() for f in FAULTS.values()]))"
+
+
+def fault_catalog() -> list[dict]:
+    """The planted faults (name, suite, level, catches, selection), read in a child process."""
+    r = subprocess.run([sys.executable, "-c", _CATALOG_CODE], capture_output=True, text=True,  # noqa: S603
+                       stdin=subprocess.DEVNULL, timeout=300, check=False)
+    if r.returncode != 0:
+        raise RuntimeError(f"could not list the sim's faults: {r.stderr.strip()[-500:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])

@@ -1,0 +1,41 @@
+"""A simulated PrivateUse1 device, `sim`, running on CPU, with optional planted faults.
+
+    import torchcts.sim        # registers the device: torch.zeros(3, device="sim")
+
+Use it like any third-party backend: `torchcts run --device sim --manifest <sim manifest>`, the
+manifest being `torchcts/sim/manifest.py` (see `manifest_path()`). `TORCHCTS_SIM_FAULT=a,b`
+plants the named faults of `torchcts.sim.faults.FAULTS` at import; `torchcts selftest` uses them
+to prove the suite catches each one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from torchcts.sim import device, faults, state, tensor
+
+__all__ = ["SimTensor", "manifest_path", "register"]
+
+SimTensor = tensor.SimTensor
+
+
+def register() -> None:
+    """Rename PrivateUse1 to `sim` and install the device module, hooks and the op fallback."""
+    from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
+
+    if torch._C._get_privateuse1_backend_name() == state.NAME and hasattr(torch, state.NAME):
+        return
+    _setup_privateuseone_for_python_backend(state.NAME, backend_module=device)
+    tensor.register_kernels()
+    torch.serialization.add_safe_globals([torch._utils._rebuild_device_tensor_from_cpu_tensor])
+
+
+def manifest_path() -> Path:
+    """The sim's preset manifest (a manifest.py file), for `--manifest`."""
+    return Path(__file__).with_name("manifest.py")
+
+
+register()
+faults.activate_from_env()

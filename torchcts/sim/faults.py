@@ -1,0 +1,327 @@
+"""The planted-fault registry of the sim device: name -> what breaks, who should catch it, the hook.
+
+`TORCHCTS_SIM_FAULT=name[,name...]` activates faults when `torchcts.sim` is imported. Each fault
+is one narrow, realistic kernel or runtime bug. It names the suite (and level) that exists to
+catch it and case-id globs of the cases meant to catch it; `torchcts selftest` and
+tests/test_sim_faults.py check that the first failing case matches. The faults are written from
+the bug's point of view (a dtype, a layout, a size class, a missing check), never from the
+inputs of any case: the measurement is only honest if no case is tuned to them.
+
+An op hook has the signature `hook(func, args, kwargs, call)`: args are the CPU tensors behind
+the sim tensors and `call(*args, **kwargs)` computes the correct result. A hook that returns a
+tensor other than an input's CPU tensor makes the sim return a new tensor (no aliasing).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from torchcts.engine.selftest import ENV
+from torchcts.sim import device, state, tensor
+
+Hook = Callable[[Any, tuple, dict, Callable[..., Any]], Any]
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    description: str
+    suite: str  # the suite that exists to catch this kind of bug
+    level: int  # the level of the cases meant to catch it
+    catches: tuple[str, ...]  # case-id globs of the cases meant to catch it
+    install: Callable[[], None]
+    dtype: str | None = None  # narrows the focused selection when the bug is one dtype's
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "suite": self.suite, "level": self.level,
+                "catches": list(self.catches), "dtype": self.dtype, "selection": self.selection()}
+
+    def selection(self) -> list[str]:
+        """`torchcts run` flags of the focused selection: the catching suite at its level."""
+        args = ["--suite", self.suite, "--level-exact", str(self.level)]
+        return [*args, "--dtype", self.dtype] if self.dtype else args
+
+
+def on_op(*packets: str) -> Callable[[Hook], Callable[[], None]]:
+    """Make an installer that chains `hook` in front of the named ops' kernels."""
+
+    def wrap(hook: Hook) -> Callable[[], None]:
+        def install() -> None:
+            for packet in packets:
+                prev = tensor.OP_HOOKS.get(packet)
+                if prev is None:
+                    tensor.OP_HOOKS[packet] = hook
+                else:
+                    tensor.OP_HOOKS[packet] = (
+                        lambda f, a, k, call, _p=prev: hook(f, a, k, lambda *a2, **k2: _p(f, a2, k2, call))
+                    )
+
+        return install
+
+    return wrap
+
+
+def _tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    return [x for x in (*args, *kwargs.values()) if isinstance(x, torch.Tensor)]
+
+
+# --- wrong values ------------------------------------------------------------------------------
+
+@on_op("add", "add_")
+def _add_fp16_ulp(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """A float16 add kernel that rounds the wrong way by a few ulps."""
+    out = call(*args, **kwargs)
+    if isinstance(out, torch.Tensor) and out.dtype == torch.float16:
+        out.mul_(1 + 2**-8)
+    return out
+
+
+@on_op("neg")
+def _neg_vector_tail(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """A vectorised neg that forgets the tail: the last numel % 16 elements are copied, not negated."""
+    out = call(*args, **kwargs)
+    tail = out.numel() % 16
+    if out.numel() > 16 and tail and out.is_contiguous():
+        out.view(-1)[-tail:] = args[0].reshape(-1)[-tail:]
+    return out
+
+
+@on_op("fill_")
+def _fill_bfloat16_bits(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """fill_ on bfloat16 writes the float16 bit pattern of the value (0 survives, 1.0 does not)."""
+    self, value = args[0], args[1]
+    if self.dtype == torch.bfloat16:
+        bits = torch.tensor(float(value), dtype=torch.float16).view(torch.bfloat16)
+        return call(self, bits.item(), *args[2:], **kwargs)
+    return call(*args, **kwargs)
+
+
+@on_op("sum")
+def _sum_low_precision(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """float32 sums of more than 1024 elements accumulate in bfloat16 (a block-reduce shortcut)."""
+    x = args[0]
+    if x.dtype == torch.float32 and x.numel() > 1024 and "out" not in kwargs and kwargs.get("dtype") is None:
+        return call(x.to(torch.bfloat16), *args[1:], **kwargs).to(torch.float32)
+    return call(*args, **kwargs)
+
+
+@on_op("sigmoid_backward")
+def _sigmoid_backward(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """The sigmoid gradient forgets the (1 - y) factor."""
+    grad, y = args[0], args[1]
+    return grad * y
+
+
+# --- layouts and metadata ---------------------------------------------------------------------
+
+@on_op("_to_copy")
+def _to_copy_ignores_strides(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """Copies (.cpu(), .to(dtype)) of a non-contiguous tensor read its memory in storage order."""
+    x = args[0]
+    if not x.is_contiguous() and x.numel() > 1:
+        raw = torch.as_strided(x, x.shape, torch.empty(x.shape, device="meta").stride(), x.storage_offset())
+        return call(raw, *args[1:], **kwargs)
+    return call(*args, **kwargs)
+
+
+@on_op("clone")
+def _clone_drops_channels_last(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """clone (preserve_format) of a channels_last tensor returns a contiguous tensor."""
+    out = call(*args, **kwargs)
+    x = args[0]
+    fmt = kwargs.get("memory_format")
+    if x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last) and (
+        fmt in (None, torch.preserve_format)
+    ):
+        return out.contiguous()
+    return out
+
+
+@on_op("abs")
+def _abs_zero_dim(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """abs of a zero-dim tensor returns shape (1,) (the kernel treats a scalar as a 1-vector)."""
+    out = call(*args, **kwargs)
+    if isinstance(out, torch.Tensor) and out.dim() == 0 and func is torch.ops.aten.abs.default:
+        return out.reshape(1)
+    return out
+
+
+@on_op("div")
+def _div_int_promotion(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """True division of two integer tensors returns the integer dtype (truncated), not float."""
+    out = call(*args, **kwargs)
+    ts = _tensors(args, kwargs)
+    if (kwargs.get("rounding_mode") is None and len(ts) >= 2 and "out" not in kwargs
+            and all(not (t.is_floating_point() or t.is_complex()) for t in ts[:2])):
+        return out.trunc().to(torch.promote_types(ts[0].dtype, ts[1].dtype))
+    return out
+
+
+# --- aliasing and mutation --------------------------------------------------------------------
+
+@on_op("transpose", "t")
+def _transpose_copies(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """transpose returns a fresh copy instead of a view: writes no longer reach the base."""
+    return call(*args, **kwargs).clone()
+
+
+@on_op("mul_")
+def _mul_inplace_new(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """In-place mul_ with a tensor operand computes into a new tensor and returns it; self stays."""
+    if func is torch.ops.aten.mul_.Tensor:
+        return torch.mul(*args, **kwargs)
+    return call(*args, **kwargs)
+
+
+@on_op("add")
+def _add_out_ignored(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """add(out=) returns a new tensor and leaves the given out tensor unwritten."""
+    if "out" in kwargs:
+        rest = {k: v for k, v in kwargs.items() if k != "out"}
+        return torch.ops.aten.add.Tensor(*args, **rest) if isinstance(args[1], torch.Tensor) else call(*args, **kwargs)
+    return call(*args, **kwargs)
+
+
+# --- edge cases and errors --------------------------------------------------------------------
+
+@on_op("max")
+def _max_ignores_nan(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """The full max reduction skips NaN instead of propagating it."""
+    x = args[0]
+    if func is torch.ops.aten.max.default and x.is_floating_point() and x.numel():
+        keep = x[~torch.isnan(x)]
+        if keep.numel():
+            return call(keep)
+    return call(*args, **kwargs)
+
+
+@on_op("index_select")
+def _index_select_unchecked(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """index_select clamps out-of-range indices instead of raising."""
+    x, dim, index = args[0], args[1], args[2]
+    if x.dim() and index.numel():
+        size = x.shape[dim]
+        index = index.clamp(0, size - 1)
+    return call(x, dim, index, *args[3:], **kwargs)
+
+
+# --- process-level failures -------------------------------------------------------------------
+
+@on_op("mul")
+def _mul_complex128_segv(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """The complex128 multiply kernel dereferences a bad pointer: the process dies with SIGSEGV."""
+    if any(t.dtype == torch.complex128 for t in _tensors(args, kwargs)):
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return call(*args, **kwargs)
+
+
+@on_op("sub")
+def _sub_int16_hang(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """The int16 subtract kernel waits forever on a completion that never comes."""
+    if any(t.dtype == torch.int16 for t in _tensors(args, kwargs)):
+        while True:
+            time.sleep(3600)
+    return call(*args, **kwargs)
+
+
+# --- runtime: device module, RNG, memory, serialization ----------------------------------------
+
+def _rng_seed_ignored() -> None:
+    """manual_seed does not reset the device generator: seeded runs do not repeat."""
+    device.manual_seed = lambda seed: None  # type: ignore[assignment]
+    device.manual_seed_all = lambda seed: None  # type: ignore[assignment]
+
+
+def _device_count_wrong() -> None:
+    """device_count() reports two devices, but only index 0 exists."""
+    device.device_count = lambda: 2  # type: ignore[assignment]
+
+
+def _memory_never_freed() -> None:
+    """memory_allocated() never goes down: freeing a tensor does not update the statistics."""
+    state.MEMORY.release = lambda key: None  # type: ignore[method-assign]
+
+
+def _save_loses_device() -> None:
+    """torch.save of a sim tensor records it as a cpu tensor: torch.load brings it back on cpu."""
+
+    def reduce(t: tensor.SimTensor):  # noqa: ANN202
+        return (
+            torch._utils._rebuild_device_tensor_from_cpu_tensor,
+            (t._cpu.detach().clone(), t.dtype, "cpu", t.requires_grad),
+        )
+
+    tensor.OP_HOOKS["__reduce_ex__"] = reduce
+
+
+FAULTS: dict[str, Fault] = {
+    f.name: f
+    for f in (
+        Fault("add_fp16_ulp", "add on float16 is off by a relative 2^-8 (a few ulps)",
+              "operators", 1, ("operators/elementwise/add/float16", "opinfo/add/float16*"),
+              _add_fp16_ulp, dtype="float16"),
+        Fault("neg_vector_tail", "neg skips the last numel % 16 elements of tensors above 16 elements",
+              "operators", 1, ("operators/elementwise/neg/*", "opinfo/neg/*"), _neg_vector_tail),
+        Fault("fill_bfloat16_bits", "fill_ on bfloat16 writes the float16 bit pattern of the value",
+              "operators", 1, ("operators/core/*/bfloat16",), _fill_bfloat16_bits, dtype="bfloat16"),
+        Fault("abs_zero_dim", "abs of a zero-dim tensor returns shape (1,)",
+              "operators", 1, ("operators/elementwise/abs/*",), _abs_zero_dim),
+        Fault("mul_complex128_segv", "mul on complex128 kills the process with SIGSEGV",
+              "operators", 1, ("operators/elementwise/mul/complex128",), _mul_complex128_segv,
+              dtype="complex128"),
+        Fault("sub_int16_hang", "sub on int16 never returns",
+              "operators", 1, ("operators/elementwise/sub/int16",), _sub_int16_hang, dtype="int16"),
+        Fault("sum_low_precision", "float32 sum of more than 1024 elements accumulates in bfloat16",
+              "opinfo", 2, ("opinfo/sum*", "opinfo/*sum*"), _sum_low_precision, dtype="float32"),
+        Fault("div_int_promotion", "true division of integer tensors returns an integer dtype",
+              "dtypes", 3, ("dtypes/*div*", "dtypes/*promot*", "opinfo/div*"), _div_int_promotion),
+        Fault("transpose_copies", "transpose returns a copy, not a view: no aliasing with the base",
+              "operators", 3, ("operators/*view*", "operators/*alias*", "operators/*transpose*"),
+              _transpose_copies),
+        Fault("mul_inplace_new", "mul_ returns a new tensor and leaves self unchanged",
+              "operators", 3, ("operators/*inplace*", "operators/*mul_*", "opinfo/mul*"), _mul_inplace_new),
+        Fault("add_out_ignored", "add(out=) never writes the out tensor",
+              "operators", 3, ("operators/*out*", "opinfo/add*"), _add_out_ignored),
+        Fault("index_select_unchecked", "index_select clamps out-of-range indices instead of raising",
+              "errors", 3, ("errors/*index*",), _index_select_unchecked),
+        Fault("rng_seed_ignored", "manual_seed does not reset the device generator",
+              "rng", 3, ("rng/*",), _rng_seed_ignored),
+        Fault("save_loses_device", "torch.save/torch.load of a sim tensor brings it back on cpu",
+              "serialization", 3, ("serialization/*",), _save_loses_device),
+        Fault("sigmoid_backward_wrong", "the gradient of sigmoid lacks the (1 - y) factor",
+              "autograd", 3, ("autograd/*sigmoid*", "autograd/*"), _sigmoid_backward),
+        Fault("max_ignores_nan", "the full max reduction skips NaN instead of returning NaN",
+              "operators", 5, ("operators/*nan*", "operators/*max*", "opinfo/max*"), _max_ignores_nan),
+        Fault("to_copy_ignores_strides", "copies of non-contiguous tensors read memory in storage order",
+              "strides", 5, ("strides/*",), _to_copy_ignores_strides),
+        Fault("clone_drops_channels_last", "clone of a channels_last tensor returns a contiguous one",
+              "strides", 5, ("strides/*channels_last*",), _clone_drops_channels_last),
+        Fault("device_count_wrong", "device_count() says 2, but index 1 does not exist",
+              "device_api", 6, ("device_api/*",), _device_count_wrong),
+        Fault("memory_never_freed", "memory_allocated() never decreases after tensors are freed",
+              "memory", 6, ("memory/*",), _memory_never_freed),
+    )
+}
+
+
+def active() -> list[str]:
+    return [n.strip() for n in os.environ.get(ENV, "").split(",") if n.strip()]
+
+
+def activate(names: list[str]) -> None:
+    for name in names:
+        fault = FAULTS.get(name)
+        if fault is None:
+            raise ValueError(f"{ENV}: unknown fault '{name}'; known: {', '.join(FAULTS)}")
+        fault.install()
+
+
+def activate_from_env() -> None:
+    activate(active())

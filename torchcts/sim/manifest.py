@@ -1,0 +1,52 @@
+# The preset manifest of the simulated device `sim` (torchcts.sim); pass it with
+#   torchcts run --device sim --manifest <path of this file>
+# `python -c "import torchcts.sim as s; print(s.manifest_path())"` prints the path.
+# It claims what the sim supports: every aten op delegates to CPU, so every dtype CPU computes
+# and the framework semantics ride along; what it lacks (streams, events, pinned memory,
+# torch.compile, a second device, sparse/nested layouts, fp8) is not claimed.
+import torch
+
+manifest = {
+    "manifest_version": 1,
+    "device_name": "sim",
+    "backend_import": "torchcts.sim",
+    "semantic_level": 5,
+    "device_count": 1,
+    "supported_dtypes": {
+        torch.bool: True,
+        torch.uint8: True,
+        torch.int8: True,
+        torch.int16: True,
+        torch.int32: True,
+        torch.int64: True,
+        torch.float16: True,
+        torch.bfloat16: True,
+        torch.float32: True,
+        torch.float64: True,
+        torch.complex64: True,
+        torch.complex128: True,
+    },
+    "capabilities": {
+        "inference": True,
+        "training": True,
+        "autograd": True,
+        "double_backward": True,
+        "rng": True,
+        "device_api": True,
+        "serialization": True,
+        "channels_last": True,
+        "ieee754": True,
+        "foreach": True,
+        "deterministic": True,
+        "multi_device": False,
+        "compile": False,
+        "autocast": False,
+        "streams": False,
+        "events": False,
+        "pinned_memory": False,
+        "sparse": False,
+        "nested": False,
+        "fp8": False,
+    },
+    "seed": 0,
+}

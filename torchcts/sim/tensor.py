@@ -1,0 +1,197 @@
+"""The sim device's tensors and its one kernel: every aten op runs on CPU behind the device.
+
+A sim tensor is a wrapper subclass (`t.device.type == "sim"`) holding a CPU tensor `_cpu` with the
+same sizes, strides and storage offset. Ops reach the sim two ways, and both end in `dispatch`:
+- through `__torch_dispatch__` (the Python key, below autograd) when any input is a sim tensor;
+- through a PrivateUse1 backend fallback for ops without sim inputs (factories with device="sim",
+  `cpu_tensor.to("sim")` allocating its destination).
+
+`dispatch` unwraps sim tensors to their CPU data, maps device="sim" to cpu, runs the op on CPU and
+rewraps every result. A result that *is* an input's CPU tensor (in-place and out= ops) returns that
+input's wrapper, its metadata refreshed if the op resized it; a view result shares the input's CPU
+storage, so aliasing and mutation through views behave as on a real device. Planted faults hook in
+per op (see faults.py); with no fault active the hook table is empty and costs one dict lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from torchcts.sim import state
+
+# op packet name ("add", "sum") -> hook(func, args, kwargs, call) -> result; filled by faults.py.
+OP_HOOKS: dict[str, Callable[..., Any]] = {}
+
+
+class SimTensor(torch.Tensor):
+    """A tensor on the sim device; its data lives in `_cpu` (same sizes, strides, offset)."""
+
+    _cpu: torch.Tensor
+
+    @staticmethod
+    def __new__(cls, cpu: torch.Tensor, index: int = 0) -> SimTensor:
+        r = torch.Tensor._make_wrapper_subclass(
+            cls, cpu.size(), strides=cpu.stride(), storage_offset=cpu.storage_offset(),
+            dtype=cpu.dtype, layout=cpu.layout, device=torch.device(state.NAME, index), requires_grad=False,
+        )
+        r._cpu = cpu
+        # Lazy conjugation and negation are tensor flags; the wrapper must carry them too.
+        if cpu.is_conj():
+            torch._C._set_conj(r, True)
+        if cpu.is_neg():
+            torch._C._set_neg(r, True)
+        state.MEMORY.track(r, cpu)
+        return r
+
+    def __init__(self, cpu: torch.Tensor, index: int = 0) -> None:  # noqa: ARG002 - __new__ did it
+        super().__init__()
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # noqa: ARG002
+        body = repr(self._cpu).removeprefix("tensor(").removesuffix(")")
+        return f"tensor({body}, device='{self.device}')"
+
+    # Real devices expose their memory address; aliasing checks compare it.
+    def data_ptr(self) -> int:
+        return self._cpu.data_ptr()
+
+    def untyped_storage(self) -> torch.UntypedStorage:
+        return self._cpu.untyped_storage()
+
+    def __reduce_ex__(self, protocol: int):  # noqa: ANN204
+        """Pickle as a plain device tensor (the way storage-less PrivateUse1 tensors are saved)."""
+        hook = OP_HOOKS.get("__reduce_ex__")
+        if hook is not None:
+            return hook(self)
+        return (
+            torch._utils._rebuild_device_tensor_from_cpu_tensor,
+            (self._cpu.detach().clone(), self.dtype, str(self.device), self.requires_grad),
+        )
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # noqa: ANN001,ANN206
+        return dispatch(func, args, kwargs or {})
+
+
+def _map(fn: Callable[[Any], Any], x: Any) -> Any:
+    """tree_map for what op arguments and results hold (tuples, lists, dicts); pytree is slower."""
+    if isinstance(x, (tuple, list)):
+        return type(x)(_map(fn, y) for y in x)
+    if isinstance(x, dict):
+        return {k: _map(fn, v) for k, v in x.items()}
+    return fn(x)
+
+
+def _unwrap(x: Any) -> Any:
+    if isinstance(x, SimTensor):
+        return x._cpu
+    if isinstance(x, torch.device) and x.type == state.NAME:
+        return torch.device("cpu")
+    if isinstance(x, str) and x.split(":")[0] == state.NAME:
+        return torch.device("cpu")
+    return x
+
+
+def _target_index(args: tuple, kwargs: dict) -> int | None:
+    """The sim device index results go to, or None when the op targets another device."""
+    dev = kwargs.get("device")
+    if dev is not None:
+        dev = torch.device(dev)
+        if dev.type != state.NAME:
+            return None
+        return state.check_index(dev.index if dev.index is not None else state.current())
+    for a in args:
+        if isinstance(a, SimTensor):
+            return a.device.index or 0
+        if isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, SimTensor):
+                    return b.device.index or 0
+    return state.current()
+
+
+def _refresh(wrapper: SimTensor, cpu: torch.Tensor) -> SimTensor:
+    """An in-place/out= op that resized or restrided its CPU tensor: make the wrapper agree."""
+    if (wrapper.shape, wrapper.stride(), wrapper.storage_offset()) != (cpu.shape, cpu.stride(), cpu.storage_offset()):
+        with torch.no_grad():
+            wrapper.data = SimTensor(cpu, wrapper.device.index or 0)
+        wrapper._cpu = cpu
+    return wrapper
+
+
+def dispatch(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
+    index = _target_index(args, kwargs)
+    cargs, ckwargs = _map(_unwrap, args), _map(_unwrap, kwargs)
+    if _takes_generator(func) and ckwargs.get("generator") is None:
+        ckwargs["generator"] = state.generator()
+    hook = OP_HOOKS.get(func._overloadpacket.__name__) if OP_HOOKS else None
+    out = hook(func, cargs, ckwargs, func) if hook is not None else func(*cargs, **ckwargs)
+    if index is None:
+        return out
+    by_cpu = {id(a._cpu): a for a in _sim_inputs(args, kwargs)}
+
+    def rewrap(x: Any) -> Any:
+        if isinstance(x, torch.Tensor) and not isinstance(x, SimTensor):
+            same = by_cpu.get(id(x))
+            if same is not None and same._cpu is x:
+                return _refresh(same, x)
+            return SimTensor(x, index)
+        return x
+
+    return _map(rewrap, out)
+
+
+def _sim_inputs(args: tuple, kwargs: dict) -> list[SimTensor]:
+    found: list[SimTensor] = []
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, SimTensor):
+            found.append(a)
+        elif isinstance(a, (list, tuple)):
+            found.extend(b for b in a if isinstance(b, SimTensor))
+    return found
+
+
+_GEN_CACHE: dict[Any, bool] = {}
+
+
+def _takes_generator(func: torch._ops.OpOverload) -> bool:
+    got = _GEN_CACHE.get(func)
+    if got is None:
+        got = _GEN_CACHE[func] = any(a.name == "generator" for a in func._schema.arguments)
+    return got
+
+
+def fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
+    """The PrivateUse1 kernel for every op that reaches the key without a sim tensor input."""
+    return dispatch(op, args, kwargs)
+
+
+# Ops that PyTorch calls with the Python key excluded (the torch.tensor(..., device=) constructor
+# copies its data in such a region); the backend fallback asserts there, an op kernel does not.
+EXPLICIT = ("copy_.default", "_to_copy.default", "_copy_from.default", "_copy_from_and_resize.default")
+
+_LIBS: list[torch.library.Library] = []
+
+
+def _kernel(op: torch._ops.OpOverload) -> Callable[..., Any]:
+    return lambda *args, **kwargs: dispatch(op, args, kwargs)
+
+
+def register_kernels() -> None:
+    if _LIBS:
+        return
+    everything = torch.library.Library("_", "IMPL")  # noqa: TOR901 - a whole-backend fallback
+    everything.fallback(fallback, "PrivateUse1")
+    ops = torch.library.Library("aten", "IMPL")  # noqa: TOR901
+    for name in EXPLICIT:
+        packet, _, overload = name.partition(".")
+        op = getattr(getattr(torch.ops.aten, packet), overload)
+        ops.impl(op, _kernel(op), "PrivateUse1")
+    _LIBS.extend((everything, ops))
+
+
+def is_sim(t: Any) -> bool:
+    return isinstance(t, SimTensor)
+
