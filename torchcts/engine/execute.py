@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import platform
 import sys
 from pathlib import Path
@@ -16,6 +18,9 @@ from torchcts.results import rundir
 from torchcts.results.records import skip_record
 
 COLLECT_DIR = Path(__file__).parent / "collect"
+# The only third-party pytest plugins a run loads (autoload is off), so whatever else is installed
+# (randomizers, benchmark or coverage plugins) neither slows nor reorders a run; `-- -p NAME` adds one.
+RUN_PLUGINS = ("xdist.plugin", "pytest_timeout")
 
 
 def run_spec(setup: RunSetup, run_dir: Path, intent: list[str]) -> dict[str, Any]:
@@ -49,6 +54,7 @@ def run_spec(setup: RunSetup, run_dir: Path, intent: list[str]) -> dict[str, Any
 def pytest_argv(run_dir: Path, results_root: Path, user_args: list[str], work_dir: Path | None = None) -> list[str]:
     return [
         str(COLLECT_DIR / "torchcts"),
+        *[arg for name in RUN_PLUGINS if importlib.util.find_spec(name.split(".")[0]) for arg in ("-p", name)],
         "-p", "torchcts.engine.plugin",
         f"--torchcts-run-dir={run_dir}",
         *([f"--torchcts-work-dir={work_dir}"] if work_dir else []),
@@ -101,6 +107,7 @@ def execute(
     writer.close()
     write_plan(run_dir, setup.result.to_run)
 
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # see RUN_PLUGINS; workers and reruns inherit it
     with tempfile.TemporaryDirectory(prefix="torchcts-workers-") as work_dir:
         code = pytest.main(pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir)))
         interrupted = code == pytest.ExitCode.INTERRUPTED
