@@ -20,6 +20,7 @@ SUITES: dict[str, Suite] = {
     s.name: s
     for s in (
         Suite("operators", "torchcts.cases.suites.operators", "hand-written operator checks: core primitives"),
+        Suite("opinfo", "torchcts.cases.opinfo", "every OpInfo op, dtype and variant against the CPU oracle"),
     )
 }
 

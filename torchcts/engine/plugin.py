@@ -97,7 +97,8 @@ class CaseItem(pytest.Item):
         state = _state(self.config)
         assert state is not None
         device, manifest = state.context_parts()
-        ctx = CaseContext(device=device, manifest=manifest)
+        sel = state.spec.get("selection") or {}
+        ctx = CaseContext(device=device, manifest=manifest, max_samples=sel.get("max_samples"), sample=sel.get("sample"))
         self.outcome = {"info": ctx.info}
         start = time.perf_counter()
         try:

@@ -27,6 +27,7 @@ class Selection:
     level_exact: int | None = None
     level_range: tuple[int, int] | None = None
     max_samples: int | None = None
+    sample: int | None = None  # run only this OpInfo sample index (a failure's repro)
     shard: tuple[int, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
