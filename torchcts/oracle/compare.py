@@ -106,12 +106,13 @@ def tensor_mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: TolSpec, 
     diff = torch.where(both_nan, torch.zeros_like(diff, dtype=diff.dtype), diff)
     same_inf = (a64 == e64)
     diff = torch.where(same_inf, torch.zeros_like(diff), diff)
-    bad = ~(same_inf | both_nan | (diff <= tol.atol + tol.rtol * e64.abs()))
+    # An infinite difference never fits (inf <= atol + rtol*inf would say it does).
+    bad = ~(same_inf | both_nan | (torch.isfinite(diff) & (diff <= tol.atol + tol.rtol * e64.abs())))
     diff_real = diff.real if diff.is_complex() else diff
     finite = torch.where(torch.isfinite(diff_real), diff_real, torch.full_like(diff_real, float("inf")))
     rel = finite / e64.abs().clamp_min(torch.finfo(torch.float64).tiny)
     idx = bad.nonzero()
-    first = idx[0].tolist() if idx.numel() else None
+    first = idx[0].tolist() if idx.shape[0] else None  # [] for a 0-d tensor
     return Mismatch(
         "values differ",
         path,

@@ -50,24 +50,52 @@ def select_samples(samples: Any, max_samples: int | None, index: int | None) -> 
     yield from itertools.islice(numbered, max_samples)
 
 
-def _copy_tensor(t: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """An independent copy on `device`, strides kept where the layout allows, autograd leaf kept."""
-    out = t.detach().to(device, copy=True)
-    if t.requires_grad:
-        out.requires_grad_(True)
-    return out
+def _storage_key(t: torch.Tensor) -> tuple[int, torch.dtype] | None:
+    if t.layout != torch.strided or t.is_conj() or t.is_neg() or t.is_quantized or t.numel() == 0:
+        return None
+    return t.untyped_storage().data_ptr(), t.dtype
+
+
+class _Copier:
+    """Copies a sample's tensors to a device, keeping sizes, strides and the aliasing between them
+    (error inputs pass `out=` overlapping the input on purpose). A tensor that shares its storage,
+    or whose strides a plain copy would not keep, is rebuilt as a view of a flat copy of its storage."""
+
+    def __init__(self, device: torch.device, tensors: list[torch.Tensor]) -> None:
+        self.device = device
+        self.bases: dict[tuple[int, torch.dtype], torch.Tensor] = {}
+        keys = [k for k in map(_storage_key, tensors) if k is not None]
+        self.shared = {k for k in keys if keys.count(k) > 1}
+
+    def __call__(self, t: torch.Tensor) -> torch.Tensor:
+        src = t.detach()
+        key = _storage_key(src)
+        out = None
+        if key not in self.shared:
+            out = src.to(self.device, copy=True)
+        if key is not None and (out is None or out.stride() != src.stride()):
+            base = self.bases.get(key)
+            if base is None:
+                storage = src.untyped_storage()
+                flat = src.as_strided((storage.nbytes() // src.element_size(),), (1,), 0)
+                base = self.bases[key] = flat.to(self.device, copy=True)
+            out = base.as_strided(src.shape, src.stride(), src.storage_offset())
+        assert out is not None
+        if t.requires_grad:
+            out.requires_grad_(True)
+        return out
 
 
 def copy_sample(sample: Any, device: torch.device | str) -> Any:
     """A deep copy of a SampleInput on `device` (input, args, kwargs; a `device` kwarg follows)."""
-    device = torch.device(device)
+    copier = _Copier(torch.device(device), tensors_of((sample.input, sample.args, sample.kwargs)))
 
     def leaf(x: Any) -> Any:
-        return _copy_tensor(x, device) if isinstance(x, torch.Tensor) else x
+        return copier(x) if isinstance(x, torch.Tensor) else x
 
     kwargs = pytree.tree_map(leaf, dict(sample.kwargs))
     if "device" in kwargs:
-        kwargs["device"] = device
+        kwargs["device"] = copier.device
     return sample.__class__(
         pytree.tree_map(leaf, sample.input),
         args=pytree.tree_map(leaf, tuple(sample.args)),
@@ -142,11 +170,12 @@ def inject_special_values(sample: Any) -> tuple[Any, int]:
 
 
 def function_name(fn: Any) -> str:
-    """`torch.add`, `torch.Tensor.add_`, or the function's qualified name."""
+    """`torch.add`, `torch.Tensor.add_`, or the function's module-qualified name."""
     qual = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    owner, _, name = qual.rpartition(".")
+    if owner in ("_VariableFunctionsClass", "_VariableFunctions"):
+        return f"torch.{name}"
+    if owner in ("TensorBase", "Tensor", "_TensorBase"):
+        return f"torch.Tensor.{name}"
     module = getattr(fn, "__module__", None)
-    if module is None and "." in qual:  # methods of TensorBase
-        return "torch.Tensor." + qual.rsplit(".", 1)[-1]
-    if module in (None, "torch._C", "torch._C._VariableFunctions"):
-        return f"torch.{qual}"
-    return f"{module}.{qual}"
+    return f"{module}.{qual}" if module else qual
