@@ -89,6 +89,8 @@ def tensor_mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: TolSpec, 
         return Mismatch("dtype mismatch", path, extra={"actual": str(actual.dtype), "expected": str(expected.dtype)})
     a = _comparable(actual)
     e = _comparable(expected)
+    if torch.equal(a, e):  # the common case, ten times cheaper than assert_close
+        return None
     try:
         torch.testing.assert_close(
             a, e, atol=tol.atol, rtol=tol.rtol, equal_nan=True, check_device=False, check_stride=False

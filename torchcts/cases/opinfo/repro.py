@@ -11,6 +11,7 @@ from torchcts.cases.model import NotApplicable
 from torchcts.cases.opinfo.samples import (
     copy_sample,
     function_name,
+    generate,
     inject_special_values,
     lookup,
     select_samples,
@@ -35,11 +36,8 @@ def materialize(
     op = lookup(case_params["op"], case_params.get("variant", ""))
     kind = case_params.get("kind", "forward")
     dt = getattr(torch, dtype or case_params["dtype"])
-    if kind == "errors":
-        samples: Any = op.error_inputs("cpu")
-    else:
-        samples = op.sample_inputs("cpu", dt, requires_grad=kind == "backward")
-    _, sample = next(select_samples(samples, None, sample_index))
+    samples = generate(op, dt, requires_grad=kind == "backward", errors=kind == "errors")
+    [(_, sample)] = select_samples(samples, None, sample_index)
     if kind == "errors":
         sample = sample.sample_input
     if kind == "special_values":

@@ -20,6 +20,7 @@ from torchcts.cases.model import NotApplicable
 from torchcts.cases.opinfo.samples import (
     copy_sample,
     describe_sample,
+    generate,
     inject_special_values,
     lookup,
     mentions_device,
@@ -41,10 +42,14 @@ def call(fn: Callable[..., Any], sample: Any, **extra: Any) -> Any:
     return fn(sample.input, *sample.args, **sample.kwargs, **extra)
 
 
-def reference(fn: Callable[..., Any], sample: Any, **extra: Any) -> Any:
-    """The CPU result on a private copy of the sample; _Skip when the CPU rejects the sample."""
+def reference(fn: Callable[..., Any], sample: Any, transform: Callable[[Any], Any] | None = None, **extra: Any) -> Any:
+    """The CPU result on a private copy of the sample (transformed like the device's, if given);
+    _Skip when the CPU rejects the sample."""
     try:
-        return call(fn, copy_sample(sample, "cpu"), **extra)
+        cpu = copy_sample(sample, "cpu")
+        return call(fn, transform(cpu) if transform is not None else cpu, **extra)
+    except _Skip:
+        raise
     except Exception as exc:  # noqa: BLE001 - any CPU rejection makes the sample uncheckable
         raise _Skip(f"CPU raises {type(exc).__name__}") from None
 
@@ -146,7 +151,7 @@ def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[...,
     def body(sample: Any) -> None:
         if prepare is not None:
             sample = prepare(sample)
-        expected = reference(fn, sample)
+        expected = reference(fn, sample, transform)
 
         def device_call() -> Any:
             dev = copy_sample(sample, ctx.device)
@@ -155,12 +160,12 @@ def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[...,
         actual = device_call()
         check_output(ctx, op, actual, expected, sample, device_call, category)
 
-    each_sample(ctx, op.sample_inputs("cpu", dtype, requires_grad=False), body)
+    each_sample(ctx, generate(op, dtype), body)
 
 
 def _noncontiguous(dev_sample: Any) -> Any:
     out = dev_sample.noncontiguous()
-    if not any(not t.is_contiguous() for t in tensors_of((out.input, out.args, out.kwargs))):
+    if not any(t.layout == torch.strided and not t.is_contiguous() for t in tensors_of((out.input, out.args, out.kwargs))):
         raise _Skip("no tensor can be made non-contiguous")
     return out
 
@@ -193,7 +198,7 @@ def run_inplace(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
             return
         ctx.assert_close(dev.input, cpu.input, category=category)
 
-    each_sample(ctx, op.sample_inputs("cpu", dtype, requires_grad=False), body)
+    each_sample(ctx, generate(op, dtype), body)
 
 
 def _empty_like_tree(obj: Any, device: torch.device | str) -> Any:
@@ -225,7 +230,7 @@ def run_out(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
             return
         ctx.assert_close(out, cpu_out, category=category)
 
-    each_sample(ctx, op.sample_inputs("cpu", dtype, requires_grad=False), body)
+    each_sample(ctx, generate(op, dtype), body)
 
 
 def run_errors(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
@@ -247,7 +252,7 @@ def run_errors(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
             return
         fail("did not raise", expected=f"{type(cpu_exc).__name__}: {_line(cpu_exc)}")
 
-    each_sample(ctx, op.error_inputs("cpu"), body)
+    each_sample(ctx, generate(op, None, errors=True), body)
 
 
 def _line(exc: BaseException) -> str:
@@ -282,7 +287,7 @@ def run_backward(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
             return
         ctx.assert_close(actual, expected, category="backward")
 
-    each_sample(ctx, op.sample_inputs("cpu", dtype, requires_grad=True), body)
+    each_sample(ctx, generate(op, dtype, requires_grad=True), body)
 
 
 def run(ctx: CaseContext, *, op: str, variant: str = "", kind: str, dtype: torch.dtype) -> None:

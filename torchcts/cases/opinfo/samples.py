@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -38,16 +37,35 @@ def lookup(name: str, variant: str = "") -> Any:
         raise NotApplicable(f"this PyTorch build has no OpInfo {name!r} variant {variant!r}") from None
 
 
-def select_samples(samples: Any, max_samples: int | None, index: int | None) -> Iterator[tuple[int, Any]]:
-    """(index, sample) pairs: only `index` when given, else the first `max_samples`."""
+SAMPLE_SEED = 0
+
+
+def generate(op: Any, dtype: torch.dtype | None, requires_grad: bool = False, errors: bool = False) -> Any:
+    """The op's CPU samples (or error inputs), seeded once so index N is the same sample in every
+    process. PyTorch's own per-sample reseeding also reseeds every accelerator (milliseconds per
+    sample); generation here touches only the CPU, Python and NumPy generators."""
+    import random
+
+    import numpy
+
+    random.seed(SAMPLE_SEED)
+    numpy.random.seed(SAMPLE_SEED)
+    torch.random.default_generator.manual_seed(SAMPLE_SEED)
+    if errors:
+        return op.error_inputs("cpu", set_seed=False)
+    return op.sample_inputs("cpu", dtype, requires_grad=requires_grad, set_seed=False)
+
+
+def select_samples(samples: Any, max_samples: int | None, index: int | None) -> list[tuple[int, Any]]:
+    """(index, sample) pairs: only `index` when given, else the first `max_samples`. Generated
+    up front, so running random ops between samples cannot change the later ones."""
     numbered = enumerate(samples)
     if index is not None:
         for i, s in numbered:
             if i == index:
-                yield i, s
-                return
+                return [(i, s)]
         raise NotApplicable(f"no sample with index {index}")
-    yield from itertools.islice(numbered, max_samples)
+    return list(itertools.islice(numbered, max_samples))
 
 
 def _storage_key(t: torch.Tensor) -> tuple[int, torch.dtype] | None:
@@ -88,17 +106,14 @@ class _Copier:
 
 def copy_sample(sample: Any, device: torch.device | str) -> Any:
     """A deep copy of a SampleInput on `device` (input, args, kwargs; a `device` kwarg follows)."""
-    copier = _Copier(torch.device(device), tensors_of((sample.input, sample.args, sample.kwargs)))
-
-    def leaf(x: Any) -> Any:
-        return copier(x) if isinstance(x, torch.Tensor) else x
-
-    kwargs = pytree.tree_map(leaf, dict(sample.kwargs))
+    leaves, spec = pytree.tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))
+    copier = _Copier(torch.device(device), [x for x in leaves if isinstance(x, torch.Tensor)])
+    inp, args, kwargs = pytree.tree_unflatten([copier(x) if isinstance(x, torch.Tensor) else x for x in leaves], spec)
     if "device" in kwargs:
         kwargs["device"] = copier.device
     return sample.__class__(
-        pytree.tree_map(leaf, sample.input),
-        args=pytree.tree_map(leaf, tuple(sample.args)),
+        inp,
+        args=args,
         kwargs=kwargs,
         output_process_fn_grad=sample.output_process_fn_grad,
         broadcasts_input=sample.broadcasts_input,
@@ -121,6 +136,8 @@ def _short(x: Any) -> str:
         dt = str(x.dtype).removeprefix("torch.")
         if x.dim() == 0:
             return f"Tensor[] {dt}"
+        if x.layout != torch.strided:
+            return f"Tensor{list(x.shape)} {dt} {str(x.layout).removeprefix('torch.')}"
         tail = "" if x.is_contiguous() else f" strides={tuple(x.stride())}"
         return f"Tensor{list(x.shape)} {dt}{tail}"
     if isinstance(x, (list, tuple)):
@@ -147,7 +164,9 @@ def inject_special_values(sample: Any) -> tuple[Any, int]:
 
     def poison(x: Any) -> Any:
         nonlocal changed
-        if not isinstance(x, torch.Tensor) or not (x.is_floating_point() or x.is_complex()) or x.numel() == 0:
+        if not isinstance(x, torch.Tensor) or x.layout != torch.strided or x.numel() == 0:
+            return x
+        if not (x.is_floating_point() or x.is_complex()):
             return x
         out = x.detach().clone().contiguous()
         flat = out.view(-1)
