@@ -31,6 +31,7 @@ class CaseContext:
     # The run's sample selection (--max-samples or the manifest's max_samples; --sample N).
     max_samples: int | None = None
     sample: int | None = None
+    validation: bool = False  # a --validation run (repro commands say --validation)
     # Details the case attaches for its record (sample description, metrics, notes).
     info: dict[str, Any] = field(default_factory=dict)
 

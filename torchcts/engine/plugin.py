@@ -98,7 +98,8 @@ class CaseItem(pytest.Item):
         assert state is not None
         device, manifest = state.context_parts()
         sel = state.spec.get("selection") or {}
-        ctx = CaseContext(device=device, manifest=manifest, max_samples=sel.get("max_samples"), sample=sel.get("sample"))
+        ctx = CaseContext(device=device, manifest=manifest, max_samples=sel.get("max_samples"), sample=sel.get("sample"),
+                          validation=bool(state.spec.get("validation")))
         self.outcome = {"info": ctx.info}
         start = time.perf_counter()
         try:

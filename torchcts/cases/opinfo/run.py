@@ -84,8 +84,7 @@ def each_sample(ctx: CaseContext, samples: Any, body: Callable[[Any], None]) -> 
 
 def _repro(ctx: CaseContext, index: int) -> str:
     case_id = ctx.case.id if ctx.case is not None else "CASE"
-    validation = ctx.manifest.source == "<validation>"
-    return f"{repro_command(case_id, ctx.device_type, validation)} --sample {index}"
+    return f"{repro_command(case_id, ctx.device_type, getattr(ctx, 'validation', False))} --sample {index}"
 
 
 # --- output checks ------------------------------------------------------------------------------
@@ -209,22 +208,25 @@ def _empty_like_tree(obj: Any, device: torch.device | str) -> Any:
     raise _Skip("the result is not a tensor or a sequence of tensors")
 
 
+def _is_out(result: Any, out: Any) -> bool:
+    if isinstance(out, torch.Tensor):
+        return result is out
+    return isinstance(result, (tuple, list)) and len(result) == len(out) and all(
+        r is o for r, o in zip(result, out, strict=True))
+
+
 def run_out(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
     category = tolerance_category(op)
 
     def body(sample: Any) -> None:
         expected = reference(op.op, sample)
         cpu_out = _empty_like_tree(expected, "cpu")
-        reference(op.op, sample, out=cpu_out)
+        returns_out = _is_out(reference(op.op, sample, out=cpu_out), cpu_out)
         dev = copy_sample(sample, ctx.device)
         out = _empty_like_tree(expected, ctx.device)
         result = call(op.op, dev, out=out)
-        outs, results = (out, result) if isinstance(out, torch.Tensor) else (out, tuple(result))
-        if isinstance(outs, torch.Tensor):
-            if results is not outs:
-                fail("out= variant did not return the out tensor")
-        elif len(results) != len(outs) or any(r is not o for r, o in zip(results, outs, strict=False)):
-            fail("out= variant did not return the out tensors")
+        if returns_out and not _is_out(result, out):  # (some out= overloads return nothing)
+            fail("out= variant did not return the out tensor(s)", got=type(result).__name__)
         if ctx.case is not None and ctx.case.oracle != "cpu":
             check_structure(out, cpu_out)
             return
