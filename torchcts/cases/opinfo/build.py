@@ -13,7 +13,7 @@ import torch
 
 from torchcts.cases.model import Case
 from torchcts.manifest.schema import DTYPES
-from torchcts.oracle.categories import namespace, oracle_for
+from torchcts.oracle.categories import NO_CPU_REFERENCE, namespace, oracle_for
 
 SUITE = "opinfo"
 RUNNER = "torchcts.cases.opinfo.run:run"
@@ -81,6 +81,7 @@ def _case(op: Any, key: str, dtype: str, kind: str, aten: str, oracle: str, why:
         level = max(level, FAMILY_LEVEL)
     if kind == "special_values" and oracle != "cpu":
         why = why or f"{key} has a {oracle} oracle: its values cannot be compared"
+    why = why or NO_CPU_REFERENCE.get((kind, op.name))
     ops = {"inplace": f"aten::{aten}_", "out": f"aten::{aten}.out"}.get(kind, f"aten::{aten}")
     return Case(
         id=f"{SUITE}/{key}/{dtype}/{kind}",
