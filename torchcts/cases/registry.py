@@ -22,6 +22,7 @@ SUITES: dict[str, Suite] = {
     for s in (
         Suite("operators", "torchcts.cases.suites.operators",
               "hand-written operator checks: core primitives (level 1), aliasing and mutation (level 3)"),
+        Suite("opinfo", "torchcts.cases.opinfo", "every OpInfo op, dtype and variant against the CPU oracle"),
         Suite("dtypes", "torchcts.cases.suites.dtypes", "type promotion, casts, result_type, scalar, bool and complex rules"),
         Suite("errors", "torchcts.cases.suites.errors", "device mismatch, out-of-range indices, shape and dtype mismatches"),
         Suite("rng", "torchcts.cases.suites.rng", "seeded reproducibility, ranges and distributions of random ops"),

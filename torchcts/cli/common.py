@@ -27,6 +27,7 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     lv.add_argument("--level-range", metavar="A:B", help="run levels A..B")
     p.add_argument("--case", action="append", default=[], metavar="ID", help="case id or glob (repeatable)")
     p.add_argument("--max-samples", type=int, metavar="N", help="cap on OpInfo samples per case")
+    p.add_argument("--sample", type=int, metavar="N", help="run only OpInfo sample index N (from a failure's repro)")
     p.add_argument("--shard", metavar="I/N", help="run shard I of N")
     p.add_argument("--shard-durations", metavar="RUN", help="balance shards by the case durations of an earlier run")
     p.add_argument("--validation", action="store_true", help="check the harness: forces cpu and a broad fixed claim set")
@@ -50,6 +51,8 @@ def selection_from_args(args: argparse.Namespace):  # noqa: ANN201
         dtypes.append(name)
     if args.max_samples is not None and args.max_samples < 1:
         raise UsageError("--max-samples must be a positive integer")
+    if getattr(args, "sample", None) is not None and args.sample < 0:
+        raise UsageError("--sample must be a sample index >= 0")
     from torchcts.cases.registry import KNOWN_SUITE_NAMES
 
     for s in args.suite:
@@ -64,6 +67,7 @@ def selection_from_args(args: argparse.Namespace):  # noqa: ANN201
         level_exact=args.level_exact,
         level_range=parse_level_range(args.level_range) if args.level_range else None,
         max_samples=args.max_samples,
+        sample=getattr(args, "sample", None),
         shard=parse_shard(args.shard) if args.shard else None,
         shard_durations=_durations(args),
     )

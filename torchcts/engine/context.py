@@ -28,6 +28,10 @@ class CaseContext:
     device: torch.device
     manifest: Manifest
     case: Case | None = None
+    # The run's sample selection (--max-samples or the manifest's max_samples; --sample N).
+    max_samples: int | None = None
+    sample: int | None = None
+    validation: bool = False  # a --validation run (repro commands say --validation)
     # Details the case attaches for its record (sample description, metrics, notes).
     info: dict[str, Any] = field(default_factory=dict)
 
@@ -51,12 +55,13 @@ class CaseContext:
         return tolerance_for(category, name, self.manifest.tolerance_overrides)
 
     def assert_close(self, actual: Any, expected: Any, *, category: str = "elementwise", dtype: Any = None) -> None:
-        """Compare a device result with the CPU reference; raises OracleMismatch with metrics."""
-        if dtype is None:
-            dtype = _first_dtype(expected) or torch.float32
-        tol = self.tolerance(category, dtype)
+        """Compare a device result with the CPU reference; raises OracleMismatch with metrics.
+
+        Without `dtype`, each expected tensor gets the tolerance of its own dtype."""
+        first = dtype if dtype is not None else _first_dtype(expected) or torch.float32
+        tol = self.tolerance(category, first)
         self.info.setdefault("tolerance", {"category": category, "atol": tol.atol, "rtol": tol.rtol})
-        assert_matches(actual, expected, tol)
+        assert_matches(actual, expected, tol if dtype is not None else lambda dt: self.tolerance(category, dt))
         err = max_abs_error(actual, expected)
         if err is not None:  # passing precision, so `compare` sees drift before it fails
             self.info["max_abs_error"] = max(err, self.info.get("max_abs_error", 0.0))

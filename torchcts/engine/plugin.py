@@ -118,7 +118,9 @@ class CaseItem(pytest.Item):
         state = _state(self.config)
         assert state is not None
         device, manifest = state.context_parts()
-        ctx = CaseContext(device=device, manifest=manifest)
+        sel = state.spec.get("selection") or {}
+        ctx = CaseContext(device=device, manifest=manifest, max_samples=sel.get("max_samples"), sample=sel.get("sample"),
+                          validation=bool(state.spec.get("validation")))
         self.outcome = {"info": ctx.info}
         start = time.perf_counter()
         try:

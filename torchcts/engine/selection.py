@@ -27,6 +27,7 @@ class Selection:
     level_exact: int | None = None
     level_range: tuple[int, int] | None = None
     max_samples: int | None = None
+    sample: int | None = None  # run only this OpInfo sample index (a failure's repro)
     shard: tuple[int, int] | None = None
     # Per-case durations of an earlier run to balance shards (not written to run.json).
     shard_durations: dict[str, float] | None = field(default=None, repr=False)

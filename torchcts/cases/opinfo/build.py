@@ -1,0 +1,123 @@
+"""Case list generation from op_db: a pure function of (PyTorch version, op_db), no op is run.
+
+One case per (OpInfo, dtype of the schema, kind). Dtypes the op does not support on CPU get a
+single `forward` case marked not_applicable, so the gap shows in the results instead of vanishing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+
+from torchcts.cases.model import Case
+from torchcts.manifest.schema import DTYPES
+from torchcts.oracle.categories import NO_CPU_REFERENCE, namespace, oracle_for
+
+SUITE = "opinfo"
+RUNNER = "torchcts.cases.opinfo.run:run"
+
+# kind -> (level, required capabilities). Families (linalg/fft/special) are level 5 throughout.
+KINDS: dict[str, tuple[int, tuple[str, ...]]] = {
+    "forward": (2, ("inference",)),
+    "method": (3, ("inference",)),
+    "inplace": (3, ("inference",)),
+    "out": (3, ("inference",)),
+    "errors": (3, ("inference",)),
+    "backward": (4, ("autograd|training",)),
+    "noncontiguous": (5, ("inference",)),
+    "special_values": (5, ("inference", "ieee754")),
+}
+FAMILY_LEVEL = 5
+# error_inputs take no dtype: one errors case per op, under this dtype when the op supports it.
+ERRORS_DTYPE = "float32"
+
+
+def op_key(op: Any) -> str:
+    return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+
+
+def _dtype_names(dtypes: Iterable[torch.dtype]) -> set[str]:
+    return {str(d).removeprefix("torch.") for d in dtypes}
+
+
+def _has(variant: Any) -> bool:
+    return variant is not None and callable(variant)
+
+
+def errors_dtype(supported: set[str]) -> str | None:
+    """The dtype the dtype-less errors case is filed under: float32, else the first supported."""
+    if ERRORS_DTYPE in supported:
+        return ERRORS_DTYPE
+    return next((d for d in DTYPES if d in supported), None)
+
+
+def kinds_for(op: Any, dtype: str, backward_dtypes: set[str], errors_in: str | None) -> list[tuple[str, str | None]]:
+    """(kind, not_applicable reason or None) for one supported dtype of an op."""
+    dt = getattr(torch, dtype)
+    floating = dt.is_floating_point or dt.is_complex
+    out: list[tuple[str, str | None]] = [("forward", None)]
+    if _has(op.method_variant):
+        out.append(("method", None))
+    if _has(op.inplace_variant):
+        out.append(("inplace", None))
+    if op.supports_out:
+        out.append(("out", None))
+    if op.error_inputs_func is not None and dtype == errors_in:
+        out.append(("errors", None))
+    if op.supports_autograd and floating:
+        why = None if dtype in backward_dtypes else f"{op_key(op)} has no CPU backward for {dtype}"
+        out.append(("backward", why))
+    out.append(("noncontiguous", None))
+    if floating:
+        out.append(("special_values", None))
+    return out
+
+
+def _case(op: Any, key: str, dtype: str, kind: str, aten: str, oracle: str, why: str | None) -> Case:
+    level, requires = KINDS[kind]
+    if namespace(op) is not None:
+        level = max(level, FAMILY_LEVEL)
+    if kind == "special_values" and oracle != "cpu":
+        why = why or f"{key} has a {oracle} oracle: its values cannot be compared"
+    why = why or NO_CPU_REFERENCE.get((kind, op.name))
+    ops = {"inplace": f"aten::{aten}_", "out": f"aten::{aten}.out"}.get(kind, f"aten::{aten}")
+    return Case(
+        id=f"{SUITE}/{key}/{dtype}/{kind}",
+        suite=SUITE,
+        level=level,
+        runner=RUNNER,
+        params={"op": op.name, "variant": op.variant_test_name, "kind": kind, "dtype": dtype},
+        ops=(ops,),
+        dtype=dtype,
+        requires=requires,
+        oracle=oracle,
+        kind=kind,
+        not_applicable=why,
+    )
+
+
+def op_cases(op: Any) -> list[Case]:
+    """Every case of one OpInfo, in a stable order."""
+    key = op_key(op)
+    aten = op.aten_name or op.name
+    oracle = oracle_for(op)
+    supported = _dtype_names(op.supported_dtypes("cpu"))
+    backward = _dtype_names(op.supported_backward_dtypes("cpu")) if op.supports_autograd else set()
+    cases: list[Case] = []
+    for dtype in DTYPES:
+        if getattr(torch, dtype, None) is None:
+            continue
+        if dtype not in supported:
+            why = f"{key} is not supported for {dtype} on CPU (the oracle)"
+            cases.append(_case(op, key, dtype, "forward", aten, oracle, why))
+            continue
+        for kind, why in kinds_for(op, dtype, backward, errors_dtype(supported)):
+            cases.append(_case(op, key, dtype, kind, aten, oracle, why))
+    return cases
+
+
+def build_cases(op_db: Iterable[Any]) -> list[Case]:
+    """The whole opinfo suite; deterministic for a given op_db."""
+    return [case for op in op_db for case in op_cases(op)]

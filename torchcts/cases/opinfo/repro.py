@@ -1,0 +1,56 @@
+"""The exact CPU call behind one opinfo case and sample, for standalone repro scripts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+
+from torchcts.cases.model import NotApplicable
+from torchcts.cases.opinfo.samples import (
+    copy_sample,
+    function_name,
+    generate,
+    inject_special_values,
+    lookup,
+    select_samples,
+)
+
+
+def materialize(
+    case_params: Mapping[str, Any], sample_index: int, dtype: str | None = None
+) -> tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
+    """(description, fn, args, kwargs) such that `fn(*args, **kwargs)` on CPU is the call that
+    case `case_params` (a Case.params dict: op, variant, kind, dtype) makes for sample
+    `sample_index`. Move the tensors in args/kwargs to the device to get the device call.
+
+    Per kind: `forward`/`noncontiguous`/`backward`/`errors` call the op itself (`errors` uses
+    error input `sample_index`; `backward` samples require grad and the case sums the outputs
+    and calls backward; `noncontiguous` returns the contiguous CPU sample: the case makes the
+    device copy non-contiguous), `method` the Tensor method, `inplace` the in-place method (the
+    result must be args[0]), `out` the op with `out=` tensors shaped like the result, and
+    `special_values` the op on the sample with NaN/+Inf/-Inf injected.
+    The description is one line: the function, kind and sample index.
+    """
+    op = lookup(case_params["op"], case_params.get("variant", ""))
+    kind = case_params.get("kind", "forward")
+    dt = getattr(torch, dtype or case_params["dtype"])
+    samples = generate(op, dt, requires_grad=kind == "backward", errors=kind == "errors")
+    [(_, sample)] = select_samples(samples, None, sample_index)
+    if kind == "errors":
+        sample = sample.sample_input
+    if kind == "special_values":
+        sample, _ = inject_special_values(sample)
+    fn = {"method": op.method_variant, "inplace": op.inplace_variant}.get(kind, op.op)
+    if fn is None:
+        raise NotApplicable(f"{op.name} has no {kind} variant")
+    sample = copy_sample(sample, "cpu")
+    kwargs = dict(sample.kwargs)
+    if kind == "out":
+        result = fn(sample.input, *sample.args, **sample.kwargs)
+        kwargs["out"] = (
+            torch.empty_like(result) if isinstance(result, torch.Tensor) else tuple(torch.empty_like(t) for t in result)
+        )
+    description = f"{function_name(fn)} ({kind}, sample {sample_index})"
+    return description, fn, (sample.input, *sample.args), kwargs

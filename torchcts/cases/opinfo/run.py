@@ -1,0 +1,322 @@
+"""Running one OpInfo case: every selected sample on the device and on CPU, compared.
+
+The runner is `run(ctx, op=, variant=, kind=, dtype=)`; it looks the OpInfo up at run time so the
+case itself stays JSON. A sample the CPU reference rejects (raises) is skipped and counted: CPU is
+the oracle, so there is nothing to compare against. Each sample's index, description and a
+command rerunning just that sample are attached to the record before the device runs it, so an
+error or crash names the sample too.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from torchcts.cases.model import NotApplicable
+from torchcts.cases.opinfo.samples import (
+    copy_sample,
+    describe_sample,
+    generate,
+    inject_special_values,
+    lookup,
+    mentions_device,
+    select_samples,
+    tensors_of,
+)
+from torchcts.engine.context import CaseContext
+from torchcts.oracle.categories import tolerance_category
+from torchcts.oracle.compare import Mismatch, OracleMismatch, assert_matches
+from torchcts.oracle.tolerances import Tolerance
+from torchcts.results.records import repro_command
+
+
+class _Skip(Exception):
+    """This sample cannot be checked (the CPU reference rejects it, or it does not fit the kind)."""
+
+
+def call(fn: Callable[..., Any], sample: Any, **extra: Any) -> Any:
+    return fn(sample.input, *sample.args, **sample.kwargs, **extra)
+
+
+def reference(fn: Callable[..., Any], sample: Any, transform: Callable[[Any], Any] | None = None, **extra: Any) -> Any:
+    """The CPU result on a private copy of the sample (transformed like the device's, if given);
+    _Skip when the CPU rejects the sample."""
+    try:
+        cpu = copy_sample(sample, "cpu")
+        return call(fn, transform(cpu) if transform is not None else cpu, **extra)
+    except _Skip:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any CPU rejection makes the sample uncheckable
+        raise _Skip(f"CPU raises {type(exc).__name__}") from None
+
+
+def fail(what: str, **extra: Any) -> None:
+    raise OracleMismatch(Mismatch(what, extra=extra))
+
+
+def each_sample(ctx: CaseContext, samples: Any, body: Callable[[Any], None]) -> None:
+    """Run body over the selected samples (one index, or the first max_samples); body raises
+    _Skip for a sample it cannot check. NotApplicable when no sample could be checked."""
+    ran, skipped = 0, {}
+    index = getattr(ctx, "sample", None)
+    for i, sample in select_samples(samples, getattr(ctx, "max_samples", None), index):
+        real = getattr(sample, "sample_input", sample)
+        ctx.describe(sample_index=i, sample=describe_sample(real), repro=_repro(ctx, i))
+        try:
+            body(sample)
+        except _Skip as why:
+            skipped[str(why)] = skipped.get(str(why), 0) + 1
+            continue
+        ran += 1
+    for key in ("sample_index", "sample", "repro"):  # a pass or a not_applicable names no sample
+        ctx.info.pop(key, None)
+    ctx.info["samples_run"] = ran
+    if skipped:
+        ctx.info["samples_skipped"] = skipped
+    if ran == 0:
+        detail = "; ".join(f"{n} x {why}" for why, n in skipped.items()) or "the op has no samples"
+        raise NotApplicable(f"no sample could be checked: {detail}")
+
+
+def _repro(ctx: CaseContext, index: int) -> str:
+    case_id = ctx.case.id if ctx.case is not None else "CASE"
+    return f"{repro_command(case_id, ctx.device_type, getattr(ctx, 'validation', False))} --sample {index}"
+
+
+# --- output checks ------------------------------------------------------------------------------
+
+def check_devices(ctx: CaseContext, actual: Any, sample: Any) -> None:
+    """Every output tensor must live on the device under test (unless the sample names a device)."""
+    if mentions_device(sample):
+        return
+    for i, t in enumerate(tensors_of(actual)):
+        if t.device.type != ctx.device_type:
+            fail("output on the wrong device", output=i, got=str(t.device), expected=ctx.device_type)
+
+
+def check_structure(actual: Any, expected: Any) -> None:
+    """Same tree of outputs, tensors with the same shape and dtype (values not compared)."""
+    a_leaves, a_spec = pytree.tree_flatten(actual)
+    e_leaves, e_spec = pytree.tree_flatten(expected)
+    if len(a_leaves) != len(e_leaves):
+        fail("output structure differs", actual=str(a_spec), expected=str(e_spec))
+    for i, (a, e) in enumerate(zip(a_leaves, e_leaves, strict=True)):
+        if isinstance(e, torch.Tensor):
+            if not isinstance(a, torch.Tensor):
+                fail("expected a tensor output", output=i, got=type(a).__name__)
+            if a.shape != e.shape or a.dtype != e.dtype:
+                fail("output shape or dtype differs", output=i, actual=f"{list(a.shape)} {a.dtype}",
+                     expected=f"{list(e.shape)} {e.dtype}")
+
+
+def check_output(ctx: CaseContext, actual: Any, expected: Any, sample: Any, rerun: Callable[[], Any],
+                 category: str) -> None:
+    """Compare by the case's oracle: CPU values, or properties for random/uninitialised outputs."""
+    check_devices(ctx, actual, sample)
+    oracle = ctx.case.oracle if ctx.case is not None else "cpu"
+    if oracle == "cpu":
+        if category == "linalg":
+            # Decompositions are unique only up to signs/phases: compare what OpInfo's own
+            # output_process_fn_grad keeps (e.g. |U| of an SVD), identical on both sides.
+            actual, expected = sample.output_process_fn_grad(actual), sample.output_process_fn_grad(expected)
+        ctx.assert_close(actual, expected, category=category)
+        return
+    check_structure(actual, expected)
+    if oracle == "property:random":
+        first = _seeded(ctx, rerun)
+        second = _seeded(ctx, rerun)
+        try:
+            assert_matches(second, first, Tolerance(0.0, 0.0))
+        except OracleMismatch as exc:
+            exc.mismatch.what = "seeded random op not reproducible on the device: " + exc.mismatch.what
+            raise
+
+
+def _seeded(ctx: CaseContext, fn: Callable[[], Any]) -> Any:
+    torch.manual_seed(ctx.seed)
+    return fn()
+
+
+# --- kinds --------------------------------------------------------------------------------------
+
+def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[..., Any],
+                transform: Callable[[Any], Any] | None = None, prepare: Callable[[Any], Any] | None = None) -> None:
+    """forward / method / noncontiguous / special_values: same call on device and CPU, compared.
+
+    `prepare` rewrites the CPU sample first (special values); `transform` rewrites the device copy
+    (non-contiguous layouts)."""
+    category = tolerance_category(op)
+
+    def body(sample: Any) -> None:
+        if prepare is not None:
+            sample = prepare(sample)
+        expected = reference(fn, sample, transform)
+
+        def device_call() -> Any:
+            dev = copy_sample(sample, ctx.device)
+            return call(fn, transform(dev) if transform else dev)
+
+        actual = device_call()
+        check_output(ctx, actual, expected, sample, device_call, category)
+
+    each_sample(ctx, generate(op, dtype), body)
+
+
+def _noncontiguous(dev_sample: Any) -> Any:
+    out = dev_sample.noncontiguous()
+    if not any(t.layout == torch.strided and not t.is_contiguous() for t in tensors_of((out.input, out.args, out.kwargs))):
+        raise _Skip("no tensor can be made non-contiguous")
+    return out
+
+
+def _special(sample: Any) -> Any:
+    new, changed = inject_special_values(sample)
+    if not changed:
+        raise _Skip("no floating tensor to inject NaN/Inf into")
+    return new
+
+
+def run_inplace(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
+    fn = op.inplace_variant
+    category = tolerance_category(op)
+
+    def body(sample: Any) -> None:
+        if sample.broadcasts_input or not isinstance(sample.input, torch.Tensor):
+            raise _Skip("input is broadcast or not a tensor")
+        cpu = copy_sample(sample, "cpu")
+        try:
+            call(fn, cpu)
+        except Exception as exc:  # noqa: BLE001
+            raise _Skip(f"CPU raises {type(exc).__name__}") from None
+        dev = copy_sample(sample, ctx.device)
+        result = call(fn, dev)
+        if result is not dev.input:
+            fail("in-place variant did not return self", got=type(result).__name__)
+        if ctx.case is not None and ctx.case.oracle != "cpu":
+            check_structure(dev.input, cpu.input)
+            return
+        ctx.assert_close(dev.input, cpu.input, category=category)
+
+    each_sample(ctx, generate(op, dtype), body)
+
+
+def _empty_like_tree(obj: Any, device: torch.device | str) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return torch.empty(obj.shape, dtype=obj.dtype, device=device)
+    if isinstance(obj, (tuple, list)) and obj and all(isinstance(t, torch.Tensor) for t in obj):
+        return tuple(torch.empty(t.shape, dtype=t.dtype, device=device) for t in obj)
+    raise _Skip("the result is not a tensor or a sequence of tensors")
+
+
+def _is_out(result: Any, out: Any) -> bool:
+    if isinstance(out, torch.Tensor):
+        return result is out
+    return isinstance(result, (tuple, list)) and len(result) == len(out) and all(
+        r is o for r, o in zip(result, out, strict=True))
+
+
+def run_out(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
+    category = tolerance_category(op)
+
+    def body(sample: Any) -> None:
+        expected = reference(op.op, sample)
+        cpu_out = _empty_like_tree(expected, "cpu")
+        returns_out = _is_out(reference(op.op, sample, out=cpu_out), cpu_out)
+        dev = copy_sample(sample, ctx.device)
+        out = _empty_like_tree(expected, ctx.device)
+        result = call(op.op, dev, out=out)
+        if returns_out and not _is_out(result, out):  # (some out= overloads return nothing)
+            fail("out= variant did not return the out tensor(s)", got=type(result).__name__)
+        if ctx.case is not None and ctx.case.oracle != "cpu":
+            check_structure(out, cpu_out)
+            return
+        ctx.assert_close(out, cpu_out, category=category)
+
+    each_sample(ctx, generate(op, dtype), body)
+
+
+def run_errors(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
+    def body(error_input: Any) -> None:
+        sample = error_input.sample_input
+        try:
+            call(op.op, copy_sample(sample, "cpu"))
+        except Exception as exc:  # noqa: BLE001
+            cpu_exc = exc
+        else:
+            raise _Skip("CPU does not raise")
+        dev = copy_sample(sample, ctx.device)
+        try:
+            call(op.op, dev)
+        except Exception as exc:  # noqa: BLE001 - the point is comparing exception types
+            if not isinstance(exc, type(cpu_exc)):
+                fail("raised a different exception type than CPU", got=f"{type(exc).__name__}: {_line(exc)}",
+                     expected=f"{type(cpu_exc).__name__}: {_line(cpu_exc)}")
+            return
+        fail("did not raise", expected=f"{type(cpu_exc).__name__}: {_line(cpu_exc)}")
+
+    each_sample(ctx, generate(op, None, errors=True), body)
+
+
+def _line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else ""
+
+
+def gradients(op: Any, sample: Any, out: Any) -> list[torch.Tensor | None]:
+    """Gradients of the summed differentiable outputs with respect to the inputs needing grad."""
+    inputs = [t for t in tensors_of((sample.input, sample.args, sample.kwargs)) if t.requires_grad]
+    outs = [t for t in tensors_of(sample.output_process_fn_grad(out)) if t.requires_grad]
+    if not inputs or not outs:
+        raise _Skip("no differentiable input or output")
+    loss = sum((o.real.sum() + o.imag.sum()) if o.is_complex() else o.sum() for o in outs)
+    return list(torch.autograd.grad(loss, inputs, allow_unused=True))
+
+
+def run_backward(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
+    def body(sample: Any) -> None:
+        cpu = copy_sample(sample, "cpu")
+        try:
+            expected = gradients(op, cpu, call(op.op, cpu))
+        except _Skip:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise _Skip(f"CPU raises {type(exc).__name__}") from None
+        dev = copy_sample(sample, ctx.device)
+        actual = gradients(op, dev, call(op.op, dev))
+        check_devices(ctx, actual, sample)
+        if ctx.case is not None and ctx.case.oracle != "cpu":
+            check_structure(actual, expected)
+            return
+        ctx.assert_close(actual, expected, category="backward")
+
+    each_sample(ctx, generate(op, dtype, requires_grad=True), body)
+
+
+def run(ctx: CaseContext, *, op: str, variant: str = "", kind: str, dtype: torch.dtype) -> None:
+    """The runner of every opinfo case (see build.py for the params)."""
+    info = lookup(op, variant)
+    ctx.describe(op=op, variant=variant, dtype=str(dtype).removeprefix("torch."), kind=kind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if kind == "forward":
+            _functional(ctx, info, dtype, info.op)
+        elif kind == "method":
+            _functional(ctx, info, dtype, info.method_variant)
+        elif kind == "noncontiguous":
+            _functional(ctx, info, dtype, info.op, transform=_noncontiguous)
+        elif kind == "special_values":
+            _functional(ctx, info, dtype, info.op, prepare=_special)
+        elif kind == "inplace":
+            run_inplace(ctx, info, dtype)
+        elif kind == "out":
+            run_out(ctx, info, dtype)
+        elif kind == "errors":
+            run_errors(ctx, info, dtype)
+        elif kind == "backward":
+            run_backward(ctx, info, dtype)
+        else:
+            raise NotApplicable(f"unknown opinfo case kind {kind!r}")
