@@ -53,7 +53,7 @@ def run_argv(selection: list[str], results_dir: Path, *, stop_first: bool, case_
             "--results-dir", str(results_dir), *selection, "--timeout", f"{case_timeout or 0:g}"]
     if not isolation:
         argv.append("--no-isolation")
-    argv += ["--", "-q", "-p", "no:cacheprovider"]
+    argv += ["--", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest"]
     if stop_first:
         argv.append("-x")
     return argv
