@@ -39,10 +39,13 @@ def test_every_fault_misbehaves_only_when_planted():
 
 
 def test_clean_sim_passes_level1(tmp_path):
-    r = run_cli("run", "--device", "sim", "--manifest", str(SIM_MANIFEST), "--level", "1", "--", "-q", cwd=tmp_path)
+    r = run_cli("run", "--device", "sim", "--manifest", str(SIM_MANIFEST), "--level", "1", "--no-isolation",
+                "--", "-q", cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     recs = records(latest_run(tmp_path))
-    assert recs and {rec["status"] for rec in recs} == {"passed"}
+    # not_applicable: CPU, the reference, has no kernel (arange/linspace of bool and complex)
+    assert recs and {rec["status"] for rec in recs} <= {"passed", "not_applicable"}
+    assert sum(rec["status"] == "passed" for rec in recs) > 0.95 * len(recs)
     run = json.loads((latest_run(tmp_path) / "run.json").read_text())
     assert run["device"]["type"] == "sim" and run["manifest"]["backend_import"] == "torchcts.sim"
 
