@@ -28,8 +28,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-clean", action="store_true", help="skip the clean run")
     p.add_argument("--list", action="store_true", help="list the planted faults and exit")
     p.add_argument("--jobs", type=int, default=2, metavar="J", help="runs in parallel (default 2)")
-    p.add_argument("--case-timeout", type=float, default=20.0, metavar="S",
-                   help="per-case time limit (needs pytest-timeout; default 20)")
+    p.add_argument("--timeout", "--case-timeout", dest="case_timeout", type=float, default=20.0, metavar="S",
+                   help="per-case time limit, passed to `torchcts run --timeout`: a hung case is recorded "
+                        "timeout (default 20)")
     p.add_argument("--run-timeout", type=float, default=900.0, metavar="S", help="limit of one run (default 900)")
     p.add_argument("--results-dir", default="results", metavar="DIR",
                    help="run folders go under DIR/selftest/<fault> (default: results)")

@@ -6,15 +6,14 @@ fault is passed by name and its catching globs, and planted in the child through
 Each run is a subprocess `torchcts run --device sim` (a crash or hang in a faulty kernel must not
 take the self-test down) in its own results folder, so every run leaves its evidence. A fault is
 detected when some case fails (failed, error, crashed, timeout); the first such case, in the
-order cases finished, is the one reported. A run that dies mid-case (no per-case isolation) is
-attributed to the first planned case that has no record: the runs are serial, so that is the case
-that was running.
+order cases finished, is the one reported. The engine's worker isolation records a crashing case
+`crashed` and a hung one `timeout` (`torchcts run --timeout`); a run that dies mid-case without
+isolation (`--no-isolation`) is attributed to the first planned case that has no record.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import importlib.util
 import json
 import os
 import subprocess
@@ -46,13 +45,17 @@ class Outcome:
         return dict(self.__dict__)
 
 
-def run_argv(selection: list[str], results_dir: Path, *, stop_first: bool, case_timeout: float | None) -> list[str]:
+def run_argv(selection: list[str], results_dir: Path, *, stop_first: bool, case_timeout: float | None,
+             isolation: bool = True) -> list[str]:
+    """`torchcts run` on the sim: the per-case limit is the run's own `--timeout` (a hung case is
+    recorded `timeout`, a crashed one `crashed`, by the engine's worker isolation)."""
     argv = [sys.executable, "-m", "torchcts", "run", "--device", "sim", "--manifest", str(SIM_MANIFEST),
-            "--results-dir", str(results_dir), *selection, "--", "-q", "-p", "no:cacheprovider"]
+            "--results-dir", str(results_dir), *selection, "--timeout", f"{case_timeout or 0:g}"]
+    if not isolation:
+        argv.append("--no-isolation")
+    argv += ["--", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest"]
     if stop_first:
         argv.append("-x")
-    if case_timeout and importlib.util.find_spec("pytest_timeout") is not None:
-        argv.append(f"--timeout={case_timeout:g}")
     return argv
 
 
@@ -100,14 +103,14 @@ def judge(name: str, run_dir: Path | None, returncode: int | None, seconds: floa
 
 def run_one(name: str, selection: list[str], results_dir: Path, *, fault: str | None,
             catches: tuple[str, ...] = (), stop_first: bool, case_timeout: float | None,
-            run_timeout: float) -> Outcome:
-    """One `torchcts run` on the sim, with the named fault (or none) planted."""
+            run_timeout: float, isolation: bool = True) -> Outcome:
+    """One `torchcts run` on the sim, with the named fault (or a comma-separated list, or none) planted."""
     results_dir.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k != ENV}
     env["CI"] = "true"
     if fault is not None:
         env[ENV] = fault
-    argv = run_argv(selection, results_dir, stop_first=stop_first, case_timeout=case_timeout)
+    argv = run_argv(selection, results_dir, stop_first=stop_first, case_timeout=case_timeout, isolation=isolation)
     start = time.monotonic()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,  # noqa: S603
                             stdin=subprocess.DEVNULL, text=True)

@@ -29,7 +29,15 @@ def register() -> None:
         return
     _setup_privateuseone_for_python_backend(state.NAME, backend_module=device)
     tensor.register_kernels()
-    torch.serialization.add_safe_globals([torch._utils._rebuild_device_tensor_from_cpu_tensor])
+    torch.serialization.register_package(5, lambda obj: None, _refuse_storage_on_sim)
+    torch.serialization.add_safe_globals([torch._utils._rebuild_device_tensor_from_cpu_tensor, tensor._rebuild])
+
+
+def _refuse_storage_on_sim(obj: object, location: str) -> None:
+    """Loading a CPU-saved storage onto the sim (map_location="sim") needs a device storage, and a
+    Python backend has no allocator to make one (PyTorch segfaults): refuse with an error instead."""
+    if location.split(":")[0] == state.NAME:
+        raise RuntimeError(f"sim: cannot create device storages (map_location={location!r} of a CPU-saved tensor)")
 
 
 def manifest_path() -> Path:

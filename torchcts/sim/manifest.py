@@ -10,7 +10,7 @@ manifest = {
     "manifest_version": 1,
     "device_name": "sim",
     "backend_import": "torchcts.sim",
-    "semantic_level": 5,
+    "semantic_level": 8,
     "device_count": 1,
     "supported_dtypes": {
         torch.bool: True,
@@ -49,4 +49,20 @@ manifest = {
         "fp8": False,
     },
     "seed": 0,
+    # Known failures that are limits of a pure-Python PrivateUse1 backend in PyTorch, not sim bugs:
+    # they still run, and a different failure (a planted fault) still fails the case.
+    "expectations": [
+        {"match": {"case": ["rng/generator/*", "rng/distribution/*"]}, "status": "xfail",
+         "reason": "torch.Generator(device='sim') needs PrivateUse1HooksInterface::getNewGenerator, which "
+                   "only a C++ backend can register; the device's default generator (manual_seed) works",
+         "signature": "NotImplementedError"},
+        {"match": "serialization/tensor/*", "status": "xfail",
+         "reason": "torch.load(map_location='sim') of a CPU-saved tensor needs a sim storage, and a Python "
+                   "backend has no allocator to make one; sim tensors saved on the sim round-trip",
+         "signature": "RuntimeError: *cannot create device storages*"},
+        {"match": "device_api/accelerator/consistency", "status": "xfail",
+         "reason": "torch.accelerator.synchronize() calls the device guard's synchronizeDevice, which a Python "
+                   "PrivateUse1 device guard cannot implement (torch._C._acc.DeviceGuard exposes only type_)",
+         "signature": "RuntimeError: *synchronizing all streams*"},
+    ],
 }

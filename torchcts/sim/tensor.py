@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from torchcts.sim import state
+from torchcts.sim import kernels, state
 
 # op packet name ("add", "sum") -> hook(func, args, kwargs, call) -> result; filled by faults.py.
 OP_HOOKS: dict[str, Callable[..., Any]] = {}
@@ -60,19 +60,33 @@ class SimTensor(torch.Tensor):
     def untyped_storage(self) -> torch.UntypedStorage:
         return self._cpu.untyped_storage()
 
+    def tolist(self) -> Any:
+        """Tensor.tolist refuses subclasses; a device backend copies to the host and converts."""
+        return self.cpu().tolist()
+
     def __reduce_ex__(self, protocol: int):  # noqa: ANN204
         """Pickle as a plain device tensor (the way storage-less PrivateUse1 tensors are saved)."""
         hook = OP_HOOKS.get("__reduce_ex__")
         if hook is not None:
             return hook(self)
-        return (
-            torch._utils._rebuild_device_tensor_from_cpu_tensor,
-            (self._cpu.detach().clone(), self.dtype, str(self.device), self.requires_grad),
-        )
+        # The CPU tensor itself (not a copy): torch.save then keeps its strides, storage offset and
+        # the storage shared with other saved views, and _rebuild puts them back on the sim.
+        return (_rebuild, (self._cpu.detach(), str(self.device), self.requires_grad))
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # noqa: ANN001,ANN206
         return dispatch(func, args, kwargs or {})
+
+
+def _rebuild(data: torch.Tensor, device: str, requires_grad: bool) -> torch.Tensor:
+    """Unpickle a saved sim tensor where map_location says: on the sim it wraps the loaded CPU
+    tensor (views saved together share its storage); elsewhere it is copied there. A callable
+    map_location already chose where the storage lives: the tensor stays with it."""
+    chosen = torch.serialization._serialization_tls.map_location
+    where = data.device if callable(chosen) else torch.device(torch._utils._get_restore_location(device))
+    out = SimTensor(data, state.check_index(where.index or 0)) if where.type == state.NAME else data.to(where)
+    out.requires_grad_(requires_grad)
+    return out
 
 
 def _map(fn: Callable[[Any], Any], x: Any) -> Any:
@@ -123,11 +137,18 @@ def _refresh(wrapper: SimTensor, cpu: torch.Tensor) -> SimTensor:
 
 def dispatch(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     index = _target_index(args, kwargs)
+    # CPU's storage-less zero tensors crash when a later sim op reads them: materialise zeros.
+    if func is torch.ops.aten._efficientzerotensor.default:
+        func = torch.ops.aten.zeros.default
+    if _mixes_devices(func, args, kwargs):
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                           f"{state.NAME}:{index} and cpu! ({func})")
     cargs, ckwargs = _map(_unwrap, args), _map(_unwrap, kwargs)
     if _takes_generator(func) and ckwargs.get("generator") is None:
         ckwargs["generator"] = state.generator()
     hook = OP_HOOKS.get(func._overloadpacket.__name__) if OP_HOOKS else None
-    out = hook(func, cargs, ckwargs, func) if hook is not None else func(*cargs, **ckwargs)
+    call = kernels.KERNELS.get(func, func)
+    out = hook(func, cargs, ckwargs, call) if hook is not None else call(*cargs, **ckwargs)
     if index is None:
         return out
     by_cpu = {id(a._cpu): a for a in _sim_inputs(args, kwargs)}
@@ -141,6 +162,23 @@ def dispatch(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
         return x
 
     return _map(rewrap, out)
+
+
+# Ops that take a CPU tensor next to sim tensors on a real device too (copies; CPU indices).
+_CROSS_DEVICE = frozenset({"copy_", "_copy_from", "_copy_from_and_resize", "_to_copy", "index", "index_put_",
+                           "_index_put_impl_", "index_put", "set_"})
+
+
+def _mixes_devices(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> bool:
+    """A non-scalar CPU tensor among the inputs of an op on sim tensors: CPU 0-dim tensors are
+    scalars that every device accepts; anything else is a device mismatch a backend must refuse."""
+    if func._overloadpacket.__name__ in _CROSS_DEVICE:
+        return False
+    flat = [*args, *kwargs.values()]
+    flat += [b for a in flat if isinstance(a, (list, tuple)) for b in a]
+    tensors = [a for a in flat if isinstance(a, torch.Tensor)]
+    return any(isinstance(t, SimTensor) for t in tensors) and any(
+        not isinstance(t, SimTensor) and t.device.type == "cpu" and t.dim() > 0 for t in tensors)
 
 
 def _sim_inputs(args: tuple, kwargs: dict) -> list[SimTensor]:

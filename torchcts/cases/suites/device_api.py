@@ -55,6 +55,11 @@ def device_count(ctx: CaseContext) -> None:
     expect(isinstance(count, int) and count >= 1, f"torch.{ctx.device_type}.device_count() is not a positive int", got=count)
     expect(count >= ctx.manifest.device_count, "fewer devices than the manifest's device_count",
            got=count, claimed=ctx.manifest.device_count)
+    if ctx.device_type != "cpu":  # every index it reports must exist: over-reporting breaks data-parallel code
+        for idx in range(count):
+            ctx.describe(index=idx)
+            t = torch.empty(1, device=torch.device(ctx.device_type, idx))
+            expect(t.device.index == idx, "a tensor on an index device_count() reports landed elsewhere", got=str(t.device))
 
 
 @SUITE.case("module/current_device", level=6, requires=API, oracle="property:device_api")

@@ -56,6 +56,7 @@ def alloc_free(ctx: CaseContext) -> None:
     """memory_allocated grows by at least the tensor's size and returns to its value after del."""
     mod = stats_module(ctx, "memory_allocated", "synchronize")
     nbytes = _alloc_bytes(ctx)
+    gc.collect()  # garbage an earlier case left in this worker must not be freed between before and after
     mod.synchronize()
     before = mod.memory_allocated(ctx.device)
     t = torch.empty(nbytes // 4, dtype=torch.float32, device=ctx.device)
