@@ -170,8 +170,8 @@ def max_abs_error(actual: Any, expected: Any) -> float | None:
             return None
         if expected.numel() == 0:
             return 0.0
-        diff = (actual.detach().cpu().to(torch.complex128 if expected.is_complex() else torch.float64)
-                - expected.detach().cpu().to(torch.complex128 if expected.is_complex() else torch.float64)).abs()
+        wide = torch.complex128 if expected.is_complex() else torch.float64
+        diff = (_comparable(actual).to(wide) - _comparable(expected).to(wide)).abs()  # dense, any layout
         diff = diff[torch.isfinite(diff)]
         return float(diff.max()) if diff.numel() else 0.0
     if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
