@@ -71,9 +71,10 @@ GROUPS: dict[str, dict[str, object]] = {
             "fill_bfloat16_bits": "operators/core/ones/bfloat16",
             "abs_zero_dim": "operators/elementwise/abs/float32",
             "to_copy_ignores_strides": "strides/noncontig/transposed/add/float32",
+            "sum_low_precision": "operators/reduction/sum/n65537/float32",
         },
         "controls": ("operators/elementwise/add/float32", "operators/core/ones/float32",
-                     "operators/elementwise/mul/float32"),
+                     "operators/elementwise/mul/float32", "operators/reduction/amax/n65537/float32"),
     },
     "level3": {
         "caught": {

@@ -280,7 +280,7 @@ FAULTS: dict[str, Fault] = {
         Fault("sub_int16_hang", "sub on int16 never returns",
               "operators", 1, ("operators/elementwise/sub/int16",), _sub_int16_hang, dtype="int16"),
         Fault("sum_low_precision", "float32 sum of more than 1024 elements accumulates in bfloat16",
-              "opinfo", 2, ("opinfo/sum/float32/forward",), _sum_low_precision, dtype="float32", op="sum"),
+              "operators", 2, ("operators/reduction/sum/*/float32",), _sum_low_precision, dtype="float32", op="sum"),
         Fault("div_int_promotion", "true division of integer tensors returns an integer dtype",
               "dtypes", 3, ("dtypes/promotion/div/*",), _div_int_promotion),
         Fault("transpose_copies", "transpose returns a copy, not a view: no aliasing with the base",

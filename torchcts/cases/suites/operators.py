@@ -10,7 +10,7 @@ import torch
 
 from torchcts.cases.api import ALL_DTYPES, FLOATING, INTEGRAL, CaseSet
 from torchcts.cases.model import Case
-from torchcts.cases.suites import aliasing, core
+from torchcts.cases.suites import aliasing, core, reductions
 from torchcts.cases.suites._common import expect, sample  # also imported from here by other suites
 from torchcts.engine.context import CaseContext
 
@@ -18,8 +18,9 @@ SUITE = CaseSet("operators")
 
 
 def cases() -> list[Case]:
-    """Core primitives first (level 1), then the level-3 aliasing and mutation cases."""
-    return [*SUITE.cases(), *core.SUITE.cases(), *aliasing.SUITE.cases()]
+    """Core primitives first (level 1), level-2 reductions at realistic sizes, then the level-3
+    aliasing and mutation cases."""
+    return [*SUITE.cases(), *core.SUITE.cases(), *reductions.SUITE.cases(), *aliasing.SUITE.cases()]
 
 
 @SUITE.case("core/registration", level=1, ops=("aten::empty.memory_format",), oracle="property:registration")
