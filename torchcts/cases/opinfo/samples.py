@@ -53,7 +53,17 @@ def generate(op: Any, dtype: torch.dtype | None, requires_grad: bool = False, er
     torch.random.default_generator.manual_seed(SAMPLE_SEED)
     if errors:
         return op.error_inputs("cpu", set_seed=False)
-    return op.sample_inputs("cpu", dtype, requires_grad=requires_grad, set_seed=False)
+    samples = op.sample_inputs("cpu", dtype, requires_grad=requires_grad, set_seed=False)
+    if getattr(op, "is_factory_function", False):
+        return map(_explicit_device, samples)
+    return samples
+
+
+def _explicit_device(sample: Any) -> Any:
+    """A factory sample without `device=` builds on the default device (CPU) wherever it runs: name
+    the device, so copy_sample points the device run at the device under test."""
+    sample.kwargs.setdefault("device", torch.device("cpu"))
+    return sample
 
 
 def select_samples(samples: Any, max_samples: int | None, index: int | None) -> list[tuple[int, Any]]:

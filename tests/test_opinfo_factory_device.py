@@ -1,0 +1,20 @@
+"""Factory samples without `device=` must still run on the device under test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import latest_run, records, run_cli
+
+import torchcts
+
+SIM_MANIFEST = Path(torchcts.__file__).parent / "sim" / "manifest.py"
+
+
+def test_factory_sample_without_device_kwarg_runs_on_the_device(tmp_path):
+    # sample 24 of arange is `arange(2)`: no device kwarg; before the fix it ran on CPU and failed
+    r = run_cli("run", "--device", "sim", "--manifest", str(SIM_MANIFEST), "--no-isolation",
+                "--case", "opinfo/arange/uint8/forward", "--", "-q", "-p", "no:cacheprovider", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    [rec] = [x for x in records(latest_run(tmp_path)) if x["id"] == "opinfo/arange/uint8/forward"]
+    assert rec["status"] == "passed"
