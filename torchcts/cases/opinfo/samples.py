@@ -56,7 +56,30 @@ def generate(op: Any, dtype: torch.dtype | None, requires_grad: bool = False, er
     samples = op.sample_inputs("cpu", dtype, requires_grad=requires_grad, set_seed=False)
     if getattr(op, "is_factory_function", False):
         return map(_explicit_device, samples)
+    if op.name in HOST_ARGS:
+        return (_mark_host_args(sample, HOST_ARGS[op.name]) for sample in samples)
     return samples
+
+
+class HostArg:
+    """An argument that stays on the host when the sample moves to the device."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"{self.value!r} (on the host)"
+
+
+# Positional arguments PyTorch requires on the host (CPU) whatever the device, per its docs:
+# tensor_split's tensor `indices_or_sections` "must be on the CPU".
+HOST_ARGS: dict[str, tuple[int, ...]] = {"tensor_split": (0,)}
+
+
+def _mark_host_args(sample: Any, positions: tuple[int, ...]) -> Any:
+    sample.args = tuple(HostArg(a) if i in positions and isinstance(a, torch.Tensor) else a
+                        for i, a in enumerate(sample.args))
+    return sample
 
 
 def _explicit_device(sample: Any) -> Any:
@@ -118,7 +141,7 @@ def copy_sample(sample: Any, device: torch.device | str) -> Any:
     """A deep copy of a SampleInput on `device` (input, args, kwargs; a `device` kwarg follows)."""
     leaves, spec = pytree.tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))
     copier = _Copier(torch.device(device), [x for x in leaves if isinstance(x, torch.Tensor)])
-    inp, args, kwargs = pytree.tree_unflatten([copier(x) if isinstance(x, torch.Tensor) else x for x in leaves], spec)
+    inp, args, kwargs = pytree.tree_unflatten([_copy_leaf(x, copier) for x in leaves], spec)
     if "device" in kwargs:
         kwargs["device"] = copier.device
     return sample.__class__(
@@ -129,6 +152,12 @@ def copy_sample(sample: Any, device: torch.device | str) -> Any:
         broadcasts_input=sample.broadcasts_input,
         name=sample.name,
     )
+
+
+def _copy_leaf(x: Any, copier: _Copier) -> Any:
+    if isinstance(x, HostArg):
+        return x.value.detach().clone()
+    return copier(x) if isinstance(x, torch.Tensor) else x
 
 
 def mentions_device(sample: Any) -> bool:

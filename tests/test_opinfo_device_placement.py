@@ -1,4 +1,4 @@
-"""Factory samples without `device=` must still run on the device under test."""
+"""Where an OpInfo sample's tensors go: factories run on the device, host-only arguments stay on CPU."""
 
 from __future__ import annotations
 
@@ -18,3 +18,10 @@ def test_factory_sample_without_device_kwarg_runs_on_the_device(tmp_path):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     [rec] = [x for x in records(latest_run(tmp_path)) if x["id"] == "opinfo/arange/uint8/forward"]
     assert rec["status"] == "passed"
+
+
+def test_host_only_arguments_stay_on_the_host(tmp_path):
+    # tensor_split requires tensor indices on the CPU whatever the device (PyTorch's docs)
+    r = run_cli("run", "--device", "sim", "--manifest", str(SIM_MANIFEST), "--no-isolation",
+                "--case", "opinfo/tensor_split/float32/forward", "--", "-q", "-p", "no:cacheprovider", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
