@@ -77,6 +77,8 @@ def kinds_for(op: Any, dtype: str, backward_dtypes: set[str], errors_in: str | N
 
 def _case(op: Any, key: str, dtype: str, kind: str, aten: str, oracle: str, why: str | None) -> Case:
     level, requires = KINDS[kind]
+    if op.name.split(".", 1)[0] == "sparse" or op.name == "to_sparse":
+        requires = (*requires, "sparse")  # its samples or outputs are sparse tensors
     if namespace(op) is not None:
         level = max(level, FAMILY_LEVEL)
     if kind == "special_values" and oracle != "cpu":
