@@ -87,3 +87,22 @@ def test_shard_runs_merge_into_one_run(tmp_path):
 def test_shard_durations_need_shard(tmp_path, flag):
     r = run_cli("run", "--device", "cpu", "--level", "1", flag, "x", cwd=tmp_path)
     assert r.returncode == 2 and "--shard" in r.stderr
+
+
+def test_extra_suites_are_never_cached(tmp_path, monkeypatch):
+    """A suite from outside the package may change without touching TorchCTS's source."""
+    from torchcts.cases import registry
+
+    monkeypatch.setenv("TORCHCTS_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TORCHCTS_NO_CACHE", raising=False)
+    mod = tmp_path / "extra_suite_mod.py"
+    mod.write_text("from torchcts.cases.model import Case\nN = 2\n"
+                   "def cases():\n    return [Case(id=f'x/{i}', suite='x', level=1, runner='m:f') for i in range(N)]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(registry.SUITES, "x", registry.Suite("x", "extra_suite_mod", "test"))
+    assert len(registry.suite_cases("x")) == 2
+    import extra_suite_mod
+
+    monkeypatch.setattr(extra_suite_mod, "N", 5)
+    assert len(registry.suite_cases("x")) == 5
+    assert not list(tmp_path.glob("x-*.jsonl"))
