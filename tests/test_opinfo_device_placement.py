@@ -25,3 +25,13 @@ def test_host_only_arguments_stay_on_the_host(tmp_path):
     r = run_cli("run", "--device", "sim", "--manifest", str(SIM_MANIFEST), "--no-isolation",
                 "--case", "opinfo/tensor_split/float32/forward", "--", "-q", "-p", "no:cacheprovider", cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def test_meta_error_inputs_and_partially_written_out_tensors(tmp_path):
+    # gradient's error sample 3 passes a meta tensor (no data to copy); fft.ihfft2's out= kernel
+    # leaves elements unwritten, so out tensors must not start as uninitialised memory
+    cases = ("opinfo/gradient/float32/errors", "opinfo/fft.ihfft2/float32/out")
+    r = run_cli("run", "--validation", "--no-isolation", *[a for c in cases for a in ("--case", c)],
+                "--", "-q", "-p", "no:cacheprovider", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert {x["id"]: x["status"] for x in records(latest_run(tmp_path))} == dict.fromkeys(cases, "passed")

@@ -119,6 +119,8 @@ class _Copier:
         self.shared = {k for k in keys if keys.count(k) > 1}
 
     def __call__(self, t: torch.Tensor) -> torch.Tensor:
+        if t.device.type == "meta":  # error inputs pass meta tensors on purpose: they have no data
+            return t
         src = t.detach()
         key = _storage_key(src)
         out = None
