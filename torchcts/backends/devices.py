@@ -6,6 +6,7 @@ import importlib
 from dataclasses import dataclass
 
 from torchcts.backends.gates import IN_TREE_DEVICES, derive_gate
+from torchcts.compat import privateuse1_name
 from torchcts.errors import UsageError
 
 
@@ -32,12 +33,6 @@ def import_backend(module: str | None) -> None:
             f"backend_import '{module}' failed to import: {type(exc).__name__}: {detail}; "
             "install the backend package in this environment or fix backend_import in the manifest"
         ) from None
-
-
-def privateuse1_name() -> str:
-    from torchcts.compat import privateuse1_name as name
-
-    return name()
 
 
 def available_devices() -> list[str]:

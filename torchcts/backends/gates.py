@@ -80,7 +80,7 @@ def privateuse1_gate(name: str) -> Gate:
     """A gate named after a PrivateUse1 backend: served when this process registered that name."""
 
     def gap() -> str | None:
-        from torchcts.backends.devices import privateuse1_name
+        from torchcts.compat import privateuse1_name
 
         registered = privateuse1_name()
         if registered != name:

@@ -26,15 +26,9 @@ def preset(backend: str | None) -> tuple[str, str | None]:
     """
     if not backend:
         return "cpu", None
-    try:
-        from torchcts.backends.catalog import preset_for
-    except ImportError:
-        preset_for = None
-    if preset_for is not None:
-        found = preset_for(backend)
-        if found is not None:
-            return found
-    return backend, None
+    from torchcts.backends.catalog import preset_for
+
+    return preset_for(backend) or (backend, None)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -127,7 +127,7 @@ def dispatch_key_for_device(device: str) -> str:
     try:
         return str(torch._C._dispatch_key_for_device(device))
     except Exception:  # noqa: BLE001 - torch raises RuntimeError for unknown device strings
-        from torchcts.backends.devices import privateuse1_name
+        from torchcts.compat import privateuse1_name
 
         raise UsageError(
             f"unknown device '{device}': use cpu, cuda, mps, xpu or the PrivateUse1 name "

@@ -46,6 +46,6 @@ def shard_decisions(
 
 def durations_of(run_dir: Path) -> dict[str, float]:
     """Per-case durations recorded by an earlier run."""
-    from torchcts.results.rundir import read_records
+    from torchcts.results.rundir import final_records
 
-    return {r["id"]: float(r.get("duration_s") or 0.0) for r in read_records(run_dir) if r.get("duration_s")}
+    return {r["id"]: float(r["duration_s"]) for r in final_records(run_dir) if r.get("duration_s")}
