@@ -27,9 +27,7 @@ def fmt(v: tuple[int, int, int]) -> str:
 def check_torch_version(version: str | None = None, warn=None) -> str | None:  # noqa: ANN001
     """Usage error below 2.7; one warning (returned and printed) above the validated range."""
     if version is None:
-        import torch
-
-        version = torch.__version__
+        version = installed_torch_version()
     v = parse_version(version)
     if v < MIN_TORCH:
         raise UsageError(
@@ -44,6 +42,53 @@ def check_torch_version(version: str | None = None, warn=None) -> str | None:  #
         (warn or (lambda m: print(m, file=sys.stderr)))(msg)
         return msg
     return None
+
+
+def torch_version_file() -> str:
+    """The text of the installed torch's version.py, read without importing torch.
+
+    It names the release, git revision and toolkit of the build, so it keys caches and answers
+    version checks on paths (collection, show-skips) that must not pay torch's import.
+    """
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise UsageError("PyTorch is not installed: install it first ('torchcts install' prints the command)")
+    path = Path(next(iter(spec.submodule_search_locations))) / "version.py"
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        import torch
+
+        return f"__version__ = {torch.__version__!r}\ngit_version = {getattr(torch.version, 'git_version', '')!r}\n"
+
+
+def _version_fields() -> dict[str, Any]:
+    """Module-level constant assignments of torch/version.py (version, git, cuda, hip, xpu)."""
+    import ast
+
+    fields: dict[str, Any] = {}
+    try:
+        tree = ast.parse(torch_version_file())
+    except SyntaxError:
+        return fields
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(node, "target", None)
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and isinstance(value, ast.Constant):
+            fields[target.id] = value.value
+    return fields
+
+
+def installed_torch_version() -> str:
+    version = _version_fields().get("__version__")
+    if isinstance(version, str):
+        return version
+    import torch
+
+    return torch.__version__
 
 
 def build_family(version: str, cuda: str | None, hip: str | None, xpu: str | None, system: str) -> str:
@@ -69,14 +114,17 @@ def build_info() -> dict[str, str | None]:
     """Which build of torch is installed: version, family, CUDA/HIP/XPU versions, git revision."""
     import platform
 
-    import torch
+    fields = _version_fields()
+    if not isinstance(fields.get("__version__"), str):
+        import torch
 
+        fields = {"__version__": torch.__version__, **{k: getattr(torch.version, k, None) for k in ("cuda", "hip", "xpu", "git_version")}}
     info = {
-        "torch": torch.__version__,
-        "cuda": getattr(torch.version, "cuda", None),
-        "hip": getattr(torch.version, "hip", None),
-        "xpu": getattr(torch.version, "xpu", None),
-        "git": (getattr(torch.version, "git_version", None) or "")[:12] or None,
+        "torch": fields["__version__"],
+        "cuda": fields.get("cuda"),
+        "hip": fields.get("hip"),
+        "xpu": fields.get("xpu"),
+        "git": (fields.get("git_version") or "")[:12] or None,
     }
     info["family"] = build_family(info["torch"], info["cuda"], info["hip"], info["xpu"], platform.system())
     return info
