@@ -66,7 +66,12 @@ def torch_version_file() -> str:
 
 
 def _version_fields() -> dict[str, Any]:
-    """Module-level constant assignments of torch/version.py (version, git, cuda, hip, xpu)."""
+    """The build's version fields (version, git, cuda, hip, xpu): from the imported torch when it
+    is loaded, else from the constant assignments of torch/version.py, without importing torch."""
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "version"):
+        return {"__version__": torch.__version__,
+                **{k: getattr(torch.version, k, None) for k in ("cuda", "hip", "xpu", "git_version")}}
     import ast
 
     fields: dict[str, Any] = {}
@@ -82,13 +87,17 @@ def _version_fields() -> dict[str, Any]:
     return fields
 
 
-def installed_torch_version() -> str:
-    version = _version_fields().get("__version__")
-    if isinstance(version, str):
-        return version
-    import torch
+def _build_fields() -> dict[str, Any]:
+    fields = _version_fields()
+    if not isinstance(fields.get("__version__"), str):
+        import torch  # noqa: F401 - an unparseable version.py: importing is slower but always right
 
-    return torch.__version__
+        fields = _version_fields()
+    return fields
+
+
+def installed_torch_version() -> str:
+    return _build_fields()["__version__"]
 
 
 def build_family(version: str, cuda: str | None, hip: str | None, xpu: str | None, system: str) -> str:
@@ -114,11 +123,7 @@ def build_info() -> dict[str, str | None]:
     """Which build of torch is installed: version, family, CUDA/HIP/XPU versions, git revision."""
     import platform
 
-    fields = _version_fields()
-    if not isinstance(fields.get("__version__"), str):
-        import torch
-
-        fields = {"__version__": torch.__version__, **{k: getattr(torch.version, k, None) for k in ("cuda", "hip", "xpu", "git_version")}}
+    fields = _build_fields()
     info = {
         "torch": fields["__version__"],
         "cuda": fields.get("cuda"),
@@ -202,7 +207,43 @@ def op_db() -> list[Any]:
     """PyTorch's OpInfo database (imports expecttest and the testing internals)."""
     from torch.testing._internal.common_methods_invocations import op_db as db
 
+    _frames_only_test_fn_lookup()
     return list(db)
+
+
+def _frames_only_test_fn_lookup() -> None:
+    """Make OpInfo sample generation cheap outside unittest.
+
+    Every `OpInfo.sample_inputs()` call looks for the running unittest test twice through
+    `common_utils.extract_test_fn`, which calls `inspect.stack()`: that reads the source file of
+    every frame on the stack (a deep one under pytest) and scans sys.modules per frame, ~0.6 s a
+    call, measured as three quarters of an OpInfo run. The same lookup over the frames alone
+    returns the same answer (None for TorchCTS, which runs no unittest.TestCase) in microseconds.
+    """
+    import unittest
+
+    try:
+        from torch.testing._internal import common_utils
+        from torch.testing._internal.opinfo import core
+    except ImportError:
+        return
+    if not callable(getattr(common_utils, "extract_test_fn", None)):
+        return
+
+    def extract_test_fn() -> Any:
+        frame = sys._getframe(1)
+        while frame is not None:
+            self_val = frame.f_locals.get("self")
+            if isinstance(self_val, unittest.TestCase):
+                *_, cls_name, test_name = self_val.id().rsplit(".", 2)
+                if cls_name == type(self_val).__name__ and test_name.startswith("test"):
+                    return getattr(self_val, test_name).__func__
+            frame = frame.f_back
+        return None
+
+    for module in (common_utils, core):
+        if hasattr(module, "extract_test_fn"):
+            module.extract_test_fn = extract_test_fn
 
 
 def opinfo_dtypes(op: Any, device_type: str) -> set[Any]:
