@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from conftest import records, run_cli
@@ -54,9 +55,10 @@ def test_cache_hit_skips_the_build_and_key_tracks_torch(tmp_path, monkeypatch):
     assert cache.cached_cases("s", build) == [case]
     assert len(built) == 1
     cache.source_key.cache_clear()
-    import torch
+    from torchcts import compat
 
-    monkeypatch.setattr(torch, "__version__", "9.9.9")
+    real = compat.torch_version_file()
+    monkeypatch.setattr(compat, "torch_version_file", lambda: real.replace("__version__", "__version__ = '9.9.9'\n_was"))
     try:
         cache.cached_cases("s", build)
         assert len(built) == 2, "another torch version must miss the cache"
@@ -105,4 +107,43 @@ def test_extra_suites_are_never_cached(tmp_path, monkeypatch):
 
     monkeypatch.setattr(extra_suite_mod, "N", 5)
     assert len(registry.suite_cases("x")) == 5
-    assert not list(tmp_path.glob("x-*.jsonl"))
+    assert not list(tmp_path.glob("x-*"))
+
+
+def test_corrupt_cache_file_is_a_miss_and_is_rewritten(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHCTS_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TORCHCTS_NO_CACHE", raising=False)
+    case = Case(id="s/a", suite="s", level=1, runner="m:f", params={"shape": [2, 3]}, requires=("training|autograd",))
+    assert cache.cached_cases("s", lambda: [case]) == [case]
+    (path,) = tmp_path.glob("s-*")
+    path.write_bytes(b"\x00garbage")
+    assert cache.cached_cases("s", lambda: [case]) == [case]
+    assert cache.cached_cases("s", lambda: pytest.fail("a rewritten cache must hit")) == [case]
+
+
+def test_stale_cache_files_of_other_keys_are_pruned(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHCTS_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TORCHCTS_NO_CACHE", raising=False)
+    old, recent = tmp_path / "s-0000old.marshal", tmp_path / "s-0000new.marshal"
+    for f in (old, recent):
+        f.write_bytes(b"x")
+    os.utime(old, (1, 1))
+    cache.cached_cases("s", lambda: [])
+    assert not old.exists() and recent.exists()
+
+
+def test_warm_collection_never_imports_torch(tmp_path):
+    """Collection from the cache (show-skips, and a run before its workers start) skips torch."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TORCHCTS_CACHE_DIR": str(tmp_path / "cache"), "CI": "true"}
+    env.pop("TORCHCTS_NO_CACHE", None)
+    probe = ("import sys, runpy; sys.argv = ['torchcts', 'show-skips', '--validation', '--suite', 'dtypes']\n"
+             "try:\n    runpy.run_module('torchcts', run_name='__main__')\n"
+             "except SystemExit:\n    pass\nprint('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)\n")
+    first = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert "TORCH" in first.stderr.splitlines()[-1], "a cache miss builds the cases (with torch)"
+    warm = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert warm.stderr.splitlines()[-1] == "NO-TORCH", warm.stderr
+    assert "would run" in warm.stdout

@@ -27,9 +27,7 @@ def fmt(v: tuple[int, int, int]) -> str:
 def check_torch_version(version: str | None = None, warn=None) -> str | None:  # noqa: ANN001
     """Usage error below 2.7; one warning (returned and printed) above the validated range."""
     if version is None:
-        import torch
-
-        version = torch.__version__
+        version = installed_torch_version()
     v = parse_version(version)
     if v < MIN_TORCH:
         raise UsageError(
@@ -44,6 +42,62 @@ def check_torch_version(version: str | None = None, warn=None) -> str | None:  #
         (warn or (lambda m: print(m, file=sys.stderr)))(msg)
         return msg
     return None
+
+
+def torch_version_file() -> str:
+    """The text of the installed torch's version.py, read without importing torch.
+
+    It names the release, git revision and toolkit of the build, so it keys caches and answers
+    version checks on paths (collection, show-skips) that must not pay torch's import.
+    """
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise UsageError("PyTorch is not installed: install it first ('torchcts install' prints the command)")
+    path = Path(next(iter(spec.submodule_search_locations))) / "version.py"
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        import torch
+
+        return f"__version__ = {torch.__version__!r}\ngit_version = {getattr(torch.version, 'git_version', '')!r}\n"
+
+
+def _version_fields() -> dict[str, Any]:
+    """The build's version fields (version, git, cuda, hip, xpu): from the imported torch when it
+    is loaded, else from the constant assignments of torch/version.py, without importing torch."""
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "version"):
+        return {"__version__": torch.__version__,
+                **{k: getattr(torch.version, k, None) for k in ("cuda", "hip", "xpu", "git_version")}}
+    import ast
+
+    fields: dict[str, Any] = {}
+    try:
+        tree = ast.parse(torch_version_file())
+    except SyntaxError:
+        return fields
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(node, "target", None)
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and isinstance(value, ast.Constant):
+            fields[target.id] = value.value
+    return fields
+
+
+def _build_fields() -> dict[str, Any]:
+    fields = _version_fields()
+    if not isinstance(fields.get("__version__"), str):
+        import torch  # noqa: F401 - an unparseable version.py: importing is slower but always right
+
+        fields = _version_fields()
+    return fields
+
+
+def installed_torch_version() -> str:
+    return _build_fields()["__version__"]
 
 
 def build_family(version: str, cuda: str | None, hip: str | None, xpu: str | None, system: str) -> str:
@@ -69,14 +123,13 @@ def build_info() -> dict[str, str | None]:
     """Which build of torch is installed: version, family, CUDA/HIP/XPU versions, git revision."""
     import platform
 
-    import torch
-
+    fields = _build_fields()
     info = {
-        "torch": torch.__version__,
-        "cuda": getattr(torch.version, "cuda", None),
-        "hip": getattr(torch.version, "hip", None),
-        "xpu": getattr(torch.version, "xpu", None),
-        "git": (getattr(torch.version, "git_version", None) or "")[:12] or None,
+        "torch": fields["__version__"],
+        "cuda": fields.get("cuda"),
+        "hip": fields.get("hip"),
+        "xpu": fields.get("xpu"),
+        "git": (fields.get("git_version") or "")[:12] or None,
     }
     info["family"] = build_family(info["torch"], info["cuda"], info["hip"], info["xpu"], platform.system())
     return info
@@ -154,7 +207,43 @@ def op_db() -> list[Any]:
     """PyTorch's OpInfo database (imports expecttest and the testing internals)."""
     from torch.testing._internal.common_methods_invocations import op_db as db
 
+    _frames_only_test_fn_lookup()
     return list(db)
+
+
+def _frames_only_test_fn_lookup() -> None:
+    """Make OpInfo sample generation cheap outside unittest.
+
+    Every `OpInfo.sample_inputs()` call looks for the running unittest test twice through
+    `common_utils.extract_test_fn`, which calls `inspect.stack()`: that reads the source file of
+    every frame on the stack (a deep one under pytest) and scans sys.modules per frame, ~0.6 s a
+    call, measured as three quarters of an OpInfo run. The same lookup over the frames alone
+    returns the same answer (None for TorchCTS, which runs no unittest.TestCase) in microseconds.
+    """
+    import unittest
+
+    try:
+        from torch.testing._internal import common_utils
+        from torch.testing._internal.opinfo import core
+    except ImportError:
+        return
+    if not callable(getattr(common_utils, "extract_test_fn", None)):
+        return
+
+    def extract_test_fn() -> Any:
+        frame = sys._getframe(1)
+        while frame is not None:
+            self_val = frame.f_locals.get("self")
+            if isinstance(self_val, unittest.TestCase):
+                *_, cls_name, test_name = self_val.id().rsplit(".", 2)
+                if cls_name == type(self_val).__name__ and test_name.startswith("test"):
+                    return getattr(self_val, test_name).__func__
+            frame = frame.f_back
+        return None
+
+    for module in (common_utils, core):
+        if hasattr(module, "extract_test_fn"):
+            module.extract_test_fn = extract_test_fn
 
 
 def opinfo_dtypes(op: Any, device_type: str) -> set[Any]:

@@ -50,14 +50,19 @@ def available_devices() -> list[str]:
 
 
 def resolve_device(name: str, backend_import: str | None = None) -> DeviceInfo:
-    """Import the backend, check the device type exists and is available, derive its gate."""
+    """Import the backend, check the device type exists and is available, derive its gate.
+
+    The CPU with no backend to import needs no torch here: collection-only commands stay fast.
+    """
+    if name == "rocm":
+        raise UsageError("'rocm' is a backend gate, not a device: ROCm builds run with --device cuda")
+    if name == "cpu" and not backend_import:
+        return DeviceInfo("cpu", "cpu", 1, _cpu_model())
     import torch
 
     from torchcts.compat import device_available, device_count, device_model
 
     import_backend(backend_import)
-    if name == "rocm":
-        raise UsageError("'rocm' is a backend gate, not a device: ROCm builds run with --device cuda")
     if name == "cpu":
         return DeviceInfo("cpu", "cpu", 1, _cpu_model())
     known = (*IN_TREE_DEVICES, privateuse1_name())

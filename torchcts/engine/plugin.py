@@ -17,7 +17,7 @@ import pytest
 
 from torchcts.cases.model import Case, NotApplicable
 from torchcts.engine.plan import read_plan
-from torchcts.oracle.compare import OracleMismatch
+from torchcts.oracle.mismatch import OracleMismatch
 from torchcts.results.records import base_record, repro_command
 from torchcts.results.rundir import RecordWriter, read_run
 from torchcts.results.statuses import FAILURES

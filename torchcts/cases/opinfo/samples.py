@@ -19,9 +19,9 @@ from torchcts.cases.model import NotApplicable
 
 def load_op_db() -> list[Any]:
     """PyTorch's OpInfo database (importing it takes seconds; done once per process)."""
-    from torch.testing._internal.common_methods_invocations import op_db
+    from torchcts.compat import op_db
 
-    return list(op_db)
+    return op_db()
 
 
 @functools.cache
