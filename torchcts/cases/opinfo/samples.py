@@ -40,10 +40,12 @@ def lookup(name: str, variant: str = "") -> Any:
 SAMPLE_SEED = 0
 
 
-def generate(op: Any, dtype: torch.dtype | None, requires_grad: bool = False, errors: bool = False) -> Any:
+def generate(op: Any, dtype: torch.dtype | None, requires_grad: bool = False, errors: bool = False,
+             device: torch.device | str | None = None) -> Any:
     """The op's CPU samples (or error inputs), seeded once so index N is the same sample in every
     process. PyTorch's own per-sample reseeding also reseeds every accelerator (milliseconds per
-    sample); generation here touches only the CPU, Python and NumPy generators."""
+    sample); generation here touches only the CPU, Python and NumPy generators. With `device`,
+    options PyTorch resolves per device type are resolved for that device (see pin_device_policy)."""
     import random
 
     import numpy
@@ -58,7 +60,34 @@ def generate(op: Any, dtype: torch.dtype | None, requires_grad: bool = False, er
         return map(_explicit_device, samples)
     if op.name in HOST_ARGS:
         return (_mark_host_args(sample, HOST_ARGS[op.name]) for sample in samples)
+    if device is not None and op.name in DEVICE_POLICY_OPS:
+        return (pin_device_policy(sample, torch.device(device)) for sample in samples)
     return samples
+
+
+# Ops whose `options=` PyTorch resolves per device type before computing.
+DEVICE_POLICY_OPS = frozenset({"nn.functional.linear_cross_entropy"})
+
+
+def pin_device_policy(sample: Any, device: torch.device) -> Any:
+    """Resolve `options` the way PyTorch resolves them on `device`, for both sides of the comparison.
+
+    F.linear_cross_entropy's chunked path turns `acc_policy="auto"` into a per-(device type, dtype)
+    pick (LinearCrossEntropyOptions._adjust): fp32 accumulation ("accurate") on cpu, the input dtype
+    ("compact") on device types PyTorch does not list, every PrivateUse1 backend among them. Left
+    "auto", the CPU reference would compute a different algorithm than the device was asked to, and
+    a float16/bfloat16 loss accumulated in fp32 differs from one accumulated in the input dtype by
+    an ulp of the logits. Pinned, the reference runs the device's own algorithm on CPU; the device
+    run is unchanged (resolving resolved options is the identity)."""
+    options = sample.kwargs.get("options")
+    adjust = getattr(options, "_adjust", None)
+    weight = sample.args[0] if sample.args else None
+    if adjust is None or not isinstance(weight, torch.Tensor) or sample.input.dim() not in (1, 2):
+        return sample
+    inp = sample.input
+    sample.kwargs["options"] = adjust(num_batches=inp.shape[0] if inp.dim() == 2 else 1, in_features=inp.shape[-1],
+                                      num_classes=weight.shape[0], dtype=inp.dtype, device=device)
+    return sample
 
 
 class HostArg:
