@@ -103,3 +103,25 @@ def test_clean_sim_passes_the_opinfo_cases_that_failed(tmp_path):
     assert {"opinfo/matmul/float32/out", "opinfo/pinverse/complex64/forward",
             "opinfo/pinverse/complex64/backward",
             "opinfo/nn.functional.linear_cross_entropy.chunked_none/bfloat16/forward"} <= ids
+
+
+def test_selftest_clean_run_has_no_whole_run_limit(cli, monkeypatch, tmp_path):
+    """The clean run covers every claimed level (all of OpInfo: many minutes on 2 cores); a fault
+    run's whole-run limit would end it and report the clean sim failed."""
+    import torchcts.engine.selftest as st
+
+    seen: dict[str, dict] = {}
+
+    def fake(name, *args, **kwargs):  # noqa: ANN001,ANN202
+        seen[name] = kwargs
+        return st.Outcome(name, name != "clean", first_case="x", status="failed", meant=True)
+
+    monkeypatch.setattr(st, "run_one", fake)
+    monkeypatch.setattr(st, "fault_catalog", lambda: [
+        {"name": "abs_zero_dim", "suite": "operators", "level": 1, "catches": ["x"], "description": "d",
+         "selection": ["--suite", "operators", "--level-exact", "1"]}])
+    assert cli(["selftest", "--fault", "abs_zero_dim", "--results-dir", str(tmp_path)]) == 0
+    assert seen["clean"]["run_timeout"] is None and seen["clean"]["case_timeout"] == 20
+    assert seen["abs_zero_dim"]["run_timeout"] == 900
+    assert cli(["selftest", "--fault", "abs_zero_dim", "--run-timeout", "50", "--results-dir", str(tmp_path)]) == 0
+    assert seen["clean"]["run_timeout"] == 50 == seen["abs_zero_dim"]["run_timeout"]
