@@ -42,6 +42,15 @@ CHILD = textwrap.dedent("""
         assert torch.equal(torch.vdot(x.to("sim"), y.to("sim")).cpu(), torch.vdot(x, y))
         assert torch.equal((x.to("sim") * y.to("sim").conj()).cpu(), x * y.conj())
         assert torch.equal(torch.linalg.pinv(a.to("sim")).cpu(), torch.linalg.pinv(a))
+
+    # 3. linalg_matrix_rank(out=) writes `out` (its composite kernel, given a tensor subclass, did not).
+    a = torch.randn(5, 5)
+    a[:, 4] = a[:, 3]
+    for kwargs in ({}, {"hermitian": True}, {"atol": 0.5}, {"tol": 0.1}):
+        x = a @ a.T if kwargs.get("hermitian") else a
+        out = torch.zeros((), dtype=torch.int64, device="sim")
+        assert torch.linalg.matrix_rank(x.to("sim"), out=out, **kwargs) is out
+        assert out.item() == torch.linalg.matrix_rank(x, **kwargs).item(), kwargs
     print("OK")
 """)
 
@@ -94,13 +103,13 @@ def test_pinned_policy_changes_the_result_it_is_compared_with():
 @pytest.mark.timeout(300)
 def test_clean_sim_passes_the_opinfo_cases_that_failed(tmp_path):
     r = run_cli("run", "--device", "sim", "--manifest", str(SIM_MANIFEST), "--suite", "opinfo", "--no-isolation",
-                "--op", "matmul", "--op", "pinverse", "--op", "nn.functional.linear_cross_entropy*",
+                "--op", "matmul", "--op", "pinverse", "--op", "linalg.matrix_rank", "--op", "nn.functional.linear_cross_entropy*",
                 "--dtype", "float32", "--dtype", "bfloat16", "--dtype", "complex64", "--", "-q", cwd=tmp_path)
     recs = records(latest_run(tmp_path))
     bad = [(x["id"], x["status"], x.get("message")) for x in recs if x["status"] not in ("passed", "not_applicable")]
     assert r.returncode == 0 and not bad, bad or r.stdout[-3000:]
     ids = {x["id"] for x in recs if x["status"] == "passed"}
-    assert {"opinfo/matmul/float32/out", "opinfo/pinverse/complex64/forward",
+    assert {"opinfo/matmul/float32/out", "opinfo/pinverse/complex64/forward", "opinfo/linalg.matrix_rank/float32/out",
             "opinfo/pinverse/complex64/backward",
             "opinfo/nn.functional.linear_cross_entropy.chunked_none/bfloat16/forward"} <= ids
 
