@@ -15,7 +15,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from torchcts.cli.run import DEFAULT_TIMEOUT_S
+
 HELP = "run the suite on the simulated device clean and with each planted fault; table of detections"
+FAULT_RUN_TIMEOUT = 900.0
+FAULT_CASE_TIMEOUT = 20.0
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -28,10 +32,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-clean", action="store_true", help="skip the clean run")
     p.add_argument("--list", action="store_true", help="list the planted faults and exit")
     p.add_argument("--jobs", type=int, default=2, metavar="J", help="runs in parallel (default 2)")
-    p.add_argument("--timeout", "--case-timeout", dest="case_timeout", type=float, default=20.0, metavar="S",
+    p.add_argument("--timeout", "--case-timeout", dest="case_timeout", type=float, default=None, metavar="S",
                    help="per-case time limit, passed to `torchcts run --timeout`: a hung case is recorded "
-                        "timeout (default 20)")
-    p.add_argument("--run-timeout", type=float, default=900.0, metavar="S", help="limit of one run (default 900)")
+                        f"timeout (default: {FAULT_CASE_TIMEOUT:g} in fault runs; `torchcts run`'s own "
+                        f"{DEFAULT_TIMEOUT_S:g} in the clean run, whose slowest OpInfo cases take tens of seconds)")
+    p.add_argument("--run-timeout", type=float, default=None, metavar="S",
+                   help=f"limit of one run (default: {FAULT_RUN_TIMEOUT:g} for a fault run; none for the clean "
+                        "run, which covers every claimed level and whose cases each have --timeout)")
     p.add_argument("--results-dir", default="results", metavar="DIR",
                    help="run folders go under DIR/selftest/<fault> (default: results)")
     p.add_argument("--json", action="store_true", help="print the outcomes as JSON lines instead of a table")
@@ -63,11 +70,16 @@ def main(args: argparse.Namespace) -> int:
     faults = select_faults(catalog, args.fault, args.level)
     root = Path(args.results_dir) / "selftest"
     full = ["--level", str(args.level)] if args.level else []
-    opts = {"case_timeout": args.case_timeout, "run_timeout": args.run_timeout}
+    # The clean run is every claimed level, all of OpInfo included (tens of minutes on 2 cores, single
+    # cases up to ~100 s under load): limits sized for a focused fault run, where a hang must be
+    # seen quickly, would end it and report the clean sim failed.
+    opts = {"case_timeout": args.case_timeout or FAULT_CASE_TIMEOUT,
+            "run_timeout": args.run_timeout or FAULT_RUN_TIMEOUT}
+    clean_opts = {"case_timeout": args.case_timeout or DEFAULT_TIMEOUT_S, "run_timeout": args.run_timeout}
 
     jobs = []
     if not args.no_clean:
-        jobs.append(lambda: st.run_one("clean", full, root / "clean", fault=None, stop_first=False, **opts))
+        jobs.append(lambda: st.run_one("clean", full, root / "clean", fault=None, stop_first=False, **clean_opts))
     skipped = []
     for f in faults:
         why = None if args.full else st.missing_cases(f["suite"], f["level"])

@@ -103,8 +103,9 @@ def judge(name: str, run_dir: Path | None, returncode: int | None, seconds: floa
 
 def run_one(name: str, selection: list[str], results_dir: Path, *, fault: str | None,
             catches: tuple[str, ...] = (), stop_first: bool, case_timeout: float | None,
-            run_timeout: float, isolation: bool = True) -> Outcome:
-    """One `torchcts run` on the sim, with the named fault (or a comma-separated list, or none) planted."""
+            run_timeout: float | None, isolation: bool = True) -> Outcome:
+    """One `torchcts run` on the sim, with the named fault (or a comma-separated list, or none) planted;
+    `run_timeout` None: no limit on the whole run (each case still has `case_timeout`)."""
     results_dir.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k != ENV}
     env["CI"] = "true"

@@ -60,6 +60,11 @@ manifest = {
          "reason": "torch.load(map_location='sim') of a CPU-saved tensor needs a sim storage, and a Python "
                    "backend has no allocator to make one; sim tensors saved on the sim round-trip",
          "signature": "RuntimeError: *cannot create device storages*"},
+        {"match": "opinfo/masked.prod/float16/backward", "status": "xfail",
+         "reason": "prod's backward formula takes its composite-compliant path for tensor subclasses (every "
+                   "Python backend's tensors): exclusive products, finite (54464) where CPU divides the "
+                   "product that overflowed float16 by the input (inf); a C++ backend takes CPU's path",
+         "signature": "mismatch"},
         {"match": "device_api/accelerator/consistency", "status": "xfail",
          "reason": "torch.accelerator.synchronize() calls the device guard's synchronizeDevice, which a Python "
                    "PrivateUse1 device guard cannot implement (torch._C._acc.DeviceGuard exposes only type_)",

@@ -163,7 +163,7 @@ def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[...,
         actual = device_call()
         check_output(ctx, actual, expected, sample, device_call, category)
 
-    each_sample(ctx, generate(op, dtype), body)
+    each_sample(ctx, generate(op, dtype, device=ctx.device), body)
 
 
 def _noncontiguous(dev_sample: Any) -> Any:
@@ -201,7 +201,7 @@ def run_inplace(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
             return
         ctx.assert_close(dev.input, cpu.input, category=category)
 
-    each_sample(ctx, generate(op, dtype), body)
+    each_sample(ctx, generate(op, dtype, device=ctx.device), body)
 
 
 def _zeros_like_tree(obj: Any, device: torch.device | str) -> Any:
@@ -238,7 +238,7 @@ def run_out(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
             return
         ctx.assert_close(out, cpu_out, category=category)
 
-    each_sample(ctx, generate(op, dtype), body)
+    each_sample(ctx, generate(op, dtype, device=ctx.device), body)
 
 
 def run_errors(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
@@ -295,7 +295,7 @@ def run_backward(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
             return
         ctx.assert_close(actual, expected, category="backward")
 
-    each_sample(ctx, generate(op, dtype, requires_grad=True), body)
+    each_sample(ctx, generate(op, dtype, requires_grad=True, device=ctx.device), body)
 
 
 def run(ctx: CaseContext, *, op: str, variant: str = "", kind: str, dtype: torch.dtype) -> None:
