@@ -66,31 +66,29 @@ def test_callable_expressions_resolve_to_the_same_object():
     assert callable_expression(lambda x: x) is None
 
 
-def _fake_opinfo(monkeypatch, op_fn) -> None:
-    """Stands in for the OpInfo suite's materialize(case_params, sample_index, dtype)."""
-    def materialize(params, index, dtype):  # noqa: ANN001,ANN202
-        assert params["op"] == "nn.functional.relu" and dtype == "float32"
-        x = torch.tensor([-1.0, 0.5, 2.0]) * (index + 1)
-        return types.SimpleNamespace(name=params["op"], op=op_fn), types.SimpleNamespace(input=x, args=(), kwargs={})
+def test_opinfo_repro_script_runs_the_real_sample_and_passes_on_a_correct_device(tmp_path):
+    """Through the suite's real materialize(): the script's inputs are the case's own sample."""
+    from torchcts.cases.opinfo import materialize
 
-    monkeypatch.setitem(sys.modules, "torchcts.cases.opinfo", types.SimpleNamespace(materialize=materialize))
-
-
-def test_opinfo_repro_script_runs_the_sample_and_passes_on_a_correct_device(tmp_path, monkeypatch):
-    _fake_opinfo(monkeypatch, torch.nn.functional.relu)
-    record = {"id": RELU.id, "status": "failed", "message": "values differ", "info": {"sample": 1}}
-    target = ReproTarget(RELU, "cpu", cpu_manifest(), record, "r1", tmp_path / "repro")
-    folder = write_repro(target)
+    case = Case(**{**RELU.__dict__, "params": {"op": "nn.functional.relu", "variant": "", "kind": "forward",
+                                               "dtype": "float32"}})
+    record = {"id": RELU.id, "status": "failed", "message": "values differ", "info": {"sample_index": 1}}
+    folder = write_repro(ReproTarget(case, "cpu", cpu_manifest(), record, "r1", tmp_path / "repro"))
     text = (folder / "repro.py").read_text()
     assert "OP = torch.nn.functional.relu" in text and "import torchcts" not in text
-    assert torch.load(folder / "inputs.pt", weights_only=False)[0]["args"][0].tolist() == [-2.0, 1.0, 4.0]
+    _, _, args, _ = materialize(case.params, 1, "float32")
+    saved = torch.load(folder / "inputs.pt", weights_only=False)[0]["args"][0]
+    assert torch.equal(saved, args[0]) and saved.numel() > 1
     with pytest.raises(SystemExit) as done:
         runpy.run_path(str(folder / "repro.py"), run_name="__main__")
     assert done.value.code == 0
 
 
 def test_opinfo_without_an_importable_callable_or_without_a_builder_is_a_clear_usage_error(monkeypatch):
-    _fake_opinfo(monkeypatch, lambda x: x.relu())
+    def materialize(params, index, dtype, device=None):  # noqa: ANN001,ANN202
+        return "lambda", (lambda x: x.relu()), (torch.ones(2),), {}
+
+    monkeypatch.setitem(sys.modules, "torchcts.cases.opinfo", types.SimpleNamespace(materialize=materialize))
     with pytest.raises(UsageError, match="no importable name"):
         builder_for(RELU)(RELU, cpu_manifest(), None)
     other = Case(id="strides/clone/float32", suite="strides", level=5, runner="m:f")

@@ -89,27 +89,32 @@ def operators_elementwise(case: Case, manifest: Manifest, record: dict[str, Any]
     return ReproSpec(expr, samples, atol, rtol)
 
 
-def opinfo(case: Case, manifest: Manifest, record: dict[str, Any] | None) -> ReproSpec:
-    """OpInfo cases, through the suite's `materialize(case_params, sample_index, dtype)`.
+def _known_device(manifest: Manifest) -> str | None:
+    """The manifest's device when this process can name it (its backend imported), else None:
+    then the few ops with per-device-type options (samples.DEVICE_POLICY_OPS) get CPU's."""
+    import torch
 
-    Expected interface (torchcts/cases/opinfo): returns (OpInfo, SampleInput), or an object with
-    `.op` and `.sample`; SampleInput has `.input`, `.args`, `.kwargs`.
-    """
+    try:
+        return str(torch.device(manifest.device_name).type)
+    except RuntimeError:
+        return None
+
+
+def opinfo(case: Case, manifest: Manifest, record: dict[str, Any] | None) -> ReproSpec:
+    """OpInfo cases, through the suite's `materialize(case_params, sample_index, dtype, device)`:
+    (description, fn, args, kwargs) such that `fn(*args, **kwargs)` on CPU is the case's call."""
     try:
         from torchcts.cases.opinfo import materialize  # type: ignore[attr-defined]
     except ImportError:
         raise UsageError("this TorchCTS has no OpInfo materialize(): rerun the case with the "
                          "`torchcts run --case` command from its record instead") from None
     index = failing_sample(record) or 0
-    got = materialize(dict(case.params), index, case.dtype)
-    op, sample = (got.op, got.sample) if hasattr(got, "sample") else got
-    fn = getattr(op, "op", op)
+    _, fn, args, kwargs = materialize(dict(case.params), index, case.dtype, device=_known_device(manifest))
     expr = callable_expression(fn)
     if expr is None:
-        raise UsageError(f"OpInfo '{getattr(op, 'name', case.id)}' runs a callable with no importable name "
+        raise UsageError(f"OpInfo '{case.params.get('op', case.id)}' runs a callable with no importable name "
                          f"({fn!r}), so no standalone script can call it: use the case's `torchcts run --case` command")
-    spec_sample = {"args": [sample.input, *sample.args], "kwargs": dict(sample.kwargs),
-                   "describe": {"sample": index}}
+    spec_sample = {"args": list(args), "kwargs": dict(kwargs), "describe": {"sample": index}}
     category = str(case.params.get("category", "elementwise"))
     atol, rtol = tolerance(case, manifest, record, category)
     return ReproSpec(expr, [spec_sample], atol, rtol)

@@ -19,7 +19,7 @@ from torchcts.cases.opinfo.samples import (
 
 
 def materialize(
-    case_params: Mapping[str, Any], sample_index: int, dtype: str | None = None
+    case_params: Mapping[str, Any], sample_index: int, dtype: str | None = None, device: str | None = None
 ) -> tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
     """(description, fn, args, kwargs) such that `fn(*args, **kwargs)` on CPU is the call that
     case `case_params` (a Case.params dict: op, variant, kind, dtype) makes for sample
@@ -31,12 +31,13 @@ def materialize(
     device copy non-contiguous), `method` the Tensor method, `inplace` the in-place method (the
     result must be args[0]), `out` the op with `out=` tensors shaped like the result, and
     `special_values` the op on the sample with NaN/+Inf/-Inf injected.
-    The description is one line: the function, kind and sample index.
+    The description is one line: the function, kind and sample index. `device` (the device under
+    test) resolves options PyTorch picks per device type, as the run did (samples.pin_device_policy).
     """
     op = lookup(case_params["op"], case_params.get("variant", ""))
     kind = case_params.get("kind", "forward")
     dt = getattr(torch, dtype or case_params["dtype"])
-    samples = generate(op, dt, requires_grad=kind == "backward", errors=kind == "errors")
+    samples = generate(op, dt, requires_grad=kind == "backward", errors=kind == "errors", device=device)
     [(_, sample)] = select_samples(samples, None, sample_index)
     if kind == "errors":
         sample = sample.sample_input
