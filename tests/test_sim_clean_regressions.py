@@ -134,3 +134,6 @@ def test_selftest_clean_run_has_the_limits_of_a_plain_run(cli, monkeypatch, tmp_
     assert seen["abs_zero_dim"]["run_timeout"] == 900 and seen["abs_zero_dim"]["case_timeout"] == 20
     assert cli(["selftest", "--fault", "abs_zero_dim", "--run-timeout", "50", "--results-dir", str(tmp_path)]) == 0
     assert seen["clean"]["run_timeout"] == 50 == seen["abs_zero_dim"]["run_timeout"]
+    assert cli(["selftest", "--fault", "abs_zero_dim", "--full", "--results-dir", str(tmp_path)]) == 0
+    assert seen["abs_zero_dim"] == {**seen["abs_zero_dim"], "run_timeout": None, "case_timeout": 300}, \
+        "a --full fault run covers the clean run's cases: a slow correct case must not count as a catch"

@@ -87,8 +87,11 @@ def main(args: argparse.Namespace) -> int:
             skipped.append(st.Outcome(f["name"], False, note=f"{why}: not measured", measured=False))
             continue
         sel = full if args.full else f["selection"]
-        jobs.append(lambda f=f, sel=sel: st.run_one(f["name"], sel, root / f["name"], fault=f["name"],
-                                                    catches=tuple(f["catches"]), stop_first=True, **opts))
+        # A --full fault run covers the clean run's cases, so it gets the clean run's limits: a slow
+        # correct case, or a whole run outlasting a focused run's limit, must not count as a catch.
+        fopts = clean_opts if args.full else opts
+        jobs.append(lambda f=f, sel=sel, fopts=fopts: st.run_one(
+            f["name"], sel, root / f["name"], fault=f["name"], catches=tuple(f["catches"]), stop_first=True, **fopts))
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         outcomes = list(pool.map(lambda job: job(), jobs)) + skipped
 
