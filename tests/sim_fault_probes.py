@@ -39,7 +39,7 @@ def p_abs_zero_dim() -> bool:
 
 
 def p_sum_low_precision() -> bool:
-    x = torch.randn(5000, dtype=torch.float32) + 3
+    x = torch.linspace(1, 2, 5000, dtype=torch.float32) + 0.001  # fixed: a bf16 sum is off by ~16 here
     return abs(x.to(S).sum().item() - x.sum().item()) > 1e-3 * abs(x.sum().item()) * 0.1
 
 
@@ -134,6 +134,7 @@ IN_RUN_ONLY = {"mul_complex128_segv", "sub_int16_hang"}
 
 
 def main() -> int:
+    torch.manual_seed(0)  # probes must not pass or fail by chance
     bad = 0
     for name in faults.FAULTS:
         if name in IN_RUN_ONLY:
