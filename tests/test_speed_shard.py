@@ -58,7 +58,7 @@ def test_cache_hit_skips_the_build_and_key_tracks_torch(tmp_path, monkeypatch):
     from torchcts import compat
 
     real = compat.torch_version_file()
-    monkeypatch.setattr(compat, "torch_version_file", lambda: real.replace("__version__", "__version__ = '9.9.9'\n_was"))
+    monkeypatch.setattr(compat, "torch_version_file", lambda: real.replace("__version__ = '", "__version__ = '9.9.9-"))
     try:
         cache.cached_cases("s", build)
         assert len(built) == 2, "another torch version must miss the cache"
@@ -147,3 +147,49 @@ def test_warm_collection_never_imports_torch(tmp_path):
     warm = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert warm.stderr.splitlines()[-1] == "NO-TORCH", warm.stderr
     assert "would run" in warm.stdout
+
+
+def test_build_fields_parsed_from_version_py_match_the_imported_torch(monkeypatch):
+    """Collection reads torch's build without importing it: the parse must agree with torch itself."""
+    import sys
+
+    import torch
+
+    from torchcts import compat
+
+    imported = compat.build_info()
+    monkeypatch.delitem(sys.modules, "torch")
+    parsed = compat.build_info()
+    assert parsed == imported and parsed["torch"] == torch.__version__
+    assert compat.installed_torch_version() == torch.__version__
+    monkeypatch.setattr(compat, "torch_version_file", lambda: "__version__ = '2.6.0'\ncuda = '12.4'\n")
+    assert compat.build_info()["family"] == "cu124" and compat.installed_torch_version() == "2.6.0"
+
+
+def test_frames_only_test_fn_lookup_gives_the_same_answer():
+    """The replacement of OpInfo's inspect.stack() lookup: None outside unittest, the test inside."""
+    import unittest
+
+    from torch.testing._internal import common_utils
+    from torch.testing._internal.opinfo import core
+
+    from torchcts import compat
+
+    before = common_utils.extract_test_fn  # already replaced if this worker loaded op_db
+    compat._frames_only_test_fn_lookup()
+    compat._frames_only_test_fn_lookup()  # idempotent: never wraps the replacement
+    try:
+        fast = common_utils.extract_test_fn
+        original = fast.__wrapped__
+        assert fast is not original and core.extract_test_fn is fast and not hasattr(original, "__wrapped__")
+        assert fast() is None and original() is None
+        seen = {}
+
+        class T(unittest.TestCase):
+            def test_probe(self):
+                seen["fast"], seen["original"] = fast(), original()
+
+        unittest.TextTestRunner(stream=open(os.devnull, "w")).run(T("test_probe"))  # noqa: SIM115
+        assert seen["fast"] is T.test_probe and seen["original"] is T.test_probe
+    finally:
+        common_utils.extract_test_fn = core.extract_test_fn = before

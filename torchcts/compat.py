@@ -216,8 +216,8 @@ def _frames_only_test_fn_lookup() -> None:
 
     Every `OpInfo.sample_inputs()` call looks for the running unittest test twice through
     `common_utils.extract_test_fn`, which calls `inspect.stack()`: that reads the source file of
-    every frame on the stack (a deep one under pytest) and scans sys.modules per frame, ~0.6 s a
-    call, measured as three quarters of an OpInfo run. The same lookup over the frames alone
+    every frame on the stack (a deep one under pytest) and scans sys.modules per frame. Without
+    it a 40-op float64 level-5 run took 36 s instead of 47 s. The same lookup over the frames alone
     returns the same answer (None for TorchCTS, which runs no unittest.TestCase) in microseconds.
     """
     import unittest
@@ -227,8 +227,9 @@ def _frames_only_test_fn_lookup() -> None:
         from torch.testing._internal.opinfo import core
     except ImportError:
         return
-    if not callable(getattr(common_utils, "extract_test_fn", None)):
-        return
+    original = getattr(common_utils, "extract_test_fn", None)
+    if not callable(original) or hasattr(original, "__wrapped__"):
+        return  # not in this torch, or already replaced
 
     def extract_test_fn() -> Any:
         frame = sys._getframe(1)
@@ -241,6 +242,7 @@ def _frames_only_test_fn_lookup() -> None:
             frame = frame.f_back
         return None
 
+    extract_test_fn.__wrapped__ = original  # type: ignore[attr-defined]
     for module in (common_utils, core):
         if hasattr(module, "extract_test_fn"):
             module.extract_test_fn = extract_test_fn
