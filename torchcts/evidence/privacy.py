@@ -6,36 +6,20 @@ the verifier applies the same checks to a whole store, so a hand-edited record i
 
 from __future__ import annotations
 
-import getpass
-import os
-import re
-import socket
 from collections.abc import Iterator
 from typing import Any
 
-# A POSIX absolute path not glued to a word (so "operators/core/zeros" and "1/2" pass), a Windows
-# drive path, or a home-relative path.
-_ABS_PATH = re.compile(r"(?<![\w.:/-])/(?:[\w.@+-]+)(?:/[\w.@+-]*)*|\b[A-Za-z]:[\\/][^\s\"']*|(?<!\w)~[\\/][^\s\"']*")
-_USER_AT_HOST = re.compile(r"\b[\w.-]+@[\w-]+(?:\.[\w-]+)*\b")
+from torchcts.results.scrub import GENERIC, IDENTITY_PATTERN, identity_regex, local_identities
+from torchcts.results.scrub import scrub as _scrub
+
+__all__ = ["FORBIDDEN_KEYS", "GENERIC", "leaks", "local_identities", "scrub"]
+
 # Keys that name identity or location; forbidden anywhere in a record.
 FORBIDDEN_KEYS = frozenset({"host", "hostname", "node", "user", "username", "login", "home", "cwd", "path",
                             "env", "environ", "environment"})
-# Identities too generic to identify anyone (and that would match ordinary words in records).
-GENERIC = frozenset({"root", "localhost", "user", "runner", "admin", "cpu", "cuda", "mps", "xpu", "rocm"})
-
-
-def local_identities() -> set[str]:
-    """This machine's host and user names, as they could leak into a record."""
-    found: set[str] = set()
-    for get in (socket.gethostname, socket.getfqdn, getpass.getuser, lambda: os.path.basename(os.path.expanduser("~"))):
-        try:
-            value = get() or ""
-        except Exception:  # noqa: BLE001,S112 - no user database entry, no network name
-            continue
-        for v in (value, value.split(".")[0]):
-            if len(v) >= 2 and v.lower() not in GENERIC:
-                found.add(v)
-    return found
+_KIND = {"file_url": "file URL", "unc": "UNC path", "drive": "absolute path", "posix": "absolute path",
+         "home": "home path", "up": "parent-relative path", "mac": "MAC address", "ipv6": "IP address",
+         "ipv4": "IP address", "email": "user@host or e-mail"}
 
 
 def _strings(obj: Any, where: str = "") -> Iterator[tuple[str, str]]:
@@ -64,29 +48,20 @@ def _keys(obj: Any, where: str = "") -> Iterator[tuple[str, str]]:
 def leaks(record: Any, identities: set[str] | None = None) -> list[str]:
     """Every identity or path found in a record, as 'field: problem' lines (empty when clean)."""
     ids = local_identities() if identities is None else identities
-    patterns = [(i, re.compile(rf"(?<![\w-]){re.escape(i)}(?![\w-])", re.IGNORECASE)) for i in sorted(ids)]
+    names = identity_regex(frozenset(ids))
     problems = []
     for path, key in _keys(record):
         if key.lower() in FORBIDDEN_KEYS:
             problems.append(f"{path}: key '{key}' names host, user or location")
     for path, text in _strings(record):
-        m = _ABS_PATH.search(text)
-        if m:
-            problems.append(f"{path}: absolute path '{m.group(0)}'")
-        m = _USER_AT_HOST.search(text)
-        if m:
-            problems.append(f"{path}: user@host or e-mail '{m.group(0)}'")
-        for ident, pat in patterns:
-            if pat.search(text):
-                problems.append(f"{path}: host or user name '{ident}'")
+        for m in IDENTITY_PATTERN.finditer(text):
+            problems.append(f"{path}: {_KIND.get(m.lastgroup or '', 'identity')} '{m.group(0)}'")
+        for m in names.finditer(text) if names is not None else ():
+            problems.append(f"{path}: host or user name '{m.group(0)}'")
     return sorted(set(problems))
 
 
 def scrub(text: str, identities: set[str] | None = None) -> str:
-    """Free text made safe for evidence: paths reduced to their base name, identities redacted."""
-    ids = local_identities() if identities is None else identities
-    text = _ABS_PATH.sub(lambda m: "<path:" + re.split(r"[\\/]", m.group(0).rstrip("/\\"))[-1] + ">", text)
-    text = _USER_AT_HOST.sub("<redacted>", text)
-    for ident in sorted(ids, key=len, reverse=True):
-        text = re.sub(rf"(?<![\w-]){re.escape(ident)}(?![\w-])", "<redacted>", text, flags=re.IGNORECASE)
-    return text
+    """Free text made safe for evidence: the one scrubber (results/scrub.py) with this machine's
+    names looked up now (not cached), so nothing identifying reaches a store."""
+    return _scrub(text, local_identities() if identities is None else identities)

@@ -10,14 +10,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from torchcts.results.scrub import scrub
+from torchcts.results.scrub import scrub_obj
 
 Records = list[dict[str, Any]]
 
 
 def _text(name: str, render: Callable[[dict[str, Any], Records], str]) -> Callable[[Path, dict[str, Any], Records], None]:
     def write(run_dir: Path, run: dict[str, Any], records: Records) -> None:
-        (run_dir / name).write_text(scrub(render(run, records)), encoding="utf-8")
+        (run_dir / name).write_text(render(run, records), encoding="utf-8")
 
     write.__name__ = f"write_{name.replace('.', '_')}"
     return write
@@ -50,5 +50,8 @@ ARTIFACTS: list[Callable[[Path, dict[str, Any], Records], None]] = [
 
 
 def write_artifacts(run_dir: Path, run: dict[str, Any], records: Records) -> None:
+    """Data is scrubbed before rendering (a downloaded run may hold anything), then each format
+    quotes it (results/quoting.py): scrubbing rendered HTML or Markdown would break its escaping."""
+    run, records = scrub_obj(run), scrub_obj(records)
     for write in ARTIFACTS:
         write(run_dir, run, records)

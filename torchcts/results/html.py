@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import html
 import json
 from collections import Counter, defaultdict
 from typing import Any
 
+from torchcts.results.quoting import html_text
 from torchcts.results.statuses import FAILURES, ORDER, STATUSES
 from torchcts.results.summary import by, failures, totals
 
@@ -53,7 +53,7 @@ document.addEventListener('DOMContentLoaded',applyFilter);
 
 
 def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value))
+    return html_text("" if value is None else value)
 
 
 def _rate_color(rate: float) -> str:

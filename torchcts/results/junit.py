@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from typing import Any
 
+from torchcts.results.quoting import one_line, strip_controls
 from torchcts.results.statuses import STATUSES
 
 # How each status shows in JUnit: the backend raised or its worker died -> <error>; other
@@ -19,16 +20,16 @@ def _detail(r: dict[str, Any]) -> str:
     for key in ("mismatch", "signal", "exit_code", "output_tail", "traceback", "repro"):
         if r.get(key) not in (None, "", {}):
             parts.append(f"{key}: {r[key]}")
-    return "\n".join(p if isinstance(p, str) else str(p) for p in parts if p)
+    return strip_controls("\n".join(p if isinstance(p, str) else str(p) for p in parts if p))
 
 
 def render_junit(run: dict[str, Any], records: list[dict[str, Any]]) -> str:
     suites: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         suites[str(r.get("suite"))].append(r)
-    root = ET.Element("testsuites", name=f"torchcts {run.get('name', '')}")
+    root = ET.Element("testsuites", name=one_line(f"torchcts {run.get('name', '')}"))
     for name, recs in sorted(suites.items()):
-        el = ET.SubElement(root, "testsuite", name=name, tests=str(len(recs)),
+        el = ET.SubElement(root, "testsuite", name=one_line(name), tests=str(len(recs)),
                            timestamp=str(run.get("started") or ""))
         counts = {"failures": 0, "errors": 0, "skipped": 0}
         total_time = 0.0
@@ -36,8 +37,9 @@ def render_junit(run: dict[str, Any], records: list[dict[str, Any]]) -> str:
             status = r.get("status", "error")
             t = float(r.get("duration_s") or 0.0)
             total_time += t
-            case = ET.SubElement(el, "testcase", classname=f"torchcts.{name}", name=r["id"], time=f"{t:.6f}")
-            message = (r.get("message") or status)[:500]
+            case = ET.SubElement(el, "testcase", classname=one_line(f"torchcts.{name}"), name=one_line(r["id"]),
+                                 time=f"{t:.6f}")
+            message = one_line(str(r.get("message") or status)[:500])
             if status in _FAILURE:
                 counts["failures"] += 1
                 ET.SubElement(case, "failure", type=status, message=message).text = _detail(r)
@@ -48,7 +50,7 @@ def render_junit(run: dict[str, Any], records: list[dict[str, Any]]) -> str:
                 counts["skipped"] += 1
                 ET.SubElement(case, "skipped", type=status, message=message)
             elif status != "passed":
-                ET.SubElement(case, "properties").append(ET.Element("property", name="status", value=status))
+                ET.SubElement(case, "properties").append(ET.Element("property", name="status", value=one_line(status)))
         el.set("time", f"{total_time:.6f}")
         for k, v in counts.items():
             el.set(k, str(v))

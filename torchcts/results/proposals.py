@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from torchcts.results.ledger import FAILING
+from torchcts.results.quoting import py_comment
 from torchcts.results.signatures import signature_of
 from torchcts.results.triage import cluster_key
 
@@ -76,7 +77,7 @@ def _value(v: Any) -> str:
 
 def render_python(entries: list[dict[str, Any]], run_name: str) -> str:
     lines = [
-        f"# Proposed expectations ledger entries for the failures of run {run_name}",
+        f"# Proposed expectations ledger entries for the failures of run {py_comment(run_name)}",
         "# (written by `torchcts expectations update`; nothing was applied). Review each entry: state the",
         "# reason, set the tracker and expiry, drop what should be fixed instead, then paste the entries",
         "# into the \"expectations\" list of your manifest.",
@@ -92,7 +93,7 @@ def render_python(entries: list[dict[str, Any]], run_name: str) -> str:
 
 def render_toml(entries: list[dict[str, Any]], run_name: str) -> str:
     lines = [
-        f"# Proposed expectations ledger entries for the failures of run {run_name}",
+        f"# Proposed expectations ledger entries for the failures of run {py_comment(run_name)}",
         "# (written by `torchcts expectations update`; nothing was applied). Review each entry, then paste",
         "# them into torchcts.toml (in pyproject.toml, write [[tool.torchcts.expectations]]).",
     ]

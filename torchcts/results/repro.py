@@ -8,6 +8,7 @@ It exits 0 when every sample matches, 1 when one differs or the device raised.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from torchcts.cases.model import Case
 from torchcts.cases.repro_builders import ReproSpec, builder_for
 from torchcts.errors import UsageError
 from torchcts.manifest.schema import Manifest
+from torchcts.results.quoting import one_line, py_docstring, py_literal
 
 SCRIPT = "repro.py"
 INPUTS = "inputs.pt"
@@ -140,21 +142,26 @@ class ReproTarget:
 
 
 def safe_name(case_id: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in case_id.replace("/", "__"))
+    """A folder name for a case: no separators, and never '.', '..' or a hidden name."""
+    name = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_.") else "_" for ch in case_id.replace("/", "__"))
+    return "_" + name if not name or name.startswith(".") else name
 
 
-def _docstring_safe(text: str) -> str:
-    return text.replace("\\", "/").replace('"""', "'''")
+_CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def render_script(target: ReproTarget, spec: ReproSpec) -> str:
+    """The script text: data enters only as literals or docstring text (results/quoting.py)."""
     message = (target.record or {}).get("message")
     status = (target.record or {}).get("status")
-    lit = repr  # Python literals (None, not null)
+    lit = py_literal  # Python literals (None, not null)
+    if not _CALL.fullmatch(spec.call):
+        raise UsageError(f"case '{one_line(target.case.id)}': the op {spec.call!r} is not a dotted name, "
+                         "so no standalone script can call it: use the case's `torchcts run --case` command")
     return _TEMPLATE.format(
-        case_id=target.case.id,
-        run_note=f" (run {target.run_name})" if target.run_name else "",
-        message=_docstring_safe(f"In that run it was {status}: {message}"[:500]) if status else "",
+        case_id=py_docstring(target.case.id),
+        run_note=py_docstring(f" (run {target.run_name})") if target.run_name else "",
+        message=py_docstring(f"In that run it was {status}: {message}"[:500]) if status else "",
         inputs=INPUTS,
         script=SCRIPT,
         case_id_lit=lit(target.case.id),

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from torchcts.results.scrub import scrub
+from torchcts.results.scrub import scrub_obj
 
 RUN_JSON = "run.json"
 CASES_JSONL = "cases.jsonl"
@@ -41,7 +41,7 @@ def new_run_dir(results_root: Path) -> Path:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(scrub(json.dumps(data, indent=2, sort_keys=True, default=str)) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(scrub_obj(data), indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -79,7 +79,7 @@ class RecordWriter:
         self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held for the run
 
     def append(self, record: dict[str, Any]) -> None:
-        self._fh.write(scrub(json.dumps(record, sort_keys=True, default=str)) + "\n")
+        self._fh.write(json.dumps(scrub_obj(record), sort_keys=True, default=str) + "\n")
         self._fh.flush()
 
     def close(self) -> None:

@@ -1,19 +1,36 @@
-"""Keep host identity out of the run folder: absolute paths become short placeholders.
+"""The one scrubber: keep host identity out of everything TorchCTS writes or prints (SPEC §7).
 
 Tracebacks, faulthandler output and exception messages name files by absolute path, which carry
-the user's home, the checkout location and the temp folder. Every line written into a run folder
-passes through `scrub`, so `results/` can be committed and shared (SPEC §7).
+the user's home, the checkout location and the temp folder; backend messages may name the host,
+the user or an address. Every text written into a run folder or an evidence store passes through
+`scrub` (records through `scrub_obj`), so `results/` can be committed and shared:
+
+- paths under known locations become placeholders (`<site-packages>/torch/x.py`, `<torchcts>/...`,
+  `<tmp>/...`, `./...` under the working directory), so stacks stay readable;
+- any other absolute path, `file:` URL, UNC path, `~/` or `../` path becomes `<path:BASENAME>`;
+- IPv4/IPv6 and MAC addresses become `<ip>` / `<mac>`, `user@host` and this machine's host and
+  user names become `<redacted>`.
+
+`evidence/privacy.py` detects the same patterns (`IDENTITY_PATTERN`) to refuse a store that leaks.
 """
 
 from __future__ import annotations
 
 import functools
+import getpass
 import os
+import re
 import site
+import socket
 import sys
 import sysconfig
 import tempfile
 from pathlib import Path
+from typing import Any
+
+# Identities too generic to identify anyone (and that would match ordinary words in records).
+GENERIC = frozenset({"root", "localhost", "user", "runner", "admin", "cpu", "cuda", "mps", "xpu", "rocm", "sim",
+                     "meta", "host", "test", "ubuntu", "debian", "docker", "build", "ci"})
 
 
 @functools.lru_cache(maxsize=1)
@@ -37,17 +54,88 @@ def _replacements() -> tuple[tuple[str, str], ...]:
     add(sys.base_prefix, "<prefix>")
     add(os.getcwd(), ".")
     add(tempfile.gettempdir(), "<tmp>")
-    add(os.path.expanduser("~"), "~")
     # Longest first, so a path inside another is replaced by its own, more precise label.
     return tuple(sorted(pairs.items(), key=lambda kv: -len(kv[0])))
 
 
-def scrub(text: str) -> str:
-    """`text` with every known absolute path prefix replaced by its placeholder."""
+def local_identities() -> set[str]:
+    """This machine's host and user names, as they could leak into a record."""
+    found: set[str] = set()
+    for get in (socket.gethostname, socket.getfqdn, getpass.getuser, lambda: os.path.basename(os.path.expanduser("~"))):
+        try:
+            value = get() or ""
+        except Exception:  # noqa: BLE001,S112 - no user database entry, no network name
+            continue
+        for v in (value, value.split(".")[0]):
+            if len(v) >= 2 and v.lower() not in GENERIC:
+                found.add(v)
+    return found
+
+
+_H = "[0-9A-Fa-f]{1,4}"
+_END = r"[^\s\"'<>`|]*"  # the rest of a path: up to white space, a quote or markup
+# Each alternative is one kind of identity; the name says what it becomes.
+IDENTITY_PATTERN = re.compile(
+    "|".join(f"(?P<{name}>{rx})" for name, rx in (
+        ("file_url", rf"\bfile:(?://[^/\s\"'<>]*)?/{_END}"),
+        ("unc", rf"(?<![\w\\])\\\\[^\\\s\"'<>]+\\{_END}"),
+        ("drive", rf"(?<![\w])[A-Za-z]:[\\/]{_END}"),
+        # POSIX absolute: not glued to a word, a placeholder or a URL ("a/b", "<tmp>/x", "http://h/x" pass).
+        ("posix", r"(?<![\w.:/>\\-])/[\w.@+-]+(?:/[\w.@+-]*)*"),
+        ("home", rf"(?<![\w])~[\w.-]*[\\/]{_END}"),
+        ("up", rf"(?<![\w.])(?:\.\.[\\/])+{_END}"),
+        ("mac", r"(?<![\w:-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\2[0-9A-Fa-f]{2}){4}(?![\w:-])"),
+        ("ipv6", rf"(?<![\w:])(?!(?:c10|aten|prims|at)::)(?:(?:{_H}:){{7}}{_H}|(?:{_H}:){{1,6}}(?::{_H}){{1,6}})(?![\w:])"),
+        ("ipv4", r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?!\.?\d)(?!\w)"),
+        ("email", r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\b"),
+    ))
+)
+PATH_KINDS = ("file_url", "unc", "drive", "posix", "home", "up")
+
+
+def _basename(path: str) -> str:
+    return re.split(r"[\\/]", path.rstrip("/\\"))[-1] or "/"
+
+
+def _replace(m: re.Match[str]) -> str:
+    kind = m.lastgroup or ""
+    if kind in PATH_KINDS:
+        return f"<path:{_basename(m.group(0))}>"
+    return {"mac": "<mac>", "ipv6": "<ip>", "ipv4": "<ip>"}.get(kind, "<redacted>")
+
+
+@functools.lru_cache(maxsize=8)
+def identity_regex(identities: frozenset[str]) -> re.Pattern[str] | None:
+    if not identities:
+        return None
+    alts = "|".join(re.escape(i) for i in sorted(identities, key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])(?:{alts})(?![\w-])", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1)
+def _default_identities() -> frozenset[str]:
+    return frozenset(local_identities())
+
+
+def scrub(text: str, identities: set[str] | frozenset[str] | None = None) -> str:
+    """`text` with known path prefixes labelled, any other path reduced to its base name, and
+    addresses, e-mail style `user@host` and this machine's host and user names redacted."""
     for path, label in _replacements():
         if path in text:
             text = text.replace(path, label)
-        escaped = path.replace("\\", "\\\\")
-        if escaped != path and escaped in text:  # the same path inside a JSON string on Windows
-            text = text.replace(escaped, label)
-    return text
+    text = IDENTITY_PATTERN.sub(_replace, text)
+    rx = identity_regex(frozenset(identities) if identities is not None else _default_identities())
+    return rx.sub("<redacted>", text) if rx is not None else text
+
+
+def scrub_obj(obj: Any) -> Any:
+    """A JSON-able value with every string (keys too) scrubbed."""
+    if isinstance(obj, str):
+        return scrub(obj)
+    if isinstance(obj, dict):
+        return {scrub(str(k)): scrub_obj(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [scrub_obj(v) for v in obj]
+    if obj is None or isinstance(obj, (bool, int, float)):
+        return obj
+    return scrub(str(obj))  # what json.dumps(default=str) would write

@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from torchcts.results.quoting import md_code, md_text, one_line
 from torchcts.results.statuses import FAILURES, ORDER
 
 
@@ -30,11 +31,11 @@ def render_markdown(run: dict[str, Any], records: list[dict[str, Any]], first_fa
     t = totals(records)
     dev = run.get("device", {})
     lines = [
-        f"# TorchCTS run {run.get('name', '')}",
+        f"# TorchCTS run {md_text(run.get('name', ''))}",
         "",
-        f"- device: `{dev.get('type')}` (gate `{dev.get('gate')}`){' — validation, not backend evidence' if run.get('validation') else ''}",
-        f"- torch {run.get('torch', {}).get('torch')}, torchcts {run.get('torchcts')}",
-        f"- status: {run.get('status')}; filtered: {run.get('filtered', 0)}",
+        f"- device: {md_code(dev.get('type'))} (gate {md_code(dev.get('gate'))}){' — validation, not backend evidence' if run.get('validation') else ''}",
+        f"- torch {md_text(run.get('torch', {}).get('torch'))}, torchcts {md_text(run.get('torchcts'))}",
+        f"- status: {md_text(run.get('status'))}; filtered: {md_text(run.get('filtered', 0))}",
         "",
         "| status | cases |",
         "| --- | ---: |",
@@ -46,17 +47,17 @@ def render_markdown(run: dict[str, Any], records: list[dict[str, Any]], first_fa
         statuses = [s for s in ORDER if any(s in g for g in groups.values())]
         lines += [f"## By {key}", "", f"| {key} | " + " | ".join(statuses) + " |",
                   "| --- |" + " ---: |" * len(statuses)]
-        lines += [f"| {k} | " + " | ".join(str(g.get(s, 0)) for s in statuses) + " |" for k, g in groups.items()]
+        lines += [f"| {md_text(k)} | " + " | ".join(str(g.get(s, 0)) for s in statuses) + " |" for k, g in groups.items()]
         lines.append("")
     fails = failures(records)
     if fails:
         lines += ["## First failures", ""]
         for r in fails[:first_failures]:
-            lines.append(f"- **{r['status']}** `{r['id']}`: {r.get('message', '')[:300]}")
+            lines.append(f"- **{md_text(r['status'])}** {md_code(r['id'])}: {md_text(str(r.get('message', ''))[:300])}")
             if r.get("repro"):
-                lines.append(f"  - repro: `{r['repro']}`")
+                lines.append(f"  - repro: {md_code(r['repro'])}")
             if r.get("repro_script"):
-                lines.append(f"  - standalone script: `{r['repro_script']}`")
+                lines.append(f"  - standalone script: {md_code(r['repro_script'])}")
         lines.append("")
     from torchcts.results.ledger import ledger_lines
     from torchcts.results.triage import render_markdown as triage_markdown
@@ -64,5 +65,5 @@ def render_markdown(run: dict[str, Any], records: list[dict[str, Any]], first_fa
     lines += triage_markdown(records)
     ledger = ledger_lines(run)
     if ledger:
-        lines += ["## Expectations ledger", "", "```", *ledger, "```", ""]
+        lines += ["## Expectations ledger", "", *[f"    {one_line(line)}" for line in ledger], ""]
     return "\n".join(lines)

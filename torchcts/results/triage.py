@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchcts.results.quoting import md_code, md_text
 from torchcts.results.signatures import bucket_of, normalise_message, signature_of
 from torchcts.results.statuses import FAILURES
 
@@ -107,8 +108,7 @@ def render_markdown(records: list[dict[str, Any]], limit: int = 20) -> list[str]
         return []
     lines = ["## Triage: root-cause clusters", "", "| cases | cluster | ops | example |", "| ---: | --- | --- | --- |"]
     for c in found[:limit]:
-        title = c.title.replace("|", "\\|")
-        lines.append(f"| {c.count} | {title} | {_top(c.ops, 4)} | `{c.cases[0]}` |")
+        lines.append(f"| {c.count} | {md_text(c.title)} | {md_text(_top(c.ops, 4))} | {md_code(c.cases[0])} |")
     if len(found) > limit:
         lines.append(f"| | ... {len(found) - limit} more clusters (`torchcts report --triage`) | | |")
     lines.append("")

@@ -1,0 +1,83 @@
+"""The one quoting layer per output format: data from records never becomes code or markup.
+
+Case ids, run-folder names, messages and tracebacks come from files anyone can craft (a plan.jsonl,
+a downloaded results folder). Every generator embeds them only through these functions:
+
+- Python source: values as literals (`py_literal`, repr), free text in a docstring or comment
+  through `py_docstring` / `py_comment` (no quote run, backslash or line break survives);
+- Markdown: `md_code` (inline code span) and `md_text` (one line, markup characters escaped);
+- HTML: `html_text` (escaped, control characters removed);
+- a terminal: `terminal` (no escape sequences, no carriage returns or other control characters).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+# C0 controls except tab and newline, DEL, C1 controls (ESC [ ... sequences start with \x1b or \x9b).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# A whole ANSI escape sequence (CSI, OSC ... BEL/ST, or a two-character escape), removed as one.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
+# Line and paragraph separators some viewers (and Python's str.splitlines) treat as line breaks.
+_SEPARATORS = re.compile("[\u2028\u2029\x85]")
+
+
+def strip_controls(text: Any, keep_newlines: bool = True) -> str:
+    """`text` without escape sequences or control characters (tabs kept; newlines kept if asked)."""
+    s = _ANSI.sub("", "" if text is None else str(text))
+    s = _SEPARATORS.sub("\n" if keep_newlines else " ", s.replace("\r\n", "\n"))
+    s = _CONTROL.sub("", s)
+    return s if keep_newlines else s.replace("\n", " ")
+
+
+def one_line(text: Any) -> str:
+    """Printable text on a single line."""
+    return strip_controls(text, keep_newlines=False)
+
+
+def terminal(text: Any) -> str:
+    """Text safe to print on a terminal: no escape sequences or control characters, newlines kept."""
+    return strip_controls(text)
+
+
+def py_literal(value: Any) -> str:
+    """A Python literal for a str, number, bool, None, or list/dict of them (repr round-trips)."""
+    return repr(value)
+
+
+def py_docstring(text: Any) -> str:
+    """Free text for the inside of a triple-double-quoted docstring: it cannot end the string,
+    start an escape or hide a line break."""
+    s = strip_controls(text).replace("\\", "\\\\").replace('"', "'")
+    return s
+
+
+def py_comment(text: Any) -> str:
+    """Free text for a `# ...` comment: one line, so nothing after it becomes code."""
+    return one_line(text)
+
+
+def md_code(text: Any) -> str:
+    """An inline Markdown code span holding `text` verbatim (one line)."""
+    s = one_line(text)
+    fence = "`"
+    while fence in s:
+        fence += "`"
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+# What can start code, a link, raw HTML or a table cell; emphasis characters stay readable.
+_MD_SPECIAL = re.compile(r"([\\`\[\]<>|])")
+
+
+def md_text(text: Any) -> str:
+    """Plain text in a Markdown line or table cell: one line, markup and raw HTML escaped."""
+    return _MD_SPECIAL.sub(r"\\\1", one_line(text))
+
+
+def html_text(text: Any) -> str:
+    """Text for HTML element content or a quoted attribute."""
+    return html.escape(strip_controls(text), quote=True)
