@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -63,10 +64,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args._module.main(args) or 0)
     except ManifestError as exc:
         for problem in exc.problems:
-            print(f"torchcts: error: {exc.source}: {problem}", file=sys.stderr)
+            _error_line(f"{exc.source}: {problem}")
         return EXIT_USAGE
     except UsageError as exc:
-        print(f"torchcts: error: {exc}", file=sys.stderr)
+        _error_line(str(exc))
+        return EXIT_USAGE
+    except OSError as exc:
+        if exc.errno not in ENVIRONMENT_ERRNOS:
+            return _internal(exc)
+        where = f" {exc.filename}" if exc.filename else ""
+        _error_line(f"cannot write or read{where}: {exc.strerror or exc}: free space, fix the permissions, "
+                    "or pass another --results-dir / --store")
         return EXIT_USAGE
     except BrokenPipeError:  # output piped into `head` and the like: not an error of ours
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush at exit
@@ -75,11 +83,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("torchcts: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - an internal error of TorchCTS itself
-        import traceback
+        return _internal(exc)
 
-        traceback.print_exc()
-        print(f"torchcts: internal error: {type(exc).__name__}: {exc} (please report it)", file=sys.stderr)
-        return EXIT_INTERNAL
+
+# Errors of the user's file system, not of TorchCTS: read-only, full, no permission, a file where a
+# folder belongs (and the reverse). They get one line and exit 2.
+ENVIRONMENT_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM,
+                                errno.ENOTDIR, errno.EISDIR, errno.EFBIG, errno.EEXIST, errno.ENAMETOOLONG})
+
+
+def _error_line(message: str) -> None:
+    from torchcts.results.quoting import one_line
+    from torchcts.results.scrub import scrub
+
+    print(f"torchcts: error: {one_line(scrub(message))}", file=sys.stderr)
+
+
+def _internal(exc: BaseException) -> int:
+    import traceback
+
+    traceback.print_exc()
+    print(f"torchcts: internal error: {type(exc).__name__}: {exc} (please report it)", file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 def entry() -> None:

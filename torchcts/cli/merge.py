@@ -18,11 +18,11 @@ def main(args: argparse.Namespace) -> int:
     from torchcts.errors import EXIT_FAILURES, EXIT_OK
     from torchcts.results import rundir
     from torchcts.results.merge import merge_runs
+    from torchcts.results.ledger import gate_failures
     from torchcts.results.scorecard import print_scorecard
-    from torchcts.results.statuses import FAILURES
 
     root = Path(args.results_dir)
     out = merge_runs([rundir.resolve_run(r, root) for r in args.runs], root)
     run = rundir.read_run(out)
     print_scorecard(out, run, sys.stdout)
-    return EXIT_FAILURES if any(run.get("totals", {}).get(s) for s in FAILURES) else EXIT_OK
+    return EXIT_FAILURES if gate_failures(run) or run.get("missing_shards") else EXIT_OK

@@ -25,7 +25,14 @@ def main(args: argparse.Namespace) -> int:
     run = finalize(run_dir, "interrupted" if status in ("running", "interrupted") else status)
     print_scorecard(run_dir, run, sys.stdout)
     if args.triage:
+        from torchcts.results.quoting import TerminalOut
         from torchcts.results.triage import render_text
 
-        print(render_text(rundir.final_records(run_dir)))
+        print(render_text(rundir.final_records(run_dir)), file=TerminalOut(sys.stdout))
+    if run.get("unreadable_records"):
+        from torchcts.errors import UsageError
+
+        raise UsageError(f"{run_dir.name}/cases.jsonl has {run['unreadable_records']} unreadable records "
+                         f"({'; '.join(run.get('record_problems') or [])[:200]}): the reports leave them out; "
+                         "restore the file or rerun those cases")
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from torchcts.cli.common import add_selection_args, command_intent
@@ -33,10 +34,13 @@ def main(args: argparse.Namespace) -> int:
         from torchcts.errors import UsageError
 
         raise UsageError("--rerun-failures must be 0 or a positive number of reruns")
-    if args.timeout < 0:
+    if not math.isfinite(args.timeout) or args.timeout < 0:
         from torchcts.errors import UsageError
 
-        raise UsageError("--timeout must be 0 (no limit) or a positive number of seconds")
+        raise UsageError(f"--timeout must be 0 (no limit) or a positive, finite number of seconds, not {args.timeout}")
+    from torchcts.results.rundir import check_results_root
+
+    check_results_root(Path(args.results_dir))
     setup = prepare(args)
     intent = command_intent("run", args.argv)
     return execute(setup, Path(args.results_dir), intent, args.pytest_args,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import platform
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ import torchcts
 from torchcts.compat import build_info
 from torchcts.engine.plan import write_plan
 from torchcts.engine.setup import RunSetup
-from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
+from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UsageError
 from torchcts.results import rundir
 from torchcts.results.records import skip_record
 
@@ -65,6 +67,22 @@ def pytest_argv(run_dir: Path, results_root: Path, user_args: list[str], work_di
     ]
 
 
+def not_run_records(run_dir: Path, recorded: set[str], problems: list[str]) -> list[dict[str, Any]]:
+    """A `not_run` record for every planned case without a record: a killed run's reports list
+    them instead of showing only what finished."""
+    from torchcts.engine.plan import PLAN, read_plan
+
+    if not (run_dir / PLAN).is_file():
+        return []
+    try:
+        plan = read_plan(run_dir)
+    except UsageError as exc:
+        problems.append(str(exc))
+        return []
+    return [skip_record(c, "not_run", "planned, but no result was recorded (the run was interrupted, killed "
+                        "or stopped early)") for c in plan if c.id not in recorded]
+
+
 def finalize(run_dir: Path, status: str) -> dict[str, Any]:
     """Totals and artifacts from the records; run.json marked complete or interrupted."""
     from torchcts.results.artifacts import write_artifacts
@@ -72,12 +90,37 @@ def finalize(run_dir: Path, status: str) -> dict[str, Any]:
     from torchcts.results.summary import totals
 
     run = rundir.read_run(run_dir)
-    records = rundir.final_records(run_dir)  # the last record of a case supersedes (reruns, crashes)
+    readable, unreadable = rundir.scan_records(run_dir)
+    records = rundir.last_per_case(readable)  # the last record of a case supersedes (reruns, crashes)
+    records += not_run_records(run_dir, {r["id"] for r in records}, unreadable)
     run.update(status=status, ended=run.get("ended") or rundir.utc_now(), totals=totals(records))
+    run["unreadable_records"] = len(unreadable)
+    run["record_problems"] = unreadable[:20]
     run["ledger"] = report_for_run(run, records)
     rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run)
     write_artifacts(run_dir, run, records)
     return run
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a CI job cancelled, `timeout`, a container stopped) ends the run like Ctrl-C: pytest
+    stops, the workers are shut down, and the run folder is finalised as interrupted."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def execute(
@@ -108,7 +151,7 @@ def execute(
     write_plan(run_dir, setup.result.to_run)
 
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # see RUN_PLUGINS; workers and reruns inherit it
-    with tempfile.TemporaryDirectory(prefix="torchcts-workers-") as work_dir:
+    with tempfile.TemporaryDirectory(prefix="torchcts-workers-") as work_dir, sigterm_as_interrupt():
         code = pytest.main(pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir)))
         interrupted = code == pytest.ExitCode.INTERRUPTED
         if setup.rerun_failures and not interrupted:
@@ -116,6 +159,8 @@ def execute(
 
             rerun_failures(run_dir, setup.rerun_failures,
                            pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir)))
+    if rundir.WRITE_FAILURES:  # the file system refused a record (full, read-only): exit 2, one line
+        raise rundir.WRITE_FAILURES[-1]
     run = finalize(run_dir, "interrupted" if interrupted else "complete")
 
     from torchcts.results.compare import regressions_line

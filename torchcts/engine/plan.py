@@ -21,5 +21,20 @@ def write_plan(run_dir: Path, cases: list[Case]) -> None:
 
 
 def read_plan(run_dir: Path) -> list[Case]:
-    with open(run_dir / PLAN, encoding="utf-8") as fh:
-        return [Case.from_json(json.loads(line)) for line in fh if line.strip()]
+    """The plan's cases; a line that is not a case (garbled, edited) is a data problem (exit 2)."""
+    from torchcts.errors import UsageError
+
+    cases = []
+    with open(run_dir / PLAN, "rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                case = Case.from_json(json.loads(raw.decode("utf-8")))
+                if not isinstance(case.id, str) or not isinstance(case.runner, str) or not isinstance(case.params, dict):
+                    raise TypeError("id, runner or params of the wrong type")
+            except (ValueError, TypeError, AttributeError) as exc:
+                raise UsageError(f"{run_dir.name}/{PLAN} line {n} is not a case ({type(exc).__name__}): the run "
+                                 "folder was edited or damaged; rerun") from None
+            cases.append(case)
+    return cases

@@ -14,7 +14,7 @@ PASSING = ("passed", "xfailed", "xpassed")
 COLORS = {
     "passed": "#2e7d32", "xfailed": "#6a8f3a", "xpassed": "#c77c02", "failed": "#c62828", "error": "#ad1457",
     "crashed": "#6a1b9a", "timeout": "#4527a0", "flaky": "#ef6c00", "not_claimed": "#78909c",
-    "filtered": "#90a4ae", "not_applicable": "#9e9e9e",
+    "filtered": "#90a4ae", "not_applicable": "#9e9e9e", "not_run": "#5d4037",
 }
 
 CSS = """
@@ -141,6 +141,9 @@ def render_html(run: dict[str, Any], records: list[dict[str, Any]]) -> str:
         badges += f"<div class='badge' style='background:{COLORS['filtered']}'><b>{run['filtered']}</b>filtered</div>"
     validation = ("<p class='validation'>Validation run: checks the harness on CPU; never backend evidence.</p>"
                   if run.get("validation") else "")
+    if run.get("unreadable_records"):
+        validation += (f"<p class='validation' id='unreadable'>{_e(run['unreadable_records'])} unreadable records in "
+                       f"cases.jsonl, not in the totals: {_e('; '.join(run.get('record_problems') or []))}</p>")
     options = "".join(f"<option value='{_e(s)}'>{_e(s)}</option>" for s in FAILURES if t.get(s))
     slow = sorted((r for r in records if r.get("duration_s")), key=lambda r: -float(r["duration_s"]))[:10]
     slow_rows = "".join(f"<tr><td><code>{_e(r['id'])}</code></td><td>{_e(r.get('status'))}</td>"

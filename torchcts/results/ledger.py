@@ -156,6 +156,10 @@ def gate_failures(run: dict[str, Any]) -> list[str]:
     strict = bool(run.get("strict_expectations"))
     totals = run.get("totals") or {}
     reasons = [f"{totals[s]} {s}" for s in FAILURES if totals.get(s) and (strict or s != "flaky")]
+    if totals.get("not_run"):  # planned cases without a result: never a clean run
+        reasons.append(f"{totals['not_run']} not_run")
+    if run.get("unreadable_records"):
+        reasons.append(f"{run['unreadable_records']} unreadable records")
     if strict:
         ledger = run.get("ledger") or {}
         if totals.get("xpassed"):

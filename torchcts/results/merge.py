@@ -42,37 +42,53 @@ def check_compatible(runs: list[tuple[Path, dict[str, Any]]]) -> None:
 
 
 def merge_runs(run_dirs: list[Path], results_root: Path) -> Path:
-    """Write a new run folder holding every shard's records; returns it."""
+    """Write a new run folder holding every shard's records and plans; returns it.
+
+    Everything is written to a hidden temporary folder that is renamed at the very end, so a merge
+    that fails half-way leaves no folder claiming a complete run.
+    """
+    import shutil
+
     from torchcts.engine.execute import finalize
+    from torchcts.engine.plan import PLAN
 
     if len(run_dirs) < 2:
         raise UsageError("merge needs at least two shard runs")
     runs = [(d, rundir.read_run(d)) for d in run_dirs]
     check_compatible(runs)
-    out = rundir.new_run_dir(results_root)
-    first = dict(runs[0][1])
-    count = runs[0][1]["selection"]["shard"][1]
-    statuses = {r.get("status") for _, r in runs}
-    first.update(
-        name=out.name,
-        merged_from=[d.name for d, _ in runs],
-        command=["merge", *[d.name for d, _ in runs]],
-        started=min(r.get("started") or "" for _, r in runs),
-        filtered=first.get("filtered", 0),
-        sharded_out=0,
-        planned=sum(r.get("planned", 0) for _, r in runs),
-    )
-    first["selection"] = {**_selection_sans_shard(first), "shard": None}
-    missing = count - len(runs)
-    status = "complete" if statuses == {"complete"} and missing == 0 else "interrupted"
-    if missing:
-        first["missing_shards"] = missing
-    rundir.write_json_atomic(out / rundir.RUN_JSON, first)
-    writer = rundir.RecordWriter(out)
-    for d, _ in runs:
-        for record in rundir.read_records(d):
-            writer.append(record)
-    writer.close()
-    finalize(out, status)
+    out = rundir.new_run_dir(results_root)  # reserves the name
+    tmp = results_root / f".{out.name}.merging"
+    out.rmdir()
+    tmp.mkdir()
+    try:
+        first = dict(runs[0][1])
+        count = runs[0][1]["selection"]["shard"][1]
+        statuses = {r.get("status") for _, r in runs}
+        first.update(
+            name=out.name,
+            merged_from=[d.name for d, _ in runs],
+            command=["merge", *[d.name for d, _ in runs]],
+            started=min(str(r.get("started") or "") for _, r in runs),
+            filtered=first.get("filtered", 0),
+            sharded_out=0,
+            planned=sum(int(r.get("planned") or 0) for _, r in runs),
+        )
+        first["selection"] = {**_selection_sans_shard(first), "shard": None}
+        missing = count - len(runs)
+        status = "complete" if statuses == {"complete"} and missing == 0 else "interrupted"
+        if missing:
+            first["missing_shards"] = missing
+        rundir.write_json_atomic(tmp / rundir.RUN_JSON, first)
+        for name in (rundir.CASES_JSONL, PLAN):  # verbatim, unreadable lines too: they stay counted
+            with open(tmp / name, "wb") as dst:
+                for d, _ in runs:
+                    if (d / name).is_file():
+                        for line in (d / name).read_bytes().splitlines():
+                            dst.write(line + b"\n")
+        finalize(tmp, status)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     rundir.point_latest(results_root, out)
     return out

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any
+from typing import Any, TextIO
 
 # C0 controls except tab and newline, DEL, C1 controls (ESC [ ... sequences start with \x1b or \x9b).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -81,3 +81,18 @@ def md_text(text: Any) -> str:
 def html_text(text: Any) -> str:
     """Text for HTML element content or a quoted attribute."""
     return html.escape(strip_controls(text), quote=True)
+
+
+class TerminalOut:
+    """A text stream that passes everything through the scrubber and `terminal` (for print(file=...))."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        from torchcts.results.scrub import scrub
+
+        return self.stream.write(terminal(scrub(text)))
+
+    def flush(self) -> None:
+        self.stream.flush()

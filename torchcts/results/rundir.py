@@ -27,7 +27,23 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def check_results_root(results_root: Path) -> None:
+    """--results-dir must be (or become) a folder, and its `latest` a file: say so before a run."""
+    from torchcts.errors import UsageError
+
+    for parent in (results_root, *results_root.parents):
+        if parent.exists() and not parent.is_dir():
+            raise UsageError(f"--results-dir {results_root} cannot be created: {parent} is a file, not a folder; "
+                             "pass another --results-dir")
+        if parent.exists():
+            break
+    if (results_root / LATEST).is_dir():
+        raise UsageError(f"{results_root / LATEST} is a folder, but TorchCTS keeps the newest run's name in that "
+                         "file: move the folder away or pass another --results-dir")
+
+
 def new_run_dir(results_root: Path) -> Path:
+    check_results_root(results_root)
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     results_root.mkdir(parents=True, exist_ok=True)
     while True:
@@ -46,7 +62,18 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def read_run(run_dir: Path) -> dict[str, Any]:
-    return json.loads((run_dir / RUN_JSON).read_text(encoding="utf-8"))
+    """run.json as a mapping; a truncated, garbled or non-object file is the user's data problem."""
+    from torchcts.errors import UsageError
+
+    try:
+        run = json.loads((run_dir / RUN_JSON).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"{run_dir.name}/{RUN_JSON} is not valid JSON ({type(exc).__name__}; truncated or edited): "
+                         "restore it from the run's artifacts or rerun") from None
+    if not isinstance(run, dict) or not all(isinstance(run.get(k, {}), dict) for k in ("device", "manifest", "selection")):
+        raise UsageError(f"{run_dir.name}/{RUN_JSON} is not a TorchCTS run description (not an object, or device/"
+                         "manifest/selection of the wrong type): restore it or rerun")
+    return run
 
 
 def point_latest(results_root: Path, run_dir: Path) -> None:
@@ -65,10 +92,15 @@ def resolve_run(ref: str | None, results_root: Path = Path("results")) -> Path:
         raise UsageError(f"no run at '{ref}': pass a results folder containing run.json")
     pointer = results_root / LATEST
     if pointer.is_file():
-        run = results_root / pointer.read_text(encoding="utf-8").strip()
-        if (run / RUN_JSON).is_file():
+        name = pointer.read_bytes().decode("utf-8", "replace").strip()
+        run = results_root / name
+        if name and "/" not in name and "\\" not in name and name not in (".", "..") and (run / RUN_JSON).is_file():
             return run
     raise UsageError(f"no runs under '{results_root}': run 'torchcts run --device D' first or pass RUN")
+
+
+# File-system errors met while appending records (a full or read-only disk), re-raised by the CLI.
+WRITE_FAILURES: list[OSError] = []
 
 
 class RecordWriter:
@@ -79,35 +111,100 @@ class RecordWriter:
         self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held for the run
 
     def append(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(scrub_obj(record), sort_keys=True, default=str) + "\n")
-        self._fh.flush()
+        try:
+            self._fh.write(json.dumps(scrub_obj(record), sort_keys=True, default=str) + "\n")
+            self._fh.flush()
+        except OSError as exc:  # inside pytest this would read as an internal error: keep it for the CLI
+            WRITE_FAILURES.append(exc)
+            raise
 
     def close(self) -> None:
         self._fh.close()
 
 
-def read_records(run_dir: Path) -> Iterator[dict[str, Any]]:
-    """Every complete record, reruns included (use `final_records` for one per case); a torn last
-    line from a killed run is skipped."""
+# Record fields the reports read, by the type they need; a crafted or garbled value of another type
+# is coerced (never a crash while reporting), see `normalise_record`.
+_STR_FIELDS = ("suite", "message", "repro", "repro_script", "signature", "output_tail", "traceback", "signal",
+               "kind", "oracle", "op", "dtype")
+_NUM_FIELDS = ("duration_s",)
+_DICT_FIELDS = ("mismatch", "info", "expectation", "first_failure")
+_LIST_FIELDS = ("ops", "requires")
+
+
+def normalise_record(rec: dict[str, Any]) -> dict[str, Any]:
+    """A record whose fields have the types reports use; an unknown status becomes `error` (with the
+    recorded one kept), so it fails the run instead of vanishing from the totals."""
+    from torchcts.results.statuses import STATUSES
+
+    out = dict(rec)
+    status = out.get("status")
+    if not isinstance(status, str) or status not in STATUSES:
+        out["status"] = "error"
+        out["recorded_status"] = str(status)
+        out["message"] = f"cases.jsonl holds unknown status {str(status)[:40]!r}, counted as error: {out.get('message', '')}"
+    for key in _STR_FIELDS:
+        if out.get(key) is not None and not isinstance(out[key], str):
+            out[key] = json.dumps(out[key], default=str) if isinstance(out[key], (dict, list)) else str(out[key])
+    for key in _NUM_FIELDS:
+        v = out.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), -float("inf"))):
+            out[key] = None
+    for key in _DICT_FIELDS:
+        if key in out and not isinstance(out[key], dict):
+            out[key] = {"value": str(out[key])}
+    for key in _LIST_FIELDS:
+        if key in out and not isinstance(out[key], list):
+            out[key] = [] if out[key] is None else [str(out[key])]
+    return out
+
+
+def scan_records(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """(every readable record, reruns included; one problem per unreadable line).
+
+    Nothing is dropped silently: a line that is not UTF-8, not JSON (a torn last line of a killed
+    run, a garbled line), not an object or has no case id is reported by line number.
+    """
     path = run_dir / CASES_JSONL
+    records: list[dict[str, Any]] = []
+    problems: list[str] = []
     if not path.is_file():
-        return
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
+        return records, problems
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            if not raw.strip():
                 continue
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
+                rec = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                problems.append(f"line {n}: not UTF-8 text")
                 continue
+            except ValueError:
+                problems.append(f"line {n}: not JSON (a torn or garbled line)")
+                continue
+            if not isinstance(rec, dict):
+                problems.append(f"line {n}: not a JSON object")
+            elif not isinstance(rec.get("id"), str) or not rec["id"]:
+                problems.append(f"line {n}: no case id")
+            else:
+                records.append(normalise_record(rec))
+    return records, problems
 
 
-def final_records(run_dir: Path) -> list[dict[str, Any]]:
+def read_records(run_dir: Path) -> Iterator[dict[str, Any]]:
+    """Every readable record, reruns included (use `final_records` for one per case); unreadable
+    lines are counted by `scan_records` and reported by `finalize`."""
+    yield from scan_records(run_dir)[0]
+
+
+def last_per_case(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One record per case id: the last one appended wins (reruns, a crash after a case's checks),
     placed where it was appended."""
     last: dict[str, dict[str, Any]] = {}
-    for record in read_records(run_dir):
-        last.pop(record.get("id", ""), None)
-        last[record.get("id", "")] = record
+    for record in records:
+        last.pop(record["id"], None)
+        last[record["id"]] = record
     return list(last.values())
+
+
+def final_records(run_dir: Path) -> list[dict[str, Any]]:
+    return last_per_case(scan_records(run_dir)[0])

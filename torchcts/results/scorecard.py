@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from torchcts.results import rundir
+from torchcts.results.quoting import TerminalOut
 from torchcts.results.statuses import ORDER
 from torchcts.results.summary import by, failures
 
@@ -38,16 +39,22 @@ def print_scorecard(
     run_dir: Path, run: dict[str, Any], out: TextIO, first: int = 10, slowest: int = 5,
     regressions: str | None = None,
 ) -> None:
+    out = TerminalOut(out)  # records come from files anyone can craft: no escape sequences reach the terminal
     records = rundir.final_records(run_dir)
     t = run.get("totals", {})
     print("", file=out)
     print("=" * 20 + " TorchCTS scorecard " + "=" * 20, file=out)
     label = " (validation: not backend evidence)" if run.get("validation") else ""
-    print(f"device {run['device']['type']} gate {run['gate']}{label}; run {run.get('status')}", file=out)
+    print(f"device {run.get('device', {}).get('type')} gate {run.get('gate')}{label}; run {run.get('status')}", file=out)
     print("totals: " + ", ".join(f"{k} {v}" for k, v in t.items()) + f"; filtered {run.get('filtered', 0)}", file=out)
     for key in ("level", "suite", "dtype"):
         _section(out, key, by(records, key))
     _section(out, "capability", by_capability(records))
+    if run.get("unreadable_records"):
+        print(f"{run['unreadable_records']} unreadable records in cases.jsonl (not in the totals): "
+              + "; ".join(run.get("record_problems") or [])[:300], file=out)
+    if t.get("not_run"):
+        print(f"{t['not_run']} planned cases have no result (not_run): the run was interrupted or stopped early", file=out)
     fails = failures(records)
     if fails:
         print(f"first failures ({len(fails)} in all):", file=out)

@@ -29,6 +29,9 @@ STATUSES: dict[str, Status] = {
         Status("not_claimed", False, False, "the manifest does not claim the dtype or capability"),
         Status("filtered", False, False, "deselected by the user's selection"),
         Status("not_applicable", False, False, "this build, PyTorch version or device lacks it"),
+        # Never written to cases.jsonl: reports add it for planned cases without a record (a killed or
+        # interrupted run, pytest's -x or -k), so they show and fail the run instead of vanishing.
+        Status("not_run", False, False, "planned, but no result was recorded (interrupted or stopped early)"),
     )
 }
 

@@ -36,6 +36,8 @@ def render_markdown(run: dict[str, Any], records: list[dict[str, Any]], first_fa
         f"- device: {md_code(dev.get('type'))} (gate {md_code(dev.get('gate'))}){' — validation, not backend evidence' if run.get('validation') else ''}",
         f"- torch {md_text(run.get('torch', {}).get('torch'))}, torchcts {md_text(run.get('torchcts'))}",
         f"- status: {md_text(run.get('status'))}; filtered: {md_text(run.get('filtered', 0))}",
+        *([f"- **{md_text(run['unreadable_records'])} unreadable records** in cases.jsonl, not in the totals: "
+           + md_text("; ".join(run.get("record_problems") or []))] if run.get("unreadable_records") else []),
         "",
         "| status | cases |",
         "| --- | ---: |",
