@@ -59,11 +59,24 @@ def _load(path: Path) -> list[Case] | None:
     try:
         with open(path, "rb") as fh:
             fields, rows = marshal.loads(fh.read())  # load() on a file reads in tiny pieces: 10x slower
-        if tuple(fields) != _FIELDS:
+        if tuple(fields) != _FIELDS or not isinstance(rows, (list, tuple)):
             return None
-        return [Case(*row) for row in rows]
+        cases = [Case(*row) for row in rows]
     except (OSError, ValueError, TypeError, EOFError):
         return None
+    return cases if all(_well_formed(c) for c in cases) else None
+
+
+def _strs(value: object) -> bool:
+    return isinstance(value, tuple) and all(isinstance(v, str) for v in value)
+
+
+def _well_formed(c: Case) -> bool:
+    """A cached case of the right shape: anything else (an edited or foreign file) is a miss."""
+    return (isinstance(c.id, str) and isinstance(c.suite, str) and type(c.level) is int and isinstance(c.runner, str)
+            and isinstance(c.params, dict) and _strs(c.ops) and _strs(c.dtypes) and _strs(c.requires)
+            and isinstance(c.dtype, (str, type(None))) and isinstance(c.oracle, str) and isinstance(c.kind, str)
+            and isinstance(c.not_applicable, (str, type(None))))
 
 
 def _store(path: Path, cases: list[Case]) -> None:

@@ -17,8 +17,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from torchcts.errors import EXIT_FAILURES, EXIT_OK
     from torchcts.results import rundir
-    from torchcts.results.merge import merge_runs
     from torchcts.results.ledger import gate_failures
+    from torchcts.results.merge import merge_runs
     from torchcts.results.scorecard import print_scorecard
 
     root = Path(args.results_dir)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,12 +67,33 @@ def _read_python(path: Path) -> Any:
             [f"Python syntax error at line {exc.lineno}: {exc.msg}; fix the syntax"], display_path(path)
         ) from None
     try:
-        exec(code, namespace)  # noqa: S102 - the manifest is the user's own Python file
+        with _no_process_exit():
+            exec(code, namespace)  # noqa: S102 - the manifest is the user's own Python file
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - any error in user code is a usage error
         raise ManifestError([_exec_problem(exc, str(path))], display_path(path)) from None
     if "manifest" not in namespace:
         raise ManifestError(["no variable named 'manifest': define manifest = {...}"], display_path(path))
     return namespace["manifest"]
+
+
+class _ManifestExit(SystemExit):
+    """os._exit() called by a manifest: it would end TorchCTS silently with the manifest's status."""
+
+
+@contextlib.contextmanager
+def _no_process_exit() -> Iterator[None]:
+    """While a manifest runs, os._exit raises instead of ending the process (check-manifest and run
+    must not exit 0 with no output because a manifest said so)."""
+    real = os._exit
+
+    def refuse(status: int) -> None:
+        raise _ManifestExit(f"os._exit({status}) was called")
+
+    os._exit = refuse  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os._exit = real
 
 
 def _exec_problem(exc: BaseException, filename: str) -> str:

@@ -10,7 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from torchcts.results.ledger import FAILING, apply, compile_entries, run_date, run_entries
+from torchcts.results.ledger import (
+    CRASHES,
+    FAILING,
+    apply,
+    compile_entries,
+    forgives_crashes,
+    run_date,
+    run_device,
+    run_entries,
+)
 from torchcts.results.records import repro_script_command
 from torchcts.results.rundir import final_records
 
@@ -24,6 +33,7 @@ class RecordAnnotator:
         self.attempt = int(spec.get("attempt") or 1)
         self.previous = {r["id"]: r for r in final_records(run_dir)} if self.attempt > 1 else {}
         self.run_dir = run_dir
+        self.device = run_device(spec)
         self._op_names: dict[str, str] | None = None
 
     def op_name(self, case_id: str) -> str | None:
@@ -43,9 +53,12 @@ class RecordAnnotator:
         if self.attempt > 1:
             record = {**record, "attempt": self.attempt}
         if prev is not None and prev.get("status") in FAILING and record.get("status") == "passed":
-            record = flaky_record(record, prev)
+            if prev.get("status") in CRASHES and not forgives_crashes(self.device):
+                record = crash_stands(record, prev, self.device)
+            else:
+                record = flaky_record(record, prev)
         else:
-            record = apply(record, self.entries, self.today, self.matcher)
+            record = apply(record, self.entries, self.today, self.matcher, self.device)
         if record.get("repro") and record.get("status") != "xpassed":
             record["repro_script"] = repro_script_command(record["id"], self.run_name)
         return record
@@ -61,4 +74,14 @@ def flaky_record(record: dict[str, Any], prev: dict[str, Any]) -> dict[str, Any]
         "first_failure": first,
         "repro": prev.get("repro"),
         **({"signature": prev["signature"]} if prev.get("signature") else {}),
+    }
+
+
+def crash_stands(record: dict[str, Any], prev: dict[str, Any], device: str | None) -> dict[str, Any]:
+    """A crash that passed on a rerun, on a device that never forgives crashes: the crash stands."""
+    return {
+        **prev,
+        "attempt": record.get("attempt"),
+        "message": (f"{prev.get('message', '')}; passed on rerun attempt {record.get('attempt')}, but a "
+                    f"{prev.get('status')} on {device} always fails the run")[:600],
     }

@@ -24,6 +24,29 @@ from torchcts.results.statuses import FAILURES
 
 FAILING = ("failed", "error", "crashed", "timeout")  # what an entry can turn into xfailed
 APPLIED = (*FAILING, "passed", "xfailed", "xpassed", "flaky")
+CRASHES = ("crashed", "timeout")
+# Devices whose crashes are never forgiven (SPEC: MPS crash isolation is subprocess isolation only):
+# no ledger entry turns a crash into xfailed, a crash that passes on rerun stays a crash, and a
+# `known_crash` entry is invalid there.
+NO_CRASH_FORGIVENESS = ("mps",)
+
+
+def forgives_crashes(device: str | None) -> bool:
+    return device not in NO_CRASH_FORGIVENESS
+
+
+def run_device(run: dict[str, Any]) -> str | None:
+    dev = run.get("device")
+    return None if run.get("validation") or not isinstance(dev, dict) else dev.get("type")
+
+
+def invalid_entries(entries: list[dict[str, Any]], device: str | None) -> list[dict[str, Any]]:
+    """Entries this device refuses: `known_crash` on a device that never forgives a crash."""
+    if forgives_crashes(device):
+        return []
+    return [{"entry": i, "match": e.get("match"),
+             "reason": f"known_crash is invalid on {device}: a crash always fails the run there"}
+            for i, e in enumerate(entries) if e.get("status") == "known_crash"]
 
 
 def _expected_signature(entry: dict[str, Any]) -> str | None:
@@ -52,10 +75,11 @@ def compile_entries(entries: list[dict[str, Any]]) -> LedgerMatcher:
 
 
 def apply(record: dict[str, Any], entries: list[dict[str, Any]], today: _dt.date,
-          matcher: LedgerMatcher | None = None) -> dict[str, Any]:
+          matcher: LedgerMatcher | None = None, device: str | None = None) -> dict[str, Any]:
     """The record as the ledger sees it; failing records also get their `signature`.
 
-    `matcher` (compile_entries(entries)) saves compiling the entries for every record.
+    `matcher` (compile_entries(entries)) saves compiling the entries for every record. On a device
+    that never forgives crashes (`device`), a crash or timeout stays failing whatever the entry.
     """
     out = dict(record)
     status = out.get("status")
@@ -71,6 +95,9 @@ def apply(record: dict[str, Any], entries: list[dict[str, Any]], today: _dt.date
     if status == "passed":
         out["status"] = "xpassed"
         note["note"] = f"passed: remove expectations[{index}] from the ledger"
+    elif status in CRASHES and not forgives_crashes(device):
+        note["note"] = (f"expectations[{index}] cannot forgive a {status} case on {device}: "
+                        "crash isolation there is subprocess isolation only, so it still fails")
     elif _signature_ok(entry, out):
         out["status"] = "xfailed"
         note["original_status"] = status
@@ -93,7 +120,8 @@ def known_crash_ids(entries: list[dict[str, Any]], cases: list[dict[str, Any]]) 
     return out
 
 
-def ledger_report(entries: list[dict[str, Any]], records: list[dict[str, Any]], today: _dt.date) -> dict[str, Any]:
+def ledger_report(entries: list[dict[str, Any]], records: list[dict[str, Any]], today: _dt.date,
+                  device: str | None = None) -> dict[str, Any]:
     """Expired and unmatched entries, xpassed cases and signature changes, for run.json and reports.
 
     `records` are the final records of the run (one per case); an entry is unmatched when it names
@@ -131,6 +159,7 @@ def ledger_report(entries: list[dict[str, Any]], records: list[dict[str, Any]], 
         "signature_changed": changed,
         "expired": expired,
         "unmatched": unmatched,
+        "invalid": invalid_entries(entries, device),
     }
 
 
@@ -148,7 +177,7 @@ def run_entries(run: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def report_for_run(run: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
-    return ledger_report(run_entries(run), records, run_date(run))
+    return ledger_report(run_entries(run), records, run_date(run), run_device(run))
 
 
 def gate_failures(run: dict[str, Any]) -> list[str]:
@@ -160,6 +189,9 @@ def gate_failures(run: dict[str, Any]) -> list[str]:
         reasons.append(f"{totals['not_run']} not_run")
     if run.get("unreadable_records"):
         reasons.append(f"{run['unreadable_records']} unreadable records")
+    invalid = (run.get("ledger") or {}).get("invalid")
+    if invalid:
+        reasons.append(f"{len(invalid)} ledger entries invalid on this device")
     if strict:
         ledger = run.get("ledger") or {}
         if totals.get("xpassed"):
@@ -183,6 +215,8 @@ def ledger_lines(run: dict[str, Any]) -> list[str]:
     for x in ledger.get("expired", []):
         lines.append(f"  EXPIRED  expectations[{x['entry']}] {x['match']!r} expired {x['expires']}"
                      + (f" ({x['tracker']})" if x.get("tracker") else ""))
+    for x in ledger.get("invalid", []):
+        lines.append(f"  INVALID  expectations[{x['entry']}] {x['match']!r}: {x['reason']}")
     for x in ledger.get("unmatched", []):
         lines.append(f"  UNMATCHED expectations[{x['entry']}] {x['match']!r} matches no selected case")
     for x in ledger.get("signature_changed", []):
