@@ -125,7 +125,10 @@ def _verify(args: argparse.Namespace) -> int:
     if not path.is_dir():
         print(f"torchcts: error: {args.store} is not an evidence store folder", file=sys.stderr)
         return EXIT_USAGE
-    problems = verify_store(path, base=Path(args.base) if args.base else None)
+    notes: list[str] = []
+    problems = verify_store(path, base=Path(args.base) if args.base else None, notes=notes)
+    for note in notes:
+        print(f"torchcts: note: {note}", file=sys.stderr)
     for p in problems:
         print(f"{path.name}/{p}")
     if problems:

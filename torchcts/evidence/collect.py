@@ -179,6 +179,8 @@ def collect(args: argparse.Namespace) -> int:
         if found:
             raise UsageError(f"refusing to write evidence that identifies this machine: {found[0]}")
     store = st.open_store(Path(args.store))
+    for name in (st.SOURCES, *records):  # every file checked before the first byte is appended
+        st.check_tail(store, name)
     st.append(store, st.SOURCES, [source])
     for name, recs in records.items():
         st.append(store, name, recs)

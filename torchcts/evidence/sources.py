@@ -1,14 +1,15 @@
 """The anonymous source of one collection: what software and hardware produced the records.
 
 Only versions, OS name, architecture and the device model are kept: never a host name, user,
-path or environment variable. The id is a digest of the content (with the collection time), so
-two collections never share one and a record names its source without naming a machine.
+path or environment variable. The id is a digest of the content (with the collection time and a
+random nonce), so two collections never share one and a record names its source without naming a machine.
 """
 
 from __future__ import annotations
 
 import hashlib
 import platform
+import secrets
 import sys
 from typing import Any
 
@@ -47,6 +48,8 @@ def make_source(device: DeviceInfo, collected_at: str) -> dict[str, Any]:
         "device": device_details(device),
         "gate_of_device": device.gate,
         "collected_at": collected_at,
+        # Random, so two collections in the same second on the same machine still get distinct ids.
+        "nonce": secrets.token_hex(8),
     }
     from torchcts.evidence.store import canonical
 

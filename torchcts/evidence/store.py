@@ -61,16 +61,37 @@ def chain(records: list[dict[str, Any]], prev: str) -> list[str]:
     return lines
 
 
+def check_tail(store: Path, name: str) -> None:
+    """Refuse to append to a file whose last line is torn (an earlier write cut short by a full disk
+    or a kill): appending would glue a record onto it and the store would never verify again."""
+    path = store / name
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    with path.open("rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        if fh.read(1) != b"\n":
+            raise UsageError(f"{store.name}/{name} ends in a torn line (an interrupted write): run "
+                             f"`torchcts coverage verify-evidence {store.name}` and restore the file from version "
+                             "control before collecting again")
+
+
 def append(store: Path, name: str, records: list[dict[str, Any]]) -> None:
-    """Append records to one file of the store (flushed and fsynced), never rewriting a byte."""
+    """Append records to one file of the store atomically: one write, flushed and fsynced; on any
+    error the file is cut back to its old length, so it never keeps a torn line of ours."""
     if not records:
         return
+    check_tail(store, name)
     path = store / name
-    text = "".join(line + "\n" for line in chain(records, last_hash(path)))
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
+    data = "".join(line + "\n" for line in chain(records, last_hash(path))).encode("utf-8")
+    with path.open("ab") as fh:
+        size = fh.tell()
+        try:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        except BaseException:
+            fh.truncate(size)
+            raise
 
 
 def file_summary(path: Path) -> dict[str, Any]:

@@ -3,13 +3,16 @@
 Checks, each reported with file and line: every line is canonical JSON; its `prev` is the hash of
 the line before (so no line was changed, removed or reordered); the index matches the files
 (count and last-line digest, so a changed or dropped tail is caught); records name a known
-source and their own gate; no record holds an absolute path, host name or user name. With
-`--base OLD`, every file of the older copy must be a prefix of the new one (the store only grew).
+source and their own gate; no record holds an absolute path, host name or user name. When the
+store is in git, each file must extend every committed version of it (so a cut and re-chained
+tail is rejected); with `--base OLD`, every file of the older copy must be a prefix of the new one.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +53,10 @@ def _check_fields(name: str, records: list[dict[str, Any]], fields: tuple[str, .
             problems.append(f"{name}:{n}: missing {', '.join(missing)}")
 
 
-def verify_store(path: Path, identities: set[str] | None = None, base: Path | None = None) -> list[str]:
-    """Every problem found (empty when the store is valid)."""
+def verify_store(path: Path, identities: set[str] | None = None, base: Path | None = None,
+                 history: bool = True, notes: list[str] | None = None) -> list[str]:
+    """Every problem found (empty when the store is valid). With `history`, the store must extend
+    every committed version of itself in git (notes say when it is not in git)."""
     if not path.is_dir():
         return [f"{path.name}: not a folder"]
     problems: list[str] = []
@@ -76,6 +81,11 @@ def verify_store(path: Path, identities: set[str] | None = None, base: Path | No
     problems += _check_index(path)
     if base is not None:
         problems += _check_grew(base, path)
+    if history:
+        found, note = check_history(path)
+        problems += found
+        if note and notes is not None:
+            notes.append(note)
     return problems
 
 
@@ -112,3 +122,48 @@ def _check_grew(base: Path, path: Path) -> list[str]:
         if new[: len(old)] != old:
             problems.append(f"{name}: does not extend the base store's {len(old)} lines (rewritten, not appended)")
     return problems
+
+
+def _git(cwd: Path, *args: str) -> str | None:
+    """git's output, or None when git is missing or the command fails (not a repository, no such path)."""
+    try:
+        out = subprocess.run(["git", "-c", "core.fsmonitor=false", "-C", str(cwd), *args], capture_output=True,
+                             timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.decode("utf-8", "replace")
+
+
+def check_history(path: Path) -> tuple[list[str], str | None]:
+    """(problems, note): each data file must extend every committed version of it, in commit order,
+    so a store whose tail was cut and re-chained (index rebuilt) is rejected without --base."""
+    top = _git(path, "rev-parse", "--show-toplevel")
+    if top is None:
+        return [], (f"{path.name} is not in a git repository: append-only is checked within the files only; "
+                    "pass --base OLD_COPY to compare with an older copy")
+    root = Path(top.strip())
+    rel = Path(os.path.relpath(path.resolve(), root.resolve())).as_posix()
+    commits = (_git(root, "log", "--format=%H", "--reverse", "--", rel) or "").split()
+    if not commits:
+        return [], f"{path.name} has no committed history in git yet: pass --base OLD_COPY to compare with a copy"
+    problems: list[str] = []
+    committed: dict[str, tuple[str, list[str]]] = {}  # file -> (commit, its lines there)
+    for commit in commits:
+        listing = _git(root, "ls-tree", "--name-only", commit, "--", f"{rel}/") or ""
+        for name in sorted({Path(n).name for n in listing.split("\n") if n.endswith(".jsonl")}):
+            text = _git(root, "show", f"{commit}:{rel}/{name}")
+            if text is None:
+                continue
+            lines = [ln for ln in text.split("\n") if ln]
+            before = committed.get(name)
+            if before is not None and lines[: len(before[1])] != before[1]:
+                problems.append(f"{name}: commit {commit[:10]} rewrites lines committed in {before[0][:10]} "
+                                "(the store's history must only grow)")
+            committed[name] = (commit, lines)
+    for name, (commit, lines) in sorted(committed.items()):
+        if st.read_lines(path / name)[: len(lines)] != lines:
+            problems.append(f"{name}: does not extend its committed version ({len(lines)} lines in {commit[:10]}): "
+                            "rewritten or cut, not appended")
+    return problems, None
