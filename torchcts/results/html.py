@@ -129,6 +129,16 @@ def _failure_rows(fails: list[dict[str, Any]]) -> str:
     return "".join(out)
 
 
+def _not_run(records: list[dict[str, Any]], limit: int = 200) -> str:
+    """Planned cases without a result (a killed or interrupted run), listed so none vanish."""
+    ids = [r["id"] for r in records if r.get("status") == "not_run"]
+    if not ids:
+        return ""
+    more = f"<li>... and {len(ids) - limit} more (junit.xml lists every case)</li>" if len(ids) > limit else ""
+    return (f"<h2>Not run ({len(ids)})</h2><p>Planned, but no result was recorded (interrupted or stopped early).</p>"
+            f"<ul id='not-run'>" + "".join(f"<li><code>{_e(i)}</code></li>" for i in ids[:limit]) + more + "</ul>")
+
+
 def render_html(run: dict[str, Any], records: list[dict[str, Any]]) -> str:
     t = totals(records)
     fails = failures(records)
@@ -168,6 +178,7 @@ torch {_e(torch_v)} · torchcts {_e(run.get('torchcts'))} · {_e(run.get('status
 <table id="failures"><thead><tr><th>status</th><th>case</th><th>suite</th><th>dtype</th><th>message</th>
 <th>max abs err</th><th>max rel err</th><th>mismatched</th><th>signal</th><th>s</th><th>repro</th></tr></thead>
 <tbody>{_failure_rows(fails)}</tbody></table>
+{_not_run(records)}
 <h2>Slowest cases</h2><table id="slowest"><thead><tr><th>case</th><th>status</th><th>s</th></tr></thead>
 <tbody>{slow_rows}</tbody></table>
 <script type="application/json" id="torchcts-data">{_e(data)}</script>

@@ -208,8 +208,12 @@ def target_from_run(case_id: str, run_dir: Path) -> ReproTarget:
     plan = {c.id: c for c in read_plan(run_dir)} if (run_dir / "plan.jsonl").is_file() else {}
     case = plan.get(case_id) or _find_in_registry(case_id)
     record = next((r for r in reversed(list(rundir.read_records(run_dir))) if r.get("id") == case_id), None)
-    manifest = Manifest.from_json(run["manifest"])
-    device = "cpu" if run.get("validation") else run["device"]["type"]
+    try:
+        manifest = Manifest.from_json(run["manifest"])
+    except (KeyError, TypeError):
+        raise UsageError(f"{run_dir.name}/run.json holds no valid manifest: the run folder was edited or "
+                         "damaged; rerun, or pass --device and --manifest without --run") from None
+    device = "cpu" if run.get("validation") else str(run["device"].get("type"))
     return ReproTarget(case, device, manifest, record, run_dir.name, run_dir / "repro" / safe_name(case_id))
 
 

@@ -94,7 +94,7 @@ def resolve_run(ref: str | None, results_root: Path = Path("results")) -> Path:
     if pointer.is_file():
         name = pointer.read_bytes().decode("utf-8", "replace").strip()
         run = results_root / name
-        if name and "/" not in name and "\\" not in name and name not in (".", "..") and (run / RUN_JSON).is_file():
+        if name and Path(name).name == name and name not in (".", "..") and (run / RUN_JSON).is_file():
             return run
     raise UsageError(f"no runs under '{results_root}': run 'torchcts run --device D' first or pass RUN")
 

@@ -61,6 +61,13 @@ def render_markdown(run: dict[str, Any], records: list[dict[str, Any]], first_fa
             if r.get("repro_script"):
                 lines.append(f"  - standalone script: {md_code(r['repro_script'])}")
         lines.append("")
+    not_run = [r for r in records if r.get("status") == "not_run"]
+    if not_run:
+        lines += [f"## Not run ({len(not_run)})", "", "Planned, but no result was recorded (interrupted or stopped early):", ""]
+        lines += [f"- {md_code(r['id'])}" for r in not_run[:first_failures]]
+        if len(not_run) > first_failures:
+            lines.append(f"- ... and {len(not_run) - first_failures} more (junit.xml lists every case)")
+        lines.append("")
     from torchcts.results.ledger import ledger_lines
     from torchcts.results.triage import render_markdown as triage_markdown
 
