@@ -153,3 +153,35 @@ def test_killed_run_keeps_records_and_report_rebuilds(tmp_path):
         text = (run / name).read_text()
         assert "not_run" in text and "planted/z_hang/float32" in text, name
     assert len(records(run)) == 5  # report never rewrites the records
+
+
+def test_sigterm_finalises_like_ctrl_c(tmp_path):
+    """A cancelled CI job sends SIGTERM: the run folder is finalised as interrupted, with reports."""
+    env = {**os.environ, "CI": "true", **PLANTED_ENV, "PLANTED_HANG_LAST": "1"}
+    args = [sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--timeout", "120",
+            "--case", "planted/a_ok/*", "--case", "planted/z_hang/*", "--", "-p", "no:benchmark", "-n", "1"]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if (tmp_path / "results" / "latest").is_file():
+                cases = latest_run(tmp_path) / "cases.jsonl"
+                if cases.is_file() and len(cases.read_text().splitlines()) >= 1:
+                    break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the run never recorded the passing case")
+        time.sleep(1.0)  # the hang has started
+        proc.send_signal(signal.SIGTERM)  # the controller only, as `timeout` or a CI runner does
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, out
+    run = latest_run(tmp_path)
+    spec = json.loads((run / "run.json").read_text())
+    assert spec["status"] == "interrupted" and spec["totals"] == {"passed": 1, "not_run": 1}, spec["totals"]
+    for name in ("junit.xml", "summary.md", "report.html"):
+        assert "planted/z_hang/float32" in (run / name).read_text(), name

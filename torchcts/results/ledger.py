@@ -132,7 +132,9 @@ def ledger_report(entries: list[dict[str, Any]], records: list[dict[str, Any]], 
     xpassed, changed, xfailed = [], [], 0
     for r in records:
         note = r.get("expectation")
-        if note is not None and 0 <= note.get("entry", -1) < len(entries):
+        if not (isinstance(note, dict) and type(note.get("entry")) is int and 0 <= note["entry"] < len(entries)):
+            note = None  # no note, or one naming no entry of this ledger (an edited record)
+        if note is not None:
             hit[note["entry"]] = True
         elif entries and r.get("status") not in APPLIED:  # applied records carry their note
             index = matcher.first(r)  # the entry that decides (a shadowed entry stays unmatched)
