@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 HELP = "regressions, fixes and precision changes between two runs (exit 1 on a new failure)"
@@ -18,10 +19,12 @@ def main(args: argparse.Namespace) -> int:
     from torchcts.errors import EXIT_FAILURES, EXIT_OK
     from torchcts.results import rundir
     from torchcts.results.compare import compare_runs, render
+    from torchcts.results.quoting import TerminalOut
 
     root = Path(args.results_dir)
     old, new = rundir.resolve_run(args.old, root), rundir.resolve_run(args.new, root)
     comparison = compare_runs(old, new)
-    print(f"compare {old.name} -> {new.name}")
-    print(render(comparison))
+    out = TerminalOut(sys.stdout)  # record text from downloaded runs: no escape sequences, scrubbed
+    print(f"compare {old.name} -> {new.name}", file=out)
+    print(render(comparison), file=out)
     return EXIT_FAILURES if comparison.new_failures else EXIT_OK

@@ -30,6 +30,7 @@ def main(args: argparse.Namespace) -> int:
     from torchcts.results import rundir
     from torchcts.results.ledger import run_date
     from torchcts.results.proposals import propose, render_python, render_toml
+    from torchcts.results.quoting import one_line
 
     run_dir = rundir.resolve_run(args.run, Path(args.results_dir))
     run = rundir.read_run(run_dir)
@@ -43,6 +44,7 @@ def main(args: argparse.Namespace) -> int:
     entries = propose(rundir.final_records(run_dir), expires, args.group)
     render = render_toml if fmt == "toml" else render_python
     out.write_text(render(entries, run_dir.name), encoding="utf-8")
-    print(f"wrote {len(entries)} proposed entries for run {run_dir.name} to {out} (nothing applied): "
+
+    print(f"wrote {len(entries)} proposed entries for run {one_line(run_dir.name)} to {out} (nothing applied): "
           "review them, then add them to your manifest's expectations and check with 'torchcts check-manifest'")
     return 0
