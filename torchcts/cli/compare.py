@@ -23,6 +23,13 @@ def main(args: argparse.Namespace) -> int:
 
     root = Path(args.results_dir)
     old, new = rundir.resolve_run(args.old, root), rundir.resolve_run(args.new, root)
+    for run_dir in (old, new):  # a comparison that silently skipped records would be a false statement
+        unreadable = rundir.scan_records(run_dir)[1]
+        if unreadable:
+            from torchcts.errors import UsageError
+
+            raise UsageError(f"{run_dir.name}/cases.jsonl has {len(unreadable)} unreadable records "
+                             f"({'; '.join(unreadable)[:200]}): restore the file or rerun before comparing")
     comparison = compare_runs(old, new)
     out = TerminalOut(sys.stdout)  # record text from downloaded runs: no escape sequences, scrubbed
     print(f"compare {old.name} -> {new.name}", file=out)

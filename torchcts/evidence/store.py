@@ -42,7 +42,7 @@ def gate_file(gate: str) -> str:
 def read_lines(path: Path) -> list[str]:
     if not path.is_file():
         return []
-    text = path.read_text(encoding="utf-8")
+    text = path.read_bytes().decode("utf-8", "replace")  # a damaged byte breaks the chain, visibly
     return [ln for ln in text.split("\n") if ln]
 
 

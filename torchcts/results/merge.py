@@ -34,8 +34,11 @@ def check_compatible(runs: list[tuple[Path, dict[str, Any]]]) -> None:
         if _selection_sans_shard(run) != _selection_sans_shard(first):
             raise UsageError(f"cannot merge {path.name} with {first_dir.name}: the selections differ")
     for path, run in runs:
-        if not run.get("selection", {}).get("shard"):
+        shard = run.get("selection", {}).get("shard")
+        if not shard:
             raise UsageError(f"{path.name} is not a shard run: merge folders written by 'run --shard I/N'")
+        if not (isinstance(shard, list) and len(shard) == 2 and all(type(v) is int and v > 0 for v in shard)):
+            raise UsageError(f"{path.name}/run.json names no valid shard I/N ({shard!r}): the folder was edited; rerun it")
     shards = [tuple(r["selection"]["shard"]) for _, r in runs]
     if len({n for _, n in shards}) != 1 or len(set(shards)) != len(shards):
         raise UsageError(f"cannot merge: shards {[f'{i}/{n}' for i, n in shards]} are not distinct shards of one N")
