@@ -117,6 +117,18 @@ def test_in_process_timeout_and_error(tmp_path):
     assert json.loads((latest_run(tmp_path) / "run.json").read_text())["isolation"] is False
 
 
+def wait_for_records(root: Path, count: int, seconds: float = 120) -> None:
+    """Until the latest run under root has `count` records (the run is in its hang by then)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if (root / "results" / "latest").is_file():
+            cases = latest_run(root) / "cases.jsonl"
+            if cases.is_file() and len(cases.read_text().splitlines()) >= count:
+                return
+        time.sleep(0.2)
+    pytest.fail(f"the run never recorded {count} cases")
+
+
 def test_killed_run_keeps_records_and_report_rebuilds(tmp_path):
     env = {**os.environ, "CI": "true", **PLANTED_ENV, "PLANTED_HANG_LAST": "1"}
     args = [sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--timeout", "120",
@@ -125,17 +137,7 @@ def test_killed_run_keeps_records_and_report_rebuilds(tmp_path):
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     try:
-        deadline = time.monotonic() + 120
-        cases = None
-        while time.monotonic() < deadline:
-            runs = tmp_path / "results" / "latest"
-            if runs.is_file():
-                cases = latest_run(tmp_path) / "cases.jsonl"
-                if cases.is_file() and len(cases.read_text().splitlines()) >= 5:
-                    break
-            time.sleep(0.2)
-        else:
-            pytest.fail("the run never recorded the passing cases")
+        wait_for_records(tmp_path, 5)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -163,15 +165,7 @@ def test_sigterm_finalises_like_ctrl_c(tmp_path):
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if (tmp_path / "results" / "latest").is_file():
-                cases = latest_run(tmp_path) / "cases.jsonl"
-                if cases.is_file() and len(cases.read_text().splitlines()) >= 1:
-                    break
-            time.sleep(0.2)
-        else:
-            pytest.fail("the run never recorded the passing case")
+        wait_for_records(tmp_path, 1)
         time.sleep(1.0)  # the hang has started
         proc.send_signal(signal.SIGTERM)  # the controller only, as `timeout` or a CI runner does
         out, _ = proc.communicate(timeout=120)
