@@ -355,6 +355,19 @@ def test_file_system_errors_exit_2(workdir, cli, capsys, monkeypatch, err):
     assert len(errors) == 1 and os.strerror(err) in errors[0], captured
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_disk_while_recording_is_kept_for_the_cli(tmp_path):
+    """Inside pytest an OSError would read as an internal error: the writer keeps it for exit 2."""
+    writer = rundir.RecordWriter(tmp_path)
+    writer._fh.close()
+    writer._fh = open("/dev/full", "w", encoding="utf-8")  # noqa: SIM115 - every write: ENOSPC
+    rundir.WRITE_FAILURES.clear()
+    with pytest.raises(OSError):
+        writer.append({"id": "a", "status": "passed"})
+    assert rundir.WRITE_FAILURES and rundir.WRITE_FAILURES[0].errno == errno.ENOSPC
+    rundir.WRITE_FAILURES.clear()
+
+
 def test_cache_entry_of_the_wrong_shape_is_a_miss(tmp_path, monkeypatch):
     import marshal
 

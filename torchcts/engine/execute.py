@@ -138,6 +138,7 @@ def execute(
 
     from torchcts.engine.isolation import pytest_extra_args
 
+    rundir.WRITE_FAILURES.clear()
     run_dir = rundir.new_run_dir(results_root)
     extra = pytest_extra_args(user_args, isolation, timeout, len(setup.result.to_run))
     spec = run_spec(setup, run_dir, intent)
