@@ -349,7 +349,7 @@ def test_file_system_errors_exit_2(workdir, cli, capsys, monkeypatch, err):
         raise OSError(err, os.strerror(err), "results/x")
 
     monkeypatch.setattr(rundir.Path, "mkdir", refuse)
-    assert cli(["run", "--device", "cpu", "--case", "operators/core/zeros/float32"]) == 2
+    assert cli(["run", "--device", "cpu", "--suite", "operators", "--case", "operators/core/zeros/float32"]) == 2
     captured = capsys.readouterr().err
     errors = [ln for ln in captured.splitlines() if not ln.startswith("torchcts: note:")]
     assert len(errors) == 1 and os.strerror(err) in errors[0], captured
