@@ -8,7 +8,8 @@ import torch
 from torchcts import compat
 from torchcts.cases.model import NotApplicable
 from torchcts.cases.registry import suite_cases
-from torchcts.engine.context import CaseContext, run_case
+from torchcts.cases.context import CaseContext
+from torchcts.engine.runner import run_case
 from torchcts.manifest.templates import validation_manifest
 
 

@@ -7,6 +7,7 @@ without importing the code that runs it.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,3 +67,9 @@ class Case:
 
 class NotApplicable(Exception):
     """Raised by a case at run time: this build, PyTorch version or device lacks what it needs."""
+
+
+def repro_command(case_id: str, device: str, validation: bool = False) -> str:
+    """One line that reruns just this case."""
+    dev = "--validation" if validation else f"--device {shlex.quote(device)}"
+    return f"torchcts run {dev} --case {shlex.quote(case_id)}"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from torchcts.cases.model import Case, NotApplicable
-from torchcts.engine.plan import read_plan
+from torchcts.results.plan import read_plan
 from torchcts.oracle.mismatch import OracleMismatch
 from torchcts.results.records import base_record, repro_command
 from torchcts.results.rundir import RecordWriter, read_run
@@ -57,6 +57,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("torchcts")
     group.addoption("--torchcts-run-dir", default=None, help="run folder written by 'torchcts run'")
     group.addoption("--torchcts-work-dir", default=None, help="scratch folder for worker logs (isolation)")
+    group.addoption("--torchcts-attempt", type=int, default=1,
+                    help="which attempt this session records (engine/rerun.py: 2 and up)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -72,7 +74,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
             config.pluginmanager.register(WorkerWatch(Path(work_dir), config.workerinput["workerid"]))
     else:  # controller, or the only process with -n 0
-        config.pluginmanager.register(Recorder(state, Path(work_dir) if work_dir else None), "torchcts-recorder")
+        recorder = Recorder(state, Path(work_dir) if work_dir else None, config.getoption("--torchcts-attempt"))
+        config.pluginmanager.register(recorder, "torchcts-recorder")
 
 
 def _state(config: pytest.Config) -> RunState | None:
@@ -113,7 +116,8 @@ class CaseItem(pytest.Item):
         self.outcome: dict[str, Any] = {}
 
     def runtest(self) -> None:
-        from torchcts.engine.context import CaseContext, run_case
+        from torchcts.cases.context import CaseContext
+        from torchcts.engine.runner import run_case
 
         state = _state(self.config)
         assert state is not None
@@ -194,12 +198,12 @@ def record_from_report(report: pytest.TestReport) -> dict[str, Any] | None:
 class Recorder:
     """Controller side: the only writer of cases.jsonl. Registered only in the controller."""
 
-    def __init__(self, state: RunState, work_dir: Path | None = None) -> None:
+    def __init__(self, state: RunState, work_dir: Path | None = None, attempt: int = 1) -> None:
         from torchcts.results.annotate import RecordAnnotator
 
         self.state = state
         self.work_dir = work_dir
-        self.annotate = RecordAnnotator(state.spec, state.run_dir)  # ledger, flaky, repro_script
+        self.annotate = RecordAnnotator(state.spec, state.run_dir, attempt)  # ledger, flaky, repro_script
         self.writer = RecordWriter(state.run_dir)
         self._plan: dict[str, Case] | None = None
         self.tr: Any = None  # pytest's terminal reporter, for the progress line

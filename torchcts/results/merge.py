@@ -11,6 +11,7 @@ from typing import Any
 
 from torchcts.errors import UsageError
 from torchcts.results import rundir
+from torchcts.results.finalize import finalize
 
 # run.json fields that must agree between shards.
 _SAME = ("manifest_hash", "torchcts", "torch", "device", "gate", "validation")
@@ -43,8 +44,6 @@ def check_compatible(runs: list[tuple[Path, dict[str, Any]]]) -> None:
 
 def merge_runs(run_dirs: list[Path], results_root: Path) -> Path:
     """Write a new run folder holding every shard's records; returns it."""
-    from torchcts.engine.execute import finalize
-
     if len(run_dirs) < 2:
         raise UsageError("merge needs at least two shard runs")
     runs = [(d, rundir.read_run(d)) for d in run_dirs]

@@ -5,13 +5,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from torchcts.cases.model import Case
+from torchcts.cases.model import Case, repro_command
 
-
-def repro_command(case_id: str, device: str, validation: bool = False) -> str:
-    """One line that reruns just this case."""
-    dev = "--validation" if validation else f"--device {shlex.quote(device)}"
-    return f"torchcts run {dev} --case {shlex.quote(case_id)}"
+__all__ = ["base_record", "repro_command", "repro_script_command", "skip_record"]
 
 
 def repro_script_command(case_id: str, run_name: str) -> str:

@@ -194,7 +194,7 @@ def _find_in_registry(case_id: str) -> Case:
 
 
 def target_from_run(case_id: str, run_dir: Path) -> ReproTarget:
-    from torchcts.engine.plan import read_plan
+    from torchcts.results.plan import read_plan
     from torchcts.results import rundir
 
     run = rundir.read_run(run_dir)

@@ -16,7 +16,8 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from torchcts.cases.model import NotApplicable
+from torchcts.cases.context import CaseContext
+from torchcts.cases.model import NotApplicable, repro_command
 from torchcts.cases.opinfo.samples import (
     copy_sample,
     describe_sample,
@@ -27,11 +28,9 @@ from torchcts.cases.opinfo.samples import (
     select_samples,
     tensors_of,
 )
-from torchcts.engine.context import CaseContext
 from torchcts.oracle.categories import tolerance_category
 from torchcts.oracle.compare import Mismatch, OracleMismatch, assert_matches
 from torchcts.oracle.tolerances import Tolerance
-from torchcts.results.records import repro_command
 
 
 class _Skip(Exception):

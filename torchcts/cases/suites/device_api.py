@@ -10,9 +10,7 @@ from __future__ import annotations
 import torch
 
 from torchcts import compat
-from torchcts.cases.api import CaseSet
-from torchcts.cases.suites.operators import expect
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import CaseContext, CaseSet, expect
 
 SUITE = CaseSet("device_api")
 cases = SUITE.cases

@@ -12,9 +12,7 @@ import gc
 import torch
 
 from torchcts import compat
-from torchcts.cases.api import CaseSet
-from torchcts.cases.suites.operators import expect
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import CaseContext, CaseSet, expect
 
 SUITE = CaseSet("memory")
 cases = SUITE.cases

@@ -8,9 +8,7 @@ from __future__ import annotations
 import torch
 
 from torchcts import compat
-from torchcts.cases.api import CaseSet
-from torchcts.cases.suites.operators import expect, sample
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import CaseContext, CaseSet, expect, sample
 
 SUITE = CaseSet("multi_device")
 cases = SUITE.cases

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import torch
 
-from torchcts.cases.api import ALL_DTYPES, FLOATING, INTEGRAL, CaseSet
+from torchcts.cases.api import ALL_DTYPES, FLOATING, INTEGRAL, CaseContext, CaseSet, expect, sample
 from torchcts.cases.model import Case
 from torchcts.cases.suites import aliasing, core, reductions
-from torchcts.cases.suites._common import expect, sample  # also imported from here by other suites
-from torchcts.engine.context import CaseContext
 
 SUITE = CaseSet("operators")
 
@@ -86,7 +84,8 @@ def elementwise_samples(name: str, dtype: torch.dtype, seed: int):  # noqa: ANN2
 
 
 def _elementwise(name: str, fn, dtypes):  # noqa: ANN001,ANN202
-    @SUITE.case(f"elementwise/{name}", level=1, dtypes=dtypes, ops=(f"aten::{name}",), params=None)
+    @SUITE.family(f"elementwise/{name}", qualname=f"elementwise_{name}",
+                  level=1, dtypes=dtypes, ops=(f"aten::{name}",), params=None)
     def run(ctx: CaseContext, dtype: torch.dtype) -> None:
         for i, shape, args in elementwise_samples(name, dtype, ctx.seed):
             ctx.describe(sample=i, shape=list(shape))
@@ -94,8 +93,6 @@ def _elementwise(name: str, fn, dtypes):  # noqa: ANN001,ANN202
             actual = fn(*[a.to(ctx.device) for a in args])
             ctx.assert_close(actual, expected)
 
-    run.__qualname__ = f"elementwise_{name}"
-    globals()[run.__qualname__] = run
     return run
 
 

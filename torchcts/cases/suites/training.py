@@ -11,10 +11,8 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
 from torchcts import compat
-from torchcts.cases.api import CaseSet
+from torchcts.cases.api import CaseContext, CaseSet, expect
 from torchcts.cases.models import MODELS, OPTIMIZERS, TrainPlan, compare_training, seeded
-from torchcts.cases.suites.operators import expect
-from torchcts.engine.context import CaseContext
 
 SUITE = CaseSet("training")
 cases = SUITE.cases

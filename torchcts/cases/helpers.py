@@ -1,4 +1,4 @@
-"""Helpers shared by the hand-written suites: inputs, property checks, CPU-vs-device runs.
+"""Helpers for suite authors (re-exported by cases/api.py): inputs, property checks, CPU-vs-device runs.
 
 Kept here (not copied per suite) so that every suite builds inputs and reports property failures
 the same way.
@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from torchcts.engine.context import CaseContext, dtype_of
+from torchcts.cases.context import CaseContext, dtype_of
 from torchcts.oracle.compare import Mismatch, OracleMismatch
 
 __all__ = [
