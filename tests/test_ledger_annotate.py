@@ -13,10 +13,10 @@ import torch
 
 from torchcts.cases.model import Case
 from torchcts.cases.repro_builders import builder_for, callable_expression
-from torchcts.results.plan import write_plan
 from torchcts.errors import UsageError
 from torchcts.manifest.templates import cpu_manifest
 from torchcts.results.annotate import RecordAnnotator
+from torchcts.results.plan import write_plan
 from torchcts.results.repro import ReproTarget, write_repro
 
 RELU = Case(id="opinfo/nn.functional.relu/float32/forward", suite="opinfo", level=2, runner="torchcts.cases.opinfo:run",

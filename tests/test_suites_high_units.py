@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from torchcts import compat
+from torchcts.cases.context import CaseContext
 from torchcts.cases.model import NotApplicable
 from torchcts.cases.registry import suite_cases
-from torchcts.cases.context import CaseContext
 from torchcts.engine.runner import run_case
 from torchcts.manifest.templates import validation_manifest
 

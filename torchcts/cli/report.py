@@ -16,8 +16,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from torchcts.results.finalize import finalize
     from torchcts.results import rundir
+    from torchcts.results.finalize import finalize
     from torchcts.results.scorecard import print_scorecard
 
     run_dir = rundir.resolve_run(args.run, Path(args.results_dir))

@@ -58,10 +58,9 @@ def select_faults(catalog: list[dict[str, Any]], names: list[str], level: int | 
 
 def main(args: argparse.Namespace) -> int:
     from torchcts.engine import selftest as st
-    from torchcts.errors import UsageError
+    from torchcts.levels import check_level
 
-    if args.level is not None and not 1 <= args.level <= 8:
-        raise UsageError(f"--level {args.level} is out of range: use 1..8")
+    check_level("--level", args.level)
     catalog = st.fault_catalog()
     if args.list:
         for f in catalog:

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from torchcts.cases.model import Case, NotApplicable
-from torchcts.results.plan import read_plan
 from torchcts.oracle.mismatch import OracleMismatch
+from torchcts.results.plan import read_plan
 from torchcts.results.records import base_record, repro_command
 from torchcts.results.rundir import RecordWriter, read_run
 from torchcts.results.statuses import FAILURES

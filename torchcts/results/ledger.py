@@ -18,7 +18,8 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
-from torchcts.manifest.expectations import LedgerMatcher, is_expired
+from torchcts.manifest.expectations import is_expired
+from torchcts.results.ledger_match import LedgerMatcher
 from torchcts.results.signatures import entry_signature, signature_matches, signature_of
 from torchcts.results.statuses import FAILURES
 
