@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from torchcts.results import rundir
-from torchcts.results.statuses import FAILURES
+from torchcts.results.statuses import FAILURES, PASSING
 
-PASSING = ("passed", "xfailed", "xpassed")
 PRECISION_FACTOR = 2.0
 
 

@@ -21,10 +21,10 @@ from typing import Any
 from torchcts.manifest.expectations import is_expired
 from torchcts.results.ledger_match import LedgerMatcher
 from torchcts.results.signatures import entry_signature, signature_matches, signature_of
-from torchcts.results.statuses import FAILURES
+from torchcts.results.statuses import CRASH_LIKE, EXECUTED, FAILURES, FORGIVABLE
 
-FAILING = ("failed", "error", "crashed", "timeout")  # what an entry can turn into xfailed
-APPLIED = (*FAILING, "passed", "xfailed", "xpassed", "flaky")
+FAILING = FORGIVABLE  # what an entry can turn into xfailed
+APPLIED = EXECUTED  # records of cases that ran carry the ledger note of the entry naming them
 
 
 def _expected_signature(entry: dict[str, Any]) -> str | None:
@@ -34,7 +34,7 @@ def _expected_signature(entry: dict[str, Any]) -> str | None:
 def _signature_ok(entry: dict[str, Any], record: dict[str, Any]) -> bool:
     pattern = _expected_signature(entry)
     if pattern is None and entry.get("status") == "known_crash":
-        return record.get("status") in ("crashed", "timeout")
+        return record.get("status") in CRASH_LIKE
     return signature_matches(pattern, record)
 
 
