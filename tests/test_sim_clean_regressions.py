@@ -121,7 +121,7 @@ def test_selftest_clean_run_has_the_limits_of_a_plain_run(cli, monkeypatch, tmp_
 
     seen: dict[str, dict] = {}
 
-    def fake(name, *args, **kwargs):  # noqa: ANN001,ANN202
+    def fake(name, *args, **kwargs):
         seen[name] = kwargs
         return st.Outcome(name, name != "clean", first_case="x", status="failed", meant=True)
 

@@ -24,7 +24,7 @@ def fmt(v: tuple[int, int, int]) -> str:
     return ".".join(map(str, v))
 
 
-def check_torch_version(version: str | None = None, warn=None) -> str | None:  # noqa: ANN001
+def check_torch_version(version: str | None = None, warn=None) -> str | None:
     """Usage error below 2.7; one warning (returned and printed) above the validated range."""
     if version is None:
         version = installed_torch_version()
@@ -254,7 +254,7 @@ def opinfo_dtypes(op: Any, device_type: str) -> set[Any]:
     if callable(supported):
         try:
             return set(supported(device_type))
-        except Exception:  # noqa: BLE001,S110 - fall back to the plain fields below
+        except Exception:  # noqa: BLE001 - fall back to the plain fields below
             pass
     by_device = getattr(op, "dtypesIf", None)
     if isinstance(by_device, dict) and by_device.get(device_type) is not None:
@@ -270,7 +270,7 @@ def opinfo_aten_name(op: Any) -> str:
 # --- Runtime API differences used by the level 4-8 suites: small helpers, one per question. ---
 
 
-def accelerator_api():  # noqa: ANN201 - the torch.accelerator module or None
+def accelerator_api():  # the torch.accelerator module or None
     """torch.accelerator (PyTorch 2.6+), or None on versions without it."""
     import torch
 
@@ -286,7 +286,7 @@ def fused_optimizer_devices() -> list[str] | None:
     return list(_get_fused_kernels_supported_devices())
 
 
-def autocast_dtype(device_type: str):  # noqa: ANN201 - a torch.dtype
+def autocast_dtype(device_type: str):  # a torch.dtype
     """The low-precision dtype autocast uses on a device type (CPU: bfloat16, CUDA: float16)."""
     import torch
 
@@ -302,7 +302,7 @@ def autocast_available(device_type: str) -> bool:
     return bool(check(device_type)) if check is not None else device_type in ("cpu", "cuda", "xpu")
 
 
-def is_pinned(t, device_type: str) -> bool:  # noqa: ANN001
+def is_pinned(t, device_type: str) -> bool:
     """Tensor.is_pinned() for the accelerator of device_type (older versions took a device argument)."""
     try:
         return bool(t.is_pinned())
@@ -336,14 +336,14 @@ def fill_uninitialized_supported() -> bool:
     return hasattr(det, "fill_uninitialized_memory")
 
 
-def deterministic_fill():  # noqa: ANN201 - a context manager
+def deterministic_fill():  # a context manager
     """Deterministic algorithms with uninitialized memory filled (NaN / max int), restored on exit."""
     import contextlib
 
     import torch
 
     @contextlib.contextmanager
-    def scope():  # noqa: ANN202
+    def scope():
         det = torch.utils.deterministic
         old_mode, old_warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
         old_fill = det.fill_uninitialized_memory

@@ -1,4 +1,4 @@
-"""Semantic levels (SPEC §5): `--level N` runs 1..N. The one source of the level range.
+"""Semantic levels: `--level N` runs 1..N; LEVELS says what each holds. The one source of the level range.
 
 Below every layer that needs it: the manifest checks `semantic_level`, cases declare a level, and
 every command that takes `--level` checks it here.

@@ -20,7 +20,7 @@ def add_manifest_arg(p: argparse.ArgumentParser) -> None:
 
 
 def add_selection_args(p: argparse.ArgumentParser) -> None:
-    """Selection flags of `run` and `show-skips` (SPEC §2)."""
+    """Selection flags of `run` and `show-skips` (README.md, "Commands")."""
     p.add_argument("--device", help="runtime device: cpu, cuda, mps, xpu or a PrivateUse1 name")
     add_manifest_arg(p)
     p.add_argument("--suite", action="append", default=[], metavar="S", help="suite to run (repeatable)")

@@ -1,4 +1,4 @@
-"""`torchcts coverage inventory|report|collect-backend-evidence|verify-evidence` (SPEC §8)."""
+"""`torchcts coverage inventory|report|collect-backend-evidence|verify-evidence` (docs/coverage.md)."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def main(args: argparse.Namespace) -> int:
     return _report(args, inv)
 
 
-def _inventory(args: argparse.Namespace, inv) -> int:  # noqa: ANN001
+def _inventory(args: argparse.Namespace, inv) -> int:
     from torchcts.coverage.inventory import filter_rows, render_text
     from torchcts.coverage.surfaces import KINDS
 
@@ -125,7 +125,7 @@ def _inventory(args: argparse.Namespace, inv) -> int:  # noqa: ANN001
     return EXIT_OK
 
 
-def _report(args: argparse.Namespace, inv) -> int:  # noqa: ANN001
+def _report(args: argparse.Namespace, inv) -> int:
     from torchcts.compat import build_info
     from torchcts.coverage.report import render_markdown, summarize
 

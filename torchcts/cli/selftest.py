@@ -104,7 +104,7 @@ def main(args: argparse.Namespace) -> int:
     return 1 if clean_bad or missed else 0
 
 
-def print_table(outcomes: list, out) -> None:  # noqa: ANN001
+def print_table(outcomes: list, out) -> None:
     rows = [("fault", "detected", "first case", "status", "as meant", "time")]
     for o in outcomes:
         if o.name == "clean":

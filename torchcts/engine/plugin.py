@@ -102,7 +102,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 class CaseFile(pytest.File):
-    def collect(self):  # noqa: ANN201
+    def collect(self):
         state = _state(self.config)
         assert state is not None
         for case in read_plan(state.run_dir):
@@ -147,7 +147,7 @@ class CaseItem(pytest.Item):
             self.outcome["duration_s"] = round(time.perf_counter() - start, 6)
         self.outcome["status"] = "passed"
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:  # noqa: ANN001
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
         msg = self.outcome.get("message") or str(excinfo.value)
         tb = self.outcome.get("traceback")
         state = _state(self.config)
@@ -168,7 +168,7 @@ def _tail(text: str, lines: int) -> str:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # noqa: ANN201
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     if not isinstance(item, CaseItem):

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import Any
 
 from torchcts.cases.context import CaseContext, dtype_of
 from torchcts.cases.model import Case
 
 
-def resolve_runner(case: Case):  # noqa: ANN201 - returns the case's function
+def resolve_runner(case: Case) -> Callable[..., Any]:
+    """The case's function, from its runner name "module:qualified.name"."""
     module_name, _, qualname = case.runner.partition(":")
     obj: Any = importlib.import_module(module_name)
     for part in qualname.split("."):

@@ -113,7 +113,7 @@ def run_one(name: str, selection: list[str], results_dir: Path, *, fault: str | 
         env[ENV] = fault
     argv = run_argv(selection, results_dir, stop_first=stop_first, case_timeout=case_timeout, isolation=isolation)
     start = time.monotonic()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,  # noqa: S603
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True)
     try:
         output, _ = proc.communicate(timeout=run_timeout)
@@ -144,7 +144,7 @@ _CATALOG_CODE = "import json\nfrom torchcts.sim.faults import FAULTS\nprint(json
 
 def fault_catalog() -> list[dict]:
     """The planted faults (name, suite, level, catches, selection), read in a child process."""
-    r = subprocess.run([sys.executable, "-c", _CATALOG_CODE], capture_output=True, text=True,  # noqa: S603
+    r = subprocess.run([sys.executable, "-c", _CATALOG_CODE], capture_output=True, text=True,
                        stdin=subprocess.DEVNULL, timeout=300, check=False)
     if r.returncode != 0:
         raise RuntimeError(f"could not list the sim's faults: {r.stderr.strip()[-500:]}")

@@ -201,7 +201,7 @@ def collect(req: CollectRequest) -> int:
 
 
 def print_summary(records: dict[str, list[dict[str, Any]]], source: dict[str, Any], store_name: str,
-                  problems: list[str], out=None) -> None:  # noqa: ANN001
+                  problems: list[str], out=None) -> None:
     out = out or sys.stdout
     for name, recs in records.items():
         counts = Counter(r["result"]["status"] for r in recs)

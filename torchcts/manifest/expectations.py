@@ -1,4 +1,4 @@
-"""The expectations ledger (SPEC §4): known failures a backend records honestly.
+"""The expectations ledger (docs/ledger.md): known failures a backend records honestly.
 
 An entry:
 

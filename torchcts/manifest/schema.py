@@ -1,4 +1,4 @@
-"""The manifest schema (SPEC §4): one registry per concept, shared by loading, validation and docs.
+"""The manifest schema (README.md, docs/ledger.md): one registry per concept, shared by loading, validation and docs.
 
 Dtypes are kept by name ("float32") everywhere outside a running case so that a manifest can be
 hashed, written to run.json and compared across runs.
@@ -164,7 +164,7 @@ BUCKETS: dict[str, str] = {
     "timeout": "the case exceeded its time limit (status timeout)",
 }
 
-# Suite names the SPEC reserves; a selection or ledger entry naming one that has no module yet
+# Suite names reserved for the product's suites; a selection or ledger entry naming one that has no module yet
 # selects nothing. cases/registry.py: SUITES maps the registered ones to their modules.
 RESERVED_SUITE_NAMES = (
     "opinfo", "operators", "errors", "dtypes", "strides", "autograd", "rng", "device_api", "memory",

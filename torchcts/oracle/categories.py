@@ -43,7 +43,7 @@ SEEDED_BUT_DETERMINISTIC = frozenset({("item", ""), ("nn.functional.feature_alph
 
 
 def namespace(op: Any) -> str | None:
-    """`linalg`, `fft` or `special` when the OpInfo lives in that namespace (SPEC level 5 families)."""
+    """`linalg`, `fft` or `special` when the OpInfo lives in that namespace (level-5 families, torchcts/levels.py)."""
     if type(op).__name__ == "SpectralFuncInfo":
         return "fft"
     head = op.name.split(".", 1)[0]

@@ -1,4 +1,4 @@
-"""Two runs side by side: new failures, fixes, precision regressions (SPEC §2 `compare`)."""
+"""Two runs side by side: new failures, fixes, precision regressions (README.md, `compare`)."""
 
 from __future__ import annotations
 

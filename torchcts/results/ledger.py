@@ -2,7 +2,7 @@
 
 Pure functions of (entries, records, today), so a run, `torchcts report` and the tests agree.
 
-Rules (SPEC §4):
+Rules (docs/ledger.md):
 - a failing case matched by an entry with the same signature becomes `xfailed`, carrying the
   entry's reason, tracker and index;
 - one with a different signature stays failing, with a note naming the entry and both signatures;

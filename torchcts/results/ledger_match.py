@@ -19,7 +19,7 @@ from torchcts.manifest.expectations import selector_values
 from torchcts.manifest.schema import dtype_name
 
 
-def _any_glob(patterns: list[str]):  # noqa: ANN202 - a compiled regex's match method
+def _any_glob(patterns: list[str]):  # a compiled regex's match method
     return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match
 
 
@@ -103,7 +103,7 @@ def _suites_for(entry: dict[str, Any]) -> list[str] | None:
 
 
 def registry_problems(entries: list[dict[str, Any]], cases: Iterable[dict[str, Any]] | None = None) -> list[str]:
-    """Entries whose match names no known case (SPEC §4: selectors that match no op are errors).
+    """Entries whose match names no known case (docs/ledger.md: selectors that match no op are errors).
 
     Builds the case list lazily, and only the suites the entries can name.
     """

@@ -13,7 +13,7 @@ import torch
 
 from torchcts import compat
 from torchcts.cases.api import CaseContext, CaseSet
-from torchcts.cases.models import MODELS, TransformerBlock, compare_training, seeded
+from torchcts.cases.networks import MODELS, TransformerBlock, compare_training, seeded
 
 SUITE = CaseSet("compiler")
 cases = SUITE.cases

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from torchcts.cases.api import CaseContext, CaseSet
-from torchcts.cases.models import (
+from torchcts.cases.networks import (
     MODELS,
     EmbeddingLSTM,
     TransformerBlock,
