@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import torchcts
-from torchcts.compat import build_info
+from torchcts.compat import build_info, describe_fallbacks, fallbacks_used
 from torchcts.engine.plan import write_plan
 from torchcts.engine.setup import RunSetup
 from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
@@ -48,6 +48,9 @@ def run_spec(setup: RunSetup, run_dir: Path, intent: list[str]) -> dict[str, Any
         "planned": len(setup.result.to_run),
         "strict_expectations": setup.strict_expectations,
         "rerun_failures": setup.rerun_failures,
+        # Where this PyTorch lacked something and TorchCTS took a fallback (compat.FALLBACKS):
+        # the controller's now (building the case list), the workers' added by finalize.
+        "compat_fallbacks": describe_fallbacks(fallbacks_used()),
     }
 
 
@@ -74,6 +77,8 @@ def finalize(run_dir: Path, status: str) -> dict[str, Any]:
     run = rundir.read_run(run_dir)
     records = rundir.final_records(run_dir)  # the last record of a case supersedes (reruns, crashes)
     run.update(status=status, ended=run.get("ended") or rundir.utc_now(), totals=totals(records))
+    run["compat_fallbacks"] = describe_fallbacks(
+        {*run.get("compat_fallbacks", {}), *(n for r in records for n in r.get("compat_fallbacks") or ())})
     run["ledger"] = report_for_run(run, records)
     rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run)
     write_artifacts(run_dir, run, records)
