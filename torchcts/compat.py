@@ -367,7 +367,7 @@ FALLBACKS: dict[str, str] = {
         "not NotImplementedError: read as no kernel, so no reference (not_applicable)",
     "privateuse1.cpp_device_guard":
         "torch.utils.backend_registration has no _setup_privateuseone_for_python_backend: the Python "
-        "backend's device guard and hooks were compiled from torchcts/compat_privateuse1.cpp",
+        "backend's device guard, hooks and autograd fallback were compiled from torchcts/compat_privateuse1.cpp",
 }
 _USED: set[str] = set()
 _WATCHERS: list[set[str]] = []

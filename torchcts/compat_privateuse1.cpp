@@ -5,11 +5,16 @@
 // torchcts/compat.py builds this with torch.utils.cpp_extension.load and loads it; the static
 // registrations below run at load. It does what PyTorch's own Python fallbacks (_DummyDeviceGuard,
 // _DummyPrivateUse1Hook) do: one device, index 0, the default stream, no events, no generator.
+// It also registers the AutogradPrivateUse1 backend fallback that later PyTorch registers itself
+// (VariableFallbackKernel.cpp): without it an op that has a PrivateUse1 kernel but only a
+// CompositeImplicitAutograd one for autograd (linalg_matrix_rank's out= overloads) cannot dispatch.
 
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/Device.h>
 #include <c10/core/Stream.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
+#include <torch/library.h>
 
 namespace {
 
@@ -46,3 +51,7 @@ struct RegisterHooks {
 RegisterHooks register_hooks;
 
 }  // namespace
+
+TORCH_LIBRARY_IMPL(_, AutogradPrivateUse1, m) {
+  m.fallback(torch::autograd::basicAutogradNotImplementedFallback());
+}
