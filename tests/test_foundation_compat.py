@@ -154,3 +154,29 @@ def test_fallback_registry():
         compat.use_fallback("no.such.fallback")
     assert compat.describe_fallbacks(["privateuse1.cpp_device_guard"]) == {
         "privateuse1.cpp_device_guard": compat.FALLBACKS["privateuse1.cpp_device_guard"]}
+
+
+def test_a_run_records_the_fallbacks_it_used(tmp_path):
+    """run.json names (and describes) each fallback; the case record that used one says so."""
+    import json
+    import os
+    from pathlib import Path
+
+    from conftest import latest_run, records, run_cli
+
+    tests = Path(__file__).resolve().parent
+    env = {"TORCHCTS_EXTRA_SUITES": "compatprobe=helpers.compat_suite",
+           "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests), os.environ.get("PYTHONPATH", "")])}
+    r = run_cli("run", "--validation", "--suite", "compatprobe", "--no-isolation", cwd=tmp_path, env=env, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    run_dir = latest_run(tmp_path)
+    recs = {rec["id"]: rec for rec in records(run_dir)}
+    old = recs["compatprobe/old_missing_kernel/bool"]
+    assert old["status"] == "not_applicable" and "CPU has no kernel for arange" in old["message"]
+    assert old["compat_fallbacks"] == ["exception.missing_kernel_runtime_error"]
+    assert recs["compatprobe/plain/float32"]["status"] == "passed"
+    assert "compat_fallbacks" not in recs["compatprobe/plain/float32"]
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["compat_fallbacks"]["exception.missing_kernel_runtime_error"] == \
+        compat.FALLBACKS["exception.missing_kernel_runtime_error"]
+    assert "exception.missing_kernel_runtime_error" in (run_dir / "summary.md").read_text()

@@ -50,9 +50,10 @@ class RunState:
             from torchcts.manifest.schema import Manifest
 
             manifest = Manifest.from_json(self.spec["manifest"])
-            import_backend(manifest.backend_import)
+            with compat.watch_fallbacks() as setup:  # e.g. how a Python backend registered
+                import_backend(manifest.backend_import)
             self._ctx_parts = (torch.device(self.device_name), manifest)
-            self.setup_fallbacks = set(compat.fallbacks_used())  # e.g. how the backend registered
+            self.setup_fallbacks = setup
         return self._ctx_parts
 
 
