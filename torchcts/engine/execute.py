@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import torchcts
-from torchcts.compat import build_info
+from torchcts.compat import build_info, describe_fallbacks, fallbacks_used
 from torchcts.engine.setup import RunSetup
 from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 from torchcts.results import rundir
@@ -49,6 +49,9 @@ def run_spec(setup: RunSetup, run_dir: Path, intent: list[str]) -> dict[str, Any
         "planned": len(setup.result.to_run),
         "strict_expectations": setup.strict_expectations,
         "rerun_failures": setup.rerun_failures,
+        # Where this PyTorch lacked something and TorchCTS took a fallback (compat.FALLBACKS):
+        # the controller's now (building the case list), the workers' added by finalize.
+        "compat_fallbacks": describe_fallbacks(fallbacks_used()),
     }
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from torchcts import compat
 from torchcts.cases.model import Case, NotApplicable
 from torchcts.oracle.mismatch import OracleMismatch
 from torchcts.results.plan import read_plan
@@ -34,6 +35,7 @@ class RunState:
         self.run_dir = run_dir
         self.spec = read_run(run_dir)
         self._ctx_parts: tuple[Any, Any] | None = None
+        self.setup_fallbacks: set[str] = set()
 
     @property
     def device_name(self) -> str:
@@ -48,8 +50,10 @@ class RunState:
             from torchcts.manifest.schema import Manifest
 
             manifest = Manifest.from_json(self.spec["manifest"])
-            import_backend(manifest.backend_import)
+            with compat.watch_fallbacks() as setup:  # e.g. how a Python backend registered
+                import_backend(manifest.backend_import)
             self._ctx_parts = (torch.device(self.device_name), manifest)
+            self.setup_fallbacks = setup
         return self._ctx_parts
 
 
@@ -128,7 +132,8 @@ class CaseItem(pytest.Item):
         self.outcome = {"info": ctx.info}
         start = time.perf_counter()
         try:
-            run_case(self.case, ctx)
+            with compat.watch_fallbacks() as fallbacks:
+                run_case(self.case, ctx)
         except NotApplicable as exc:
             self.outcome.update(status="not_applicable", message=str(exc))
             pytest.skip(f"not applicable: {exc}")
@@ -145,6 +150,8 @@ class CaseItem(pytest.Item):
             raise
         finally:
             self.outcome["duration_s"] = round(time.perf_counter() - start, 6)
+            # Compatibility fallbacks behind this result: the backend setup's and the case's own.
+            self.outcome["compat_fallbacks"] = sorted(state.setup_fallbacks | fallbacks) or None
         self.outcome["status"] = "passed"
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from torchcts.errors import UsageError
 from torchcts.results.statuses import FAILURES
 
 ENV = "TORCHCTS_SIM_FAULT"
@@ -147,5 +148,8 @@ def fault_catalog() -> list[dict]:
     r = subprocess.run([sys.executable, "-c", _CATALOG_CODE], capture_output=True, text=True,
                        stdin=subprocess.DEVNULL, timeout=300, check=False)
     if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or [""])[-1]
+        if "UsageError: " in last:  # the sim cannot register on this PyTorch/machine: say why, exit 2
+            raise UsageError(f"the simulated device cannot start here: {last.split('UsageError: ', 1)[1]}")
         raise RuntimeError(f"could not list the sim's faults: {r.stderr.strip()[-500:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])

@@ -60,6 +60,7 @@ def merge_runs(run_dirs: list[Path], results_root: Path) -> Path:
         filtered=first.get("filtered", 0),
         sharded_out=0,
         planned=sum(r.get("planned", 0) for _, r in runs),
+        compat_fallbacks={k: v for _, r in runs for k, v in (r.get("compat_fallbacks") or {}).items()},
     )
     first["selection"] = {**_selection_sans_shard(first), "shard": None}
     missing = count - len(runs)
