@@ -298,7 +298,7 @@ def test_records_of_the_wrong_types_are_reported_not_crashed_on(workdir, cli):
 
 def test_failed_merge_leaves_no_run_folder(workdir, cli, monkeypatch):
     """A merge that fails half-way (a full disk) leaves nothing behind; run.json never says complete."""
-    import torchcts.engine.execute as ex
+    import torchcts.results.merge as merge_module
 
     shard = {"selection": {}}
     for i in (1, 2):
@@ -312,7 +312,7 @@ def test_failed_merge_leaves_no_run_folder(workdir, cli, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     with monkeypatch.context() as m:
-        m.setattr(ex, "finalize", broken)
+        m.setattr(merge_module, "finalize", broken)
         assert cli(["merge", "s1", "s2"]) == 2
     assert sorted(p.name for p in (workdir / "results").iterdir()) == before
     assert cli(["merge", "s1", "s2"]) == 0
@@ -376,7 +376,8 @@ def test_cache_entry_of_the_wrong_shape_is_a_miss(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHCTS_CACHE_DIR", str(tmp_path))
     path = tmp_path / "x.marshal"
     fields = cache._FIELDS
-    for bad in ((fields, [("id",) * len(fields)]), (fields, 5), [1, 2], {"a": 1}, (fields, [(1, 2)])):
+    for bad in ((fields, [("id",) * len(fields)], []), (fields, 5, []), [1, 2], {"a": 1}, (fields, [(1, 2)], []),
+                (fields, [], [3])):
         path.write_bytes(marshal.dumps(bad))
         assert cache._load(path) is None, bad
     built = cache.cached_cases("x-suite", lambda: [])
@@ -405,6 +406,5 @@ def test_mps_refuses_known_crash_and_flaky_crashes(tmp_path):
     for device, expected in (("mps", "crashed"), ("cuda", "flaky")):
         run_dir = fake_run(tmp_path / device, "r", [crash], device=device)
         spec = json.loads((run_dir / "run.json").read_text())
-        spec["attempt"] = 2
-        out = RecordAnnotator(spec, run_dir)({"id": "a/x", "status": "passed"})
+        out = RecordAnnotator(spec, run_dir, attempt=2)({"id": "a/x", "status": "passed"})
         assert out["status"] == expected

@@ -6,7 +6,7 @@ import argparse
 import math
 from pathlib import Path
 
-from torchcts.cli.common import add_selection_args, command_intent
+from torchcts.cli.common import add_selection_args, command_intent, run_request
 
 HELP = "run the conformance suite on a device (anything after -- goes to pytest)"
 
@@ -41,7 +41,7 @@ def main(args: argparse.Namespace) -> int:
     from torchcts.results.rundir import check_results_root
 
     check_results_root(Path(args.results_dir))
-    setup = prepare(args)
+    setup = prepare(run_request(args))
     intent = command_intent("run", args.argv)
     return execute(setup, Path(args.results_dir), intent, args.pytest_args,
                    isolation=not args.no_isolation, timeout=args.timeout or None)

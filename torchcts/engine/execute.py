@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import torchcts
-from torchcts.compat import build_info
-from torchcts.engine.plan import write_plan
+from torchcts.compat import build_info, describe_fallbacks, fallbacks_used
 from torchcts.engine.setup import RunSetup
-from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UsageError
+from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 from torchcts.results import rundir
+from torchcts.results.finalize import finalize
+from torchcts.results.plan import write_plan
 from torchcts.results.records import skip_record
 
 COLLECT_DIR = Path(__file__).parent / "collect"
@@ -50,6 +51,9 @@ def run_spec(setup: RunSetup, run_dir: Path, intent: list[str]) -> dict[str, Any
         "planned": len(setup.result.to_run),
         "strict_expectations": setup.strict_expectations,
         "rerun_failures": setup.rerun_failures,
+        # Where this PyTorch lacked something and TorchCTS took a fallback (compat.FALLBACKS):
+        # the controller's now (building the case list), the workers' added by finalize.
+        "compat_fallbacks": describe_fallbacks(fallbacks_used()),
     }
 
 
@@ -65,41 +69,6 @@ def pytest_argv(run_dir: Path, results_root: Path, user_args: list[str], work_di
         "-o", f"cache_dir={results_root.resolve() / '.pytest_cache'}",
         *user_args,
     ]
-
-
-def not_run_records(run_dir: Path, recorded: set[str], problems: list[str]) -> list[dict[str, Any]]:
-    """A `not_run` record for every planned case without a record: a killed run's reports list
-    them instead of showing only what finished."""
-    from torchcts.engine.plan import PLAN, read_plan
-
-    if not (run_dir / PLAN).is_file():
-        return []
-    try:
-        plan = read_plan(run_dir)
-    except UsageError as exc:
-        problems.append(str(exc))
-        return []
-    return [skip_record(c, "not_run", "planned, but no result was recorded (the run was interrupted, killed "
-                        "or stopped early)") for c in plan if c.id not in recorded]
-
-
-def finalize(run_dir: Path, status: str) -> dict[str, Any]:
-    """Totals and artifacts from the records; run.json marked complete or interrupted."""
-    from torchcts.results.artifacts import write_artifacts
-    from torchcts.results.ledger import report_for_run
-    from torchcts.results.summary import totals
-
-    run = rundir.read_run(run_dir)
-    readable, unreadable = rundir.scan_records(run_dir)
-    records = rundir.last_per_case(readable)  # the last record of a case supersedes (reruns, crashes)
-    records += not_run_records(run_dir, {r["id"] for r in records}, unreadable)
-    run.update(status=status, ended=run.get("ended") or rundir.utc_now(), totals=totals(records))
-    run["unreadable_records"] = len(unreadable)
-    run["record_problems"] = unreadable[:20]
-    run["ledger"] = report_for_run(run, records)
-    rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run)
-    write_artifacts(run_dir, run, records)
-    return run
 
 
 @contextlib.contextmanager
@@ -162,16 +131,16 @@ def execute(
                            pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir)))
     if rundir.WRITE_FAILURES:  # the file system refused a record (full, read-only): exit 2, one line
         raise rundir.WRITE_FAILURES[-1]
-    run = finalize(run_dir, "interrupted" if interrupted else "complete")
+    run, records = finalize(run_dir, "interrupted" if interrupted else "complete")
 
     from torchcts.results.compare import regressions_line
     from torchcts.results.scorecard import print_scorecard
 
     try:
-        since = regressions_line(results_root, run_dir)
+        since = regressions_line(results_root, run_dir, records)
     except (OSError, ValueError, KeyError):  # an unreadable old run never spoils this one
         since = None
-    print_scorecard(run_dir, run, sys.stdout, regressions=since)
+    print_scorecard(run_dir, run, sys.stdout, regressions=since, records=records)
     if interrupted:
         return 130
     if code == pytest.ExitCode.USAGE_ERROR:

@@ -11,6 +11,7 @@ from typing import Any
 
 from torchcts.errors import UsageError
 from torchcts.results import rundir
+from torchcts.results.finalize import finalize
 
 # run.json fields that must agree between shards.
 _SAME = ("manifest_hash", "torchcts", "torch", "device", "gate", "validation")
@@ -52,8 +53,7 @@ def merge_runs(run_dirs: list[Path], results_root: Path) -> Path:
     """
     import shutil
 
-    from torchcts.engine.execute import finalize
-    from torchcts.engine.plan import PLAN
+    from torchcts.results.plan import PLAN
 
     if len(run_dirs) < 2:
         raise UsageError("merge needs at least two shard runs")
@@ -75,6 +75,8 @@ def merge_runs(run_dirs: list[Path], results_root: Path) -> Path:
             filtered=first.get("filtered", 0),
             sharded_out=0,
             planned=sum(int(r.get("planned") or 0) for _, r in runs),
+            compat_fallbacks={k: v for _, r in runs for k, v in (r.get("compat_fallbacks") or {}).items()
+                              if isinstance(r.get("compat_fallbacks"), dict)},
         )
         first["selection"] = {**_selection_sans_shard(first), "shard": None}
         missing = count - len(runs)

@@ -37,10 +37,12 @@ def _section(out: TextIO, title: str, groups: dict[str, dict[str, int]]) -> None
 
 def print_scorecard(
     run_dir: Path, run: dict[str, Any], out: TextIO, first: int = 10, slowest: int = 5,
-    regressions: str | None = None,
+    regressions: str | None = None, records: list[dict[str, Any]] | None = None,
 ) -> None:
+    """`records`: the run's final records when the caller has read them already (finalize)."""
     out = TerminalOut(out)  # records come from files anyone can craft: no escape sequences reach the terminal
-    records = rundir.final_records(run_dir)
+    if records is None:
+        records = rundir.final_records(run_dir)
     t = run.get("totals", {})
     print("", file=out)
     print("=" * 20 + " TorchCTS scorecard " + "=" * 20, file=out)

@@ -1,4 +1,4 @@
-"""The one scrubber: keep host identity out of everything TorchCTS writes or prints (SPEC §7).
+"""The one scrubber: keep host identity out of everything TorchCTS writes or prints (README, "Results").
 
 Tracebacks, faulthandler output and exception messages name files by absolute path, which carry
 the user's home, the checkout location and the temp folder; backend messages may name the host,
@@ -64,7 +64,7 @@ def local_identities() -> set[str]:
     for get in (socket.gethostname, socket.getfqdn, getpass.getuser, lambda: os.path.basename(os.path.expanduser("~"))):
         try:
             value = get() or ""
-        except Exception:  # noqa: BLE001,S112 - no user database entry, no network name
+        except Exception:  # noqa: BLE001 - no user database entry, no network name
             continue
         for v in (value, value.split(".")[0]):
             if len(v) >= 2 and v.lower() not in GENERIC:

@@ -1,0 +1,53 @@
+"""Closing a run folder: totals, the ledger report and the artifacts, all from the records.
+
+Called at the end of `torchcts run`, by `torchcts report` for any run (also a killed one), and by
+`torchcts merge` for the joined shards.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from torchcts.compat import describe_fallbacks
+from torchcts.errors import UsageError
+from torchcts.results import rundir
+from torchcts.results.artifacts import write_artifacts
+from torchcts.results.ledger import report_for_run
+from torchcts.results.plan import PLAN, read_plan
+from torchcts.results.records import skip_record
+from torchcts.results.summary import totals
+
+
+def not_run_records(run_dir: Path, recorded: set[str], problems: list[str]) -> list[dict[str, Any]]:
+    """A `not_run` record for every planned case without a record: a killed run's reports list
+    them instead of showing only what finished."""
+    if not (run_dir / PLAN).is_file():
+        return []
+    try:
+        plan = read_plan(run_dir)
+    except UsageError as exc:
+        problems.append(str(exc))
+        return []
+    return [skip_record(c, "not_run", "planned, but no result was recorded (the run was interrupted, killed "
+                        "or stopped early)") for c in plan if c.id not in recorded]
+
+
+def finalize(run_dir: Path, status: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Totals and artifacts from the records; run.json marked complete or interrupted.
+
+    Returns (run.json, the final records) so the scorecard and the comparison with the previous run
+    reuse the records read here instead of parsing cases.jsonl again."""
+    run = rundir.read_run(run_dir)
+    readable, unreadable = rundir.scan_records(run_dir)
+    records = rundir.last_per_case(readable)  # the last record of a case supersedes (reruns, crashes)
+    records += not_run_records(run_dir, {r["id"] for r in records}, unreadable)
+    run.update(status=status, ended=run.get("ended") or rundir.utc_now(), totals=totals(records))
+    run["unreadable_records"] = len(unreadable)  # never silently dropped: every report shows them
+    run["record_problems"] = unreadable[:20]
+    run["compat_fallbacks"] = describe_fallbacks(
+        {*run.get("compat_fallbacks", {}), *(n for r in records for n in r.get("compat_fallbacks") or ())})
+    run["ledger"] = report_for_run(run, records)
+    rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run)
+    write_artifacts(run_dir, run, records)
+    return run, records
