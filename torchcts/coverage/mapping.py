@@ -1,6 +1,7 @@
 """Which TorchCTS cases cover which surfaces.
 
-The rule, applied to each entry of `Case.ops` (and `params["op"]`, as `--op` selection does):
+The rule, applied to each name a case declares (`cases/ops.py: case_op_names`, the same refs `--op`
+selection and the ledger match):
 
 - `aten::NAME.OVERLOAD` covers exactly that overload.
 - `aten::NAME` covers every overload of the packet NAME except its out= overloads: `aten::add`
@@ -20,15 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from torchcts.cases.model import Case
+from torchcts.cases.ops import case_op_names
 from torchcts.coverage.surfaces import Surface, all_surfaces, by_op
-
-
-def case_op_names(case: Case) -> list[str]:
-    names = list(case.ops)
-    op = case.params.get("op") if isinstance(case.params, dict) or hasattr(case.params, "get") else None
-    if isinstance(op, str) and op and op not in names:
-        names.append(op)
-    return names
 
 
 def _packet_candidates(name: str) -> list[str]:

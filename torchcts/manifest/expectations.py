@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from torchcts.engine.selection import op_matches
+from torchcts.cases.ops import case_matches_op
 from torchcts.manifest.validate import dtype_name
 
 LEDGER_STATUSES = ("xfail", "known_crash")
@@ -177,10 +177,7 @@ class EntryMatcher:
             if value is None and name == "dtype" or match(str(value or "")) is None:
                 return False
         if self.ops is not None:
-            ops = [*item.get("ops", ()), *([item["params"]["op"]] if (item.get("params") or {}).get("op") else [])]
-            if item.get("op"):
-                ops.append(str(item["op"]))
-            return any(op_matches(p, ops) for p in self.ops)
+            return case_matches_op(item, self.ops)
         return True
 
 
