@@ -26,6 +26,7 @@ class RunSetup:
     validation: bool
     strict_expectations: bool = False  # expired/unmatched ledger entries, xpassed, flaky fail the run
     rerun_failures: int = 0  # rerun failing cases up to N times in fresh pytest sessions
+    manifest_arg: str | None = None  # `--manifest` as given: repro lines repeat it
 
 
 def load_claims(args: argparse.Namespace) -> Manifest:
@@ -63,4 +64,5 @@ def prepare(args: argparse.Namespace) -> RunSetup:
     device = resolve_device("cpu" if args.validation else args.device, manifest.backend_import)
     result = select(iter_cases(selection.suites or None), manifest, selection)
     return RunSetup(manifest, device, selection, result, bool(args.validation),
-                    bool(getattr(args, "strict_expectations", False)), int(getattr(args, "rerun_failures", 0) or 0))
+                    bool(getattr(args, "strict_expectations", False)), int(getattr(args, "rerun_failures", 0) or 0),
+                    None if args.validation else getattr(args, "manifest", None))

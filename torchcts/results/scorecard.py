@@ -25,6 +25,12 @@ def _counts(g: dict[str, int]) -> str:
     return " ".join(f"{s}={g[s]}" for s in ORDER if g.get(s))
 
 
+def _unscrub(text: str, live_paths: dict[str, str] | None) -> str:
+    for scrubbed, raw in (live_paths or {}).items():
+        text = text.replace(scrubbed, raw)  # inside the line's own shell quoting
+    return text
+
+
 def _section(out: TextIO, title: str, groups: dict[str, dict[str, int]]) -> None:
     if not groups:
         return
@@ -36,8 +42,10 @@ def _section(out: TextIO, title: str, groups: dict[str, dict[str, int]]) -> None
 
 def print_scorecard(
     run_dir: Path, run: dict[str, Any], out: TextIO, first: int = 10, slowest: int = 5,
-    regressions: str | None = None,
+    regressions: str | None = None, live_paths: dict[str, str] | None = None,
 ) -> None:
+    """`live_paths` (scrubbed -> as given) restores, on the terminal of the run itself, the paths the
+    run folder keeps scrubbed, so each printed repro line runs as printed."""
     records = rundir.final_records(run_dir)
     t = run.get("totals", {})
     print("", file=out)
@@ -53,10 +61,9 @@ def print_scorecard(
         print(f"first failures ({len(fails)} in all):", file=out)
     for r in fails[:first]:
         print(f"  {r['status'].upper():8} {r['id']}: {str(r.get('message', ''))[:200]}", file=out)
-        if r.get("repro"):
-            print(f"           repro: {r['repro']}", file=out)
-        if r.get("repro_script"):
-            print(f"           script: {r['repro_script']}", file=out)
+        for key, label in (("repro", "repro"), ("repro_script", "script")):
+            if r.get(key):
+                print(f"           {label}: {_unscrub(str(r[key]), live_paths)}", file=out)
     if len(fails) > first:
         print(f"  ... and {len(fails) - first} more (see summary.md / report.html)", file=out)
     slow = sorted((r for r in records if r.get("duration_s")), key=lambda r: -float(r["duration_s"]))[:slowest]

@@ -84,7 +84,7 @@ def each_sample(ctx: CaseContext, samples: Any, body: Callable[[Any], None]) -> 
 
 def _repro(ctx: CaseContext, index: int) -> str:
     case_id = ctx.case.id if ctx.case is not None else "CASE"
-    return f"{repro_command(case_id, ctx.device_type, getattr(ctx, 'validation', False))} --sample {index}"
+    return repro_command(case_id, ctx.device_type, getattr(ctx, "validation", False), sample=index)
 
 
 # --- output checks ------------------------------------------------------------------------------
