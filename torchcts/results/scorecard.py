@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from torchcts.results import rundir
+from torchcts.results.failure import details
 from torchcts.results.statuses import ORDER
 from torchcts.results.summary import by, failures
 
@@ -60,7 +61,9 @@ def print_scorecard(
     if fails:
         print(f"first failures ({len(fails)} in all):", file=out)
     for r in fails[:first]:
-        print(f"  {r['status'].upper():8} {r['id']}: {str(r.get('message', ''))[:200]}", file=out)
+        print(f"  {r['status'].upper():8} {r['id']}: {str(r.get('message', ''))[:400]}", file=out)
+        for line in details(r):
+            print(f"           {line[:300]}", file=out)
         for key, label in (("repro", "repro"), ("repro_script", "script")):
             if r.get(key):
                 print(f"           {label}: {_unscrub(str(r[key]), live_paths)}", file=out)

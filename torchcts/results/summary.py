@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from torchcts.results.failure import details
 from torchcts.results.statuses import FAILURES, ORDER
 
 
@@ -52,7 +53,8 @@ def render_markdown(run: dict[str, Any], records: list[dict[str, Any]], first_fa
     if fails:
         lines += ["## First failures", ""]
         for r in fails[:first_failures]:
-            lines.append(f"- **{r['status']}** `{r['id']}`: {r.get('message', '')[:300]}")
+            lines.append(f"- **{r['status']}** `{r['id']}`: {r.get('message', '')[:400]}")
+            lines += [f"  - {line}" for line in details(r)]
             if r.get("repro"):
                 lines.append(f"  - repro: `{r['repro']}`")
             if r.get("repro_script"):

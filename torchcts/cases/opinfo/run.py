@@ -154,6 +154,8 @@ def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[...,
     def body(sample: Any) -> None:
         if prepare is not None:
             sample = prepare(sample)
+        if transform is not None:  # describe the layout the device gets, not the plain sample
+            ctx.describe(sample=describe_sample(transform(copy_sample(sample, "cpu"))))
         expected = reference(fn, sample, transform)
 
         def device_call() -> Any:
