@@ -56,7 +56,7 @@ if BACKEND_IMPORT:
     importlib.import_module(BACKEND_IMPORT)
 OP = {call}  # bound after the backend import, which may register or replace it
 '''
-HOST_KEY = "__torchcts_host__"
+HOST_KEY = "__host__"
 DEFAULT_TIMEOUT_S = 300
 
 

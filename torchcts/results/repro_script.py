@@ -95,7 +95,7 @@ def compare(actual, expected, what):
         first = bad.nonzero()[0].tolist() if bad.any() else []
         got = a[tuple(first)].item() if first or a.dim() == 0 else "?"
         exp = e[tuple(first)].item() if first or e.dim() == 0 else "?"
-        return (f"{where}: {int(bad.sum())}/{a.numel()} elements differ, max abs error "
+        return (f"{where}: values differ: {int(bad.sum())}/{a.numel()} elements differ, max abs error "
                 f"{float(diff[bad].max()) if bad.any() else 0.0:.3g}, max rel error {rel} "
                 f"(atol {ATOL:.3g}, rtol {RTOL:.3g}); first at index {first}: got {got}, expected {exp}")
     return None
@@ -162,7 +162,7 @@ def main():
         problem = check(sample)
         print(f"sample {sample['describe']}: " + ("MISMATCH " + problem if problem else "ok"))
         failed += problem is not None
-    print(f"{failed} of {len(samples)} sample(s) failed" if failed else "every sample matches")
+    print(f"{failed} of {len(samples)} sample(s) failed" if failed else "all samples match")
     return 1 if failed else 0
 
 
