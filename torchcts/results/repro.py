@@ -58,6 +58,7 @@ OP = {call}  # bound after the backend import, which may register or replace it
 '''
 HOST_KEY = "__host__"
 DEFAULT_TIMEOUT_S = 300
+MIN_TIMEOUT_S = 30  # a script starts cold (no warmed worker): never below this
 
 
 @dataclass
@@ -97,7 +98,7 @@ def render_script(target: ReproTarget, spec: ReproSpec) -> str:
         kind_lit=lit(spec.kind),
         atol=spec.atol,
         rtol=spec.rtol,
-        timeout=float(target.timeout_s or DEFAULT_TIMEOUT_S),
+        timeout=max(float(target.timeout_s or DEFAULT_TIMEOUT_S), MIN_TIMEOUT_S),
         inputs_lit=lit(INPUTS),
         host_lit=lit(HOST_KEY),
         call_lit=lit(spec.call),
