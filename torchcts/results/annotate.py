@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from torchcts.cases.model import Case
 from torchcts.cases.repro_builders import has_script
 from torchcts.results.ledger import FAILING, apply, compile_entries, run_date, run_entries
 from torchcts.results.records import repro_script_command
@@ -26,19 +25,20 @@ class RecordAnnotator:
         self.attempt = int(spec.get("attempt") or 1)
         self.previous = {r["id"]: r for r in final_records(run_dir)} if self.attempt > 1 else {}
         self.run_dir = run_dir
-        self._plan: dict[str, Case] | None = None
+        self._plan: dict[str, tuple[str | None, bool]] | None = None
 
-    def planned(self, case_id: str) -> Case | None:
+    def planned(self, case_id: str) -> tuple[str | None, bool]:
+        """(the case's `params["op"]`, whether `torchcts repro` can script it), from the plan."""
         if self._plan is None:
             from torchcts.engine.plan import PLAN, read_plan
 
-            self._plan = {c.id: c for c in read_plan(self.run_dir)} if (self.run_dir / PLAN).is_file() else {}
-        return self._plan.get(case_id)
+            plan = read_plan(self.run_dir) if (self.run_dir / PLAN).is_file() else []
+            self._plan = {c.id: (str(c.params["op"]) if c.params.get("op") else None, has_script(c)) for c in plan}
+        return self._plan.get(case_id, (None, False))
 
     def op_name(self, case_id: str) -> str | None:
         """The case's `params["op"]` (an OpInfo name such as nn.functional.conv2d), from the plan."""
-        case = self.planned(case_id)
-        return str(case.params["op"]) if case is not None and case.params.get("op") else None
+        return self.planned(case_id)[0]
 
     def __call__(self, record: dict[str, Any]) -> dict[str, Any]:
         prev = self.previous.get(record.get("id", ""))
@@ -51,8 +51,7 @@ class RecordAnnotator:
             record = flaky_record(record, prev)
         else:
             record = apply(record, self.entries, self.today, self.matcher)
-        case = self.planned(record.get("id", ""))
-        if record.get("repro") and record.get("status") != "xpassed" and case is not None and has_script(case):
+        if record.get("repro") and record.get("status") != "xpassed" and self.planned(record.get("id", ""))[1]:
             record["repro_script"] = repro_script_command(record["id"], str(self.run_dir))
         return record
 
