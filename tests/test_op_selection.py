@@ -10,8 +10,8 @@ from torchcts.cases.model import Case
 from torchcts.cases.ops import case_matches_op, case_op_names, case_refs, parse_op
 from torchcts.engine.selection import Selection, select
 from torchcts.errors import UsageError
-from torchcts.manifest.expectations import matches
 from torchcts.manifest.templates import validation_manifest
+from torchcts.results.ledger_match import matches
 
 
 def _case(cid: str, ops=(), **params) -> Case:

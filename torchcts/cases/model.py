@@ -1,4 +1,4 @@
-"""The case model (SPEC §5), independent of pytest.
+"""The case model (docs/architecture.md), independent of pytest.
 
 A case is pure data: it names the function that runs it ("module:function") and JSON-able
 parameters, so a case list can be cached on disk, sharded, merged and turned into a repro script
@@ -7,6 +7,7 @@ without importing the code that runs it.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +60,15 @@ class Case:
         return [req for req in self.requires if not any(claims.get(c) for c in req.split("|"))]
 
     @property
+    def covered_ops(self) -> tuple[str, ...]:
+        """The op names this case declares (its ops, an OpInfo case's name). Which cases exercise
+        op X (`--op`, ledger op selectors, coverage) is decided by `cases/ops.py` from these and
+        the OpInfo variant."""
+        from torchcts.cases.ops import case_op_names
+
+        return tuple(case_op_names(self))
+
+    @property
     def all_dtypes(self) -> tuple[str, ...]:
         """The dtypes a claim check must cover: the pair when set, else the single dtype."""
         return self.dtypes or ((self.dtype,) if self.dtype is not None else ())
@@ -66,3 +76,18 @@ class Case:
 
 class NotApplicable(Exception):
     """Raised by a case at run time: this build, PyTorch version or device lacks what it needs."""
+
+
+def repro_command(case_id: str, device: str, validation: bool = False, *, manifest: str | None = None,
+                  sample: int | None = None, level: int | None = None) -> str:
+    """One line that reruns just this case, as printed: the manifest when it is not the one found
+    by default, the level when the case is above the manifest's, the one failing sample."""
+    parts = ["torchcts run", "--validation" if validation else f"--device {shlex.quote(device)}"]
+    if manifest and not validation:
+        parts.append(f"--manifest {shlex.quote(manifest)}")
+    parts.append(f"--case {shlex.quote(case_id)}")
+    if level is not None:
+        parts.append(f"--level {level}")
+    if sample is not None:
+        parts.append(f"--sample {sample}")
+    return " ".join(parts)

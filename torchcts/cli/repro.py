@@ -41,8 +41,7 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError("no run to take the device from: pass --run RUN or --device D")
         from torchcts.engine.setup import load_claims
 
-        args.validation = False
-        target = target_from_registry(args.case, args.device, load_claims(args))
+        target = target_from_registry(args.case, args.device, load_claims(args.device, args.manifest))
     if args.sample is not None and args.sample < 0:
         raise UsageError("--sample must be a sample index >= 0")
     folder = write_repro(target, Path(args.output) if args.output else None, args.sample)

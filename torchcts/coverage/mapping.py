@@ -1,7 +1,7 @@
 """Which TorchCTS cases cover which surfaces.
 
-The rule, applied to each name a case declares (`cases/ops.py: case_op_names`, the same refs `--op`
-selection and the ledger match):
+The rule, applied to each op name a case declares (`Case.covered_ops`, from `cases/ops.py`, whose
+refs `--op` selection and ledger op selectors match):
 
 - `aten::NAME.OVERLOAD` covers exactly that overload.
 - `aten::NAME` covers every overload of the packet NAME except its out= overloads: `aten::add`
@@ -21,7 +21,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from torchcts.cases.model import Case
-from torchcts.cases.ops import case_op_names
 from torchcts.coverage.surfaces import Surface, all_surfaces, by_op
 
 
@@ -71,7 +70,7 @@ def build_coverage(cases: Iterable[Case], surfaces: tuple[Surface, ...] | None =
     resolved: dict[str, list[str]] = {}
     for case in cases:
         cov.cases[case.id] = case
-        for name in case_op_names(case):
+        for name in case.covered_ops:
             if name not in resolved:
                 resolved[name] = resolve_op(name, surfaces)
             if not resolved[name]:

@@ -11,10 +11,10 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from torchcts.cases.levels import MAX_LEVEL
 from torchcts.cases.model import Case
 from torchcts.cases.ops import case_matches_op
 from torchcts.errors import UsageError
+from torchcts.levels import MAX_LEVEL, MIN_LEVEL
 from torchcts.manifest.schema import Manifest
 
 
@@ -59,8 +59,8 @@ def parse_level_range(text: str) -> tuple[int, int]:
         a, b = (int(x) for x in text.split(":"))
     except ValueError:
         raise UsageError(f"bad --level-range '{text}': use A:B, e.g. 2:4") from None
-    if not 1 <= a <= b <= MAX_LEVEL:
-        raise UsageError(f"bad --level-range '{text}': need 1 <= A <= B <= {MAX_LEVEL}")
+    if not MIN_LEVEL <= a <= b <= MAX_LEVEL:
+        raise UsageError(f"bad --level-range '{text}': need {MIN_LEVEL} <= A <= B <= {MAX_LEVEL}")
     return a, b
 
 

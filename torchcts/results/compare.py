@@ -1,4 +1,4 @@
-"""Two runs side by side: new failures, fixes, precision regressions (SPEC §2 `compare`)."""
+"""Two runs side by side: new failures, fixes, precision regressions (README.md, `compare`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from torchcts.results import rundir
-from torchcts.results.statuses import FAILURES
+from torchcts.results.statuses import FAILURES, PASSING
 
-PASSING = ("passed", "xfailed", "xpassed")
 PRECISION_FACTOR = 2.0
 
 
@@ -67,9 +66,11 @@ def compare_records(old: list[dict[str, Any]], new: list[dict[str, Any]], *, com
     return c
 
 
-def compare_runs(old_dir: Path, new_dir: Path, **kw: Any) -> Comparison:
+def compare_runs(old_dir: Path, new_dir: Path, new_records: list[dict[str, Any]] | None = None,
+                 **kw: Any) -> Comparison:
     old_run, new_run = rundir.read_run(old_dir), rundir.read_run(new_dir)
-    c = compare_records(rundir.final_records(old_dir), rundir.final_records(new_dir), **kw)
+    new = new_records if new_records is not None else rundir.final_records(new_dir)
+    c = compare_records(rundir.final_records(old_dir), new, **kw)
     for key in ("device", "gate", "manifest_hash", "validation", "selection"):
         if old_run.get(key) != new_run.get(key):
             c.notes.append(f"the runs differ in {key}: {old_run.get(key)!r} vs {new_run.get(key)!r}")
@@ -126,12 +127,15 @@ def headline(c: Comparison) -> str:
             f"{len(c.precision)} precision regressions")
 
 
-def regressions_line(results_root: Path, run_dir: Path) -> str | None:
-    """One scorecard line: `torchcts compare PREVIOUS THIS` in brief, for the previous comparable run."""
+def regressions_line(results_root: Path, run_dir: Path,
+                     records: list[dict[str, Any]] | None = None) -> str | None:
+    """One scorecard line: `torchcts compare PREVIOUS THIS` in brief, for the previous comparable run.
+
+    `records`: this run's final records when the caller has read them already (finalize)."""
     prev = previous_comparable(results_root, run_dir)
     if prev is None:
         return None
-    c = compare_runs(prev, run_dir)
+    c = compare_runs(prev, run_dir, new_records=records)
     head = ", ".join(x.id for x in c.new_failures[:5]) + (" ..." if len(c.new_failures) > 5 else "")
     command = f"torchcts compare {shlex.quote(str(prev))} {shlex.quote(str(run_dir))}"
     return f"since {prev.name}: {headline(c)}{' (new: ' + head + ')' if head else ''} ({command})"

@@ -43,11 +43,14 @@ def _section(out: TextIO, title: str, groups: dict[str, dict[str, int]]) -> None
 
 def print_scorecard(
     run_dir: Path, run: dict[str, Any], out: TextIO, first: int = 10, slowest: int = 5,
-    regressions: str | None = None, live_paths: dict[str, str] | None = None,
+    regressions: str | None = None, records: list[dict[str, Any]] | None = None,
+    live_paths: dict[str, str] | None = None,
 ) -> None:
-    """`live_paths` (scrubbed -> as given) restores, on the terminal of the run itself, the paths the
+    """`records`: the run's final records when the caller has read them already (finalize).
+    `live_paths` (scrubbed -> as given) restores, on the terminal of the run itself, the paths the
     run folder keeps scrubbed, so each printed repro line runs as printed."""
-    records = rundir.final_records(run_dir)
+    if records is None:
+        records = rundir.final_records(run_dir)
     t = run.get("totals", {})
     print("", file=out)
     print("=" * 20 + " TorchCTS scorecard " + "=" * 20, file=out)
