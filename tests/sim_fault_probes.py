@@ -104,6 +104,11 @@ def p_to_copy_ignores_strides() -> bool:
     return not torch.equal(x.to(S).t().cpu(), x.t())
 
 
+def p_mul_noncontig_storage_order() -> bool:
+    x = torch.arange(12.0).reshape(3, 4)
+    return not torch.equal((x.to(S).t() * 2).cpu(), x.t() * 2)
+
+
 def p_clone_drops_channels_last() -> bool:
     x = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last).to(S)
     return not x.clone().is_contiguous(memory_format=torch.channels_last)

@@ -44,7 +44,7 @@ def test_ledger_selector_matches_the_opinfo_name_from_the_plan(tmp_path):
     annotate = RecordAnnotator(json.loads((run_dir / "run.json").read_text()), run_dir)
     out = annotate(_failing())
     assert out["status"] == "xfailed" and out["op"] == "nn.functional.relu"
-    assert out["repro_script"] == f"torchcts repro {RELU.id} --run r1"
+    assert out["repro_script"] == f"torchcts repro {RELU.id} --run {run_dir}"
 
 
 def test_a_rerun_pass_after_a_failure_is_flaky(tmp_path):

@@ -71,7 +71,7 @@ def test_faulty_backend_ledger_strict_flaky_triage_and_repro(tmp_path, monkeypat
     neg_records = [x for x in records(run_dir) if x["id"] == "operators/elementwise/neg/float32"]
     assert [x["status"] for x in neg_records] == ["error", "flaky"]
     assert neg_records[1]["first_failure"]["signature"] == "RuntimeError: transient device fault at <addr> (stream <n>)"
-    assert final[ADD]["attempt"] == 2 and final[ADD]["repro_script"] == f"torchcts repro {ADD} --run {run_dir.name}"
+    assert final[ADD]["attempt"] == 2 and final[ADD]["repro_script"] == f"torchcts repro {ADD} --run results/{run_dir.name}"
 
     run = json.loads((run_dir / "run.json").read_text())
     assert run["strict_expectations"] is True and run["reruns"] == [{"attempt": 2, "cases": 3, "passed": 1}]

@@ -7,9 +7,8 @@ without importing the code that runs it.
 
 from __future__ import annotations
 
-import fnmatch
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,8 +61,12 @@ class Case:
 
     @property
     def covered_ops(self) -> tuple[str, ...]:
-        """The ops this case covers: `--op` selection, ledger op selectors and coverage all use it."""
-        return covered_ops(self.ops, self.params.get("op"))
+        """The op names this case declares (its ops, an OpInfo case's name). Which cases exercise
+        op X (`--op`, ledger op selectors, coverage) is decided by `cases/ops.py` from these and
+        the OpInfo variant."""
+        from torchcts.cases.ops import case_op_names
+
+        return tuple(case_op_names(self))
 
     @property
     def all_dtypes(self) -> tuple[str, ...]:
@@ -75,34 +78,16 @@ class NotApplicable(Exception):
     """Raised by a case at run time: this build, PyTorch version or device lacks what it needs."""
 
 
-def repro_command(case_id: str, device: str, validation: bool = False) -> str:
-    """One line that reruns just this case."""
-    dev = "--validation" if validation else f"--device {shlex.quote(device)}"
-    return f"torchcts run {dev} --case {shlex.quote(case_id)}"
-
-
-def covered_ops(ops: Iterable[str], op: Any = None) -> tuple[str, ...]:
-    """A case's aten ops, and the OpInfo name of an OpInfo case (`params["op"]`) when it has one.
-
-    Takes the fields rather than a Case so that records (which carry `ops` and `op`) use it too."""
-    names = list(ops)
-    if isinstance(op, str) and op and op not in names:
-        names.append(op)
-    return tuple(names)
-
-
-def _strip_overload(name: str) -> str:
-    return name.split(".", 1)[0] if name.startswith("aten::") else name
-
-
-def op_matches(pattern: str, ops: Iterable[str]) -> bool:
-    """`add`, `aten::add.Tensor` and globs such as `linalg.*` against the ops a case covers."""
-    for op in ops:
-        if fnmatch.fnmatchcase(op, pattern):
-            return True
-        if pattern.startswith("aten::") and op.startswith("aten::"):
-            if "." not in op and _strip_overload(pattern) == op:
-                return True
-        elif not pattern.startswith("aten::") and fnmatch.fnmatchcase(op, f"aten::{pattern}"):
-            return True
-    return False
+def repro_command(case_id: str, device: str, validation: bool = False, *, manifest: str | None = None,
+                  sample: int | None = None, level: int | None = None) -> str:
+    """One line that reruns just this case, as printed: the manifest when it is not the one found
+    by default, the level when the case is above the manifest's, the one failing sample."""
+    parts = ["torchcts run", "--validation" if validation else f"--device {shlex.quote(device)}"]
+    if manifest and not validation:
+        parts.append(f"--manifest {shlex.quote(manifest)}")
+    parts.append(f"--case {shlex.quote(case_id)}")
+    if level is not None:
+        parts.append(f"--level {level}")
+    if sample is not None:
+        parts.append(f"--sample {sample}")
+    return " ".join(parts)

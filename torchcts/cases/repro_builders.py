@@ -22,13 +22,17 @@ from torchcts.manifest.schema import Manifest
 @dataclass
 class ReproSpec:
     call: str  # an expression that evaluates to the op with only torch (and the backend) imported
-    samples: list[dict[str, Any]]  # each {"args": [...], "kwargs": {...}, "describe": {...}}, CPU tensors
+    # each {"args": [...], "kwargs": {...}, "describe": {...}, "host": [arg positions kept on the host]},
+    # CPU tensors with the exact layout the case gives the device (strides, offsets, shared storage)
+    samples: list[dict[str, Any]]
     atol: float
     rtol: float
+    kind: str = "call"  # how the script calls and checks: call | inplace | out | backward | errors
     notes: list[str] = field(default_factory=list)
 
 
-Builder = Callable[[Case, Manifest, "dict[str, Any] | None"], ReproSpec]
+# (case, manifest, the run's record or None, sample index or None: the record's failing one)
+Builder = Callable[[Case, Manifest, "dict[str, Any] | None", "int | None"], ReproSpec]
 
 _NAMESPACES = ("torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft", "torch.Tensor")
 
@@ -69,7 +73,8 @@ def tolerance(case: Case, manifest: Manifest, record: dict[str, Any] | None, cat
     return t.atol, t.rtol
 
 
-def operators_elementwise(case: Case, manifest: Manifest, record: dict[str, Any] | None) -> ReproSpec:
+def operators_elementwise(case: Case, manifest: Manifest, record: dict[str, Any] | None,
+                          sample: int | None = None) -> ReproSpec:
     """operators/elementwise/<op>/<dtype>: every sample, or only the failing one when known."""
     import torch
 
@@ -78,7 +83,7 @@ def operators_elementwise(case: Case, manifest: Manifest, record: dict[str, Any]
     name = case.runner.rpartition(":elementwise_")[2]
     fn = getattr(torch, name)
     dtype = getattr(torch, str(case.dtype))
-    only = failing_sample(record)
+    only = failing_sample(record) if sample is None else sample
     samples = [
         {"args": args, "kwargs": {}, "describe": {"sample": i, "shape": list(shape)}}
         for i, shape, args in operators.elementwise_samples(name, dtype, manifest.seed)
@@ -100,7 +105,7 @@ def _known_device(manifest: Manifest) -> str | None:
         return None
 
 
-def opinfo(case: Case, manifest: Manifest, record: dict[str, Any] | None) -> ReproSpec:
+def opinfo(case: Case, manifest: Manifest, record: dict[str, Any] | None, sample: int | None = None) -> ReproSpec:
     """OpInfo cases, through the suite's `materialize(case_params, sample_index, dtype, device)`:
     (description, fn, args, kwargs) such that `fn(*args, **kwargs)` on CPU is the case's call."""
     try:
@@ -108,16 +113,25 @@ def opinfo(case: Case, manifest: Manifest, record: dict[str, Any] | None) -> Rep
     except ImportError:
         raise UsageError("this TorchCTS has no OpInfo materialize(): rerun the case with the "
                          "`torchcts run --case` command from its record instead") from None
-    index = failing_sample(record) or 0
+    from torchcts.cases.opinfo.samples import HOST_ARGS
+
+    index = failing_sample(record) if sample is None else sample
+    index = index or 0
     _, fn, args, kwargs = materialize(dict(case.params), index, case.dtype, device=_known_device(manifest))
     expr = callable_expression(fn)
     if expr is None:
         raise UsageError(f"OpInfo '{case.params.get('op', case.id)}' runs a callable with no importable name "
                          f"({fn!r}), so no standalone script can call it: use the case's `torchcts run --case` command")
-    spec_sample = {"args": list(args), "kwargs": dict(kwargs), "describe": {"sample": index}}
+    host = [1 + i for i in HOST_ARGS.get(str(case.params.get("op")), ()) if 1 + i < len(args)]
+    spec_sample = {"args": list(args), "kwargs": dict(kwargs), "describe": {"sample": index}, "host": host}
     category = str(case.params.get("category", "elementwise"))
     atol, rtol = tolerance(case, manifest, record, category)
-    return ReproSpec(expr, [spec_sample], atol, rtol)
+    kind = str(case.params.get("kind", "forward"))
+    return ReproSpec(expr, [spec_sample], atol, rtol, kind=SCRIPT_KINDS.get(kind, "call"))
+
+
+# OpInfo case kind -> how the script calls and checks it (the rest: a plain call).
+SCRIPT_KINDS = {"inplace": "inplace", "out": "out", "backward": "backward", "errors": "errors"}
 
 
 # Runner glob -> builder; then suite name -> builder.
@@ -129,12 +143,27 @@ BY_SUITE: dict[str, Builder] = {
 }
 
 
-def builder_for(case: Case) -> Builder:
+def _registered(case: Case) -> Builder | None:
     for pattern, builder in BY_RUNNER.items():
         if fnmatch.fnmatchcase(case.runner, pattern):
             return builder
-    if case.suite in BY_SUITE:
-        return BY_SUITE[case.suite]
+    return BY_SUITE.get(case.suite)
+
+
+def has_script(case: Case) -> bool:
+    """Whether `torchcts repro` can write a script for the case: a builder, and an oracle that
+    compares values with CPU (random or uninitialised outputs have only properties)."""
+    return _registered(case) is not None and case.oracle == "cpu"
+
+
+def builder_for(case: Case) -> Builder:
+    builder = _registered(case)
+    if builder is not None and case.oracle != "cpu":
+        raise UsageError(
+            f"case '{case.id}' is checked by properties ({case.oracle}), not by CPU values, so a script "
+            f"cannot compare it: rerun it with 'torchcts run --device D --case {case.id}'")
+    if builder is not None:
+        return builder
     raise UsageError(
         f"case '{case.id}' has no standalone repro builder (runner {case.runner}): rerun it with "
         f"'torchcts run --device D --case {case.id}', or register a builder in torchcts/cases/repro_builders.py"

@@ -11,8 +11,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     from torchcts.cli.common import add_manifest_arg
 
     p.add_argument("case", metavar="CASE", help="exact case id, e.g. operators/elementwise/add/float32")
-    p.add_argument("--run", metavar="RUN", help="run folder or name whose device, claims and failure to use "
-                   "(default: the latest run, if any)")
+    p.add_argument("--run", metavar="RUN", help="run folder or name, or a results folder (its latest run), "
+                   "whose device, claims and failure to use (default: the latest run, if any)")
+    p.add_argument("--sample", type=int, metavar="N", help="sample index to reproduce (default: the run's failing one)")
     p.add_argument("--results-dir", default="results", metavar="DIR")
     p.add_argument("--output", "-o", metavar="DIR", help="folder to write repro.py and inputs.pt "
                    "(default: <run>/repro/<case>/, or repro/<case>/ without a run)")
@@ -41,7 +42,9 @@ def main(args: argparse.Namespace) -> int:
         from torchcts.engine.setup import load_claims
 
         target = target_from_registry(args.case, args.device, load_claims(args.device, args.manifest))
-    folder = write_repro(target, Path(args.output) if args.output else None)
+    if args.sample is not None and args.sample < 0:
+        raise UsageError("--sample must be a sample index >= 0")
+    folder = write_repro(target, Path(args.output) if args.output else None, args.sample)
     print(f"wrote {folder / SCRIPT} and its inputs for case {args.case} on device '{target.device}'; "
           f"run it with: python {folder / SCRIPT}")
     return 0

@@ -1,7 +1,7 @@
 """Which TorchCTS cases cover which surfaces.
 
-The rule, applied to each op a case covers (`Case.covered_ops`: its ops and `params["op"]`, as for
-`--op` selection and ledger op selectors):
+The rule, applied to each op name a case declares (`Case.covered_ops`, from `cases/ops.py`, whose
+refs `--op` selection and ledger op selectors match):
 
 - `aten::NAME.OVERLOAD` covers exactly that overload.
 - `aten::NAME` covers every overload of the packet NAME except its out= overloads: `aten::add`

@@ -41,6 +41,7 @@ def run_spec(setup: RunSetup, run_dir: Path, intent: list[str]) -> dict[str, Any
         "manifest": setup.manifest.to_json(),
         "manifest_hash": setup.manifest.hash(),
         "manifest_source": setup.manifest.source,
+        "manifest_arg": setup.manifest_arg,
         "command": intent,
         "selection": setup.selection.to_json(),
         "started": rundir.utc_now(),
@@ -57,13 +58,15 @@ def run_spec(setup: RunSetup, run_dir: Path, intent: list[str]) -> dict[str, Any
     }
 
 
-def pytest_argv(run_dir: Path, results_root: Path, user_args: list[str], work_dir: Path | None = None) -> list[str]:
+def pytest_argv(run_dir: Path, results_root: Path, user_args: list[str], work_dir: Path | None = None,
+                manifest_arg: str | None = None) -> list[str]:
     return [
         str(COLLECT_DIR / "torchcts"),
         *[arg for name in RUN_PLUGINS if importlib.util.find_spec(name.split(".")[0]) for arg in ("-p", name)],
         "-p", "torchcts.engine.plugin",
         f"--torchcts-run-dir={run_dir}",
         *([f"--torchcts-work-dir={work_dir}"] if work_dir else []),
+        *([f"--torchcts-manifest-arg={manifest_arg}"] if manifest_arg else []),
         f"--rootdir={COLLECT_DIR}",
         "-c", str(COLLECT_DIR / "pytest.ini"),
         "-o", f"cache_dir={results_root.resolve() / '.pytest_cache'}",
@@ -122,13 +125,13 @@ def execute(
 
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # see RUN_PLUGINS; workers and reruns inherit it
     with tempfile.TemporaryDirectory(prefix="torchcts-workers-") as work_dir, sigterm_as_interrupt():
-        code = pytest.main(pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir)))
+        code = pytest.main(pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir), setup.manifest_arg))
         interrupted = code == pytest.ExitCode.INTERRUPTED
         if setup.rerun_failures and not interrupted:
             from torchcts.engine.rerun import rerun_failures
 
             rerun_failures(run_dir, setup.rerun_failures,
-                           pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir)))
+                           pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir), setup.manifest_arg))
     if rundir.WRITE_FAILURES:  # the file system refused a record (full, read-only): exit 2, one line
         raise rundir.WRITE_FAILURES[-1]
     run, records = finalize(run_dir, "interrupted" if interrupted else "complete")
@@ -140,7 +143,10 @@ def execute(
         since = regressions_line(results_root, run_dir, records)
     except (OSError, ValueError, KeyError):  # an unreadable old run never spoils this one
         since = None
-    print_scorecard(run_dir, run, sys.stdout, regressions=since, records=records)
+    from torchcts.results.scrub import scrub
+
+    live = {scrub(p): p for p in (setup.manifest_arg, str(run_dir)) if p and scrub(p) != p}
+    print_scorecard(run_dir, run, sys.stdout, regressions=since, records=records, live_paths=live)
     if interrupted:
         return 130
     if code == pytest.ExitCode.USAGE_ERROR:

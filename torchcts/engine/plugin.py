@@ -19,7 +19,7 @@ from torchcts import compat
 from torchcts.cases.model import Case, NotApplicable
 from torchcts.oracle.mismatch import OracleMismatch
 from torchcts.results.plan import read_plan
-from torchcts.results.records import base_record, repro_command
+from torchcts.results.records import base_record, record_repro
 from torchcts.results.rundir import RecordWriter, read_run
 from torchcts.results.statuses import FAILURES
 
@@ -36,6 +36,11 @@ class RunState:
         self.spec = read_run(run_dir)
         self._ctx_parts: tuple[Any, Any] | None = None
         self.setup_fallbacks: set[str] = set()
+        # `--manifest` as the user gave it (run.json has it scrubbed): repro lines run as printed
+        self.manifest_arg: str | None = self.spec.get("manifest_arg")
+
+    def repro(self, record: dict[str, Any]) -> str:
+        return record_repro(record, self.spec, self.manifest_arg or self.spec.get("manifest_arg"))
 
     @property
     def device_name(self) -> str:
@@ -63,6 +68,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--torchcts-work-dir", default=None, help="scratch folder for worker logs (isolation)")
     group.addoption("--torchcts-attempt", type=int, default=1,
                     help="which attempt this session records (engine/rerun.py: 2 and up)")
+    group.addoption("--torchcts-manifest-arg", default=None, help="the run's --manifest as given (repro lines)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -70,6 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not run_dir:
         return
     state = RunState(Path(run_dir))
+    state.manifest_arg = config.getoption("--torchcts-manifest-arg")
     config.stash[_STATE] = state
     work_dir = config.getoption("--torchcts-work-dir")
     if hasattr(config, "workerinput"):
@@ -158,7 +165,7 @@ class CaseItem(pytest.Item):
         msg = self.outcome.get("message") or str(excinfo.value)
         tb = self.outcome.get("traceback")
         state = _state(self.config)
-        cmd = repro_command(self.case.id, state.device_name if state else "DEVICE")
+        cmd = state.repro({**base_record(self.case), **self.outcome}) if state else f"torchcts run --case {self.case.id}"
         return f"{msg}\n{tb or ''}\nrepro: {cmd}".strip()
 
     def reportinfo(self) -> tuple[Path, int, str]:
@@ -244,7 +251,9 @@ class Recorder:
         if record is None:
             return
         if record["status"] not in ("passed", "not_applicable"):
-            record["repro"] = repro_command(record["id"], self.state.device_name, bool(self.state.spec.get("validation")))
+            record["repro"] = self.state.repro(record)
+            if (record.get("info") or {}).get("repro"):  # the case's own line: the same, with the manifest
+                record["info"]["repro"] = record["repro"]
         record = self.annotate(record)
         self.writer.append(record)
         self._recorded.add(record["id"])

@@ -11,7 +11,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from torchcts.cases.model import Case, op_matches
+from torchcts.cases.model import Case
+from torchcts.cases.ops import case_matches_op
 from torchcts.errors import UsageError
 from torchcts.levels import MAX_LEVEL, MIN_LEVEL
 from torchcts.manifest.schema import Manifest
@@ -102,7 +103,7 @@ def user_selects(case: Case, sel: Selection, lo: int, hi: int) -> bool:
         return False
     if sel.dtypes and case.dtype is not None and case.dtype not in sel.dtypes:
         return False
-    if sel.ops and not any(op_matches(p, case.covered_ops) for p in sel.ops):
+    if sel.ops and not case_matches_op(case, sel.ops):
         return False
     if sel.cases and not any(fnmatch.fnmatchcase(case.id, p) for p in sel.cases):
         return False
@@ -122,7 +123,42 @@ def claim_decision(case: Case, manifest: Manifest) -> Decision:
     return Decision(case, "run")
 
 
+def _closest(pattern: str, names: Iterable[str]) -> str:
+    import difflib
+
+    bare = pattern.partition("::")[2] or pattern
+    found = difflib.get_close_matches(bare, list(names), n=5, cutoff=0.6)
+    return f" (closest: {', '.join(found)})" if found else ""
+
+
+def check_patterns(cases: list[Case], sel: Selection) -> None:
+    """Each `--op` and `--case` must name some case of the chosen suites (at any level): a typo
+    would otherwise run 0 cases and exit 0, a false clean. UsageError with the closest names."""
+    from torchcts.cases.ops import op_vocabulary
+
+    where = f" in suite(s) {', '.join(sel.suites)}" if sel.suites else ""
+    for pattern in sel.ops:
+        if not any(case_matches_op(c, (pattern,)) for c in cases):
+            raise UsageError(f"--op '{pattern}' names no op of any case{where}{_closest(pattern, op_vocabulary(cases))}; "
+                             "use an OpInfo or aten op name (see `torchcts coverage inventory`) or a glob")
+    for pattern in sel.cases:
+        if not any(fnmatch.fnmatchcase(c.id, pattern) for c in cases):
+            raise UsageError(f"--case '{pattern}' matches no case id{where}{_closest(pattern, (c.id for c in cases))}; "
+                             "pass a case id from a run's cases.jsonl or a glob such as 'operators/*'")
+
+
+def _describe(sel: Selection, lo: int, hi: int) -> str:
+    flags = [f"levels {lo}..{hi}"]
+    for name in ("suites", "ops", "dtypes", "cases"):
+        if getattr(sel, name):
+            flags.append(f"{name} {', '.join(getattr(sel, name))}")
+    return "; ".join(flags)
+
+
 def select(cases: Iterable[Case], manifest: Manifest, sel: Selection) -> SelectionResult:
+    """Decide every case; UsageError when the user's selection keeps no case at all."""
+    cases = list(cases)
+    check_patterns(cases, sel)
     lo, hi = sel.levels(manifest.semantic_level)
     decisions: list[Decision] = []
     filtered = 0
@@ -131,6 +167,9 @@ def select(cases: Iterable[Case], manifest: Manifest, sel: Selection) -> Selecti
             decisions.append(claim_decision(case, manifest))
         else:
             filtered += 1
+    if not decisions:
+        raise UsageError(f"the selection matches no case ({_describe(sel, lo, hi)}): widen it, e.g. a higher "
+                         "--level or another --dtype; `torchcts show-skips --all` lists the cases")
     moved = 0
     if sel.shard is not None:
         from torchcts.engine.shard import shard_decisions

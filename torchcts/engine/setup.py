@@ -39,6 +39,7 @@ class RunSetup:
     validation: bool
     strict_expectations: bool = False  # expired/unmatched ledger entries, xpassed, flaky fail the run
     rerun_failures: int = 0  # rerun failing cases up to N times in fresh pytest sessions
+    manifest_arg: str | None = None  # `--manifest` as given: repro lines repeat it
 
 
 def load_claims(device: str | None, manifest_path: str | None, validation: bool = False) -> Manifest:
@@ -75,4 +76,5 @@ def prepare(request: RunRequest) -> RunSetup:
     device = resolve_device("cpu" if request.validation else request.device, manifest.backend_import)
     result = select(iter_cases(selection.suites or None), manifest, selection)
     return RunSetup(manifest, device, selection, result, request.validation,
-                    request.strict_expectations, request.rerun_failures)
+                    request.strict_expectations, request.rerun_failures,
+                    None if request.validation else request.manifest)

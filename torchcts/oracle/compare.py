@@ -42,13 +42,32 @@ def _comparable(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+def layout(t: torch.Tensor) -> str:
+    """dtype, shape and (strided) strides and storage offset: `float32[5, 7] strides [1, 5]`."""
+    text = f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}"
+    if t.layout != torch.strided:
+        return f"{text} {str(t.layout).removeprefix('torch.')}"
+    text += f" strides {list(t.stride())}"
+    return text + (f" offset {t.storage_offset()}" if t.storage_offset() else "")
+
+
+def _layouts(actual: torch.Tensor, expected: torch.Tensor) -> dict[str, str]:
+    return {"actual_layout": layout(actual), "expected_layout": layout(expected)}
+
+
 def tensor_mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: TolSpec, path: str = "") -> Mismatch | None:
-    """None when equal within tolerance (NaN equal to NaN), else the metrics of the difference."""
+    """None when equal within tolerance (NaN equal to NaN), else the metrics of the difference.
+
+    Shape and dtype mismatches, and value mismatches where the strides differ too, carry both
+    layouts (dtype, shape, strides). The relative error is taken over the differing elements whose
+    expected value is not 0; None when every one expects 0 (dividing by a tiny floor gave 1e308)."""
     tol = resolve_tolerance(tol, expected.dtype)
     if actual.shape != expected.shape:
-        return Mismatch("shape mismatch", path, extra={"actual": list(actual.shape), "expected": list(expected.shape)})
+        return Mismatch("shape mismatch", path, extra={"actual": list(actual.shape), "expected": list(expected.shape),
+                                                         **_layouts(actual, expected)})
     if actual.dtype != expected.dtype:
-        return Mismatch("dtype mismatch", path, extra={"actual": str(actual.dtype), "expected": str(expected.dtype)})
+        return Mismatch("dtype mismatch", path, extra={"actual": str(actual.dtype), "expected": str(expected.dtype),
+                                                         **_layouts(actual, expected)})
     a = _comparable(actual)
     e = _comparable(expected)
     if torch.equal(a, e):  # the common case, ten times cheaper than assert_close
@@ -74,14 +93,23 @@ def tensor_mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: TolSpec, 
     bad = ~(same_inf | both_nan | (torch.isfinite(diff) & (diff <= tol.atol + tol.rtol * e64.abs())))
     diff_real = diff.real if diff.is_complex() else diff
     finite = torch.where(torch.isfinite(diff_real), diff_real, torch.full_like(diff_real, float("inf")))
-    rel = finite / e64.abs().clamp_min(torch.finfo(torch.float64).tiny)
+    scale = e64.abs().real if e64.is_complex() else e64.abs()
+    rated = bad & (scale > 0)
+    rel = finite[rated] / scale[rated]
     idx = bad.nonzero()
     first = idx[0].tolist() if idx.shape[0] else None  # [] for a 0-d tensor
+    extra: dict[str, Any] = {}
+    if actual.layout == expected.layout == torch.strided and actual.stride() != expected.stride():
+        extra.update(_layouts(actual, expected))
+    if not rel.numel() and bad.any():  # every differing element expects 0: no relative error
+        finite_scale = scale[torch.isfinite(scale)]
+        extra["max_abs_expected"] = float(finite_scale.max()) if finite_scale.numel() else 0.0
     return Mismatch(
         "values differ",
         path,
         max_abs_error=float(finite.max()) if finite.numel() else 0.0,
-        max_rel_error=float(torch.where(bad, rel, torch.zeros_like(rel)).max()) if rel.numel() else 0.0,
+        max_rel_error=float(rel.max()) if rel.numel() else None,
+        extra=extra,
         mismatched=int(bad.sum()),
         total=a.numel(),
         first_index=first,

@@ -28,14 +28,25 @@ class Mismatch:
 
     def describe(self) -> str:
         loc = f" at {self.path}" if self.path else ""
+        layouts = ""
+        if self.extra.get("actual_layout"):
+            layouts = f"; got {self.extra['actual_layout']}, expected {self.extra['expected_layout']}"
         if self.max_abs_error is None:
-            return f"{self.what}{loc}"
+            return f"{self.what}{loc}{layouts}"
         return (
             f"{self.what}{loc}: {self.mismatched}/{self.total} elements differ, "
-            f"max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g} "
+            f"max abs error {self.max_abs_error:.3g}, {self.relative()} "
             f"(atol {self.atol:.3g}, rtol {self.rtol:.3g}); first at index {self.first_index}: "
-            f"got {self.first_actual}, expected {self.first_expected}"
+            f"got {self.first_actual}, expected {self.first_expected}{layouts}"
         )
+
+    def relative(self) -> str:
+        """The relative error, or why there is none: every differing element expects exactly 0."""
+        if self.max_rel_error is not None:
+            return f"max rel error {self.max_rel_error:.3g}"
+        scale = self.extra.get("max_abs_expected")
+        tail = f", the largest |expected| is {scale:.3g}" if isinstance(scale, (int, float)) else ""
+        return f"no rel error (every differing element expects 0{tail})"
 
 
 class OracleMismatch(AssertionError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from torchcts.cases.repro_builders import has_script
 from torchcts.results.ledger import (
     CRASHES,
     FAILING,
@@ -35,16 +36,20 @@ class RecordAnnotator:
         self.previous = {r["id"]: r for r in final_records(run_dir)} if self.attempt > 1 else {}
         self.run_dir = run_dir
         self.device = run_device(spec)
-        self._op_names: dict[str, str] | None = None
+        self._plan: dict[str, tuple[str | None, bool]] | None = None
 
-    def op_name(self, case_id: str) -> str | None:
-        """The case's `params["op"]` (an OpInfo name such as nn.functional.conv2d), from the plan."""
-        if self._op_names is None:
+    def planned(self, case_id: str) -> tuple[str | None, bool]:
+        """(the case's `params["op"]`, whether `torchcts repro` can script it), from the plan."""
+        if self._plan is None:
             from torchcts.results.plan import PLAN, read_plan
 
             plan = read_plan(self.run_dir) if (self.run_dir / PLAN).is_file() else []
-            self._op_names = {c.id: str(c.params["op"]) for c in plan if c.params.get("op")}
-        return self._op_names.get(case_id)
+            self._plan = {c.id: (str(c.params["op"]) if c.params.get("op") else None, has_script(c)) for c in plan}
+        return self._plan.get(case_id, (None, False))
+
+    def op_name(self, case_id: str) -> str | None:
+        """The case's `params["op"]` (an OpInfo name such as nn.functional.conv2d), from the plan."""
+        return self.planned(case_id)[0]
 
     def __call__(self, record: dict[str, Any]) -> dict[str, Any]:
         prev = self.previous.get(record.get("id", ""))
@@ -60,8 +65,8 @@ class RecordAnnotator:
                 record = flaky_record(record, prev)
         else:
             record = apply(record, self.entries, self.today, self.matcher, self.device)
-        if record.get("repro") and record.get("status") != "xpassed":
-            record["repro_script"] = repro_script_command(record["id"], self.run_name)
+        if record.get("repro") and record.get("status") != "xpassed" and self.planned(record.get("id", ""))[1]:
+            record["repro_script"] = repro_script_command(record["id"], str(self.run_dir))
         return record
 
 

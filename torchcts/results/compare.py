@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,10 +66,12 @@ def compare_records(old: list[dict[str, Any]], new: list[dict[str, Any]], *, com
     return c
 
 
-def compare_runs(old_dir: Path, new_dir: Path, **kw: Any) -> Comparison:
+def compare_runs(old_dir: Path, new_dir: Path, new_records: list[dict[str, Any]] | None = None,
+                 **kw: Any) -> Comparison:
     old_run, new_run = rundir.read_run(old_dir), rundir.read_run(new_dir)
-    c = compare_records(rundir.final_records(old_dir), rundir.final_records(new_dir), **kw)
-    for key in ("device", "gate", "manifest_hash", "validation"):
+    new = new_records if new_records is not None else rundir.final_records(new_dir)
+    c = compare_records(rundir.final_records(old_dir), new, **kw)
+    for key in ("device", "gate", "manifest_hash", "validation", "selection"):
         if old_run.get(key) != new_run.get(key):
             c.notes.append(f"the runs differ in {key}: {old_run.get(key)!r} vs {new_run.get(key)!r}")
     for name, run in (("old", old_run), ("new", new_run)):
@@ -77,7 +81,7 @@ def compare_runs(old_dir: Path, new_dir: Path, **kw: Any) -> Comparison:
 
 
 def render(c: Comparison, limit: int = 50) -> str:
-    lines = [f"note: {n}" for n in c.notes]
+    lines = [f"note: {n}" for n in c.notes] + [headline(c)]
     sections = (
         ("new failures", c.new_failures, lambda x: f"{x.old or 'absent'} -> {x.new}: {x.message}"),
         ("fixes", c.fixes, lambda x: f"{x.old} -> {x.new}"),
@@ -95,31 +99,43 @@ def render(c: Comparison, limit: int = 50) -> str:
     return "\n".join(lines)
 
 
+COMPARABLE_KEYS = ("device", "manifest_hash", "validation", "selection")
+
+
+def comparable_key(run: dict[str, Any]) -> str:
+    """What two runs must share for "since the previous run": device, claims, validation mode and
+    the user's selection (a focused run is never measured against a full one)."""
+    return json.dumps([run.get(k) for k in COMPARABLE_KEYS], sort_keys=True, default=str)
+
+
 def previous_comparable(results_root: Path, run_dir: Path) -> Path | None:
-    """The newest earlier complete run in the same results folder with the same device and claims."""
-    current = rundir.read_run(run_dir)
-    key = (current.get("device"), current.get("manifest_hash"), current.get("validation"))
+    """The newest earlier complete run in the same results folder with the same comparable key."""
+    key = comparable_key(rundir.read_run(run_dir))
     for candidate in sorted((p for p in results_root.iterdir() if p.is_dir() and p.name < run_dir.name), reverse=True):
         try:
             run = rundir.read_run(candidate)
         except (OSError, ValueError):
             continue
-        if run.get("status") == "complete" and (run.get("device"), run.get("manifest_hash"), run.get("validation")) == key:
+        if run.get("status") == "complete" and comparable_key(run) == key:
             return candidate
     return None
 
 
+def headline(c: Comparison) -> str:
+    """The counts `torchcts compare` reports, in one line (the scorecard prints the same)."""
+    return (f"{len(c.new_failures)} new failures, {len(c.fixes)} fixes, {len(c.changed_failures)} changed failures, "
+            f"{len(c.precision)} precision regressions")
+
+
 def regressions_line(results_root: Path, run_dir: Path,
                      records: list[dict[str, Any]] | None = None) -> str | None:
-    """One scorecard line: what changed since the previous comparable run (cases in both runs).
+    """One scorecard line: `torchcts compare PREVIOUS THIS` in brief, for the previous comparable run.
 
     `records`: this run's final records when the caller has read them already (finalize)."""
     prev = previous_comparable(results_root, run_dir)
     if prev is None:
         return None
-    new = records if records is not None else rundir.final_records(run_dir)
-    c = compare_records(rundir.final_records(prev), new, common_only=True)
+    c = compare_runs(prev, run_dir, new_records=records)
     head = ", ".join(x.id for x in c.new_failures[:5]) + (" ..." if len(c.new_failures) > 5 else "")
-    return (f"since {prev.name}: {len(c.new_failures)} new failures{' (' + head + ')' if head else ''}, "
-            f"{len(c.fixes)} fixes, {len(c.precision)} precision regressions "
-            f"(torchcts compare {prev.name} {run_dir.name})")
+    command = f"torchcts compare {shlex.quote(str(prev))} {shlex.quote(str(run_dir))}"
+    return f"since {prev.name}: {headline(c)}{' (new: ' + head + ')' if head else ''} ({command})"

@@ -6,6 +6,7 @@ import json
 from collections import Counter, defaultdict
 from typing import Any
 
+from torchcts.results.failure import details, rel_error_text
 from torchcts.results.quoting import html_text
 from torchcts.results.statuses import FAILURES, ORDER, PASSING, STATUSES
 from torchcts.results.summary import by, failures, totals
@@ -29,6 +30,7 @@ th{background:#f0f0f0;position:sticky;top:0}
 td.num{text-align:right} td.cell{text-align:center;min-width:70px;color:#111}
 td.empty{background:#f4f4f4;color:#999}
 .msg{min-width:300px;max-width:560px;white-space:pre-wrap;word-break:break-word}
+.ctx{color:#555;font-size:12px;margin-top:4px}
 code.repro{font-size:12px;white-space:pre-wrap;word-break:break-all;display:block;min-width:220px}
 .controls{margin:8px 0;display:flex;gap:8px;align-items:center}
 .controls input{padding:4px 8px;width:320px}
@@ -115,12 +117,13 @@ def _failure_rows(fails: list[dict[str, Any]]) -> str:
         m = r.get("mismatch") or {}
         how = r.get("signal") or (f"exit {r['exit_code']}" if "exit_code" in r and r.get("status") == "crashed" else "")
         detail = r.get("output_tail") or r.get("traceback") or ""
-        more = f"<details><summary>output</summary><pre>{_e(detail)}</pre></details>" if detail else ""
+        more = "".join(f"<div class='ctx'>{_e(line)}</div>" for line in details(r))
+        more += f"<details><summary>output</summary><pre>{_e(detail)}</pre></details>" if detail else ""
         out.append(
             f"<tr data-status='{_e(r.get('status'))}'><td style='color:{COLORS.get(r.get('status', ''), '#000')}'>"
             f"<b>{_e(r.get('status'))}</b></td><td><code>{_e(r['id'])}</code></td><td>{_e(r.get('suite'))}</td>"
             f"<td>{_e(r.get('dtype'))}</td><td class='msg'>{_e(r.get('message', ''))}{more}</td>"
-            f"<td class='num'>{_fmt(m.get('max_abs_error'))}</td><td class='num'>{_fmt(m.get('max_rel_error'))}</td>"
+            f"<td class='num'>{_fmt(m.get('max_abs_error'))}</td><td class='num'>{_e(rel_error_text(m))}</td>"
             f"<td class='num'>{_e(m.get('mismatched', ''))}{'/' + _e(m['total']) if m.get('total') else ''}</td>"
             f"<td>{_e(how)}</td><td class='num'>{_fmt(r.get('duration_s'))}</td>"
             f"<td><code class='repro'>{_e(r.get('repro', ''))}</code></td></tr>"

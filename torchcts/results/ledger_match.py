@@ -2,8 +2,8 @@
 
 The entries' structure is checked when the manifest loads (manifest/expectations.py); this is the
 matching the Recorder applies to every record (results/ledger.py) and `check-manifest` applies to
-the case registry (`registry_problems`). An op selector matches the ops a case covers
-(`cases/model.py: covered_ops`), the same rule as `--op` selection and coverage.
+the case registry (`registry_problems`). An op selector matches the ops a case exercises
+(`cases/ops.py: case_matches_op`), the same rule as `--op` selection and coverage.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from torchcts.cases.model import covered_ops, op_matches
+from torchcts.cases.ops import case_matches_op
 from torchcts.cases.registry import SUITES, suite_cases
 from torchcts.manifest.expectations import selector_values
 from torchcts.manifest.schema import dtype_name
@@ -53,9 +53,7 @@ class EntryMatcher:
             if value is None and name == "dtype" or match(str(value or "")) is None:
                 return False
         if self.ops is not None:
-            ops = covered_ops([*item.get("ops", ()), *([str(item["op"])] if item.get("op") else [])],
-                              (item.get("params") or {}).get("op"))
-            return any(op_matches(p, ops) for p in self.ops)
+            return case_matches_op(item, self.ops)
         return True
 
 

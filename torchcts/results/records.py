@@ -72,9 +72,21 @@ class CaseRecord:
         return isinstance(self.status, Status) and self.status.is_failure
 
 
-def repro_script_command(case_id: str, run_name: str) -> str:
-    """One line that writes a standalone script reproducing this case from this run."""
-    return f"torchcts repro {shlex.quote(case_id)} --run {shlex.quote(run_name)}"
+def record_repro(record: dict[str, Any], spec: dict[str, Any], manifest: str | None) -> str:
+    """`repro_command` for a run's record; `manifest` is the `--manifest` value as given."""
+    from torchcts.cases.repro_builders import failing_sample
+
+    level = record.get("level")
+    claimed = (spec.get("manifest") or {}).get("semantic_level")
+    above = isinstance(level, int) and isinstance(claimed, int) and level > claimed
+    return repro_command(str(record["id"]), str((spec.get("device") or {}).get("type", "DEVICE")),
+                         bool(spec.get("validation")), manifest=manifest, sample=failing_sample(record),
+                         level=level if above else None)
+
+
+def repro_script_command(case_id: str, run_dir: str) -> str:
+    """One line that writes a standalone script reproducing this case from this run folder."""
+    return f"torchcts repro {shlex.quote(case_id)} --run {shlex.quote(run_dir)}"
 
 
 def base_record(case: Case) -> dict[str, Any]:

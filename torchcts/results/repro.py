@@ -1,13 +1,17 @@
 """`torchcts repro`: a standalone script (plus its inputs, saved with torch.save) for one case.
 
-The script needs only torch and the backend's import: it loads the exact CPU samples, runs the op
-on CPU and on the device, and compares with the run's tolerance using a small inline comparison
-(the same rule as the oracle: torch.testing.assert_close with NaN == NaN, then the metrics).
-It exits 0 when every sample matches, 1 when one differs or the device raised.
+The script needs only torch and the backend's import: it loads the CPU samples (the failing one
+when the run names it), rebuilds each argument on CPU and on the device with its exact layout
+(shape, strides, storage offset, dtype, shared storage; results/repro_script.py), calls the op
+the way the case's kind does (call, in-place, out=, backward, errors) and compares with the run's
+tolerance: outputs, arguments after the call (in-place and out= writes), and for in-place/out=
+that the op returned self/out. It exits 0 when every sample matches, 1 when one differs, the
+device raised or the call hung past the run's per-case timeout.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,14 +26,18 @@ from torchcts.results.quoting import one_line, py_docstring, py_literal
 SCRIPT = "repro.py"
 INPUTS = "inputs.pt"
 
-_TEMPLATE = '''\
+_HEADER = '''\
 """Standalone repro of TorchCTS case {case_id}{run_note}.
 
 {message}
-Needs only torch and the backend's import; the inputs are in {inputs} beside this file.
-Run: python {script}   (exit 0: every sample matches; 1: a mismatch or the device raised)
+Needs only torch and the backend's import. The inputs are in {inputs} beside this file, with their
+exact layout: each tensor is rebuilt on the device with its shape, strides, storage offset and
+dtype, and arguments that shared memory share it again.
+Run: python {script}   (exit 0: the sample matches CPU; 1: a mismatch, the device raised, or it
+hung for TIMEOUT_S seconds; a crash kills the process)
 """
 
+import faulthandler
 import importlib
 import os
 import sys
@@ -40,95 +48,20 @@ import torch
 CASE = {case_id_lit}
 DEVICE = {device_lit}
 BACKEND_IMPORT = {backend_lit}
+KIND = {kind_lit}  # call | inplace | out | backward | errors
 ATOL, RTOL = {atol!r}, {rtol!r}
+TIMEOUT_S = {timeout!r}
+INPUTS = {inputs_lit}
+HOST = {host_lit}  # {{HOST: tensor}} marks an argument that stays on the host (CPU)
+OP_NAME = {call_lit}
 
 if BACKEND_IMPORT:
     importlib.import_module(BACKEND_IMPORT)
 OP = {call}  # bound after the backend import, which may register or replace it
-
-
-def to(obj, device):
-    """A copy of obj with every tensor on device (cloned, so in-place ops see fresh inputs)."""
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().clone().to(device)
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(to(o, device) for o in obj)
-    if isinstance(obj, dict):
-        return {{k: to(v, device) for k, v in obj.items()}}
-    return obj
-
-
-def leaves(obj, path=""):
-    if isinstance(obj, (list, tuple)):
-        for i, o in enumerate(obj):
-            yield from leaves(o, f"{{path}}[{{i}}]")
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from leaves(v, f"{{path}}[{{k!r}}]")
-    else:
-        yield path, obj
-
-
-def compare(actual, expected):
-    """None when equal within ATOL/RTOL (NaN equal to NaN), else a description with metrics."""
-    pairs = list(zip(leaves(actual), leaves(expected)))
-    if len(pairs) != len(list(leaves(expected))) or len(list(leaves(actual))) != len(pairs):
-        return "outputs have a different structure"
-    for (path, a), (_, e) in pairs:
-        if not isinstance(e, torch.Tensor):
-            if a != e:
-                return f"{{path or 'output'}}: got {{a!r}}, expected {{e!r}}"
-            continue
-        if not isinstance(a, torch.Tensor):
-            return f"{{path or 'output'}}: expected a tensor, got {{type(a).__name__}}"
-        a = a.detach().cpu()
-        if a.shape != e.shape or a.dtype != e.dtype:
-            return f"{{path or 'output'}}: got {{a.dtype}} {{tuple(a.shape)}}, expected {{e.dtype}} {{tuple(e.shape)}}"
-        try:
-            torch.testing.assert_close(a, e, atol=ATOL, rtol=RTOL, equal_nan=True, check_device=False, check_stride=False)
-            continue
-        except AssertionError:
-            pass
-        wide = torch.complex128 if a.dtype.is_complex else torch.float64
-        a64, e64 = a.to(wide), e.to(wide)
-        diff = (a64 - e64).abs()
-        ok = (a64 == e64) | (torch.isnan(a64) & torch.isnan(e64)) | (diff <= ATOL + RTOL * e64.abs())
-        bad = ~ok
-        diff = diff.real if diff.is_complex() else diff
-        rel = diff / e64.abs().clamp_min(torch.finfo(torch.float64).tiny)
-        first = bad.nonzero()[0].tolist() if bad.any() else []
-        return (f"{{path or 'output'}}: values differ: {{int(bad.sum())}}/{{a.numel()}} elements differ, "
-                f"max abs error {{float(torch.where(bad, diff, 0).max()):.3g}}, "
-                f"max rel error {{float(torch.where(bad, rel, 0).max()):.3g}} (atol {{ATOL:.3g}}, rtol {{RTOL:.3g}}); "
-                f"first at index {{first}}: got {{a[tuple(first)].item()}}, expected {{e[tuple(first)].item()}}")
-    return None
-
-
-def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    samples = torch.load(os.path.join(here, {inputs_lit}), weights_only=False)
-    print(f"case {{CASE}}: {call} on {{DEVICE}} vs cpu, {{len(samples)}} sample(s), atol {{ATOL}}, rtol {{RTOL}}")
-    failed = 0
-    for s in samples:
-        args, kwargs = s["args"], s["kwargs"]
-        expected = OP(*to(args, "cpu"), **to(kwargs, "cpu"))
-        try:
-            actual = OP(*to(args, DEVICE), **to(kwargs, DEVICE))
-        except Exception as exc:
-            failed += 1
-            print(f"sample {{s['describe']}}: DEVICE RAISED {{type(exc).__name__}}: {{exc}}")
-            traceback.print_exc()
-            continue
-        problem = compare(actual, expected)
-        print(f"sample {{s['describe']}}: " + ("MISMATCH " + problem if problem else "ok"))
-        failed += problem is not None
-    print(f"{{failed}} of {{len(samples)}} sample(s) failed" if failed else "all samples match")
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 '''
+HOST_KEY = "__host__"
+DEFAULT_TIMEOUT_S = 300
+MIN_TIMEOUT_S = 30  # a script starts cold (no warmed worker): never below this
 
 
 @dataclass
@@ -139,6 +72,7 @@ class ReproTarget:
     record: dict[str, Any] | None
     run_name: str | None
     default_dir: Path
+    timeout_s: float | None = None  # the run's per-case limit: the script's hang detector
 
 
 def safe_name(case_id: str) -> str:
@@ -150,15 +84,26 @@ def safe_name(case_id: str) -> str:
 _CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
+def _script_timeout(value: Any) -> float:
+    """The run's per-case limit as a finite literal (run.json is untrusted: nan, inf, text)."""
+    try:
+        seconds = float(value or DEFAULT_TIMEOUT_S)
+    except (TypeError, ValueError):
+        seconds = DEFAULT_TIMEOUT_S
+    return max(seconds, MIN_TIMEOUT_S) if math.isfinite(seconds) else DEFAULT_TIMEOUT_S
+
+
 def render_script(target: ReproTarget, spec: ReproSpec) -> str:
     """The script text: data enters only as literals or docstring text (results/quoting.py)."""
+    from torchcts.results.repro_script import BODY
+
     message = (target.record or {}).get("message")
     status = (target.record or {}).get("status")
     lit = py_literal  # Python literals (None, not null)
     if not _CALL.fullmatch(spec.call):
         raise UsageError(f"case '{one_line(target.case.id)}': the op {spec.call!r} is not a dotted name, "
                          "so no standalone script can call it: use the case's `torchcts run --case` command")
-    return _TEMPLATE.format(
+    return _HEADER.format(
         case_id=py_docstring(target.case.id),
         run_note=py_docstring(f" (run {target.run_name})") if target.run_name else "",
         message=py_docstring(f"In that run it was {status}: {message}"[:500]) if status else "",
@@ -167,23 +112,58 @@ def render_script(target: ReproTarget, spec: ReproSpec) -> str:
         case_id_lit=lit(target.case.id),
         device_lit=lit(target.device),
         backend_lit=lit(target.manifest.backend_import),
+        kind_lit=lit(spec.kind),
         atol=spec.atol,
         rtol=spec.rtol,
-        call=spec.call,
+        timeout=_script_timeout(target.timeout_s),
         inputs_lit=lit(INPUTS),
-    )
+        host_lit=lit(HOST_KEY),
+        call_lit=lit(spec.call),
+        call=spec.call,
+    ) + BODY
 
 
-def write_repro(target: ReproTarget, out_dir: Path | None = None) -> Path:
-    """Write repro.py and inputs.pt for the target; returns the folder."""
+def _saved_sample(sample: dict[str, Any]) -> dict[str, Any]:
+    """The sample as inputs.pt stores it: host arguments marked, the layout of each tensor described."""
+    args = list(sample["args"])
+    for i in sample.get("host", ()):
+        args[i] = {HOST_KEY: args[i]}
+    describe = dict(sample.get("describe") or {})
+    describe.setdefault("args", [describe_value(a) for a in sample["args"]])
+    if sample.get("kwargs"):
+        describe.setdefault("kwargs", {k: describe_value(v) for k, v in sample["kwargs"].items()})
+    return {"args": args, "kwargs": dict(sample.get("kwargs") or {}), "describe": describe}
+
+
+def describe_value(value: Any) -> Any:
+    """Shape, strides, storage offset and dtype of a tensor (lists and tuples element-wise)."""
     import torch
 
-    spec = builder_for(target.case)(target.case, target.manifest, target.record)
+    if isinstance(value, torch.Tensor):
+        text = f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
+        if value.layout != torch.strided:
+            return f"{text} {str(value.layout).removeprefix('torch.')}"
+        if not value.is_contiguous():
+            text += f" strides={list(value.stride())}"
+        if value.storage_offset():
+            text += f" offset={value.storage_offset()}"
+        return text
+    if isinstance(value, (list, tuple)):
+        return [describe_value(v) for v in value]
+    return repr(value)[:80]
+
+
+def write_repro(target: ReproTarget, out_dir: Path | None = None, sample: int | None = None) -> Path:
+    """Write repro.py and inputs.pt for the target (sample: this index, else the record's failing
+    one); returns the folder."""
+    import torch
+
+    spec = builder_for(target.case)(target.case, target.manifest, target.record, sample)
     if not spec.samples:
         raise UsageError(f"case '{target.case.id}' produced no samples to reproduce")
     folder = out_dir or target.default_dir
     folder.mkdir(parents=True, exist_ok=True)
-    torch.save(spec.samples, folder / INPUTS)
+    torch.save([_saved_sample(s) for s in spec.samples], folder / INPUTS)
     (folder / SCRIPT).write_text(render_script(target, spec), encoding="utf-8")
     return folder
 
@@ -214,7 +194,8 @@ def target_from_run(case_id: str, run_dir: Path) -> ReproTarget:
         raise UsageError(f"{run_dir.name}/run.json holds no valid manifest: the run folder was edited or "
                          "damaged; rerun, or pass --device and --manifest without --run") from None
     device = "cpu" if run.get("validation") else str(run["device"].get("type"))
-    return ReproTarget(case, device, manifest, record, run_dir.name, run_dir / "repro" / safe_name(case_id))
+    return ReproTarget(case, device, manifest, record, run_dir.name, run_dir / "repro" / safe_name(case_id),
+                       run.get("timeout_s"))
 
 
 def target_from_registry(case_id: str, device: str, manifest: Manifest) -> ReproTarget:

@@ -82,14 +82,18 @@ def point_latest(results_root: Path, run_dir: Path) -> None:
 
 
 def resolve_run(ref: str | None, results_root: Path = Path("results")) -> Path:
-    """A run given as a folder, a run name under results/, or None for the latest."""
+    """A run given as a run folder, a run name under results/, a results folder (its latest run),
+    or None for the latest under results_root."""
     from torchcts.errors import UsageError
 
     if ref:
         for candidate in (Path(ref), results_root / ref):
             if (candidate / RUN_JSON).is_file():
                 return candidate
-        raise UsageError(f"no run at '{ref}': pass a results folder containing run.json")
+        if (Path(ref) / LATEST).is_file():  # a results folder: its latest run
+            return resolve_run(None, Path(ref))
+        raise UsageError(f"no run at '{ref}': pass a run folder (containing run.json), a run name under "
+                         f"'{results_root}', or a results folder (its latest run)")
     pointer = results_root / LATEST
     if pointer.is_file():
         name = pointer.read_bytes().decode("utf-8", "replace").strip()

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from torchcts.results import rundir
+from torchcts.results.failure import details
 from torchcts.results.quoting import TerminalOut
 from torchcts.results.statuses import ORDER
 from torchcts.results.summary import by, failures
@@ -26,6 +27,12 @@ def _counts(g: dict[str, int]) -> str:
     return " ".join(f"{s}={g[s]}" for s in ORDER if g.get(s))
 
 
+def _unscrub(text: str, live_paths: dict[str, str] | None) -> str:
+    for scrubbed, raw in (live_paths or {}).items():
+        text = text.replace(scrubbed, raw)  # inside the line's own shell quoting
+    return text
+
+
 def _section(out: TextIO, title: str, groups: dict[str, dict[str, int]]) -> None:
     if not groups:
         return
@@ -38,8 +45,11 @@ def _section(out: TextIO, title: str, groups: dict[str, dict[str, int]]) -> None
 def print_scorecard(
     run_dir: Path, run: dict[str, Any], out: TextIO, first: int = 10, slowest: int = 5,
     regressions: str | None = None, records: list[dict[str, Any]] | None = None,
+    live_paths: dict[str, str] | None = None,
 ) -> None:
-    """`records`: the run's final records when the caller has read them already (finalize)."""
+    """`records`: the run's final records when the caller has read them already (finalize).
+    `live_paths` (scrubbed -> as given) restores, on the terminal of the run itself, the paths the
+    run folder keeps scrubbed, so each printed repro line runs as printed."""
     out = TerminalOut(out)  # records come from files anyone can craft: no escape sequences reach the terminal
     if records is None:
         records = rundir.final_records(run_dir)
@@ -61,11 +71,12 @@ def print_scorecard(
     if fails:
         print(f"first failures ({len(fails)} in all):", file=out)
     for r in fails[:first]:
-        print(f"  {r['status'].upper():8} {r['id']}: {str(r.get('message', ''))[:200]}", file=out)
-        if r.get("repro"):
-            print(f"           repro: {r['repro']}", file=out)
-        if r.get("repro_script"):
-            print(f"           script: {r['repro_script']}", file=out)
+        print(f"  {r['status'].upper():8} {r['id']}: {str(r.get('message', ''))[:400]}", file=out)
+        for line in details(r):
+            print(f"           {line[:300]}", file=out)
+        for key, label in (("repro", "repro"), ("repro_script", "script")):
+            if r.get(key):
+                print(f"           {label}: {_unscrub(str(r[key]), live_paths)}", file=out)
     if len(fails) > first:
         print(f"  ... and {len(fails) - first} more (see summary.md / report.html)", file=out)
     slow = sorted((r for r in records if r.get("duration_s")), key=lambda r: -float(r["duration_s"]))[:slowest]

@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from torchcts.results.failure import details
 from torchcts.results.quoting import md_code, md_text, one_line
 from torchcts.results.statuses import FAILURES, ORDER
 
@@ -57,7 +58,8 @@ def render_markdown(run: dict[str, Any], records: list[dict[str, Any]], first_fa
     if fails:
         lines += ["## First failures", ""]
         for r in fails[:first_failures]:
-            lines.append(f"- **{md_text(r['status'])}** {md_code(r['id'])}: {md_text(str(r.get('message', ''))[:300])}")
+            lines.append(f"- **{md_text(r['status'])}** {md_code(r['id'])}: {md_text(str(r.get('message', ''))[:400])}")
+            lines += [f"  - {md_text(line)}" for line in details(r)]
             if r.get("repro"):
                 lines.append(f"  - repro: {md_code(r['repro'])}")
             if r.get("repro_script"):

@@ -133,6 +133,19 @@ def _to_copy_ignores_strides(func, args, kwargs, call):
     return call(*args, **kwargs)
 
 
+@on_op("mul")
+def _mul_noncontig_storage_order(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """mul (functional) reads a non-contiguous float32 tensor operand in storage order."""
+    def raw(x: Any) -> Any:
+        if not isinstance(x, torch.Tensor) or x.dtype != torch.float32 or x.is_contiguous() or x.numel() < 2:
+            return x
+        if x.untyped_storage().nbytes() < (x.storage_offset() + x.numel()) * x.element_size():
+            return x  # an expanded (stride-0) operand: storage order would read past its memory
+        return torch.as_strided(x, x.shape, torch.empty(x.shape, device="meta").stride(), x.storage_offset())
+
+    return call(*[raw(x) for x in args], **kwargs)
+
+
 @on_op("clone")
 def _clone_drops_channels_last(func, args, kwargs, call):
     """clone (preserve_format) of a channels_last tensor returns a contiguous tensor."""
@@ -297,6 +310,9 @@ FAULTS: dict[str, Fault] = {
               "serialization", 3, ("serialization/*",), _save_loses_device),
         Fault("sigmoid_backward_wrong", "the gradient of sigmoid lacks the (1 - y) factor",
               "autograd", 4, ("autograd/*/tanh_norm*",), _sigmoid_backward),
+        Fault("mul_noncontig_storage_order", "mul of a non-contiguous float32 tensor reads it in storage order",
+              "opinfo", 5, ("opinfo/mul/float32/noncontiguous",), _mul_noncontig_storage_order, dtype="float32",
+              op="mul"),
         Fault("max_ignores_nan", "the full max reduction skips NaN instead of returning NaN",
               "opinfo", 5, ("opinfo/max*/*/special_values",), _max_ignores_nan, op="max*"),
         Fault("to_copy_ignores_strides", "copies of non-contiguous tensors read memory in storage order",

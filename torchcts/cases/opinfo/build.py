@@ -84,7 +84,10 @@ def _case(op: Any, key: str, dtype: str, kind: str, aten: str, oracle: str, why:
     if kind == "special_values" and oracle != "cpu":
         why = why or f"{key} has a {oracle} oracle: its values cannot be compared"
     why = why or NO_CPU_REFERENCE.get((kind, op.name))
-    ops = {"inplace": f"aten::{aten}_", "out": f"aten::{aten}.out"}.get(kind, f"aten::{aten}")
+    if "." in aten:  # no aten name (masked.sum, nn.functional.alpha_dropout): the OpInfo name itself
+        ops = op.name
+    else:
+        ops = {"inplace": f"aten::{aten}_", "out": f"aten::{aten}.out"}.get(kind, f"aten::{aten}")
     return Case(
         id=f"{SUITE}/{key}/{dtype}/{kind}",
         suite=SUITE,

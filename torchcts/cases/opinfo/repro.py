@@ -27,8 +27,8 @@ def materialize(
 
     Per kind: `forward`/`noncontiguous`/`backward`/`errors` call the op itself (`errors` uses
     error input `sample_index`; `backward` samples require grad and the case sums the outputs
-    and calls backward; `noncontiguous` returns the contiguous CPU sample: the case makes the
-    device copy non-contiguous), `method` the Tensor method, `inplace` the in-place method (the
+    and calls backward; `noncontiguous` returns the sample made non-contiguous the way the case
+    makes it, for CPU and device alike), `method` the Tensor method, `inplace` the in-place method (the
     result must be args[0]), `out` the op with `out=` tensors shaped like the result, and
     `special_values` the op on the sample with NaN/+Inf/-Inf injected.
     The description is one line: the function, kind and sample index. `device` (the device under
@@ -47,11 +47,13 @@ def materialize(
     if fn is None:
         raise NotApplicable(f"{op.name} has no {kind} variant")
     sample = copy_sample(sample, "cpu")
+    if kind == "noncontiguous":
+        sample = sample.noncontiguous()
     kwargs = dict(sample.kwargs)
-    if kind == "out":
+    if kind == "out":  # zero-filled, as the case's: some kernels leave elements unwritten
         result = fn(sample.input, *sample.args, **sample.kwargs)
         kwargs["out"] = (
-            torch.empty_like(result) if isinstance(result, torch.Tensor) else tuple(torch.empty_like(t) for t in result)
+            torch.zeros_like(result) if isinstance(result, torch.Tensor) else tuple(torch.zeros_like(t) for t in result)
         )
     description = f"{function_name(fn)} ({kind}, sample {sample_index})"
     return description, fn, (sample.input, *sample.args), kwargs

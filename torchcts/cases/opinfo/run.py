@@ -83,7 +83,7 @@ def each_sample(ctx: CaseContext, samples: Any, body: Callable[[Any], None]) -> 
 
 def _repro(ctx: CaseContext, index: int) -> str:
     case_id = ctx.case.id if ctx.case is not None else "CASE"
-    return f"{repro_command(case_id, ctx.device_type, getattr(ctx, 'validation', False))} --sample {index}"
+    return repro_command(case_id, ctx.device_type, getattr(ctx, "validation", False), sample=index)
 
 
 # --- output checks ------------------------------------------------------------------------------
@@ -153,6 +153,8 @@ def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[...,
     def body(sample: Any) -> None:
         if prepare is not None:
             sample = prepare(sample)
+        if transform is not None:  # describe the layout the device gets, not the plain sample
+            ctx.describe(sample=describe_sample(transform(copy_sample(sample, "cpu"))))
         expected = reference(fn, sample, transform)
 
         def device_call() -> Any:

@@ -215,6 +215,7 @@ def _short(x: Any) -> str:
         if x.layout != torch.strided:
             return f"Tensor{list(x.shape)} {dt} {str(x.layout).removeprefix('torch.')}"
         tail = "" if x.is_contiguous() else f" strides={tuple(x.stride())}"
+        tail += f" offset={x.storage_offset()}" if x.storage_offset() else ""
         return f"Tensor{list(x.shape)} {dt}{tail}"
     if isinstance(x, (list, tuple)):
         inner = ", ".join(_short(v) for v in x[:6]) + (", ..." if len(x) > 6 else "")

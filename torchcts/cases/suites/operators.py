@@ -88,6 +88,8 @@ def _elementwise(name: str, fn, dtypes):
                   level=1, dtypes=dtypes, ops=(f"aten::{name}",), params=None)
     def run(ctx: CaseContext, dtype: torch.dtype) -> None:
         for i, shape, args in elementwise_samples(name, dtype, ctx.seed):
+            if getattr(ctx, "sample", None) is not None and i != ctx.sample:
+                continue  # `--sample N` from a failure's repro line
             ctx.describe(sample=i, shape=list(shape))
             expected = fn(*args)
             actual = fn(*[a.to(ctx.device) for a in args])

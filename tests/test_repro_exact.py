@@ -1,0 +1,126 @@
+"""Repro scripts rebuild each argument exactly, and failures say where to start debugging."""
+
+from __future__ import annotations
+
+import io
+import json
+import runpy
+
+import pytest
+import torch
+
+from torchcts.cases import repro_builders
+from torchcts.cases.model import Case
+from torchcts.cases.repro_builders import ReproSpec, has_script
+from torchcts.manifest.templates import cpu_manifest
+from torchcts.oracle.compare import find_mismatch
+from torchcts.oracle.tolerances import Tolerance
+from torchcts.results import rundir
+from torchcts.results.failure import details
+from torchcts.results.html import render_html
+from torchcts.results.records import record_repro
+from torchcts.results.repro import ReproTarget, write_repro
+from torchcts.results.scorecard import print_scorecard
+from torchcts.results.summary import render_markdown
+
+CASE = Case(id="planted/strided_add/float32", suite="planted", level=1, runner="tests.fake:strided_add",
+            dtype="float32", ops=("aten::add_.Tensor",))
+
+
+def _strided_sample() -> dict:
+    base = torch.arange(40.0)
+    a = base[2:].as_strided((3, 4), (1, 6), 3)  # offset, transposed-like strides
+    b = base[5:17].view(3, 4)  # overlaps a's storage: aliasing
+    return {"args": [a, b], "kwargs": {}, "describe": {"sample": 7}}
+
+
+@pytest.fixture
+def script(tmp_path, monkeypatch):
+    def build(case, manifest, record, sample=None):  # noqa: ANN001,ANN202
+        return ReproSpec("torch.Tensor.add_", [_strided_sample()], 1e-5, 1e-6, kind="inplace")
+
+    monkeypatch.setitem(repro_builders.BY_RUNNER, "tests.fake:*", build)
+    folder = write_repro(ReproTarget(CASE, "cpu", cpu_manifest(), None, None, tmp_path / "repro"))
+    return folder / "repro.py"
+
+
+def test_the_script_rebuilds_strides_offsets_and_aliasing(script):
+    ns = runpy.run_path(str(script), run_name="repro")
+    (saved,) = torch.load(script.parent / "inputs.pt", weights_only=False)
+    a, b = ns["place"](saved["args"], "cpu")
+    ref = _strided_sample()["args"]
+    assert a.stride() == (1, 6) and a.storage_offset() == ref[0].storage_offset() == 3
+    assert a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()  # still one storage
+    assert a.untyped_storage().data_ptr() != saved["args"][0].untyped_storage().data_ptr()  # a fresh copy
+    assert torch.equal(a, ref[0]) and torch.equal(b, ref[1])
+    assert saved["describe"]["args"][0] == "float32[3, 4] strides=[1, 6] offset=3"
+    with pytest.raises(SystemExit) as done:  # CPU against CPU: the in-place op agrees, aliasing included
+        runpy.run_path(str(script), run_name="__main__")
+    assert done.value.code == 0
+
+
+def test_only_cases_with_a_builder_and_a_value_oracle_advertise_a_script():
+    opinfo = Case(id="opinfo/mul/float32/forward", suite="opinfo", level=2, runner="torchcts.cases.opinfo.run:run")
+    assert has_script(opinfo)
+    assert not has_script(Case(**{**opinfo.__dict__, "oracle": "property:random"}))
+    assert not has_script(Case(id="strides/noncontig/transposed/mul/float32", suite="strides", level=3,
+                               runner="torchcts.cases.suites.strides:noncontig"))
+
+
+def test_repro_line_names_the_manifest_level_and_sample():
+    spec = {"device": {"type": "sim"}, "manifest": {"semantic_level": 3}, "validation": False}
+    record = {"id": "opinfo/mul/float32/noncontiguous", "level": 5, "info": {"sample_index": 1}}
+    line = record_repro(record, spec, "my dir/manifest.py")
+    assert line == ("torchcts run --device sim --manifest 'my dir/manifest.py' "
+                    "--case opinfo/mul/float32/noncontiguous --level 5 --sample 1")
+    assert record_repro({"id": "x/y", "level": 1}, spec, None) == "torchcts run --device sim --case x/y"
+
+
+def test_repro_run_accepts_a_results_folder(tmp_path):
+    run = tmp_path / "results" / "20260101T000000Z-aaaaaa"
+    run.mkdir(parents=True)
+    rundir.write_json_atomic(run / rundir.RUN_JSON, {"name": run.name})
+    rundir.point_latest(tmp_path / "results", run)
+    assert rundir.resolve_run(str(tmp_path / "results"), tmp_path / "elsewhere") == run
+    assert rundir.resolve_run(str(run)) == run
+
+
+def test_relative_error_is_meaningful_when_expected_is_zero():
+    m = find_mismatch(torch.tensor([3.2e-4, 1.0]), torch.tensor([0.0, 1.0]), Tolerance(1e-5, 1e-6))
+    assert m is not None and m.max_rel_error is None and m.max_abs_error == pytest.approx(3.2e-4)
+    text = m.describe()
+    assert "e+308" not in text and "every differing element expects 0, the largest |expected| is 1" in text
+    m = find_mismatch(torch.tensor([3.2e-4, 2.0]), torch.tensor([0.0, 1.0]), Tolerance(1e-5, 1e-6))
+    assert m.max_rel_error == pytest.approx(1.0)  # over the elements that expect a non-zero value
+
+
+def test_layouts_are_named_when_strides_shape_or_dtype_differ():
+    x = torch.randn(3, 4)
+    m = find_mismatch(x.t().contiguous() + 1, x.t(), Tolerance(1e-5, 1e-6))
+    assert "got float32[4, 3] strides [3, 1], expected float32[4, 3] strides [1, 4]" in m.describe()
+    m = find_mismatch(torch.zeros(2, 3), torch.zeros(3, 2), Tolerance(1e-5, 1e-6))
+    assert m.what == "shape mismatch" and "got float32[2, 3] strides [3, 1], expected float32[3, 2]" in m.describe()
+
+
+FAILED = {"id": "opinfo/mul/float32/noncontiguous", "suite": "opinfo", "status": "failed", "dtype": "float32",
+          "kind": "noncontiguous", "ops": ["aten::mul"], "level": 5, "op": "mul",
+          "message": "values differ: 4/5 elements differ, max abs error 3.2e-4, no rel error (every differing element "
+                     "expects 0)", "mismatch": {"max_abs_error": 3.2e-4, "mismatched": 4, "total": 5},
+          "info": {"op": "mul", "variant": "", "sample_index": 1,
+                   "sample": "(Tensor[5] float32 strides=(2,) offset=1, Tensor[] float32)"}}
+
+
+def test_a_failure_shows_op_dtype_and_sample_everywhere(tmp_path):
+    lines = details(FAILED)
+    assert lines == ["op mul (aten::mul), dtype float32, kind noncontiguous",
+                     "sample 1: (Tensor[5] float32 strides=(2,) offset=1, Tensor[] float32)"]
+    run = {"name": "r", "device": {"type": "sim"}, "gate": "g", "status": "complete", "totals": {"failed": 1}}
+    summary = render_markdown(run, [FAILED])
+    page = render_html(run, [FAILED])
+    rundir.write_json_atomic(tmp_path / rundir.RUN_JSON, run)
+    (tmp_path / "cases.jsonl").write_text(json.dumps(FAILED) + "\n")
+    out = io.StringIO()
+    print_scorecard(tmp_path, run, out)
+    for text in (summary, page, out.getvalue()):
+        assert all(line in text for line in lines), text
+    assert "n/a (expected 0)" in page and "e+308" not in page

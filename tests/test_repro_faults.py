@@ -1,0 +1,88 @@
+"""Every planted sim fault: the repro TorchCTS prints for its failing case fails under the fault and
+passes without it, run exactly as printed (the standalone script when the case has a builder,
+else the `torchcts run` line with its --manifest, --level and --sample).
+
+Per fault, a run of its failing case with the fault planted prints the lines; then they run with
+the fault planted, and with none. Subprocesses throughout (the sim renames PrivateUse1 for a process).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from test_sim_faults import FAULTS, GROUPS
+
+from torchcts.engine.selftest import ENV, SIM_MANIFEST
+
+REPRO_GROUPS: dict[str, dict[str, str]] = {
+    **{name: dict(g["caught"]) for name, g in GROUPS.items()},  # type: ignore[call-overload]
+    "opinfo": {"max_ignores_nan": "opinfo/max.reduction_no_dim/float32/special_values",
+               "mul_noncontig_storage_order": "opinfo/mul/float32/noncontiguous"},
+    "process": {"mul_complex128_segv": "operators/elementwise/mul/complex128",
+                "sub_int16_hang": "operators/elementwise/sub/int16"},
+}
+LINE = re.compile(r"^ {2}[A-Z]+ +(\S+): ")
+ACTION = re.compile(r"^ {11}(repro|script): (.*)$")
+
+
+def test_every_fault_has_a_repro_check():
+    assert {f for g in REPRO_GROUPS.values() for f in g} == set(FAULTS)
+
+
+def printed_lines(stdout: str) -> dict[str, dict[str, str]]:
+    """case id -> {"repro": line, "script": line} from the scorecard's first failures."""
+    out: dict[str, dict[str, str]] = {}
+    current = None
+    for line in stdout.splitlines():
+        m = LINE.match(line)
+        if m:
+            current = out.setdefault(m.group(1), {})
+            continue
+        m = ACTION.match(line)
+        if m and current is not None:
+            current[m.group(1)] = m.group(2)
+    return out
+
+
+def as_printed(line: str, cwd: Path, fault: str | None, timeout: float = 300) -> subprocess.CompletedProcess:
+    argv = shlex.split(line)
+    assert argv[0] in ("torchcts", "python"), line
+    argv = [sys.executable, "-m", "torchcts", *argv[1:]] if argv[0] == "torchcts" else [sys.executable, *argv[1:]]
+    env = {k: v for k, v in __import__("os").environ.items() if k != ENV}
+    env.update({"CI": "true", **({ENV: fault} if fault else {})})
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+FAULT_CASES = {fault: (group, case) for group, faults in REPRO_GROUPS.items() for fault, case in faults.items()}
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("fault", sorted(FAULT_CASES))
+def test_the_printed_repro_fails_under_the_fault_and_passes_without(fault, tmp_path):
+    group, case = FAULT_CASES[fault]
+    # The faulted run only prints the lines: in-process is enough, except for a crash or a hang.
+    how = ["--timeout", "10"] if group == "process" else ["--no-isolation"]
+    level = ["--level", "5"] if group == "opinfo" else []
+    r = run_cli("run", "--device", "sim", "--manifest", str(SIM_MANIFEST), *level, *how, "--case", case,
+                cwd=tmp_path, env={ENV: fault})
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    printed = printed_lines(r.stdout).get(case)
+    assert printed and "repro" in printed, (case, r.stdout[-3000:])
+    assert f"--manifest {SIM_MANIFEST}" in printed["repro"]
+    if "script" in printed:  # the case has a builder: the standalone script is the repro
+        made = as_printed(printed["script"], tmp_path, None)
+        assert made.returncode == 0, made.stdout + made.stderr
+        command = "python " + made.stdout.rsplit("run it with: python ", 1)[1].strip()
+    else:
+        command = printed["repro"]
+    broken = as_printed(command, tmp_path, fault)
+    assert broken.returncode != 0, (command, broken.stdout[-2000:], broken.stderr[-2000:])
+    clean = as_printed(command, tmp_path, None)
+    assert clean.returncode == 0, (command, clean.stdout[-2000:], clean.stderr[-2000:])

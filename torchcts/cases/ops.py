@@ -1,0 +1,134 @@
+"""The one definition of "the cases that exercise op X", for `--op`, the ledger and coverage.
+
+Why one place: `--op mul` once selected 7 cases while `--op aten::mul.Tensor` selected 30, so a
+backend wrong only for non-contiguous `mul` passed a focused run. Torch-free (collection uses it).
+
+What a case answers to (`case_refs`): every entry of `Case.ops` and, for an OpInfo case, its
+OpInfo name with its variant (`params["op"]`, `params["variant"]`), each parsed into an `OpRef`:
+
+- `aten::mul.Tensor` -> namespace aten, name `mul`, overload `Tensor`; `aten::mul` -> the whole
+  packet (every overload); only aten names are split at the first dot;
+- an OpInfo case -> namespace "", its name (`div`, `nn.functional.relu`), the variant as the
+  overload (`floor_rounding`); a hand-written plain name (`add`, `torch.save`) -> namespace "".
+
+How a pattern matches (`ref_matches`); `NS::` is optional and, when given, must equal the ref's
+namespace (plain names count as aten):
+
+- `X` (no glob): every ref named `X` (any overload or variant) and its in-place form `X_`;
+- `X.Y`: the ref `X` with overload/variant `Y`, or named `X.Y`; also a whole aten packet `X`
+  (it covers every overload), except in an OpInfo case of another variant of `X`
+  (`div.floor_rounding` must not pick `div.trunc_rounding`; write `aten::div.Tensor_mode` for the
+  aten overload, which every packet case answers to);
+- a glob (`*?[`) is matched against the name and `name.overload`, never the namespace:
+  `--op 'a*'` is the ops whose name starts with a.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+GLOB_CHARS = "*?["
+
+
+@dataclass(frozen=True)
+class OpRef:
+    namespace: str  # "aten", "compile", ... ; "" for OpInfo and plain torch names
+    name: str
+    overload: str = ""  # aten overload or OpInfo variant; "" for a whole packet / no variant
+    opinfo: bool = False
+
+    @property
+    def full(self) -> str:
+        return f"{self.name}.{self.overload}" if self.overload else self.name
+
+    def __str__(self) -> str:
+        return f"{self.namespace}::{self.full}" if self.namespace else self.full
+
+
+@functools.lru_cache(maxsize=65536)
+def parse_op(text: str) -> OpRef:
+    ns, sep, rest = text.partition("::")
+    if not sep:
+        return OpRef("", text)
+    if ns == "aten":
+        name, _, overload = rest.partition(".")
+        return OpRef(ns, name, overload)
+    return OpRef(ns, rest)
+
+
+def refs_from(ops: Iterable[str], params: Mapping[str, Any] | None = None) -> tuple[OpRef, ...]:
+    """The refs of a case given its `ops` and `params` (a Case, its JSON or a record)."""
+    op = (params or {}).get("op")
+    variant = (params or {}).get("variant") or ""
+    return _refs(tuple(str(o) for o in ops if o), op if isinstance(op, str) else "", str(variant))
+
+
+@functools.lru_cache(maxsize=65536)
+def _refs(ops: tuple[str, ...], op: str, variant: str) -> tuple[OpRef, ...]:
+    out = [parse_op(o) for o in ops]
+    if op:
+        out.append(OpRef("", op, variant, opinfo=True))
+    return tuple(dict.fromkeys(out))
+
+
+def case_refs(case: Any) -> tuple[OpRef, ...]:
+    """Refs of a `Case` or of a mapping with `ops`/`params` (Case.to_json(), a run record)."""
+    if isinstance(case, Mapping):
+        ops = list(case.get("ops") or ())
+        if case.get("op"):  # records may carry the op name itself
+            ops.append(str(case["op"]))
+        return refs_from(ops, case.get("params") or {})
+    return refs_from(case.ops, case.params)
+
+
+def case_op_names(case: Any) -> list[str]:
+    """The names a case declares, as written (coverage resolves each to aten overloads)."""
+    return [r.name if r.opinfo else str(r) for r in case_refs(case)]
+
+
+def _is_glob(text: str) -> bool:
+    return any(c in text for c in GLOB_CHARS)
+
+
+@functools.lru_cache(maxsize=65536)
+def ref_matches(pattern: str, ref: OpRef, refs: tuple[OpRef, ...] = ()) -> bool:
+    """Whether `pattern` names `ref`; `refs` (all of the case's refs) scopes the packet rule."""
+    ns, sep, body = pattern.partition("::")
+    if not sep:
+        ns, body = "", pattern
+    elif not fnmatch.fnmatchcase(ref.namespace or "aten", ns):
+        return False
+    if _is_glob(body):
+        return fnmatch.fnmatchcase(ref.name, body) or fnmatch.fnmatchcase(ref.full, body)
+    if body in (ref.name, ref.full) or (ref.name == f"{body}_" and not body.endswith("_")):
+        return True
+    head, dot, tail = body.partition(".")
+    if not dot or ref.namespace != "aten" or ref.overload or ref.name != head:
+        return False
+    # A whole aten packet covers every overload, unless this pattern names an OpInfo variant
+    # and the case is another variant of the same OpInfo op.
+    return ns == "aten" or not any(r.opinfo and r.name == head and r.overload for r in refs)
+
+
+def matches_op(pattern: str, refs: tuple[OpRef, ...]) -> bool:
+    return any(ref_matches(pattern, r, refs) for r in refs)
+
+
+def case_matches_op(case: Any, patterns: Iterable[str]) -> bool:
+    """Whether any pattern names an op the case exercises (the `--op` and ledger `op` rule)."""
+    refs = case_refs(case)
+    return any(matches_op(p, refs) for p in patterns)
+
+
+def op_vocabulary(cases: Iterable[Any]) -> list[str]:
+    """Every name `--op` accepts exactly for these cases (for "did you mean")."""
+    names: dict[str, None] = {}
+    for case in cases:
+        for r in case_refs(case):
+            names[r.name] = None
+            names[r.full] = None
+    return sorted(names)

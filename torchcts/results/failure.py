@@ -1,0 +1,52 @@
+"""What a failure shows beside its message, the same in the console, summary.md and report.html.
+
+The message says what differs (max abs/rel error, the first element, layouts that differ); these
+lines say where to start: the op, dtype and kind, and the sample that failed (shapes, strides,
+dtypes, kwargs), taken from the record's `info` as the case described it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def context_line(record: dict[str, Any]) -> str:
+    """`op mul (aten::mul.Tensor), dtype float32, kind noncontiguous`; '' when the record has none."""
+    info = record.get("info") or {}
+    op = info.get("op") or record.get("op")
+    variant = info.get("variant")
+    ops = [str(o) for o in record.get("ops") or () if str(o) != op]
+    parts = []
+    if op or ops:
+        name = f"{op}.{variant}" if op and variant else str(op or ops.pop(0))
+        parts.append(f"op {name}" + (f" ({', '.join(ops[:4])})" if ops else ""))
+    if record.get("dtype"):
+        parts.append(f"dtype {record['dtype']}")
+    if record.get("kind"):
+        parts.append(f"kind {record['kind']}")
+    return ", ".join(parts)
+
+
+def sample_line(record: dict[str, Any]) -> str:
+    """`sample 1: (Tensor[5] float32 strides=(2,) offset=1, ...)`; '' when the case named none."""
+    info = record.get("info") or {}
+    index, sample = info.get("sample_index"), info.get("sample")
+    if isinstance(sample, int) and index is None:  # a hand-written case numbers its samples
+        index, sample = sample, None
+    if index is None and sample is None:
+        return ""
+    head = f"sample {index}" if index is not None else "sample"
+    shape = f" shape {info['shape']}" if info.get("shape") is not None and sample is None else ""
+    return f"{head}: {sample}" if sample is not None else head + shape
+
+
+def details(record: dict[str, Any]) -> list[str]:
+    return [line for line in (context_line(record), sample_line(record)) if line]
+
+
+def rel_error_text(mismatch: dict[str, Any]) -> str:
+    """The relative error as a report cell: 'n/a (expected 0)' where every differing element expects 0."""
+    value = mismatch.get("max_rel_error")
+    if isinstance(value, (int, float)):
+        return f"{value:.3g}"
+    return "n/a (expected 0)" if mismatch.get("max_abs_error") is not None else ""
