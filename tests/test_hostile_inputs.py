@@ -74,7 +74,10 @@ def test_repro_script_from_a_crafted_plan_runs_no_data(workdir, cli):
     assert cli(["repro", case_id, "--run", str(run_dir), "-o", "out"]) == 0
     script = workdir / "out" / "repro.py"
     doc = ast.get_docstring(ast.parse(script.read_text()))
-    assert doc.count("\n") < 12 and "\x1b" not in doc and "pathlib.Path(" in doc  # the payload is text, inside it
+    from torchcts.results.repro import _HEADER
+
+    header_lines = _HEADER.split('"""')[1].count("\n") + HOSTILE.count("\n")  # the template's and the id's own
+    assert doc.count("\n") <= header_lines and "\x1b" not in doc and "pathlib.Path(" in doc  # payload is text, inside
     proc = subprocess.run([sys.executable, str(script)], cwd=workdir, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr  # cpu vs cpu: every sample matches
     assert_nothing_ran(workdir)
