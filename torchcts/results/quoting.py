@@ -84,15 +84,22 @@ def html_text(text: Any) -> str:
 
 
 class TerminalOut:
-    """A text stream that passes everything through the scrubber and `terminal` (for print(file=...))."""
+    """A text stream that passes everything through the scrubber and `terminal` (for print(file=...)).
 
-    def __init__(self, stream: TextIO) -> None:
+    `restore` (scrubbed -> as given) puts back the paths the user typed on this command line (its
+    `--manifest`, the run folder), so a printed repro line runs as printed; nothing else comes back."""
+
+    def __init__(self, stream: TextIO, restore: dict[str, str] | None = None) -> None:
         self.stream = stream
+        self.restore = restore or {}
 
     def write(self, text: str) -> int:
         from torchcts.results.scrub import scrub
 
-        return self.stream.write(terminal(scrub(text)))
+        text = scrub(text)
+        for scrubbed, raw in self.restore.items():
+            text = text.replace(scrubbed, raw)
+        return self.stream.write(terminal(text))
 
     def flush(self) -> None:
         self.stream.flush()

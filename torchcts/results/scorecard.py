@@ -27,12 +27,6 @@ def _counts(g: dict[str, int]) -> str:
     return " ".join(f"{s}={g[s]}" for s in ORDER if g.get(s))
 
 
-def _unscrub(text: str, live_paths: dict[str, str] | None) -> str:
-    for scrubbed, raw in (live_paths or {}).items():
-        text = text.replace(scrubbed, raw)  # inside the line's own shell quoting
-    return text
-
-
 def _section(out: TextIO, title: str, groups: dict[str, dict[str, int]]) -> None:
     if not groups:
         return
@@ -50,7 +44,7 @@ def print_scorecard(
     """`records`: the run's final records when the caller has read them already (finalize).
     `live_paths` (scrubbed -> as given) restores, on the terminal of the run itself, the paths the
     run folder keeps scrubbed, so each printed repro line runs as printed."""
-    out = TerminalOut(out)  # records come from files anyone can craft: no escape sequences reach the terminal
+    out = TerminalOut(out, restore=live_paths)  # records come from files anyone can craft: no escape sequences reach the terminal
     if records is None:
         records = rundir.final_records(run_dir)
     t = run.get("totals", {})
@@ -76,7 +70,7 @@ def print_scorecard(
             print(f"           {line[:300]}", file=out)
         for key, label in (("repro", "repro"), ("repro_script", "script")):
             if r.get(key):
-                print(f"           {label}: {_unscrub(str(r[key]), live_paths)}", file=out)
+                print(f"           {label}: {r[key]}", file=out)
     if len(fails) > first:
         print(f"  ... and {len(fails) - first} more (see summary.md / report.html)", file=out)
     slow = sorted((r for r in records if r.get("duration_s")), key=lambda r: -float(r["duration_s"]))[:slowest]
