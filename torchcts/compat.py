@@ -311,7 +311,7 @@ def setup_python_backend(name: str, module: Any) -> None:
     """Rename PrivateUse1 to `name` and register `module` as torch.<name>, with a device guard
     and hooks, so a backend whose kernels are Python works like a C++ one.
 
-    PyTorch 2.9+ does it all from Python (`_setup_privateuseone_for_python_backend`). Older builds
+    Newer PyTorch (2.12.1, 2.13.0) does it all from Python (`_setup_privateuseone_for_python_backend`); 2.7
     cannot register a guard or hooks from Python: there they are compiled from a small C++ file
     (torch.utils.cpp_extension, once per torch build, cached; needs a C++ compiler)."""
     import torch
@@ -338,7 +338,7 @@ def _load_privateuse1_guard() -> None:
     if shutil.which("c++") is None and shutil.which("g++") is None:
         raise UsageError(
             f"a Python PrivateUse1 backend on PyTorch {torch.__version__} needs a C++ compiler to build its device "
-            "guard (this PyTorch cannot register one from Python): install g++, or use PyTorch 2.9 or newer"
+            "guard (this PyTorch cannot register one from Python): install g++, or use a PyTorch with torch.utils.backend_registration._setup_privateuseone_for_python_backend"
         )
     tag = re.sub(r"\W", "_", torch.__version__)
     log = io.StringIO()  # cpp_extension prints "No CUDA runtime is found" on CUDA wheels without a GPU
@@ -352,7 +352,7 @@ def _load_privateuse1_guard() -> None:
         raise UsageError(
             f"building the PrivateUse1 device guard for PyTorch {torch.__version__} failed "
             f"({type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}): "
-            "check the C++ compiler and ninja, or use PyTorch 2.9 or newer"
+            "check the C++ compiler and ninja, or use a newer PyTorch"
         ) from None
 
 
