@@ -179,3 +179,15 @@ def test_a_run_records_the_fallbacks_it_used(tmp_path):
     assert run["compat_fallbacks"]["exception.missing_kernel_runtime_error"] == \
         compat.FALLBACKS["exception.missing_kernel_runtime_error"]
     assert "exception.missing_kernel_runtime_error" in (run_dir / "summary.md").read_text()
+
+
+def test_guard_build_folder_is_keyed_by_source_and_torch(monkeypatch, tmp_path):
+    """One build per (source text, torch build), whatever checkout asks: the source is copied into
+    the folder, so ninja sees the same path and command and rebuilds nothing the second time."""
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    name, source = compat._privateuse1_guard_build()
+    assert source.parent == tmp_path / name and source.read_bytes() == compat.PRIVATEUSE1_GUARD_SOURCE.read_bytes()
+    stamp = source.stat().st_mtime_ns
+    assert compat._privateuse1_guard_build() == (name, source) and source.stat().st_mtime_ns == stamp
+    monkeypatch.setattr(compat, "torch_version_file", lambda: "__version__ = '2.7.0'\n")
+    assert compat._privateuse1_guard_build()[0] != name  # another torch build, another folder

@@ -311,7 +311,7 @@ def setup_python_backend(name: str, module: Any) -> None:
     """Rename PrivateUse1 to `name` and register `module` as torch.<name>, with a device guard
     and hooks, so a backend whose kernels are Python works like a C++ one.
 
-    PyTorch 2.9+ does it all from Python (`_setup_privateuseone_for_python_backend`). Older builds
+    Newer PyTorch (2.12.1, 2.13.0) does it all from Python (`_setup_privateuseone_for_python_backend`); 2.7
     cannot register a guard or hooks from Python: there they are compiled from a small C++ file
     (torch.utils.cpp_extension, once per torch build, cached; needs a C++ compiler)."""
     import torch
@@ -338,22 +338,46 @@ def _load_privateuse1_guard() -> None:
     if shutil.which("c++") is None and shutil.which("g++") is None:
         raise UsageError(
             f"a Python PrivateUse1 backend on PyTorch {torch.__version__} needs a C++ compiler to build its device "
-            "guard (this PyTorch cannot register one from Python): install g++, or use PyTorch 2.9 or newer"
+            "guard (this PyTorch cannot register one from Python): install g++, or use a PyTorch with torch.utils.backend_registration._setup_privateuseone_for_python_backend"
         )
-    tag = re.sub(r"\W", "_", torch.__version__)
     log = io.StringIO()  # cpp_extension prints "No CUDA runtime is found" on CUDA wheels without a GPU
     try:
+        name, source = _privateuse1_guard_build()
         with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
             from torch.utils.cpp_extension import load
 
-            load(name=f"torchcts_privateuse1_guard_{tag}", sources=[str(PRIVATEUSE1_GUARD_SOURCE)],
+            load(name=name, sources=[str(source)], build_directory=str(source.parent),
                  is_python_module=False, verbose=False)
     except Exception as exc:  # noqa: BLE001 - any build failure is the same missing prerequisite
         raise UsageError(
             f"building the PrivateUse1 device guard for PyTorch {torch.__version__} failed "
             f"({type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}): "
-            "check the C++ compiler and ninja, or use PyTorch 2.9 or newer"
+            "check the C++ compiler and ninja, or use a newer PyTorch"
         ) from None
+
+
+def _privateuse1_guard_build() -> tuple[str, Path]:
+    """(extension name, source copy) in a build folder keyed by torch build and source text.
+
+    Every checkout and process with the same source and torch then builds once and reuses the
+    library: ninja rebuilds when a source path changes, so the source is copied there first."""
+    import hashlib
+    import os
+    import tempfile
+
+    text = PRIVATEUSE1_GUARD_SOURCE.read_bytes()
+    key = hashlib.sha256(text + torch_version_file().encode()).hexdigest()[:12]
+    name = f"torchcts_privateuse1_guard_{key}"
+    root = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "torch_extensions")
+    folder = Path(root) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    source = folder / "privateuse1_guard.cpp"
+    if not source.exists() or source.read_bytes() != text:
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text)
+        os.replace(tmp, source)  # atomic: a concurrent builder never reads half a file
+    return name, source
 
 
 # --- which fallbacks a process used ---------------------------------------------------------------
