@@ -81,8 +81,21 @@ def composite() -> dict[Any, Callable[..., Any]]:
         packet, _, overload = name[len("aten::"):].partition(".")
         op = getattr(getattr(torch.ops.aten, packet), overload or "default", None)
         if op is not None:
-            found[op] = (lambda o: lambda *a, **k: o.redispatch(keys, *a, **k))(op)
+            found[op] = _redispatch(op, keys)
     return found
+
+
+def _redispatch(op: torch._ops.OpOverload, keys: torch._C.DispatchKeySet) -> Callable[..., Any]:
+    tensor_args = [i for i, a in enumerate(op._schema.arguments) if str(a.type) == "Tensor"]
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        # A Python number for a Tensor argument is a wrapped number that only the op's own argument
+        # parser can make (its type promotion differs from a 0-dim tensor's): those calls decline.
+        if any(i < len(args) and isinstance(args[i], (bool, int, float, complex)) for i in tensor_args):
+            return NotImplemented
+        return op.redispatch(keys, *args, **kwargs)
+
+    return run
 
 
 MODES: dict[str, Callable[[], dict[Any, Callable[..., Any]]]] = {"table": table, "composite": composite}
