@@ -1,4 +1,4 @@
-"""Exit codes and the error types that map onto them (SPEC §7)."""
+"""Exit codes and the error types that map onto them (SPEC §7): these five are the only ones."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ EXIT_OK = 0
 EXIT_FAILURES = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+# SIGINT (Ctrl-C): no verdict. 128 + SIGINT, what a shell reports for a process the signal ended, so
+# CI shows a cancelled job; finished records are kept and run.json says "interrupted".
+EXIT_INTERRUPTED = 130
 
 
 class UsageError(Exception):

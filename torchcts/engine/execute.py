@@ -13,7 +13,7 @@ import torchcts
 from torchcts.compat import build_info
 from torchcts.engine.plan import write_plan
 from torchcts.engine.setup import RunSetup
-from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
+from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from torchcts.results import rundir
 from torchcts.results.records import skip_record
 
@@ -61,6 +61,9 @@ def pytest_argv(run_dir: Path, results_root: Path, user_args: list[str], work_di
         f"--rootdir={COLLECT_DIR}",
         "-c", str(COLLECT_DIR / "pytest.ini"),
         "-o", f"cache_dir={results_root.resolve() / '.pytest_cache'}",
+        # Cases are items, not test modules: nothing to rewrite, and the plugins a run loads were
+        # imported before pytest.main (a PytestAssertRewriteWarning on every run otherwise).
+        "--assert=plain",
         *user_args,
     ]
 
@@ -126,8 +129,8 @@ def execute(
     except (OSError, ValueError, KeyError):  # an unreadable old run never spoils this one
         since = None
     print_scorecard(run_dir, run, sys.stdout, regressions=since)
-    if interrupted:
-        return 130
+    if interrupted:  # SIGINT only (engine/plugin.py: Recorder.pytest_sessionfinish)
+        return EXIT_INTERRUPTED
     if code == pytest.ExitCode.USAGE_ERROR:
         return EXIT_USAGE
     if code == pytest.ExitCode.INTERNAL_ERROR:
