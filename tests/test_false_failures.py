@@ -101,8 +101,9 @@ def test_pytorch_own_normalisation_decompositions_pass(tmp_path, mode):
     selection = [a for op in NORMS for dt in ("float16", "bfloat16", "float32") for kind in ("forward", "backward")
                  for a in ("--case", f"opinfo/{op}/{dt}/{kind}")]
     got = _decomp_run(tmp_path, mode, *selection, "--max-samples", "4")
-    assert len(got) == len(NORMS) * 6 and set(got.values()) <= {"passed", "xfailed"}, got
-    assert sum(v == "passed" for v in got.values()) >= len(got) - 2
+    # xpassed: the ledger's native_layer_norm entry is about an empty-input sample past --max-samples 4
+    assert len(got) == len(NORMS) * 6 and set(got.values()) <= {"passed", "xpassed"}, got
+    assert all(v == "passed" for k, v in got.items() if not k.startswith("opinfo/native_layer_norm/"))
 
 
 def test_decomposition_mode_really_decomposes():
