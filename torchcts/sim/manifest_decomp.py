@@ -10,6 +10,49 @@ manifest = {
     "backend_import": "torchcts.sim.decomp",
     "expectations": [
         *_sim["expectations"],
+        # TORCHCTS_SIM_DECOMP=table (torch._decomp), measured in docs/sim.md:
+        {"match": {"case": [f"opinfo/{op}/{dt}/special_values" for op in (
+            "addr", "cross", "linalg.cross", "cumsum", "cumprod", "masked.cumprod", "sigmoid", "var_mean")
+            for dt in ("complex64", "complex128")]}, "status": "xfail", "signature": "mismatch",
+         "reason": "the decompositions compute complex products and sums from real and imaginary parts: with an "
+                   "infinite component they give NaN where CPU's complex kernels give +-inf (C99 Annex G)"},
+        {"match": {"case": [f"opinfo/{op}/float32/errors" for op in (
+            "index_select", "index_add", "take", "nn.functional.embedding", "nn.functional.adaptive_max_pool2d",
+            "nn.functional.adaptive_max_pool3d", "narrow_copy")]}, "status": "xfail", "signature": "mismatch",
+         "reason": "the decompositions check fewer arguments than CPU's kernels (index bounds, output sizes): no "
+                   "exception, or another type, where CPU raises"},
+        {"match": {"case": [f"opinfo/logit/{dt}/*" for dt in ("float16", "bfloat16")]}, "status": "xfail",
+         "signature": "mismatch",
+         "reason": "torch._decomp's logit computes log(x / (1 - x)) in the input dtype (no float32 opmath, unlike "
+                   "CPU's kernel): a few ulps off near x = 0.5, 2e-3 absolute in float16"},
+        {"match": {"case": [f"opinfo/{op}/{dt}/{kind}" for op in ("nn.functional.grid_sample", "grid_sampler_2d")
+                            for dt in ("float16", "bfloat16") for kind in ("forward", "noncontiguous")]},
+         "status": "xfail", "signature": "mismatch",
+         "reason": "the grid_sampler_2d decomposition computes coordinates and interpolation weights in the input "
+                   "dtype (CPU's kernel in float32): 0.03 absolute in float16, 0.14 in bfloat16"},
+        {"match": {"case": [f"opinfo/{op}/{dt}/special_values" for op in (
+            "nn.functional.grid_sample", "grid_sampler_2d", "nn.functional.interpolate.linear",
+            "nn.functional.interpolate.bilinear", "nn.functional.upsample_bilinear", "nn.functional.max_pool2d",
+            "nn.functional.max_pool3d", "max_pool2d_with_indices_backward", "nn.functional.multi_margin_loss",
+            "nn.functional.multilabel_margin_loss") for dt in ("float16", "bfloat16", "float32", "float64")]},
+         "status": "xfail", "signature": "mismatch",
+         "reason": "NaN and inf inputs take other paths in the decompositions: NaN grid coordinates are zero-padded, "
+                   "a zero interpolation weight times inf gives NaN, a NaN in a pooling window is not the max "
+                   "(another index), margin losses give NaN where CPU gives inf or a finite value"},
+        {"match": {"case": [f"opinfo/{op}/uint8/{kind}" for op in (
+            "nn.functional.interpolate.bilinear", "nn.functional.interpolate.bicubic", "nn.functional.upsample_bilinear")
+            for kind in ("forward", "noncontiguous")]}, "status": "xfail", "signature": "mismatch",
+         "reason": "the decompositions interpolate uint8 images in float32 and round, CPU's uint8 kernels in fixed "
+                   "point: results differ by 1 in some pixels"},
+        {"match": {"case": [f"opinfo/nn.functional.soft_margin_loss/float16/{k}" for k in ("forward", "backward",
+                                                                                         "noncontiguous")]},
+         "status": "xfail", "signature": "mismatch",
+         "reason": "CPU's float16 soft_margin_loss overflows exp(-y x) to inf (and its gradient to NaN); the "
+                   "decomposition computes in float32 and returns the finite value"},
+        {"match": "opinfo/diagonal_scatter/*/backward", "status": "known_crash",
+         "reason": "the backward of the diagonal_scatter decomposition raises inside the autograd engine, which ends "
+                   "a Python backend's process (the sim's known limitation, docs/sim.md); a C++ backend would get "
+                   "the exception"},
         # TORCHCTS_SIM_DECOMP=composite:
         {"match": {"case": [f"opinfo/native_layer_norm/{dt}/{kind}" for dt in ("float16", "bfloat16")
                             for kind in ("forward", "special_values")]},
