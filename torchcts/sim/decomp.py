@@ -23,8 +23,8 @@ ops (a decomposition draws differently; their cases use property oracles either 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ def decomposable(op: Any) -> bool:
     if not isinstance(op, torch._ops.OpOverload) or op in kernels.KERNELS:
         return False
     name = op._overloadpacket.__name__
-    return name not in _KEEP and not tensor._takes_generator(op) and not torch.Tag.nondeterministic_seeded in op.tags
+    return name not in _KEEP and not tensor._takes_generator(op) and torch.Tag.nondeterministic_seeded not in op.tags
 
 
 def table() -> dict[Any, Callable[..., Any]]:
