@@ -146,3 +146,21 @@ def test_conditioned_tolerance_still_catches_a_wrong_normalisation():
     assert find_mismatch(composite, expected, tol) is None
     assert find_mismatch(expected * 1.05, expected, tol) is not None
     assert find_mismatch(expected + 0.1, expected, tol) is not None
+
+
+TEMPLATES = ("smoke", "minimal", "inference", "training", "complete")
+
+
+@pytest.mark.parametrize("index", range(len(TEMPLATES)), ids=TEMPLATES)
+def test_every_template_at_level_8_on_cpu_has_no_failure(tmp_path, index):
+    """A bounded slice of `init --template X && run --device cpu --level 8` (the full runs are in
+    docs/sim.md): float32, one sample per OpInfo case, shard index+1 of 16 (a different slice per
+    template), so the hand-written suites and OpInfo are both in it."""
+    template = TEMPLATES[index]
+    assert run_cli("init", "--template", template, cwd=tmp_path).returncode == 0
+    r = run_cli("run", "--device", "cpu", "--level", "8", "--dtype", "float32", "--max-samples", "1",
+                "--shard", f"{index + 1}/16", "--", "-n", "0", "-q", cwd=tmp_path, timeout=600)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    got = _statuses(tmp_path)
+    assert sum(v == "passed" for v in got.values()) >= 5, got
+    assert not {k: v for k, v in got.items() if v in ("failed", "error", "crashed", "timeout", "xpassed")}
