@@ -1,4 +1,5 @@
-"""Exit codes and the error types that map onto them (SPEC §7): these five are the only ones."""
+"""Exit codes and the error types that map onto them: 0 pass, 1 backend failure, 2 usage, 3 internal, 130
+interrupted by SIGINT; no others (README.md)."""
 
 from __future__ import annotations
 
