@@ -1,4 +1,5 @@
-"""Exit codes and the error types that map onto them: 0 pass, 1 backend failure, 2 usage, 3 internal (README.md)."""
+"""Exit codes and the error types that map onto them: 0 pass, 1 backend failure, 2 usage, 3 internal, 130
+interrupted by SIGINT; no others (README.md)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ EXIT_OK = 0
 EXIT_FAILURES = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+# SIGINT (Ctrl-C): no verdict. 128 + SIGINT, what a shell reports for a process the signal ended, so
+# CI shows a cancelled job; finished records are kept and run.json says "interrupted".
+EXIT_INTERRUPTED = 130
 
 
 class UsageError(Exception):

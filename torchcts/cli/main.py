@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from torchcts import __version__
-from torchcts.errors import EXIT_INTERNAL, EXIT_USAGE, ManifestError, UsageError
+from torchcts.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, ManifestError, UsageError
 
 # Command name -> module. Each module defines HELP, configure(parser) and main(args) -> int.
 COMMANDS: dict[str, str] = {
@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         print("torchcts: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - an internal error of TorchCTS itself
         return _internal(exc)
 

@@ -14,7 +14,7 @@ from typing import Any
 import torchcts
 from torchcts.compat import build_info, describe_fallbacks, fallbacks_used
 from torchcts.engine.setup import RunSetup
-from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
+from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from torchcts.results import rundir
 from torchcts.results.finalize import finalize
 from torchcts.results.plan import write_plan
@@ -70,6 +70,9 @@ def pytest_argv(run_dir: Path, results_root: Path, user_args: list[str], work_di
         f"--rootdir={COLLECT_DIR}",
         "-c", str(COLLECT_DIR / "pytest.ini"),
         "-o", f"cache_dir={results_root.resolve() / '.pytest_cache'}",
+        # Cases are items, not test modules: nothing to rewrite, and the plugins a run loads were
+        # imported before pytest.main (a PytestAssertRewriteWarning on every run otherwise).
+        "--assert=plain",
         *user_args,
     ]
 
@@ -147,8 +150,8 @@ def execute(
 
     live = {scrub(p): p for p in (setup.manifest_arg, str(run_dir)) if p and scrub(p) != p}
     print_scorecard(run_dir, run, sys.stdout, regressions=since, records=records, live_paths=live)
-    if interrupted:
-        return 130
+    if interrupted:  # SIGINT or SIGTERM (engine/plugin.py: Recorder.pytest_sessionfinish)
+        return EXIT_INTERRUPTED
     if code == pytest.ExitCode.USAGE_ERROR:
         return EXIT_USAGE
     if code == pytest.ExitCode.INTERNAL_ERROR:

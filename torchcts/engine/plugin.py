@@ -35,6 +35,7 @@ class RunState:
         self.run_dir = run_dir
         self.spec = read_run(run_dir)
         self._ctx_parts: tuple[Any, Any] | None = None
+        self._ledger: tuple[Any, Any, Any] | None = None
         self.setup_fallbacks: set[str] = set()
         # `--manifest` as the user gave it (run.json has it scrubbed): repro lines run as printed
         self.manifest_arg: str | None = self.spec.get("manifest_arg")
@@ -45,6 +46,24 @@ class RunState:
     @property
     def device_name(self) -> str:
         return self.spec["device"]["type"]
+
+    @property
+    def strict(self) -> bool:
+        return bool(self.spec.get("strict_expectations"))
+
+    def ledger_status(self, record: dict[str, Any], case: Case) -> dict[str, Any]:
+        """The record as the ledger judges it (the controller's Recorder does the same, authoritatively):
+        a worker needs it so that an expected failure does not count towards its own `-x`."""
+        from torchcts.results.ledger import apply, compile_entries, run_date, run_device, run_entries
+
+        if self._ledger is None:
+            entries = run_entries(self.spec)
+            self._ledger = (entries, compile_entries(entries), run_date(self.spec))
+        entries, matcher, today = self._ledger
+        if not entries:
+            return record
+        op = case.params.get("op")
+        return apply({**record, **({"op": str(op)} if op else {})}, entries, today, matcher, run_device(self.spec))
 
     def context_parts(self) -> tuple[Any, Any]:
         """(torch.device, Manifest), built once per worker after importing the backend."""
@@ -71,10 +90,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--torchcts-manifest-arg", default=None, help="the run's --manifest as given (repro lines)")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     run_dir = config.getoption("--torchcts-run-dir")
     if not run_dir:
         return
+    _report_from_rootdir(config)
     state = RunState(Path(run_dir))
     state.manifest_arg = config.getoption("--torchcts-manifest-arg")
     config.stash[_STATE] = state
@@ -87,6 +108,37 @@ def pytest_configure(config: pytest.Config) -> None:
     else:  # controller, or the only process with -n 0
         recorder = Recorder(state, Path(work_dir) if work_dir else None, config.getoption("--torchcts-attempt"))
         config.pluginmanager.register(recorder, "torchcts-recorder")
+
+
+def _report_from_rootdir(config: pytest.Config) -> None:
+    """Node ids print as `torchcts::<case id>` wherever `torchcts run` was started: pytest writes them
+    relative to its invocation folder, which shows TorchCTS's own install path (`../../lib/...`).
+    Only this run's config and terminal reporter change; the invocation folder stays the user's."""
+    config.cwd_relative_nodeid = lambda nodeid: nodeid  # type: ignore[method-assign]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if _state(session.config) is not None and reporter is not None and hasattr(reporter, "startpath"):
+        reporter.startpath = session.config.rootpath  # the progress line's file name: `torchcts`
+
+
+# Header lines naming TorchCTS's internal folders (rootdir is the collect folder; the cache lives in
+# the results folder, which the scorecard names): every run would print them.
+_INTERNAL_HEADER = ("rootdir:", "configfile:", "cachedir:")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_report_header(config: pytest.Config):  # noqa: ANN201
+    outcome = yield
+    if _state(config) is None:
+        return
+    kept = []
+    for lines in outcome.get_result():
+        lines = [lines] if isinstance(lines, str) else list(lines or [])
+        kept.append([line for line in lines if not line.startswith(_INTERNAL_HEADER)])
+    outcome.force_result(kept)
 
 
 def _state(config: pytest.Config) -> RunState | None:
@@ -195,6 +247,29 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
         record.setdefault("status", "error" if report.failed else "passed")
         record.setdefault("duration_s", round(call.duration, 6))
         report.user_properties.append((RECORD_KEY, json.dumps(record, default=str)))
+        state = _state(item.config)
+        if state is not None:
+            align_report(report, state.ledger_status(record, item.case), state.strict)
+
+
+def align_report(report: pytest.TestReport, record: dict[str, Any], strict: bool) -> None:
+    """pytest's outcome agrees with the record's status after the ledger: an expected failure is
+    pytest's xfailed (not in "N failed", not in FAILURES, not counted by -x/--maxfail), an expected
+    failure that passed is XPASS (a failure under --strict-expectations, as pytest's strict xfail)."""
+    status = record.get("status")
+    note = record.get("expectation") or {}
+    reason = f"expectations[{note.get('entry')}]: {note.get('reason') or ''}".strip()
+    if status == "xfailed":
+        report.outcome = "skipped"
+        report.wasxfail = reason  # type: ignore[attr-defined]
+    elif status == "xpassed" and strict:
+        report.outcome = "failed"
+        report.longrepr = f"[XPASS(strict)] {reason}: passed, remove the entry from the ledger"
+        if hasattr(report, "wasxfail"):
+            del report.wasxfail
+    elif status == "xpassed":
+        report.outcome = "passed"
+        report.wasxfail = reason  # type: ignore[attr-defined]
 
 
 def _is_timeout(call: pytest.CallInfo[None]) -> bool:
@@ -222,6 +297,8 @@ class Recorder:
         self._plan: dict[str, Case] | None = None
         self.tr: Any = None  # pytest's terminal reporter, for the progress line
         self._done = self._failed = 0
+        self._counted = 0  # reports pytest counts as failed (what -x / --maxfail stop on)
+        self._interrupt: BaseException | None = None
         self._recorded: set[str] = set()
         self._rescheduled: set[str] = set()
         self._t0 = self._last = time.monotonic()
@@ -246,18 +323,42 @@ class Recorder:
         record = {**base_record(case), **details}
         report.user_properties.append((RECORD_KEY, json.dumps(record, default=str)))
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport):  # noqa: ANN201
+        """Record first, then let pytest (terminal, -x counting, xdist) see the report as the ledger
+        judged it (a wrapper runs before every plain implementation)."""
         record = record_from_report(report)
-        if record is None:
+        if record is not None:
+            if record["status"] not in ("passed", "not_applicable"):
+                record["repro"] = self.state.repro(record)
+                if (record.get("info") or {}).get("repro"):  # the case's own line: the same, with the manifest
+                    record["info"]["repro"] = record["repro"]
+            record = self.annotate(record)
+            self.writer.append(record)
+            self._recorded.add(record["id"])
+            self._progress(record["status"])
+            align_report(report, record, self.state.strict)
+            self._counted += report.failed
+        yield
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self._interrupt = excinfo.value
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """pytest's exit status, made exact: INTERRUPTED means SIGINT only. xdist ends a `-x` run
+        by raising its Interrupted; that is a stop after a failure (TESTS_FAILED), and any other
+        pytest interruption (collection errors) is ours (INTERNAL_ERROR)."""
+        self.writer.close()
+        if exitstatus != pytest.ExitCode.INTERRUPTED or self._interrupt is None:
             return
-        if record["status"] not in ("passed", "not_applicable"):
-            record["repro"] = self.state.repro(record)
-            if (record.get("info") or {}).get("repro"):  # the case's own line: the same, with the manifest
-                record["info"]["repro"] = record["repro"]
-        record = self.annotate(record)
-        self.writer.append(record)
-        self._recorded.add(record["id"])
-        self._progress(record["status"])
+        maxfail = session.config.getvalue("maxfail")
+        if type(self._interrupt) is KeyboardInterrupt or "keyboard-interrupt" in str(self._interrupt):
+            return  # SIGINT (Ctrl-C), in the controller or a worker
+        if maxfail and self._counted >= maxfail:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        else:
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
     PROGRESS_EVERY_S = 15.0
 
@@ -276,5 +377,3 @@ class Recorder:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.tr = session.config.pluginmanager.get_plugin("terminalreporter")
 
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        self.writer.close()

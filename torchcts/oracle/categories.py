@@ -28,6 +28,15 @@ CONV_ATEN = frozenset({
 })
 FAMILY_NAMESPACES = ("linalg", "fft", "special")
 
+
+# OpInfo names of the normalisation ops, whose tolerance also follows the sample's conditioning
+# (oracle/conditioning.py: GROUPINGS says how each groups its input; a unit test keeps them equal).
+NORMALIZATION_OPS = frozenset({
+    "nn.functional.layer_norm", "native_layer_norm", "nn.functional.group_norm", "native_group_norm",
+    "nn.functional.batch_norm", "native_batch_norm", "_native_batch_norm_legit", "_batch_norm_with_update",
+    "nn.functional.instance_norm",
+})
+
 # Ops whose values depend on the random generator. Kept as one list because OpInfo has no flag for
 # it; tests/test_opinfo_categories.py checks it covers every op wrapped in `wrapper_set_seed`.
 RANDOM_OPS = frozenset({
@@ -69,6 +78,8 @@ def tolerance_category(op: Any) -> str:
         return "matmul"
     if aten in CONV_ATEN:
         return "conv"
+    if op.name in NORMALIZATION_OPS:
+        return "normalization"
     gen = _generator_module(op)
     if gen in ("linalg", "special", "fft"):
         return gen

@@ -42,6 +42,9 @@ _BASE: dict[str, tuple[float, float]] = {
 CATEGORIES: dict[str, float] = {
     "elementwise": 1.0,
     "reduction": 10.0,
+    # layer/group/batch/instance norm: the reduction's room, and an absolute floor that follows the
+    # sample's conditioning (oracle/conditioning.py: conditioned_atol).
+    "normalization": 10.0,
     "matmul": 50.0,
     "conv": 50.0,
     "linalg": 100.0,

@@ -2,7 +2,7 @@
 
 Random ops have no CPU oracle (streams differ by design); they are checked by properties:
 - reproducibility: torch.manual_seed and a torch.Generator(device=...) reseeded give identical
-  draws; get_state/set_state replays; consecutive draws differ; other seeds give other draws;
+  draws (generator objects only in `generator/*`: the other cases draw from the default generator); get_state/set_state replays; consecutive draws differ; other seeds give other draws;
 - ranges: rand in [0, 1), randint in [low, high), uniform_ in [from, to], bernoulli in {0, 1}
   (p = 0 and p = 1 exact), multinomial never draws a zero-probability category and without
   replacement never repeats, randperm is a permutation;
@@ -135,8 +135,17 @@ def _uniform_moments(x: torch.Tensor, dtype: torch.dtype, lo: float, hi: float) 
 
 
 def _distribution(ctx: CaseContext, dtype: torch.dtype, fn: str) -> None:
-    g = torch.Generator(device=ctx.device)
-    g.manual_seed(2024 + ctx.seed)
+    """Draws from the device's default generator, seeded by torch.manual_seed: a backend without
+    device generator objects still has its distributions tested (`generator/*` tests the objects)."""
+    torch.manual_seed(2024 + ctx.seed)
+    try:
+        _check_distribution(ctx, dtype, fn)
+    finally:
+        torch.manual_seed(ctx.seed)
+
+
+def _check_distribution(ctx: CaseContext, dtype: torch.dtype, fn: str) -> None:
+    g = None  # the default generator
     x = _draw(ctx, fn, dtype, g, N)
     want = torch.int64 if fn == "multinomial" else dtype  # multinomial returns indices
     expect(x.dtype == want, f"{fn} returned the wrong dtype", got=str(x.dtype), expected=str(want))
@@ -168,7 +177,7 @@ def _distribution(ctx: CaseContext, dtype: torch.dtype, fn: str) -> None:
         _randperm(ctx, dtype, g)
 
 
-def _multinomial(ctx: CaseContext, dtype: torch.dtype, x: torch.Tensor, g: torch.Generator) -> None:
+def _multinomial(ctx: CaseContext, dtype: torch.dtype, x: torch.Tensor, g: torch.Generator | None) -> None:
     counts = torch.bincount(x, minlength=len(PROBS))
     expect(int(counts[-1]) == 0, "multinomial drew a zero-probability category", counts=counts.tolist())
     _stat(chi_square_check(counts[:-1], torch.tensor(PROBS[:-1]), ALPHA), "distribution")
@@ -178,7 +187,7 @@ def _multinomial(ctx: CaseContext, dtype: torch.dtype, x: torch.Tensor, g: torch
            "multinomial without replacement repeated an index or drew a zero-probability one", first=rows[0].tolist())
 
 
-def _randperm(ctx: CaseContext, dtype: torch.dtype, g: torch.Generator) -> None:
+def _randperm(ctx: CaseContext, dtype: torch.dtype, g: torch.Generator | None) -> None:
     for n in (0, 1, 2, 17, 1000, 30_000):
         p = torch.randperm(n, dtype=dtype, device=ctx.device, generator=g).cpu()
         expect(p.dtype == dtype and p.numel() == n, "randperm has the wrong dtype or length", n=n)

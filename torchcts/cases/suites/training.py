@@ -142,6 +142,9 @@ def dataloader(ctx: CaseContext, dtype: torch.dtype) -> None:
 @SUITE.case("data/pin_memory", level=4, dtypes=F32, requires=(*TRAINING, "pinned_memory"))
 def dataloader_pinned(ctx: CaseContext, dtype: torch.dtype) -> None:
     """Batches of a pin_memory DataLoader are pinned; non_blocking copies train like the CPU."""
+    if ctx.device_type == "cpu":  # a claim CPU cannot have: there is no transfer to a device to speed up
+        ctx.not_applicable("pinned memory is host memory locked for copies to an accelerator; the device "
+                           "under test is the host itself (PyTorch pins nothing without an accelerator)")
     data = _loader_batches(ctx, pin=True)
     for i, (x, y) in enumerate(data):
         expect(compat.is_pinned(x, ctx.device_type) and compat.is_pinned(y, ctx.device_type),

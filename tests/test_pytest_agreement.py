@@ -1,0 +1,111 @@
+"""pytest's own output agrees with TorchCTS (issue 22, item 4): an expected failure is pytest's xfailed,
+`-x` stops at the first failure that counts, the exit codes are the documented ones (SIGINT: 130),
+and no internal path or assertion-rewrite warning is printed on every run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import latest_run, records, run_cli
+
+TESTS = Path(__file__).resolve().parent
+PLANTED_ENV = {
+    "TORCHCTS_EXTRA_SUITES": "planted=helpers.planted",
+    "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS), os.environ.get("PYTHONPATH", "")]),
+}
+MANIFEST = '''
+import torch
+manifest = {
+    "manifest_version": 1, "device_name": "cpu",
+    "supported_dtypes": {torch.float32: True},
+    "capabilities": {"inference": True, "training": False, "rng": False, "device_api": False, "multi_device": False},
+    "expectations": [
+        {"match": "planted/e_raises/*", "status": "xfail", "reason": "kernel missing, BUG-7",
+         "signature": "RuntimeError: planted backend error*"},
+        {"match": "planted/f_slow_pass/*", "status": "xfail", "reason": "was broken"},
+    ],
+}
+'''
+# In plan order: a_ok passes, e_raises fails as the ledger expects, f_slow_pass passes although
+# expected to fail (xpassed), h_wrong_value fails for real, i_ok/* pass.
+SELECTION = ("--case", "planted/a_ok/*", "--case", "planted/e_raises/*", "--case", "planted/f_slow_pass/*",
+             "--case", "planted/h_wrong_value/*", "--case", "planted/i_ok/*")
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    (tmp_path / "manifest.py").write_text(MANIFEST)
+    return run_cli("run", "--device", "cpu", *SELECTION, *args, cwd=tmp_path, env=PLANTED_ENV, timeout=300)
+
+
+def _check_plain_output(out: str) -> None:
+    assert "rootdir:" not in out and "configfile:" not in out
+    assert "PytestAssertRewriteWarning" not in out
+    assert str(Path(__file__).parents[1] / "torchcts") not in out  # no internal install path in node ids
+
+
+@pytest.mark.parametrize("workers", ["0", "1"])
+def test_expected_failure_is_xfailed_and_x_stops_at_the_first_real_failure(tmp_path, workers):
+    r = _run(tmp_path, "--", "-x", "-n", workers, "-p", "no:benchmark")
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out[-3000:]
+    _check_plain_output(out)
+    assert "1 failed, 1 passed, 1 xfailed, 1 xpassed" in out, out[-2000:]
+    assert "FAILED torchcts::planted/h_wrong_value/float32" in out
+    assert "planted/e_raises/float32 ____" not in out  # not in the FAILURES section
+    assert "FAILED torchcts::planted/e_raises" not in out
+    statuses = {rec["id"]: rec["status"] for rec in records(latest_run(tmp_path))}
+    assert statuses == {"planted/a_ok/float32": "passed", "planted/e_raises/float32": "xfailed",
+                        "planted/f_slow_pass/float32": "xpassed", "planted/h_wrong_value/float32": "failed"}
+    run = json.loads((latest_run(tmp_path) / "run.json").read_text())
+    assert run["status"] == "complete"  # -x stopped it on purpose: not "interrupted", not exit 130
+
+
+def test_expected_failures_alone_exit_0_and_strict_xpass_fails_in_pytest_too(tmp_path):
+    (tmp_path / "manifest.py").write_text(MANIFEST)
+    base = ("run", "--device", "cpu", "--case", "planted/e_raises/*", "--case", "planted/f_slow_pass/*")
+    r = run_cli(*base, "--", "-n", "0", "-p", "no:benchmark", cwd=tmp_path, env=PLANTED_ENV, timeout=300)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    assert "1 xfailed, 1 xpassed" in r.stdout and not re.search(r"\d+ failed|^FAILED ", r.stdout, re.M)
+    r = run_cli(*base, "--strict-expectations", "--", "-n", "0", "-p", "no:benchmark",
+                cwd=tmp_path, env=PLANTED_ENV, timeout=300)
+    assert r.returncode == 1
+    assert "1 failed, 1 xfailed" in r.stdout and "[XPASS(strict)] expectations[1]" in r.stdout
+
+
+def test_sigint_exits_130_and_keeps_the_finished_records(tmp_path):
+    """Ctrl-C (SIGINT to the process group) during a hanging case: exit 130, run.json `interrupted`,
+    the records finished before it kept; not 0 (a false clean) and not 1/2/3 (no verdict)."""
+    env = {**os.environ, "CI": "true", **PLANTED_ENV, "PLANTED_HANG_LAST": "1"}
+    args = [sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--timeout", "120",
+            "--case", "planted/a_ok/*", "--case", "planted/z_hang/*", "--", "-p", "no:benchmark", "-n", "1"]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            latest = tmp_path / "results" / "latest"
+            cases = latest_run(tmp_path) / "cases.jsonl" if latest.is_file() else None
+            if cases is not None and cases.is_file() and cases.read_text().strip():
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the run never recorded its passing case")
+        time.sleep(1.0)  # z_hang is running now
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, out[-3000:]
+    run = json.loads((latest_run(tmp_path) / "run.json").read_text())
+    assert run["status"] == "interrupted"
+    assert {r["id"]: r["status"] for r in records(latest_run(tmp_path))}["planted/a_ok/float32"] == "passed"
