@@ -33,6 +33,8 @@ SUITES: dict[str, Suite] = {
         Suite("device_api", "torchcts.cases.suites.device_api", "torch.<device> module, guards, streams, events, accelerator"),
         Suite("memory", "torchcts.cases.suites.memory", "allocator stats, empty_cache, stale data, recoverable OOM"),
         Suite("compiler", "torchcts.cases.suites.compiler", "torch.compile vs eager on the device and on CPU"),
+        Suite("compiler_ops", "torchcts.cases.suites.compiler_ops",
+              "torch.compile of representative OpInfo ops: static, dynamic shapes, graph breaks, in-place"),
         Suite("workloads", "torchcts.cases.suites.workloads", "small transformer, conv net, embedding+LSTM vs CPU"),
         Suite("multi_device", "torchcts.cases.suites.multi_device", "copies and ops across device indices, device guards"),
         Suite("stress", "torchcts.cases.suites.stress", "large tensors, many allocations, long op chains, edge shapes"),
