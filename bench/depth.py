@@ -23,7 +23,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench import latest, torchcts  # noqa: E402
+from bench import emit, latest, torchcts  # noqa: E402
 
 CLASSES = {
     "inplace_views": "in-place through views",
@@ -65,11 +65,7 @@ def main() -> int:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="torchcts-depth-"))
     env = {**os.environ, "CI": "true", "TORCHCTS_CACHE_DIR": str(work / "cache"), "PYTHONUNBUFFERED": "1"}
-    out = {suite: measure(suite, work, env) for suite in args.suite or CLASSES}
-    text = json.dumps(out, indent=2)
-    print(text)
-    if args.output:
-        Path(args.output).write_text(text + "\n")
+    emit({suite: measure(suite, work, env) for suite in args.suite or CLASSES}, args.output)
     return 0
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from torchcts.cases.api import CaseSet
+from torchcts.cases.suites._common import _sync
 from torchcts.cases.suites.compiler import compiled
 from torchcts.engine.context import CaseContext
 
@@ -60,14 +61,6 @@ def _samples(ctx: CaseContext, op: str, dtype: torch.dtype) -> tuple[Any, list[A
     return info, picked
 
 
-def _cpu(x: Any) -> Any:
-    if isinstance(x, torch.Tensor):
-        return x.cpu()
-    if isinstance(x, (tuple, list)):
-        return type(x)(_cpu(v) for v in x)
-    return x
-
-
 def _check(ctx: CaseContext, info: Any, fn: Callable[..., Any], fn_c: Callable[..., Any], s: Any,
            after: Callable[[Any], Any] = lambda out: out) -> None:
     """compiled vs eager on the device, and vs eager on CPU; `after` picks what to compare."""
@@ -79,8 +72,8 @@ def _check(ctx: CaseContext, info: Any, fn: Callable[..., Any], fn_c: Callable[.
         expected = after((fn(cpu.input, *cpu.args, **cpu.kwargs), cpu))
     except Exception:  # noqa: BLE001 - CPU rejects the sample: nothing to compare
         return
-    got = _cpu(after((fn_c(dev.input, *dev.args, **dev.kwargs), dev)))
-    eager = _cpu(after((fn(dev2.input, *dev2.args, **dev2.kwargs), dev2)))
+    got = _sync(after((fn_c(dev.input, *dev.args, **dev.kwargs), dev)))
+    eager = _sync(after((fn(dev2.input, *dev2.args, **dev2.kwargs), dev2)))
     ctx.assert_close(got, eager, category="compile")
     ctx.assert_close(got, expected, category=tolerance_category(info))
 
