@@ -65,7 +65,10 @@ def main() -> int:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="torchcts-depth-"))
     env = {**os.environ, "CI": "true", "TORCHCTS_CACHE_DIR": str(work / "cache"), "PYTHONUNBUFFERED": "1"}
-    emit({suite: measure(suite, work, env) for suite in args.suite or CLASSES}, args.output)
+    out: dict[str, object] = {"cpus": os.cpu_count(), "load_average_before": [round(x, 1) for x in os.getloadavg()]}
+    out.update({suite: measure(suite, work, env) for suite in args.suite or CLASSES})
+    out["load_average_after"] = [round(x, 1) for x in os.getloadavg()]
+    emit(out, args.output)
     return 0
 
 
