@@ -2,8 +2,9 @@
 """Cost of the detection-depth suites (docs/depth.md), one bug class at a time (a script, not a test).
 
 Runs each class's suite alone, as a user would (`torchcts run --validation --suite NAME`), and
-prints one JSON object: wall time, case counts, and `case_s`, the sum of the cases' own durations
-(what the suite adds to a full run's work, which the run's workers share). compiler_ops runs
+prints one JSON object: wall time, case counts, `case_s`, the sum of the cases' own durations
+(what the suite adds to a full run's work, which the run's workers share), and `cpu_s`, the CPU
+time of the run's processes (start-up included; steadier than wall time on a loaded machine). compiler_ops runs
 only where `compile` is claimed, so it is measured on CPU with a manifest claiming it and the
 aot_eager backend. The whole default level is not rerun (too long for a shared machine): its
 added wall time is about the sum of `case_s` divided by the number of workers.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import tempfile
 from pathlib import Path
@@ -48,14 +50,17 @@ def measure(suite: str, work: Path, env: dict[str, str]) -> dict[str, object]:
         (work / "compile_manifest.py").write_text(COMPILE_MANIFEST)
         args = ["run", "--device", "cpu", "--manifest", "compile_manifest.py", "--suite", suite, "--", "-q"]
         env = {**env, "TORCHCTS_COMPILE_BACKEND": "aot_eager"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall, code = torchcts(args, work, env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     recs = [json.loads(line) for line in (latest(work) / "cases.jsonl").read_text().splitlines() if line.strip()]
     statuses: dict[str, int] = {}
     for r in recs:
         statuses[r["status"]] = statuses.get(r["status"], 0) + 1
     return {"class": CLASSES[suite], "command": "torchcts " + " ".join(args), "exit": code, "wall_s": round(wall, 1),
             "cases": len(recs), "statuses": statuses,
-            "case_s": round(sum(r.get("duration_s", 0.0) for r in recs), 1)}
+            "case_s": round(sum(r.get("duration_s", 0.0) for r in recs), 1), "cpu_s": round(cpu, 1)}
 
 
 def main() -> int:
