@@ -110,7 +110,12 @@ def rrelu(ctx: CaseContext, dtype: torch.dtype) -> None:
     x = _positive(20_000, dtype, ctx.seed)
     expected = cpu_reference(ctx, lambda: F.rrelu(x, lower, upper, training=False), f"rrelu in {dtype}")
     ctx.assert_close(F.rrelu(x.to(ctx.device), lower, upper, training=False).cpu(), expected)
-    cpu_reference(ctx, lambda: F.rrelu(x[:8], lower, upper, training=True), f"rrelu training in {dtype}")
+    try:
+        F.rrelu(x[:8], lower, upper, training=True)
+    except (NotImplementedError, RuntimeError) as exc:  # PyTorch < 2.8 raises RuntimeError for a missing kernel
+        if "not implemented" not in str(exc):
+            raise
+        ctx.not_applicable(f"CPU has no rrelu training kernel for {dtype}; no reference of what exists")
     _seed(ctx, 4)
     y = F.rrelu(x.to(ctx.device), lower, upper, training=True).cpu().double()
     xd = x.double()
