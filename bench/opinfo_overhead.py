@@ -23,9 +23,9 @@ def main(op_name: str = "add", dtype_name: str = "float32") -> None:
     t2 = time.perf_counter()
     print(f"op_db import {t1 - t0:.2f}s; build {len(cases)} cases {t2 - t1:.2f}s")
 
+    from torchcts.cases.context import CaseContext
     from torchcts.cases.model import Case
-    from torchcts.engine.context import CaseContext
-    from torchcts.engine.context import run_case as run
+    from torchcts.engine.runner import run_case as run
     from torchcts.manifest.templates import validation_manifest
 
     op = lookup(op_name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from torchcts.cases.api import CaseSet
-from torchcts.engine.context import CaseContext
+from torchcts.cases.context import CaseContext
 
 SUITE = CaseSet("trivial")
 cases = SUITE.cases

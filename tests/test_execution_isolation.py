@@ -1,4 +1,4 @@
-"""Planted misbehaviour: segfault, os._exit, hang, raise, wrong value, slow pass (SPEC §7).
+"""Planted misbehaviour: segfault, os._exit, hang, raise, wrong value, slow pass (docs/architecture.md).
 
 The run must finish, record each with the right status and evidence, keep the other cases
 intact, exit 1, and leave a run folder with no host identity or absolute path in it.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
 import torch
 
 from torchcts import compat
@@ -59,3 +60,122 @@ def test_privateuse1_name_and_hip(monkeypatch):
     assert compat.hip_version() == "6.4.1"
     monkeypatch.setattr(torch.version, "hip", None, raising=False)
     assert compat.hip_version() is None
+
+
+# --- fallbacks for PyTorch 2.7-2.12 (each tested here on any installed version) ------------------
+
+def test_nondeterministic_output_field_and_its_fallback():
+    flagged = SimpleNamespace(name="some_op", has_nondeterministic_output=True)
+    plain = SimpleNamespace(name="empty_like", has_nondeterministic_output=False)
+    assert compat.opinfo_nondeterministic_output(flagged) is True
+    assert compat.opinfo_nondeterministic_output(plain) is False  # the field wins over the name list
+    with compat.watch_fallbacks() as seen:
+        assert compat.opinfo_nondeterministic_output(SimpleNamespace(name="empty_like")) is True
+        assert compat.opinfo_nondeterministic_output(SimpleNamespace(name="add")) is False
+    assert seen == {"opinfo.has_nondeterministic_output"}
+
+
+def test_fallback_names_match_what_2_13_flags():
+    """Where the field exists, the fallback list names exactly the ops it flags (drift check)."""
+    ops = compat.op_db()
+    if not hasattr(ops[0], "has_nondeterministic_output"):
+        pytest.skip(f"needs PyTorch >= 2.13 (OpInfo.has_nondeterministic_output); this is {torch.__version__}")
+    flagged = {op.name for op in ops if op.has_nondeterministic_output}
+    assert flagged == compat.NONDETERMINISTIC_OUTPUT_OPS
+
+
+def test_missing_kernel_whatever_the_exception_class():
+    with compat.watch_fallbacks() as seen:
+        assert compat.is_missing_kernel(NotImplementedError("anything"))
+        assert not seen
+        assert compat.is_missing_kernel(RuntimeError("\"arange_cpu\" not implemented for 'Bool'"))
+        assert seen == {"exception.missing_kernel_runtime_error"}
+    assert not compat.is_missing_kernel(RuntimeError("shape '[2]' is invalid for input of size 3"))
+    assert not compat.is_missing_kernel(ValueError("\"x\" not implemented for 'Bool'"))
+    # the real thing, on whatever PyTorch runs this: CPU has no bool arange
+    with pytest.raises(Exception) as info:  # noqa: B017,PT011 - its class is the version difference
+        torch.arange(5, dtype=torch.bool)
+    assert compat.is_missing_kernel(info.value)
+
+
+def test_run_both_not_applicable_on_a_runtime_error_missing_kernel():
+    from torchcts.cases.api import CaseContext, cpu_reference, run_both
+    from torchcts.cases.model import NotApplicable
+    from torchcts.manifest.schema import Manifest
+
+    ctx = CaseContext(device=torch.device("cpu"), manifest=Manifest(device_name="cpu", supported_dtypes={}, capabilities={}))
+
+    def old_style(*_):  # what PyTorch 2.7's CPU raises for a dtype it has no kernel for
+        raise RuntimeError("\"linspace_cpu\" not implemented for 'Bool'")
+
+    with pytest.raises(NotApplicable, match="CPU has no kernel"):
+        run_both(ctx, old_style, torch.zeros(2))
+    with pytest.raises(NotApplicable, match="CPU has no kernel for linspace"):
+        cpu_reference(ctx, old_style, "linspace")
+    with pytest.raises(RuntimeError, match="other"):  # any other CPU error is not a missing kernel
+        cpu_reference(ctx, lambda: (_ for _ in ()).throw(RuntimeError("other")), "x")
+
+
+def test_python_backend_setup_with_and_without_the_registration_api(monkeypatch):
+    from torch.utils import backend_registration
+
+    calls = []
+    monkeypatch.setattr(backend_registration, "_setup_privateuseone_for_python_backend",
+                        lambda name, backend_module: calls.append(("api", name)), raising=False)
+    compat.setup_python_backend("fooaccel", object())
+    assert calls == [("api", "fooaccel")]
+
+    calls.clear()
+    monkeypatch.delattr(backend_registration, "_setup_privateuseone_for_python_backend", raising=False)
+    monkeypatch.setattr(compat, "_load_privateuse1_guard", lambda: calls.append(("guard",)))
+    monkeypatch.setattr(torch.utils, "rename_privateuse1_backend", lambda n: calls.append(("rename", n)))
+    monkeypatch.setattr(torch.utils, "generate_methods_for_privateuse1_backend", lambda: calls.append(("methods",)))
+    monkeypatch.setattr(torch, "_register_device_module", lambda n, m: calls.append(("module", n)))
+    with compat.watch_fallbacks() as seen:
+        compat.setup_python_backend("fooaccel", object())
+    assert calls == [("guard",), ("rename", "fooaccel"), ("methods",), ("module", "fooaccel")]
+    assert seen == {"privateuse1.cpp_device_guard"}
+
+
+def test_no_compiler_for_the_guard_is_one_clear_usage_error(monkeypatch):
+    import shutil
+
+    from torchcts.errors import UsageError
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(UsageError, match="needs a C.. compiler") as info:
+        compat._load_privateuse1_guard()
+    assert "\n" not in str(info.value)
+
+
+def test_fallback_registry():
+    with pytest.raises(KeyError):
+        compat.use_fallback("no.such.fallback")
+    assert compat.describe_fallbacks(["privateuse1.cpp_device_guard"]) == {
+        "privateuse1.cpp_device_guard": compat.FALLBACKS["privateuse1.cpp_device_guard"]}
+
+
+def test_a_run_records_the_fallbacks_it_used(tmp_path):
+    """run.json names (and describes) each fallback; the case record that used one says so."""
+    import json
+    import os
+    from pathlib import Path
+
+    from conftest import latest_run, records, run_cli
+
+    tests = Path(__file__).resolve().parent
+    env = {"TORCHCTS_EXTRA_SUITES": "compatprobe=helpers.compat_suite",
+           "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests), os.environ.get("PYTHONPATH", "")])}
+    r = run_cli("run", "--validation", "--suite", "compatprobe", "--no-isolation", cwd=tmp_path, env=env, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    run_dir = latest_run(tmp_path)
+    recs = {rec["id"]: rec for rec in records(run_dir)}
+    old = recs["compatprobe/old_missing_kernel/bool"]
+    assert old["status"] == "not_applicable" and "CPU has no kernel for arange" in old["message"]
+    assert old["compat_fallbacks"] == ["exception.missing_kernel_runtime_error"]
+    assert recs["compatprobe/plain/float32"]["status"] == "passed"
+    assert "compat_fallbacks" not in recs["compatprobe/plain/float32"]
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["compat_fallbacks"]["exception.missing_kernel_runtime_error"] == \
+        compat.FALLBACKS["exception.missing_kernel_runtime_error"]
+    assert "exception.missing_kernel_runtime_error" in (run_dir / "summary.md").read_text()

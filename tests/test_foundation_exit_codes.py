@@ -1,4 +1,4 @@
-"""Exit status per SPEC §7 (0 pass, 1 backend failure, 2 usage, 3 internal) and the version check."""
+"""Exit status per README.md (0 pass, 1 backend failure, 2 usage, 3 internal) and the version check."""
 
 from __future__ import annotations
 

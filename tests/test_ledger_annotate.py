@@ -13,19 +13,19 @@ import torch
 
 from torchcts.cases.model import Case
 from torchcts.cases.repro_builders import builder_for, callable_expression
-from torchcts.engine.plan import write_plan
 from torchcts.errors import UsageError
 from torchcts.manifest.templates import cpu_manifest
 from torchcts.results.annotate import RecordAnnotator
+from torchcts.results.plan import write_plan
 from torchcts.results.repro import ReproTarget, write_repro
 
 RELU = Case(id="opinfo/nn.functional.relu/float32/forward", suite="opinfo", level=2, runner="torchcts.cases.opinfo:run",
             params={"op": "nn.functional.relu", "dtype": "float32"}, ops=("aten::relu",), dtype="float32", kind="forward")
 
 
-def _run_dir(tmp_path: Path, entries: list, attempt: int = 1, records: list | None = None) -> Path:
+def _run_dir(tmp_path: Path, entries: list, records: list | None = None) -> Path:
     run = {"name": "r1", "started": "2026-11-30T00:00:00Z", "device": {"type": "npu"},
-           "manifest": {"expectations": entries}, **({"attempt": attempt} if attempt > 1 else {})}
+           "manifest": {"expectations": entries}}
     (tmp_path / "run.json").write_text(json.dumps(run))
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records or []))
     write_plan(tmp_path, [RELU])
@@ -49,8 +49,8 @@ def test_ledger_selector_matches_the_opinfo_name_from_the_plan(tmp_path):
 
 def test_a_rerun_pass_after_a_failure_is_flaky(tmp_path):
     first = {**_failing(), "signature": "RuntimeError: boom"}
-    run_dir = _run_dir(tmp_path, [], attempt=2, records=[first])
-    annotate = RecordAnnotator(json.loads((run_dir / "run.json").read_text()), run_dir)
+    run_dir = _run_dir(tmp_path, [], records=[first])
+    annotate = RecordAnnotator(json.loads((run_dir / "run.json").read_text()), run_dir, attempt=2)
     passed = {k: v for k, v in _failing().items() if k not in ("message", "exception", "repro")}
     out = annotate({**passed, "status": "passed"})
     assert out["status"] == "flaky" and out["attempt"] == 2
@@ -85,7 +85,7 @@ def test_opinfo_repro_script_runs_the_real_sample_and_passes_on_a_correct_device
 
 
 def test_opinfo_without_an_importable_callable_or_without_a_builder_is_a_clear_usage_error(monkeypatch):
-    def materialize(params, index, dtype, device=None):  # noqa: ANN001,ANN202
+    def materialize(params, index, dtype, device=None):
         return "lambda", (lambda x: x.relu()), (torch.ones(2),), {}
 
     monkeypatch.setitem(sys.modules, "torchcts.cases.opinfo", types.SimpleNamespace(materialize=materialize))

@@ -6,9 +6,10 @@ import datetime as dt
 
 import pytest
 
-from torchcts.manifest.expectations import matches, registry_problems, validate_entries
+from torchcts.manifest.expectations import validate_entries
 from torchcts.manifest.validate import validate
 from torchcts.results.ledger import apply, gate_failures, ledger_report
+from torchcts.results.ledger_match import matches, registry_problems
 
 TODAY = dt.date(2026, 11, 30)
 
@@ -187,7 +188,7 @@ def test_check_manifest_reports_a_selector_matching_no_op(tmp_path, monkeypatch,
 
 
 def test_compiled_ledger_picks_the_first_entry_across_globs_and_selectors():
-    from torchcts.manifest.expectations import LedgerMatcher
+    from torchcts.results.ledger_match import LedgerMatcher
 
     entries = [entry("operators/elementwise/mul/*"), entry({"op": "add", "dtype": "float16"}),
                entry("operators/*/add/*"), entry({"op": "add"}), entry("operators/*")]

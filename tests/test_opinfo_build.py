@@ -169,3 +169,17 @@ def test_copy_sample_keeps_aliasing_strides_and_grad():
     assert c.args[0].untyped_storage().data_ptr() == ptr == c.kwargs["out"].untyped_storage().data_ptr()
     assert c.args[0].stride() == (2,) and c.args[1].stride() == (1, 3)
     assert c.args[1].requires_grad and c.args[1].is_leaf
+
+
+def test_an_unknown_case_kind_is_our_error_not_a_quiet_not_applicable(op_db):
+    """A case built with a kind the runner lacks must fail loudly (status error), never skip."""
+    from torchcts.cases.context import CaseContext
+    from torchcts.cases.model import NotApplicable
+    from torchcts.cases.opinfo.build import KINDS
+    from torchcts.cases.opinfo.run import run
+
+    ctx = CaseContext(device=torch.device("cpu"), manifest=validation_manifest())
+    assert "bogus" not in KINDS
+    with pytest.raises(ValueError, match="unknown opinfo case kind 'bogus'") as info:
+        run(ctx, op="abs", kind="bogus", dtype=torch.float32)
+    assert not isinstance(info.value, NotApplicable)

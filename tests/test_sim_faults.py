@@ -180,7 +180,7 @@ def test_judge_reads_failures_crashes_and_clean_runs(tmp_path):
 def test_selftest_exits_1_when_a_fault_is_missed(cli, monkeypatch, tmp_path, capsys):
     import torchcts.engine.selftest as st
 
-    def fake(name, *args, **kwargs):  # noqa: ANN001,ANN202
+    def fake(name, *args, **kwargs):
         return Outcome(name, name == "abs_zero_dim", first_case="operators/elementwise/abs/int8",
                        status="failed", meant=True, seconds=0.5)
 

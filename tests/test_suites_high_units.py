@@ -6,13 +6,14 @@ import pytest
 import torch
 
 from torchcts import compat
+from torchcts.cases.context import CaseContext
 from torchcts.cases.model import NotApplicable
 from torchcts.cases.registry import suite_cases
-from torchcts.engine.context import CaseContext, run_case
+from torchcts.engine.runner import run_case
 from torchcts.manifest.templates import validation_manifest
 
 
-def _case(case_id: str):  # noqa: ANN202
+def _case(case_id: str):
     suite = case_id.split("/", 1)[0]
     return next(c for c in suite_cases(suite) if c.id == case_id)
 
@@ -27,7 +28,7 @@ def test_stress_respects_max_tensor_mb(monkeypatch: pytest.MonkeyPatch) -> None:
     sizes: list[int] = []
     real_ones = torch.ones
 
-    def spy(*size, **kw):  # noqa: ANN002,ANN003,ANN202
+    def spy(*size, **kw):
         t = real_ones(*size, **kw)
         sizes.append(t.numel() * t.element_size())
         return t

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 from typing import Any
 
 from torchcts.errors import UsageError
@@ -24,7 +25,7 @@ def fmt(v: tuple[int, int, int]) -> str:
     return ".".join(map(str, v))
 
 
-def check_torch_version(version: str | None = None, warn=None) -> str | None:  # noqa: ANN001
+def check_torch_version(version: str | None = None, warn=None) -> str | None:
     """Usage error below 2.7; one warning (returned and printed) above the validated range."""
     if version is None:
         version = installed_torch_version()
@@ -254,7 +255,7 @@ def opinfo_dtypes(op: Any, device_type: str) -> set[Any]:
     if callable(supported):
         try:
             return set(supported(device_type))
-        except Exception:  # noqa: BLE001,S110 - fall back to the plain fields below
+        except Exception:  # noqa: BLE001 - fall back to the plain fields below
             pass
     by_device = getattr(op, "dtypesIf", None)
     if isinstance(by_device, dict) and by_device.get(device_type) is not None:
@@ -267,10 +268,149 @@ def opinfo_aten_name(op: Any) -> str:
     return str(getattr(op, "aten_name", None) or op.name)
 
 
+# Ops PyTorch 2.13 flags `has_nondeterministic_output` (outputs not comparable between two runs or
+# two devices). Older OpInfo has no such field (it skipped their tests with decorators instead).
+NONDETERMINISTIC_OUTPUT_OPS = frozenset({
+    "torch.ops.aten._flash_attention_forward", "torch.ops.aten._efficient_attention_forward",
+    "empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided",
+})
+
+
+def opinfo_nondeterministic_output(op: Any) -> bool:
+    """OpInfo's `has_nondeterministic_output` (2.13+), else whether 2.13 flags an op of that name."""
+    flag = getattr(op, "has_nondeterministic_output", None)
+    if flag is not None:
+        return bool(flag)
+    use_fallback("opinfo.has_nondeterministic_output")
+    return op.name in NONDETERMINISTIC_OUTPUT_OPS
+
+
+# --- exception types ----------------------------------------------------------------------------
+
+# PyTorch's message for a kernel missing for a dtype: `"arange_cpu" not implemented for 'Bool'`.
+_MISSING_KERNEL = re.compile(r"not implemented for '[^']+'")
+
+
+def is_missing_kernel(exc: BaseException) -> bool:
+    """Whether an exception says "no kernel for this (dtype)": NotImplementedError, or, where
+    PyTorch raised RuntimeError for it (2.7 and older kernels), that error's standard message."""
+    if isinstance(exc, NotImplementedError):
+        return True
+    if isinstance(exc, RuntimeError) and _MISSING_KERNEL.search(str(exc).split("\n", 1)[0]):
+        use_fallback("exception.missing_kernel_runtime_error")
+        return True
+    return False
+
+
+# --- PrivateUse1 backends written in Python ------------------------------------------------------
+
+PRIVATEUSE1_GUARD_SOURCE = Path(__file__).with_name("compat_privateuse1.cpp")
+
+
+def setup_python_backend(name: str, module: Any) -> None:
+    """Rename PrivateUse1 to `name` and register `module` as torch.<name>, with a device guard
+    and hooks, so a backend whose kernels are Python works like a C++ one.
+
+    PyTorch 2.9+ does it all from Python (`_setup_privateuseone_for_python_backend`). Older builds
+    cannot register a guard or hooks from Python: there they are compiled from a small C++ file
+    (torch.utils.cpp_extension, once per torch build, cached; needs a C++ compiler)."""
+    import torch
+    from torch.utils import backend_registration
+
+    setup = getattr(backend_registration, "_setup_privateuseone_for_python_backend", None)
+    if setup is not None:
+        setup(name, backend_module=module)
+        return
+    use_fallback("privateuse1.cpp_device_guard")
+    _load_privateuse1_guard()
+    torch.utils.rename_privateuse1_backend(name)
+    torch.utils.generate_methods_for_privateuse1_backend()
+    torch._register_device_module(name, module)
+
+
+def _load_privateuse1_guard() -> None:
+    import contextlib
+    import io
+    import shutil
+
+    import torch
+
+    if shutil.which("c++") is None and shutil.which("g++") is None:
+        raise UsageError(
+            f"a Python PrivateUse1 backend on PyTorch {torch.__version__} needs a C++ compiler to build its device "
+            "guard (this PyTorch cannot register one from Python): install g++, or use PyTorch 2.9 or newer"
+        )
+    tag = re.sub(r"\W", "_", torch.__version__)
+    log = io.StringIO()  # cpp_extension prints "No CUDA runtime is found" on CUDA wheels without a GPU
+    try:
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            from torch.utils.cpp_extension import load
+
+            load(name=f"torchcts_privateuse1_guard_{tag}", sources=[str(PRIVATEUSE1_GUARD_SOURCE)],
+                 is_python_module=False, verbose=False)
+    except Exception as exc:  # noqa: BLE001 - any build failure is the same missing prerequisite
+        raise UsageError(
+            f"building the PrivateUse1 device guard for PyTorch {torch.__version__} failed "
+            f"({type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}): "
+            "check the C++ compiler and ninja, or use PyTorch 2.9 or newer"
+        ) from None
+
+
+# --- which fallbacks a process used ---------------------------------------------------------------
+
+FALLBACKS: dict[str, str] = {
+    "opinfo.has_nondeterministic_output":
+        "OpInfo has no has_nondeterministic_output field (new in 2.13): the ops 2.13 flags were "
+        "named from TorchCTS's list (compat.NONDETERMINISTIC_OUTPUT_OPS)",
+    "exception.missing_kernel_runtime_error":
+        "the CPU reported a missing dtype kernel as RuntimeError (\"... not implemented for 'Bool'\"), "
+        "not NotImplementedError: read as no kernel, so no reference (not_applicable)",
+    "privateuse1.cpp_device_guard":
+        "torch.utils.backend_registration has no _setup_privateuseone_for_python_backend: the Python "
+        "backend's device guard, hooks and autograd fallback were compiled from torchcts/compat_privateuse1.cpp",
+}
+_USED: set[str] = set()
+_WATCHERS: list[set[str]] = []
+
+
+def use_fallback(name: str) -> None:
+    """Note that this process took a compatibility fallback (recorded in records and run.json)."""
+    if name not in FALLBACKS:
+        raise KeyError(f"unregistered compatibility fallback {name!r}")
+    _USED.add(name)
+    for seen in _WATCHERS:
+        seen.add(name)
+
+
+def watch_fallbacks():  # noqa: ANN201 - a context manager yielding a set
+    """Collect the fallbacks taken inside a block (even ones this process had taken before)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def scope():  # noqa: ANN202
+        seen: set[str] = set()
+        _WATCHERS.append(seen)
+        try:
+            yield seen
+        finally:
+            _WATCHERS.remove(seen)
+
+    return scope()
+
+
+def fallbacks_used() -> list[str]:
+    return sorted(_USED)
+
+
+def describe_fallbacks(names: Any) -> dict[str, str]:
+    """{name: what differed and what TorchCTS did} for run.json; unknown names kept, undescribed."""
+    return {n: FALLBACKS.get(n, "") for n in sorted(set(names))}
+
+
 # --- Runtime API differences used by the level 4-8 suites: small helpers, one per question. ---
 
 
-def accelerator_api():  # noqa: ANN201 - the torch.accelerator module or None
+def accelerator_api():  # the torch.accelerator module or None
     """torch.accelerator (PyTorch 2.6+), or None on versions without it."""
     import torch
 
@@ -286,7 +426,7 @@ def fused_optimizer_devices() -> list[str] | None:
     return list(_get_fused_kernels_supported_devices())
 
 
-def autocast_dtype(device_type: str):  # noqa: ANN201 - a torch.dtype
+def autocast_dtype(device_type: str):  # a torch.dtype
     """The low-precision dtype autocast uses on a device type (CPU: bfloat16, CUDA: float16)."""
     import torch
 
@@ -302,7 +442,7 @@ def autocast_available(device_type: str) -> bool:
     return bool(check(device_type)) if check is not None else device_type in ("cpu", "cuda", "xpu")
 
 
-def is_pinned(t, device_type: str) -> bool:  # noqa: ANN001
+def is_pinned(t, device_type: str) -> bool:
     """Tensor.is_pinned() for the accelerator of device_type (older versions took a device argument)."""
     try:
         return bool(t.is_pinned())
@@ -336,14 +476,14 @@ def fill_uninitialized_supported() -> bool:
     return hasattr(det, "fill_uninitialized_memory")
 
 
-def deterministic_fill():  # noqa: ANN201 - a context manager
+def deterministic_fill():  # a context manager
     """Deterministic algorithms with uninitialized memory filled (NaN / max int), restored on exit."""
     import contextlib
 
     import torch
 
     @contextlib.contextmanager
-    def scope():  # noqa: ANN202
+    def scope():
         det = torch.utils.deterministic
         old_mode, old_warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
         old_fill = det.fill_uninitialized_memory

@@ -1,4 +1,4 @@
-"""Exit codes and the error types that map onto them (SPEC §7)."""
+"""Exit codes and the error types that map onto them: 0 pass, 1 backend failure, 2 usage, 3 internal (README.md)."""
 
 from __future__ import annotations
 

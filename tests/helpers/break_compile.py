@@ -7,11 +7,11 @@ import torch
 _compile = torch.compile
 
 
-def _miscompile(fn=None, **kwargs):  # noqa: ANN001,ANN003,ANN202
+def _miscompile(fn=None, **kwargs):
     compiled = _compile(fn, **kwargs)
 
     @functools.wraps(fn)
-    def run(*args, **kw):  # noqa: ANN002,ANN003,ANN202
+    def run(*args, **kw):
         out = compiled(*args, **kw)
         return out + 0.5 if isinstance(out, torch.Tensor) else out
 

@@ -18,7 +18,7 @@ def _drops_input_mutations(fn=None, **kwargs):  # noqa: ANN001,ANN003,ANN202
         out = compiled(*args, **kw)
         out = out.detach().clone() if isinstance(out, torch.Tensor) else out
         with torch.no_grad():
-            for a, b in zip(inputs, before):
+            for a, b in zip(inputs, before, strict=True):
                 a.copy_(b)
         return out
 

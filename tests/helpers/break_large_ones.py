@@ -5,7 +5,7 @@ import torch
 _ones = torch.ones
 
 
-def _lossy_ones(*size, **kwargs):  # noqa: ANN002,ANN003,ANN202
+def _lossy_ones(*size, **kwargs):
     t = _ones(*size, **kwargs)
     if t.numel() > 1 << 24:
         t.view(-1)[-1] = 0

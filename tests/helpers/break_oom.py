@@ -7,7 +7,7 @@ import torch
 _empty = torch.empty
 
 
-def _lying_empty(*size, dtype=None, **kwargs):  # noqa: ANN002,ANN003,ANN202
+def _lying_empty(*size, dtype=None, **kwargs):
     shape = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)) else size
     itemsize = (dtype or torch.get_default_dtype()).itemsize
     if math.prod(shape) * itemsize > 1 << 40:

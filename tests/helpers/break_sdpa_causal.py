@@ -5,7 +5,7 @@ import torch.nn.functional as F
 _sdpa = F.scaled_dot_product_attention
 
 
-def _no_causal(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, **kwargs):  # noqa: ANN001,ANN003,ANN202
+def _no_causal(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, **kwargs):
     return _sdpa(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=False, **kwargs)
 
 

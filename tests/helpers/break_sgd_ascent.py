@@ -5,7 +5,7 @@ import torch
 _step = torch.optim.SGD.step
 
 
-def _ascending_step(self, closure=None):  # noqa: ANN001,ANN202
+def _ascending_step(self, closure=None):
     for group in self.param_groups:
         group["lr"] = -abs(group["lr"])
     try:

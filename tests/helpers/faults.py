@@ -23,7 +23,7 @@ def _linspace_drops_end() -> None:
     """linspace forgets its endpoint (steps evenly spaced over [start, end) instead of [start, end])."""
     orig = torch.linspace
 
-    def linspace(start, end, steps, **kw):  # noqa: ANN001,ANN202
+    def linspace(start, end, steps, **kw):
         if steps < 2:
             return orig(start, end, steps, **kw)
         return orig(start, start + (end - start) * (steps - 1) / steps, steps, **kw)
@@ -41,7 +41,7 @@ def _cast_rounds() -> None:
     """Float-to-integer casts round to nearest instead of truncating toward zero."""
     orig = torch.Tensor.to
 
-    def to(self, *args, **kwargs):  # noqa: ANN001,ANN202
+    def to(self, *args, **kwargs):
         target = kwargs.get("dtype") or next((a for a in args if isinstance(a, torch.dtype)), None)
         integral = target is not None and not (target.is_floating_point or target.is_complex) and target != torch.bool
         if integral and self.is_floating_point():
@@ -55,7 +55,7 @@ def _index_select_clamps() -> None:
     """index_select clamps out-of-range indices instead of raising."""
     orig = torch.Tensor.index_select
 
-    def index_select(self, dim, index):  # noqa: ANN001,ANN202
+    def index_select(self, dim, index):
         return orig(self, dim, index.clamp(-self.shape[dim], self.shape[dim] - 1))
 
     torch.Tensor.index_select = index_select
@@ -76,7 +76,7 @@ def _load_drops_strides() -> None:
     """torch.load returns every tensor as a fresh contiguous copy."""
     orig = torch.load
 
-    def fix(obj):  # noqa: ANN001,ANN202
+    def fix(obj):
         if isinstance(obj, torch.Tensor):
             return obj.contiguous().clone()
         if isinstance(obj, dict):
@@ -93,12 +93,12 @@ def _sin_wrong_backward() -> None:
 
     class Sin(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, x):  # noqa: ANN001,ANN205
+        def forward(ctx, x):
             ctx.save_for_backward(x)
             return orig(x)
 
         @staticmethod
-        def backward(ctx, grad):  # noqa: ANN001,ANN205
+        def backward(ctx, grad):
             (x,) = ctx.saved_tensors
             return -grad * torch.cos(x)
 

@@ -22,11 +22,11 @@ def _is_f32(args: tuple) -> bool:
     return any(isinstance(a, torch.Tensor) and a.dtype == torch.float32 for a in args)
 
 
-def _wrong(fn):  # noqa: ANN001,ANN202
+def _wrong(fn):
     calls = [0]
 
     @functools.wraps(fn)
-    def op(*args, **kwargs):  # noqa: ANN002,ANN003,ANN202
+    def op(*args, **kwargs):
         out = fn(*args, **kwargs)
         if _is_f32(args):
             calls[0] += 1
@@ -37,9 +37,9 @@ def _wrong(fn):  # noqa: ANN001,ANN202
     return op
 
 
-def _missing(fn, name):  # noqa: ANN001,ANN202
+def _missing(fn, name):
     @functools.wraps(fn)
-    def op(*args, **kwargs):  # noqa: ANN002,ANN003,ANN202
+    def op(*args, **kwargs):
         if _is_f32(args):
             raise NotImplementedError(
                 f"Could not run 'aten::{name}.Tensor' with arguments from the 'CPU' backend. This could be "
@@ -50,9 +50,9 @@ def _missing(fn, name):  # noqa: ANN001,ANN202
     return op
 
 
-def _flaky(fn, marker: Path):  # noqa: ANN001,ANN202
+def _flaky(fn, marker: Path):
     @functools.wraps(fn)
-    def op(*args, **kwargs):  # noqa: ANN002,ANN003,ANN202
+    def op(*args, **kwargs):
         if _is_f32(args) and not marker.exists():
             marker.write_text("failed once\n")
             raise RuntimeError(f"transient device fault at 0x{id(marker):x} (stream 3)")

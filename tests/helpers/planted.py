@@ -13,7 +13,7 @@ import time
 import torch
 
 from torchcts.cases.api import CaseSet
-from torchcts.engine.context import CaseContext
+from torchcts.cases.context import CaseContext
 
 SUITE = CaseSet("planted")
 cases = SUITE.cases

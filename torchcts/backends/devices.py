@@ -44,7 +44,7 @@ def available_devices() -> list[str]:
         try:
             if device_available(name):
                 found.append(name)
-        except Exception:  # noqa: BLE001,S112 - a broken backend module is just not available
+        except Exception:  # noqa: BLE001 - a broken backend module is just not available
             continue
     return found
 

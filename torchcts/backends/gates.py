@@ -1,4 +1,4 @@
-"""Backend gates: a gate names a build family, a device names where tensors live (SPEC §3).
+"""Backend gates: a gate names a build family, a device names where tensors live (docs/backends.md).
 
 One registry, GATES, for the in-tree gates; any other name is a PrivateUse1 gate, served when the
 running process has registered a PrivateUse1 backend of that name. A gate expression joins gates

@@ -14,15 +14,39 @@ arguments, `dtype` (a torch.dtype) when dtypes are given, and the entry of `para
 An entry of `dtypes` may be a tuple of names (a pair such as ("float16", "int32")): the id part is
 "float16-int32", the case's dtype is the first, every one must be claimed, and the function also
 receives `dtypes`, the list of names.
+
+Cases made in a loop (one per op of a table) use `CaseSet.family`, which also makes the function
+reachable by the case's runner name.
+
+This module is the one import of a suite: the context a case function receives (cases/context.py)
+and the input and property helpers (cases/helpers.py) are re-exported here.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchcts.cases.model import Case
+from torchcts.cases.context import CaseContext, dtype_of
+from torchcts.cases.helpers import (
+    cpu_reference,
+    expect,
+    expect_raises,
+    run_both,
+    same_storage,
+    sample,
+    sample_for_cast,
+    to_device,
+)
+from torchcts.cases.model import Case, NotApplicable
+
+__all__ = [
+    "ALL_DTYPES", "BOOL", "COMPLEX", "FLOATING", "INTEGRAL", "Case", "CaseContext", "CaseSet", "NotApplicable",
+    "cpu_reference", "dtype_of", "expect", "expect_raises", "run_both", "same_storage", "sample",
+    "sample_for_cast", "to_device",
+]
 
 # Dtype groups by name; expanded to names present in the running torch at case-build time.
 BOOL = ("bool",)
@@ -66,6 +90,20 @@ class CaseSet:
                        tuple(requires), oracle, params)
             )
             return fn
+
+        return register
+
+    def family(self, name: str, *, qualname: str, level: int,
+               **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a function made in a loop as a case, reachable as `<module>:<qualname>`.
+
+        The runner names a case's function by module attribute, so a generated function is set on its
+        module under `qualname` (one per member of the family); `options` are those of `case`.
+        """
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            fn.__qualname__ = qualname
+            setattr(sys.modules[fn.__module__], qualname, fn)
+            return self.case(name, level=level, **options)(fn)
 
         return register
 

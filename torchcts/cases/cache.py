@@ -18,6 +18,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
+from torchcts import compat
 from torchcts.cases.model import Case
 
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -54,25 +55,26 @@ _FIELDS = tuple(f.name for f in dataclasses.fields(Case))
 _STALE_S = 7 * 24 * 3600
 
 
-def _load(path: Path) -> list[Case] | None:
-    """marshal, not JSON: ~37k cases load in a fraction of the time (cases are plain data)."""
+def _load(path: Path) -> tuple[list[Case], list[str]] | None:
+    """marshal, not JSON: ~37k cases load in a fraction of the time (cases are plain data).
+    Returns the cases and the compatibility fallbacks their build used."""
     try:
         with open(path, "rb") as fh:
-            fields, rows = marshal.loads(fh.read())  # load() on a file reads in tiny pieces: 10x slower
+            fields, rows, fallbacks = marshal.loads(fh.read())  # load() on a file reads in tiny pieces: 10x slower
         if tuple(fields) != _FIELDS:
             return None
-        return [Case(*row) for row in rows]
+        return [Case(*row) for row in rows], list(fallbacks)
     except (OSError, ValueError, TypeError, EOFError):
         return None
 
 
-def _store(path: Path, cases: list[Case]) -> None:
+def _store(path: Path, cases: list[Case], fallbacks: list[str]) -> None:
     rows = [tuple(dict(c.params) if name == "params" else getattr(c, name) for name in _FIELDS) for c in cases]
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
-            fh.write(marshal.dumps((_FIELDS, rows)))
+            fh.write(marshal.dumps((_FIELDS, rows, fallbacks)))
         os.replace(tmp, path)
         _prune(path.parent, keep=path)
     except (OSError, ValueError):
@@ -91,12 +93,20 @@ def _prune(folder: Path, keep: Path) -> None:
 
 
 def cached_cases(suite: str, build: Callable[[], list[Case]]) -> list[Case]:
-    """The suite's cases from the cache, building and storing them on a miss."""
+    """The suite's cases from the cache, building and storing them on a miss.
+
+    A build that took a compatibility fallback (an OpInfo field this PyTorch lacks) stores its
+    name with the cases, and a load notes it again, so run.json says so on cached runs too."""
     if os.environ.get("TORCHCTS_NO_CACHE"):
         return build()
     path = cache_dir() / f"{suite}-{source_key()}.marshal"
-    cases = _load(path)
-    if cases is None:
+    loaded = _load(path)
+    if loaded is not None:
+        cases, fallbacks = loaded
+        for name in fallbacks:
+            compat.use_fallback(name)
+        return cases
+    with compat.watch_fallbacks() as fallbacks:
         cases = build()
-        _store(path, cases)
+    _store(path, cases, sorted(fallbacks))
     return cases

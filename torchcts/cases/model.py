@@ -1,4 +1,4 @@
-"""The case model (SPEC §5), independent of pytest.
+"""The case model (docs/architecture.md), independent of pytest.
 
 A case is pure data: it names the function that runs it ("module:function") and JSON-able
 parameters, so a case list can be cached on disk, sharded, merged and turned into a repro script
@@ -7,7 +7,9 @@ without importing the code that runs it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import fnmatch
+import shlex
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +61,11 @@ class Case:
         return [req for req in self.requires if not any(claims.get(c) for c in req.split("|"))]
 
     @property
+    def covered_ops(self) -> tuple[str, ...]:
+        """The ops this case covers: `--op` selection, ledger op selectors and coverage all use it."""
+        return covered_ops(self.ops, self.params.get("op"))
+
+    @property
     def all_dtypes(self) -> tuple[str, ...]:
         """The dtypes a claim check must cover: the pair when set, else the single dtype."""
         return self.dtypes or ((self.dtype,) if self.dtype is not None else ())
@@ -66,3 +73,36 @@ class Case:
 
 class NotApplicable(Exception):
     """Raised by a case at run time: this build, PyTorch version or device lacks what it needs."""
+
+
+def repro_command(case_id: str, device: str, validation: bool = False) -> str:
+    """One line that reruns just this case."""
+    dev = "--validation" if validation else f"--device {shlex.quote(device)}"
+    return f"torchcts run {dev} --case {shlex.quote(case_id)}"
+
+
+def covered_ops(ops: Iterable[str], op: Any = None) -> tuple[str, ...]:
+    """A case's aten ops, and the OpInfo name of an OpInfo case (`params["op"]`) when it has one.
+
+    Takes the fields rather than a Case so that records (which carry `ops` and `op`) use it too."""
+    names = list(ops)
+    if isinstance(op, str) and op and op not in names:
+        names.append(op)
+    return tuple(names)
+
+
+def _strip_overload(name: str) -> str:
+    return name.split(".", 1)[0] if name.startswith("aten::") else name
+
+
+def op_matches(pattern: str, ops: Iterable[str]) -> bool:
+    """`add`, `aten::add.Tensor` and globs such as `linalg.*` against the ops a case covers."""
+    for op in ops:
+        if fnmatch.fnmatchcase(op, pattern):
+            return True
+        if pattern.startswith("aten::") and op.startswith("aten::"):
+            if "." not in op and _strip_overload(pattern) == op:
+                return True
+        elif not pattern.startswith("aten::") and fnmatch.fnmatchcase(op, f"aten::{pattern}"):
+            return True
+    return False

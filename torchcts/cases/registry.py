@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from torchcts.cases.model import Case
+from torchcts.manifest.schema import KNOWN_SUITE_NAMES, extra_suites
+
+__all__ = ["KNOWN_SUITE_NAMES", "SUITES", "Suite", "iter_cases", "suite_cases"]
 
 
 @dataclass(frozen=True)
@@ -51,18 +53,9 @@ SUITES: dict[str, Suite] = {
     )
 }
 
-# Testing hook for suite developers: TORCHCTS_EXTRA_SUITES="name=module[,name=module]" adds suites
-# (e.g. planted crashes and hangs in the project's own tests) without touching the registry.
-for _entry in filter(None, os.environ.get("TORCHCTS_EXTRA_SUITES", "").split(",")):
-    _name, _, _module = _entry.partition("=")
-    SUITES[_name.strip()] = Suite(_name.strip(), _module.strip(), "extra suite from TORCHCTS_EXTRA_SUITES")
-
-# Names the SPEC reserves; a selection naming one that has no module yet selects nothing.
-KNOWN_SUITE_NAMES = (
-    "opinfo", "operators", "errors", "dtypes", "strides", "autograd", "rng", "device_api", "memory",
-    "serialization", "training", "compiler", "workloads", "multi_device", "stress", "generated",
-)
-KNOWN_SUITE_NAMES += tuple(n for n in SUITES if n not in KNOWN_SUITE_NAMES)
+# Testing hook for suite developers: TORCHCTS_EXTRA_SUITES adds suites (manifest/schema.py).
+for _name, _module in extra_suites().items():
+    SUITES[_name] = Suite(_name, _module, "extra suite from TORCHCTS_EXTRA_SUITES")
 
 
 def suite_cases(name: str) -> list[Case]:

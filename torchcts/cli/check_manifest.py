@@ -21,7 +21,7 @@ def main(args: argparse.Namespace) -> int:
         import_backend(manifest.backend_import)
     if manifest.expectations:  # only then is the case registry built
         from torchcts.errors import ManifestError
-        from torchcts.manifest.expectations import registry_problems
+        from torchcts.results.ledger_match import registry_problems
 
         problems = registry_problems(manifest.expectations)
         if problems:

@@ -6,8 +6,13 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torchcts.errors import UsageError
+
+if TYPE_CHECKING:
+    from torchcts.engine.selection import Selection
+    from torchcts.engine.setup import RunRequest
 
 
 def add_manifest_arg(p: argparse.ArgumentParser) -> None:
@@ -15,7 +20,7 @@ def add_manifest_arg(p: argparse.ArgumentParser) -> None:
 
 
 def add_selection_args(p: argparse.ArgumentParser) -> None:
-    """Selection flags of `run` and `show-skips` (SPEC §2)."""
+    """Selection flags of `run` and `show-skips` (README.md, "Commands")."""
     p.add_argument("--device", help="runtime device: cpu, cuda, mps, xpu or a PrivateUse1 name")
     add_manifest_arg(p)
     p.add_argument("--suite", action="append", default=[], metavar="S", help="suite to run (repeatable)")
@@ -34,15 +39,28 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results-dir", default="results", metavar="DIR", help="where run folders go (default: results)")
 
 
-def selection_from_args(args: argparse.Namespace):  # noqa: ANN201
-    from torchcts.cases.levels import MAX_LEVEL
+def run_request(args: argparse.Namespace) -> RunRequest:
+    """The checked request of `run` and `show-skips`: every flag error is raised here, as UsageError."""
+    from torchcts.engine.setup import RunRequest
+
+    require_device(args)
+    return RunRequest(
+        device=args.device,
+        manifest=args.manifest,
+        selection=selection_from_args(args),
+        validation=bool(args.validation),
+        strict_expectations=bool(getattr(args, "strict_expectations", False)),
+        rerun_failures=int(getattr(args, "rerun_failures", 0) or 0),
+    )
+
+
+def selection_from_args(args: argparse.Namespace) -> Selection:
     from torchcts.engine.selection import Selection, parse_level_range, parse_shard
+    from torchcts.levels import check_level
     from torchcts.manifest.validate import dtype_name
 
-    for flag in ("level", "level_exact"):
-        value = getattr(args, flag)
-        if value is not None and not 1 <= value <= MAX_LEVEL:
-            raise UsageError(f"--{flag.replace('_', '-')} {value} is out of range: use 1..{MAX_LEVEL}")
+    check_level("--level", args.level)
+    check_level("--level-exact", args.level_exact)
     dtypes = []
     for d in args.dtype:
         name = dtype_name(d)

@@ -1,4 +1,4 @@
-"""`torchcts coverage inventory|report|collect-backend-evidence|verify-evidence` (SPEC §8)."""
+"""`torchcts coverage inventory|report|collect-backend-evidence|verify-evidence` (docs/coverage.md)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torchcts.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UsageError
+
+if TYPE_CHECKING:
+    from torchcts.evidence.collect import CollectRequest
 
 HELP = "dispatcher surfaces of this PyTorch build vs the suite, and backend evidence"
 
@@ -60,6 +64,26 @@ def configure(p: argparse.ArgumentParser) -> None:
     ver.add_argument("--base", metavar="DIR", help="an older copy of the store that DIR must extend")
 
 
+def collect_request(args: argparse.Namespace) -> CollectRequest:
+    """The checked request of `coverage collect-backend-evidence`."""
+    from torchcts.cli.common import command_intent, require_device
+    from torchcts.evidence.collect import CollectRequest
+    from torchcts.levels import check_level
+
+    if args.validation:
+        raise UsageError("--validation runs are never backend evidence (they force cpu and fixed claims): "
+                         "collect evidence with --device D on the backend under test")
+    require_device(args)
+    check_level("--level", args.level)
+    return CollectRequest(
+        device=args.device, store=args.store, backend_gate=args.backend_gate, manifest=args.manifest,
+        level=args.level, suites=list(args.suite), surfaces=list(args.surface),
+        run_pending=args.run_pending_candidates, require_oracle_results=args.require_oracle_results,
+        fail_on_oracle_failure=args.fail_on_oracle_failure,
+        intent=command_intent("coverage", list(getattr(args, "argv", []))),
+    )
+
+
 def main(args: argparse.Namespace) -> int:
     command = getattr(args, "coverage_command", None)
     if command is None:
@@ -67,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
     if command == "collect-backend-evidence":
         from torchcts.evidence.collect import collect
 
-        return collect(args)
+        return collect(collect_request(args))
     if command == "verify-evidence":
         return _verify(args)
     from torchcts.coverage.inventory import build_inventory
@@ -83,7 +107,7 @@ def main(args: argparse.Namespace) -> int:
     return _report(args, inv)
 
 
-def _inventory(args: argparse.Namespace, inv) -> int:  # noqa: ANN001
+def _inventory(args: argparse.Namespace, inv) -> int:
     from torchcts.coverage.inventory import filter_rows, render_text
     from torchcts.coverage.surfaces import KINDS
 
@@ -101,7 +125,7 @@ def _inventory(args: argparse.Namespace, inv) -> int:  # noqa: ANN001
     return EXIT_OK
 
 
-def _report(args: argparse.Namespace, inv) -> int:  # noqa: ANN001
+def _report(args: argparse.Namespace, inv) -> int:
     from torchcts.compat import build_info
     from torchcts.coverage.report import render_markdown, summarize
 

@@ -16,16 +16,16 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from torchcts.engine.execute import finalize
     from torchcts.results import rundir
+    from torchcts.results.finalize import finalize
     from torchcts.results.scorecard import print_scorecard
 
     run_dir = rundir.resolve_run(args.run, Path(args.results_dir))
     status = rundir.read_run(run_dir).get("status")
-    run = finalize(run_dir, "interrupted" if status in ("running", "interrupted") else status)
-    print_scorecard(run_dir, run, sys.stdout)
+    run, records = finalize(run_dir, "interrupted" if status in ("running", "interrupted") else status)
+    print_scorecard(run_dir, run, sys.stdout, records=records)
     if args.triage:
         from torchcts.results.triage import render_text
 
-        print(render_text(rundir.final_records(run_dir)))
+        print(render_text(records))
     return 0

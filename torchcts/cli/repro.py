@@ -40,8 +40,7 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError("no run to take the device from: pass --run RUN or --device D")
         from torchcts.engine.setup import load_claims
 
-        args.validation = False
-        target = target_from_registry(args.case, args.device, load_claims(args))
+        target = target_from_registry(args.case, args.device, load_claims(args.device, args.manifest))
     folder = write_repro(target, Path(args.output) if args.output else None)
     print(f"wrote {folder / SCRIPT} and its inputs for case {args.case} on device '{target.device}'; "
           f"run it with: python {folder / SCRIPT}")

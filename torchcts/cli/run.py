@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from torchcts.cli.common import add_selection_args, command_intent
+from torchcts.cli.common import add_selection_args, command_intent, run_request
 
 HELP = "run the conformance suite on a device (anything after -- goes to pytest)"
 
@@ -37,7 +37,7 @@ def main(args: argparse.Namespace) -> int:
         from torchcts.errors import UsageError
 
         raise UsageError("--timeout must be 0 (no limit) or a positive number of seconds")
-    setup = prepare(args)
+    setup = prepare(run_request(args))
     intent = command_intent("run", args.argv)
     return execute(setup, Path(args.results_dir), intent, args.pytest_args,
                    isolation=not args.no_isolation, timeout=args.timeout or None)

@@ -58,10 +58,9 @@ def select_faults(catalog: list[dict[str, Any]], names: list[str], level: int | 
 
 def main(args: argparse.Namespace) -> int:
     from torchcts.engine import selftest as st
-    from torchcts.errors import UsageError
+    from torchcts.levels import check_level
 
-    if args.level is not None and not 1 <= args.level <= 8:
-        raise UsageError(f"--level {args.level} is out of range: use 1..8")
+    check_level("--level", args.level)
     catalog = st.fault_catalog()
     if args.list:
         for f in catalog:
@@ -105,7 +104,7 @@ def main(args: argparse.Namespace) -> int:
     return 1 if clean_bad or missed else 0
 
 
-def print_table(outcomes: list, out) -> None:  # noqa: ANN001
+def print_table(outcomes: list, out) -> None:
     rows = [("fault", "detected", "first case", "status", "as meant", "time")]
     for o in outcomes:
         if o.name == "clean":

@@ -16,9 +16,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from torchcts.cli.common import run_request
     from torchcts.engine.setup import prepare
 
-    setup = prepare(args)
+    setup = prepare(run_request(args))
     skipped = setup.result.skipped
     print(f"{len(setup.result.to_run)} cases would run; {len(skipped)} would not; {setup.result.filtered} filtered")
     reasons = Counter((d.status, d.reason) for d in skipped)

@@ -1,6 +1,7 @@
 """Which TorchCTS cases cover which surfaces.
 
-The rule, applied to each entry of `Case.ops` (and `params["op"]`, as `--op` selection does):
+The rule, applied to each op a case covers (`Case.covered_ops`: its ops and `params["op"]`, as for
+`--op` selection and ledger op selectors):
 
 - `aten::NAME.OVERLOAD` covers exactly that overload.
 - `aten::NAME` covers every overload of the packet NAME except its out= overloads: `aten::add`
@@ -21,14 +22,6 @@ from dataclasses import dataclass, field
 
 from torchcts.cases.model import Case
 from torchcts.coverage.surfaces import Surface, all_surfaces, by_op
-
-
-def case_op_names(case: Case) -> list[str]:
-    names = list(case.ops)
-    op = case.params.get("op") if isinstance(case.params, dict) or hasattr(case.params, "get") else None
-    if isinstance(op, str) and op and op not in names:
-        names.append(op)
-    return names
 
 
 def _packet_candidates(name: str) -> list[str]:
@@ -77,7 +70,7 @@ def build_coverage(cases: Iterable[Case], surfaces: tuple[Surface, ...] | None =
     resolved: dict[str, list[str]] = {}
     for case in cases:
         cov.cases[case.id] = case
-        for name in case_op_names(case):
+        for name in case.covered_ops:
             if name not in resolved:
                 resolved[name] = resolve_op(name, surfaces)
             if not resolved[name]:

@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import torchcts
-from torchcts.compat import build_info
-from torchcts.engine.plan import write_plan
+from torchcts.compat import build_info, describe_fallbacks, fallbacks_used
 from torchcts.engine.setup import RunSetup
 from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 from torchcts.results import rundir
+from torchcts.results.finalize import finalize
+from torchcts.results.plan import write_plan
 from torchcts.results.records import skip_record
 
 COLLECT_DIR = Path(__file__).parent / "collect"
@@ -48,6 +49,9 @@ def run_spec(setup: RunSetup, run_dir: Path, intent: list[str]) -> dict[str, Any
         "planned": len(setup.result.to_run),
         "strict_expectations": setup.strict_expectations,
         "rerun_failures": setup.rerun_failures,
+        # Where this PyTorch lacked something and TorchCTS took a fallback (compat.FALLBACKS):
+        # the controller's now (building the case list), the workers' added by finalize.
+        "compat_fallbacks": describe_fallbacks(fallbacks_used()),
     }
 
 
@@ -63,21 +67,6 @@ def pytest_argv(run_dir: Path, results_root: Path, user_args: list[str], work_di
         "-o", f"cache_dir={results_root.resolve() / '.pytest_cache'}",
         *user_args,
     ]
-
-
-def finalize(run_dir: Path, status: str) -> dict[str, Any]:
-    """Totals and artifacts from the records; run.json marked complete or interrupted."""
-    from torchcts.results.artifacts import write_artifacts
-    from torchcts.results.ledger import report_for_run
-    from torchcts.results.summary import totals
-
-    run = rundir.read_run(run_dir)
-    records = rundir.final_records(run_dir)  # the last record of a case supersedes (reruns, crashes)
-    run.update(status=status, ended=run.get("ended") or rundir.utc_now(), totals=totals(records))
-    run["ledger"] = report_for_run(run, records)
-    rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run)
-    write_artifacts(run_dir, run, records)
-    return run
 
 
 def execute(
@@ -116,16 +105,16 @@ def execute(
 
             rerun_failures(run_dir, setup.rerun_failures,
                            pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir)))
-    run = finalize(run_dir, "interrupted" if interrupted else "complete")
+    run, records = finalize(run_dir, "interrupted" if interrupted else "complete")
 
     from torchcts.results.compare import regressions_line
     from torchcts.results.scorecard import print_scorecard
 
     try:
-        since = regressions_line(results_root, run_dir)
+        since = regressions_line(results_root, run_dir, records)
     except (OSError, ValueError, KeyError):  # an unreadable old run never spoils this one
         since = None
-    print_scorecard(run_dir, run, sys.stdout, regressions=since)
+    print_scorecard(run_dir, run, sys.stdout, regressions=since, records=records)
     if interrupted:
         return 130
     if code == pytest.ExitCode.USAGE_ERROR:

@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from torchcts import compat
 from torchcts.cases.model import Case, NotApplicable
-from torchcts.engine.plan import read_plan
 from torchcts.oracle.mismatch import OracleMismatch
+from torchcts.results.plan import read_plan
 from torchcts.results.records import base_record, repro_command
 from torchcts.results.rundir import RecordWriter, read_run
 from torchcts.results.statuses import FAILURES
@@ -34,6 +35,7 @@ class RunState:
         self.run_dir = run_dir
         self.spec = read_run(run_dir)
         self._ctx_parts: tuple[Any, Any] | None = None
+        self.setup_fallbacks: set[str] = set()
 
     @property
     def device_name(self) -> str:
@@ -48,8 +50,10 @@ class RunState:
             from torchcts.manifest.schema import Manifest
 
             manifest = Manifest.from_json(self.spec["manifest"])
-            import_backend(manifest.backend_import)
+            with compat.watch_fallbacks() as setup:  # e.g. how a Python backend registered
+                import_backend(manifest.backend_import)
             self._ctx_parts = (torch.device(self.device_name), manifest)
+            self.setup_fallbacks = setup
         return self._ctx_parts
 
 
@@ -57,6 +61,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("torchcts")
     group.addoption("--torchcts-run-dir", default=None, help="run folder written by 'torchcts run'")
     group.addoption("--torchcts-work-dir", default=None, help="scratch folder for worker logs (isolation)")
+    group.addoption("--torchcts-attempt", type=int, default=1,
+                    help="which attempt this session records (engine/rerun.py: 2 and up)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -72,7 +78,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
             config.pluginmanager.register(WorkerWatch(Path(work_dir), config.workerinput["workerid"]))
     else:  # controller, or the only process with -n 0
-        config.pluginmanager.register(Recorder(state, Path(work_dir) if work_dir else None), "torchcts-recorder")
+        recorder = Recorder(state, Path(work_dir) if work_dir else None, config.getoption("--torchcts-attempt"))
+        config.pluginmanager.register(recorder, "torchcts-recorder")
 
 
 def _state(config: pytest.Config) -> RunState | None:
@@ -99,7 +106,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 class CaseFile(pytest.File):
-    def collect(self):  # noqa: ANN201
+    def collect(self):
         state = _state(self.config)
         assert state is not None
         for case in read_plan(state.run_dir):
@@ -113,7 +120,8 @@ class CaseItem(pytest.Item):
         self.outcome: dict[str, Any] = {}
 
     def runtest(self) -> None:
-        from torchcts.engine.context import CaseContext, run_case
+        from torchcts.cases.context import CaseContext
+        from torchcts.engine.runner import run_case
 
         state = _state(self.config)
         assert state is not None
@@ -124,7 +132,8 @@ class CaseItem(pytest.Item):
         self.outcome = {"info": ctx.info}
         start = time.perf_counter()
         try:
-            run_case(self.case, ctx)
+            with compat.watch_fallbacks() as fallbacks:
+                run_case(self.case, ctx)
         except NotApplicable as exc:
             self.outcome.update(status="not_applicable", message=str(exc))
             pytest.skip(f"not applicable: {exc}")
@@ -141,9 +150,11 @@ class CaseItem(pytest.Item):
             raise
         finally:
             self.outcome["duration_s"] = round(time.perf_counter() - start, 6)
+            # Compatibility fallbacks behind this result: the backend setup's and the case's own.
+            self.outcome["compat_fallbacks"] = sorted(state.setup_fallbacks | fallbacks) or None
         self.outcome["status"] = "passed"
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:  # noqa: ANN001
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
         msg = self.outcome.get("message") or str(excinfo.value)
         tb = self.outcome.get("traceback")
         state = _state(self.config)
@@ -164,7 +175,7 @@ def _tail(text: str, lines: int) -> str:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # noqa: ANN201
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     if not isinstance(item, CaseItem):
@@ -194,12 +205,12 @@ def record_from_report(report: pytest.TestReport) -> dict[str, Any] | None:
 class Recorder:
     """Controller side: the only writer of cases.jsonl. Registered only in the controller."""
 
-    def __init__(self, state: RunState, work_dir: Path | None = None) -> None:
+    def __init__(self, state: RunState, work_dir: Path | None = None, attempt: int = 1) -> None:
         from torchcts.results.annotate import RecordAnnotator
 
         self.state = state
         self.work_dir = work_dir
-        self.annotate = RecordAnnotator(state.spec, state.run_dir)  # ledger, flaky, repro_script
+        self.annotate = RecordAnnotator(state.spec, state.run_dir, attempt)  # ledger, flaky, repro_script
         self.writer = RecordWriter(state.run_dir)
         self._plan: dict[str, Case] | None = None
         self.tr: Any = None  # pytest's terminal reporter, for the progress line

@@ -2,8 +2,9 @@
 
 Each attempt is a new `python -m pytest` process (fresh workers, nothing left over from the
 failing session) on just the failing case ids, appending to the same cases.jsonl through the same
-Recorder. run.json's `attempt` tells the Recorder which attempt it records: a case that passes on
-a rerun is `flaky` (see results/annotate.py); one that fails again keeps failing. cases.jsonl stays
+Recorder. `--torchcts-attempt N` tells the Recorder which attempt it records: a case that passes on
+a rerun is `flaky` (see results/annotate.py); one that fails again keeps failing. run.json gets the
+`reruns` summary once, at the end. cases.jsonl stays
 append-only: the last record of an id supersedes (results/rundir.final_records).
 """
 
@@ -14,22 +15,19 @@ import sys
 from pathlib import Path
 
 from torchcts.results import rundir
-from torchcts.results.ledger import FAILING
+from torchcts.results.records import CaseRecord
 
 MAX_IDS_PER_PROCESS = 2000  # keeps the command line short
 
 
 def failing_ids(run_dir: Path) -> list[str]:
     """Cases whose latest record is a failure the ledger does not expect (xfailed is not rerun)."""
-    return [r["id"] for r in rundir.final_records(run_dir) if r.get("status") in FAILING]
+    records = (CaseRecord.from_json(r) for r in rundir.final_records(run_dir))
+    return [r.id for r in records if r.status is not None and r.status.forgivable]
 
 
-def _set_attempt(run_dir: Path, attempt: int | None, reruns: list[dict[str, int]]) -> None:
+def _write_reruns(run_dir: Path, reruns: list[dict[str, int]]) -> None:
     run = rundir.read_run(run_dir)
-    if attempt is None:
-        run.pop("attempt", None)
-    else:
-        run["attempt"] = attempt
     run["reruns"] = reruns
     rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run)
 
@@ -44,12 +42,12 @@ def rerun_failures(run_dir: Path, attempts: int, argv: list[str]) -> list[dict[s
             if not ids:
                 break
             print(f"torchcts: rerunning {len(ids)} failing case(s), attempt {attempt} of {attempts + 1}", flush=True)
-            _set_attempt(run_dir, attempt, reruns)
             for i in range(0, len(ids), MAX_IDS_PER_PROCESS):
                 nodes = [f"{collect}::{case_id}" for case_id in ids[i:i + MAX_IDS_PER_PROCESS]]
-                subprocess.run([sys.executable, "-m", "pytest", *nodes, *rest], check=False)
+                subprocess.run([sys.executable, "-m", "pytest", *nodes, *rest, f"--torchcts-attempt={attempt}"],
+                               check=False)
             still = set(failing_ids(run_dir))
             reruns.append({"attempt": attempt, "cases": len(ids), "passed": len(set(ids) - still)})
     finally:
-        _set_attempt(run_dir, None, reruns)
+        _write_reruns(run_dir, reruns)
     return reruns

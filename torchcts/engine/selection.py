@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from torchcts.cases.levels import MAX_LEVEL
-from torchcts.cases.model import Case
+from torchcts.cases.model import Case, op_matches
 from torchcts.errors import UsageError
+from torchcts.levels import MAX_LEVEL, MIN_LEVEL
 from torchcts.manifest.schema import Manifest
 
 
@@ -58,8 +58,8 @@ def parse_level_range(text: str) -> tuple[int, int]:
         a, b = (int(x) for x in text.split(":"))
     except ValueError:
         raise UsageError(f"bad --level-range '{text}': use A:B, e.g. 2:4") from None
-    if not 1 <= a <= b <= MAX_LEVEL:
-        raise UsageError(f"bad --level-range '{text}': need 1 <= A <= B <= {MAX_LEVEL}")
+    if not MIN_LEVEL <= a <= b <= MAX_LEVEL:
+        raise UsageError(f"bad --level-range '{text}': need {MIN_LEVEL} <= A <= B <= {MAX_LEVEL}")
     return a, b
 
 
@@ -71,23 +71,6 @@ def parse_shard(text: str) -> tuple[int, int]:
     if not 1 <= i <= n:
         raise UsageError(f"bad --shard '{text}': use I/N with 1 <= I <= N, e.g. 2/4")
     return i, n
-
-
-def _strip_overload(name: str) -> str:
-    return name.split(".", 1)[0] if name.startswith("aten::") else name
-
-
-def op_matches(pattern: str, ops: Iterable[str]) -> bool:
-    """`add`, `aten::add.Tensor` and globs such as `linalg.*` against the ops a case covers."""
-    for op in ops:
-        if fnmatch.fnmatchcase(op, pattern):
-            return True
-        if pattern.startswith("aten::") and op.startswith("aten::"):
-            if "." not in op and _strip_overload(pattern) == op:
-                return True
-        elif not pattern.startswith("aten::") and fnmatch.fnmatchcase(op, f"aten::{pattern}"):
-            return True
-    return False
 
 
 @dataclass
@@ -119,7 +102,7 @@ def user_selects(case: Case, sel: Selection, lo: int, hi: int) -> bool:
         return False
     if sel.dtypes and case.dtype is not None and case.dtype not in sel.dtypes:
         return False
-    if sel.ops and not any(op_matches(p, (*case.ops, case.params.get("op", ""))) for p in sel.ops):
+    if sel.ops and not any(op_matches(p, case.covered_ops) for p in sel.ops):
         return False
     if sel.cases and not any(fnmatch.fnmatchcase(case.id, p) for p in sel.cases):
         return False

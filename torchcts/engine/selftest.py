@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from torchcts.errors import UsageError
 from torchcts.results.statuses import FAILURES
 
 ENV = "TORCHCTS_SIM_FAULT"
@@ -113,7 +114,7 @@ def run_one(name: str, selection: list[str], results_dir: Path, *, fault: str | 
         env[ENV] = fault
     argv = run_argv(selection, results_dir, stop_first=stop_first, case_timeout=case_timeout, isolation=isolation)
     start = time.monotonic()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,  # noqa: S603
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True)
     try:
         output, _ = proc.communicate(timeout=run_timeout)
@@ -144,8 +145,11 @@ _CATALOG_CODE = "import json\nfrom torchcts.sim.faults import FAULTS\nprint(json
 
 def fault_catalog() -> list[dict]:
     """The planted faults (name, suite, level, catches, selection), read in a child process."""
-    r = subprocess.run([sys.executable, "-c", _CATALOG_CODE], capture_output=True, text=True,  # noqa: S603
+    r = subprocess.run([sys.executable, "-c", _CATALOG_CODE], capture_output=True, text=True,
                        stdin=subprocess.DEVNULL, timeout=300, check=False)
     if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or [""])[-1]
+        if "UsageError: " in last:  # the sim cannot register on this PyTorch/machine: say why, exit 2
+            raise UsageError(f"the simulated device cannot start here: {last.split('UsageError: ', 1)[1]}")
         raise RuntimeError(f"could not list the sim's faults: {r.stderr.strip()[-500:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])

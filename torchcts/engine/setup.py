@@ -1,20 +1,33 @@
-"""Turning command-line intent into a run: manifest, device, version check, selected cases."""
+"""Turning a validated run request into a run: manifest, device, version check, selected cases.
+
+The request is built and checked by cli/ (flags, device given, selection); nothing here sees argparse.
+"""
 
 from __future__ import annotations
 
-import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torchcts.backends.devices import DeviceInfo, resolve_device
 from torchcts.cases.registry import iter_cases
-from torchcts.cli.common import require_device, selection_from_args
 from torchcts.compat import check_torch_version
 from torchcts.engine.selection import Selection, SelectionResult, select
 from torchcts.errors import UsageError
 from torchcts.manifest.load import find_manifest, load_manifest
 from torchcts.manifest.schema import Manifest
 from torchcts.manifest.templates import cpu_manifest, validation_manifest
+
+
+@dataclass
+class RunRequest:
+    """What `torchcts run` and `show-skips` ask for, already checked by cli/."""
+
+    device: str | None
+    manifest: str | None = None  # path given with --manifest; None: found here, or built-in claims
+    selection: Selection = field(default_factory=Selection)
+    validation: bool = False
+    strict_expectations: bool = False
+    rerun_failures: int = 0
 
 
 @dataclass
@@ -28,39 +41,38 @@ class RunSetup:
     rerun_failures: int = 0  # rerun failing cases up to N times in fresh pytest sessions
 
 
-def load_claims(args: argparse.Namespace) -> Manifest:
+def load_claims(device: str | None, manifest_path: str | None, validation: bool = False) -> Manifest:
     """The manifest a run uses: validation claims, the given/found manifest, or built-in CPU claims."""
-    if args.validation:
-        if args.device and args.device != "cpu":
-            print(f"torchcts: note: --validation forces cpu; --device {args.device} is ignored and "
+    if validation:
+        if device and device != "cpu":
+            print(f"torchcts: note: --validation forces cpu; --device {device} is ignored and "
                   "these results are never backend evidence", file=sys.stderr)
         return validation_manifest()
-    if args.manifest or find_manifest() is not None:
-        manifest = load_manifest(args.manifest)
-        if manifest.device_name != args.device:
+    if manifest_path or find_manifest() is not None:
+        manifest = load_manifest(manifest_path)
+        if manifest.device_name != device:
             raise UsageError(
                 f"the manifest ({manifest.source}) is for device '{manifest.device_name}' but --device is "
-                f"'{args.device}': pass --device {manifest.device_name} or use that device's manifest"
+                f"'{device}': pass --device {manifest.device_name} or use that device's manifest"
             )
         return manifest
-    if args.device == "cpu":
+    if device == "cpu":
         print("torchcts: note: no manifest found; using the built-in CPU claims", file=sys.stderr)
         return cpu_manifest()
-    resolve_device(args.device)  # an unknown or unavailable device says so first, with what is here
+    resolve_device(device)  # an unknown or unavailable device says so first, with what is here
     raise UsageError(
-        f"no manifest found for device '{args.device}': run 'torchcts init --backend {args.device}' "
+        f"no manifest found for device '{device}': run 'torchcts init --backend {device}' "
         "or pass --manifest PATH"
     )
 
 
-def prepare(args: argparse.Namespace) -> RunSetup:
-    require_device(args)
+def prepare(request: RunRequest) -> RunSetup:
     check_torch_version()
-    selection = selection_from_args(args)
-    manifest = load_claims(args)
+    selection = request.selection
+    manifest = load_claims(request.device, request.manifest, request.validation)
     if selection.max_samples is None:
         selection.max_samples = manifest.max_samples
-    device = resolve_device("cpu" if args.validation else args.device, manifest.backend_import)
+    device = resolve_device("cpu" if request.validation else request.device, manifest.backend_import)
     result = select(iter_cases(selection.suites or None), manifest, selection)
-    return RunSetup(manifest, device, selection, result, bool(args.validation),
-                    bool(getattr(args, "strict_expectations", False)), int(getattr(args, "rerun_failures", 0) or 0))
+    return RunSetup(manifest, device, selection, result, request.validation,
+                    request.strict_expectations, request.rerun_failures)

@@ -1,1 +1,1 @@
-"""The backend evidence store (SPEC §8): append-only, canonical JSON lines without host identity."""
+"""The backend evidence store (docs/coverage.md): append-only, canonical JSON lines without host identity."""

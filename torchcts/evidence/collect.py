@@ -9,10 +9,9 @@ a CPU collection to seconds. With `--surface`, every registered suite supplies o
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,24 @@ BUILTIN_LEVEL = 2
 
 
 @dataclass
+class CollectRequest:
+    """What `coverage collect-backend-evidence` asks for, already checked by cli/ (device given,
+    level in range, not a validation run)."""
+
+    device: str
+    store: str
+    backend_gate: str  # gate names joined with "+"
+    manifest: str | None = None
+    level: int | None = None
+    suites: list[str] = field(default_factory=list)
+    surfaces: list[str] = field(default_factory=list)
+    run_pending: bool = False
+    require_oracle_results: bool = False
+    fail_on_oracle_failure: bool = False
+    intent: list[str] = field(default_factory=list)  # the command, paths reduced to base names
+
+
+@dataclass
 class Plan:
     gates: list[Gate]
     device: Any  # DeviceInfo
@@ -38,61 +55,54 @@ class Plan:
     cases_by_surface: dict[str, list[Case]]
 
 
-def evidence_claims(args: argparse.Namespace) -> Manifest:
+def evidence_claims(req: CollectRequest) -> Manifest:
     """The manifest given or found here; without one, in-tree devices use the broad built-in claims."""
     from torchcts.manifest.load import find_manifest
     from torchcts.manifest.templates import validation_manifest
 
-    if args.manifest or find_manifest() is not None or args.device not in IN_TREE_DEVICES:
+    if req.manifest or find_manifest() is not None or req.device not in IN_TREE_DEVICES:
         from torchcts.engine.setup import load_claims
 
-        return load_claims(args)
+        return load_claims(req.device, req.manifest)
     m = validation_manifest()
-    m.device_name = args.device
+    m.device_name = req.device
     m.semantic_level = BUILTIN_LEVEL
     m.source = "<built-in evidence claims>"
     return m
 
 
-def choose_suites(args: argparse.Namespace) -> list[str]:
+def choose_suites(req: CollectRequest) -> list[str]:
     from torchcts.cases.registry import SUITES
 
-    for s in args.suite:
+    for s in req.suites:
         if s not in SUITES:
             raise UsageError(f"unknown or unavailable suite '{s}' for --suite; registered: {', '.join(SUITES)}")
-    if args.suite:
-        return list(dict.fromkeys(args.suite))
-    if args.surface:
+    if req.suites:
+        return list(dict.fromkeys(req.suites))
+    if req.surfaces:
         return list(SUITES)
     return [s for s in SUITES if s not in DEFAULT_EXCLUDED_SUITES]
 
 
-def plan(args: argparse.Namespace) -> Plan:
+def plan(req: CollectRequest) -> Plan:
     """Everything decided, nothing written: raises UsageError for any bad input."""
     from torchcts.backends.devices import resolve_device
-    from torchcts.cli.common import require_device
     from torchcts.compat import check_torch_version
     from torchcts.coverage.inventory import load_cases
     from torchcts.coverage.mapping import build_coverage, select_surfaces
 
-    if args.validation:
-        raise UsageError("--validation runs are never backend evidence (they force cpu and fixed claims): "
-                         "collect evidence with --device D on the backend under test")
-    require_device(args)
-    gates = parse_gates(args.backend_gate)
-    check_gates_for_device(gates, args.device)
-    if args.level is not None and not 1 <= args.level <= 8:
-        raise UsageError(f"--level {args.level} is out of range: use 1..8")
+    gates = parse_gates(req.backend_gate)
+    check_gates_for_device(gates, req.device)
     check_torch_version()
-    if args.device in IN_TREE_DEVICES:  # say "not available" before "no manifest"
-        resolve_device(args.device)
-    manifest = evidence_claims(args)
-    device = resolve_device(args.device, manifest.backend_import)
-    level = args.level or manifest.semantic_level
-    suites = choose_suites(args)
+    if req.device in IN_TREE_DEVICES:  # say "not available" before "no manifest"
+        resolve_device(req.device)
+    manifest = evidence_claims(req)
+    device = resolve_device(req.device, manifest.backend_import)
+    level = req.level or manifest.semantic_level
+    suites = choose_suites(req)
     cases = [c for c in load_cases(tuple(suites)) if c.level <= level]
     cov = build_coverage(cases)
-    surfaces = select_surfaces(args.surface) if args.surface else sorted(cov.cases_by_surface)
+    surfaces = select_surfaces(req.surfaces) if req.surfaces else sorted(cov.cases_by_surface)
     return Plan(gates, device, manifest, level, suites, surfaces,
                 {s: cov.covering(s) for s in surfaces})
 
@@ -165,20 +175,18 @@ def exit_status(records: dict[str, list[dict[str, Any]]], p: Plan, require: bool
     return (EXIT_FAILURES if problems else EXIT_OK), problems
 
 
-def collect(args: argparse.Namespace) -> int:
-    from torchcts.cli.common import command_intent
+def collect(req: CollectRequest) -> int:
     from torchcts.evidence.sources import make_source
     from torchcts.results.rundir import utc_now
 
-    p = plan(args)
-    intent = command_intent("coverage", list(getattr(args, "argv", [])))
+    p = plan(req)
     source = make_source(p.device, utc_now())
-    records, run_status = build_records(p, intent, args.run_pending_candidates, source["id"])
+    records, run_status = build_records(p, req.intent, req.run_pending, source["id"])
     for rec in [source, *(r for recs in records.values() for r in recs)]:
         found = leaks(rec)
         if found:
             raise UsageError(f"refusing to write evidence that identifies this machine: {found[0]}")
-    store = st.open_store(Path(args.store))
+    store = st.open_store(Path(req.store))
     st.append(store, st.SOURCES, [source])
     for name, recs in records.items():
         st.append(store, name, recs)
@@ -187,13 +195,13 @@ def collect(args: argparse.Namespace) -> int:
         done = max((len(recs) for recs in records.values()), default=0)
         print(f"torchcts: interrupted: recorded the {done} surfaces that finished", file=sys.stderr)
         raise KeyboardInterrupt
-    code, problems = exit_status(records, p, args.require_oracle_results, args.fail_on_oracle_failure)
-    print_summary(records, source, Path(args.store).name, problems)
+    code, problems = exit_status(records, p, req.require_oracle_results, req.fail_on_oracle_failure)
+    print_summary(records, source, Path(req.store).name, problems)
     return code
 
 
 def print_summary(records: dict[str, list[dict[str, Any]]], source: dict[str, Any], store_name: str,
-                  problems: list[str], out=None) -> None:  # noqa: ANN001
+                  problems: list[str], out=None) -> None:
     out = out or sys.stdout
     for name, recs in records.items():
         counts = Counter(r["result"]["status"] for r in recs)

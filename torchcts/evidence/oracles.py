@@ -47,7 +47,8 @@ class Outcome:
 
 def run_one(case: Case, device: Any, manifest: Manifest) -> Outcome:
     """Run one case in-process and classify it the way the pytest plugin does."""
-    from torchcts.engine.context import CaseContext, run_case
+    from torchcts.cases.context import CaseContext
+    from torchcts.engine.runner import run_case
 
     decision = claim_decision(case, manifest)
     if decision.status != "run":

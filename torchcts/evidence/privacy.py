@@ -30,7 +30,7 @@ def local_identities() -> set[str]:
     for get in (socket.gethostname, socket.getfqdn, getpass.getuser, lambda: os.path.basename(os.path.expanduser("~"))):
         try:
             value = get() or ""
-        except Exception:  # noqa: BLE001,S112 - no user database entry, no network name
+        except Exception:  # noqa: BLE001 - no user database entry, no network name
             continue
         for v in (value, value.split(".")[0]):
             if len(v) >= 2 and v.lower() not in GENERIC:

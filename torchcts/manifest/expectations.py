@@ -1,4 +1,4 @@
-"""The expectations ledger (SPEC §4): known failures a backend records honestly.
+"""The expectations ledger (docs/ledger.md): known failures a backend records honestly.
 
 An entry:
 
@@ -11,8 +11,9 @@ An entry:
      "signature": "mismatch"}                     # a bucket, "Type: message pattern", or
                                                   # {"exception": "RuntimeError", "message": "..."}
 
-Structure is checked on every load (fast, no case list). Whether a match names any case at all is
-checked by `check-manifest` only, against the case registry (`registry_problems`).
+Structure is checked here, on every load (fast, no case list). Matching entries to cases and
+records is results/ledger_match.py; whether a match names any case at all is checked by
+`check-manifest` only, against the case registry (`results/ledger_match.py: registry_problems`).
 """
 
 from __future__ import annotations
@@ -20,12 +21,9 @@ from __future__ import annotations
 import datetime as _dt
 import difflib
 import fnmatch
-import re
-from collections.abc import Iterable
 from typing import Any
 
-from torchcts.engine.selection import op_matches
-from torchcts.manifest.validate import dtype_name
+from torchcts.manifest.schema import BUCKETS, KNOWN_SUITE_NAMES, dtype_name
 
 LEDGER_STATUSES = ("xfail", "known_crash")
 ENTRY_KEYS = ("match", "status", "reason", "tracker", "expires", "signature")
@@ -33,13 +31,12 @@ SELECTOR_KEYS = ("op", "dtype", "suite", "kind", "case")
 SIGNATURE_KEYS = ("exception", "message")
 
 
-def _values(value: Any) -> list[str]:
+def selector_values(value: Any) -> list[str]:
+    """A selector key's value as a list of patterns (one string or a list)."""
     return [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
 
 
 def _check_selector(match: dict[str, Any], path: str) -> list[str]:
-    from torchcts.cases.registry import KNOWN_SUITE_NAMES
-
     problems: list[str] = []
     if not match:
         return [f"empty selector under {path}.match: give at least one of {', '.join(SELECTOR_KEYS)}"]
@@ -54,19 +51,17 @@ def _check_selector(match: dict[str, Any], path: str) -> list[str]:
             problems.append(f"expected a non-empty string or list of strings under {where}, got {value!r}")
             continue
         if key == "dtype":
-            for v in _values(value):
+            for v in selector_values(value):
                 if not any(ch in v for ch in "*?[") and dtype_name(v) is None:
                     problems.append(f"unknown dtype '{v}' under {where}: use a torch dtype name such as float32")
         if key == "suite":
-            for v in _values(value):
+            for v in selector_values(value):
                 if not any(fnmatch.fnmatchcase(s, v) for s in KNOWN_SUITE_NAMES):
                     problems.append(f"unknown suite '{v}' under {where}; known: {', '.join(KNOWN_SUITE_NAMES)}")
     return problems
 
 
 def _check_signature(sig: Any, path: str) -> list[str]:
-    from torchcts.results.signatures import BUCKETS
-
     if sig is None:
         return []
     if isinstance(sig, dict):
@@ -141,115 +136,3 @@ def expiry_date(value: Any) -> _dt.date | None:
 def is_expired(entry: dict[str, Any], today: _dt.date) -> bool:
     date = expiry_date(entry.get("expires")) if entry.get("expires") is not None else None
     return date is not None and date < today
-
-
-def _any_glob(patterns: list[str]):  # noqa: ANN202 - a compiled regex's match method
-    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match
-
-
-class EntryMatcher:
-    """An entry's `match`, compiled once: a run checks every record against every entry."""
-
-    def __init__(self, entry: dict[str, Any]) -> None:
-        match = entry.get("match")
-        self.glob = _any_glob([match]) if isinstance(match, str) else None
-        self.fields: list[tuple[str, Any]] = []
-        self.ops: list[str] | None = None
-        self.empty = not isinstance(match, (str, dict)) or not match
-        if isinstance(match, dict):
-            for key, value in match.items():
-                pats = _values(value)
-                if key == "op":
-                    self.ops = pats
-                elif key == "dtype":
-                    self.fields.append(("dtype", _any_glob([dtype_name(p) or p for p in pats])))
-                else:
-                    self.fields.append(("id" if key == "case" else key, _any_glob(pats)))
-
-    def __call__(self, item: dict[str, Any]) -> bool:
-        """Whether the entry names a case, given as a record or Case.to_json() (id, suite, ops, dtype, kind)."""
-        if self.empty:
-            return False
-        if self.glob is not None:
-            return self.glob(str(item.get("id", ""))) is not None
-        for name, match in self.fields:
-            value = item.get(name)
-            if value is None and name == "dtype" or match(str(value or "")) is None:
-                return False
-        if self.ops is not None:
-            ops = [*item.get("ops", ()), *([item["params"]["op"]] if (item.get("params") or {}).get("op") else [])]
-            if item.get("op"):
-                ops.append(str(item["op"]))
-            return any(op_matches(p, ops) for p in self.ops)
-        return True
-
-
-class LedgerMatcher:
-    """All entries compiled together: `first(item)` is the index of the first entry naming the case.
-
-    Case-id globs are one alternation regex (tried in entry order, in C); selectors are checked
-    one by one, only those before the first matching glob.
-    """
-
-    def __init__(self, entries: list[dict[str, Any]]) -> None:
-        self.globs = [i for i, e in enumerate(entries) if isinstance(e.get("match"), str) and e["match"]]
-        self.regex = re.compile("|".join(f"({fnmatch.translate(entries[i]['match'])})" for i in self.globs)).match \
-            if self.globs else None
-        self.selectors = [(i, EntryMatcher(e)) for i, e in enumerate(entries) if isinstance(e.get("match"), dict)]
-
-    def first(self, item: dict[str, Any]) -> int | None:
-        found = None
-        if self.regex is not None:
-            m = self.regex(str(item.get("id", "")))
-            if m is not None:
-                found = self.globs[next(g for g in range(len(self.globs)) if m.group(g + 1) is not None)]
-        for i, matcher in self.selectors:
-            if found is not None and i > found:
-                break
-            if matcher(item):
-                return i
-        return found
-
-
-def matches(entry: dict[str, Any], item: dict[str, Any]) -> bool:
-    """Whether an entry's `match` names a case (one-off; compile with EntryMatcher for many)."""
-    return EntryMatcher(entry)(item)
-
-
-def _suites_for(entry: dict[str, Any]) -> list[str] | None:
-    """The suites an entry can name (to build only those), None when any suite may match."""
-    from torchcts.cases.registry import SUITES
-
-    match = entry.get("match")
-    if isinstance(match, str):
-        head = match.split("/", 1)[0]
-        return None if any(ch in head for ch in "*?[") else [head]
-    if isinstance(match, dict) and "suite" in match:
-        return [s for s in SUITES if any(fnmatch.fnmatchcase(s, p) for p in _values(match["suite"]))]
-    return None
-
-
-def registry_problems(entries: list[dict[str, Any]], cases: Iterable[dict[str, Any]] | None = None) -> list[str]:
-    """Entries whose match names no known case (SPEC §4: selectors that match no op are errors).
-
-    Builds the case list lazily, and only the suites the entries can name.
-    """
-    if not entries:
-        return []
-    if cases is None:
-        from torchcts.cases.registry import SUITES, suite_cases
-
-        wanted: set[str] = set()
-        for entry in entries:
-            wanted.update(_suites_for(entry) or SUITES)
-        cases = [c.to_json() for s in SUITES if s in wanted for c in suite_cases(s)]
-    known = list(cases)
-    problems = []
-    for i, entry in enumerate(entries):
-        matcher = EntryMatcher(entry)
-        if not any(matcher(c) for c in known):
-            problems.append(
-                f"match {entry.get('match')!r} names no known case under expectations[{i}].match: "
-                "check the case id glob or selector (`torchcts show-skips --all` lists case ids)"
-            )
-    return problems

@@ -1,4 +1,4 @@
-"""The manifest schema (SPEC §4): one registry per concept, shared by loading, validation and docs.
+"""The manifest schema (README.md, docs/ledger.md): one registry per concept, shared by loading, validation and docs.
 
 Dtypes are kept by name ("float32") everywhere outside a running case so that a manifest can be
 hashed, written to run.json and compared across runs.
@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from torchcts.levels import MAX_LEVEL, MIN_LEVEL
+
 MANIFEST_VERSION = 1
-MIN_LEVEL, MAX_LEVEL = 1, 8
 
 # Every dtype a manifest may claim, by its torch attribute name.
 DTYPES: tuple[str, ...] = (
@@ -51,6 +53,18 @@ DTYPE_ALIASES: dict[str, str] = {
     "chalf": "complex32",
 }
 
+
+def dtype_name(key: Any) -> str | None:
+    """Canonical dtype name for a torch.dtype or a string, None if it names no dtype."""
+    if not isinstance(key, str):
+        text = str(key)
+        if not text.startswith("torch."):
+            return None
+        key = text[len("torch.") :]
+    key = key.removeprefix("torch.")
+    key = DTYPE_ALIASES.get(key, key)
+    return key if key in DTYPES else None
+
 # Capability name -> what claiming it promises. A new capability is one entry here.
 CAPABILITIES: dict[str, str] = {
     "inference": "forward values of operators match the CPU reference",
@@ -85,7 +99,7 @@ KEYS: dict[str, tuple[bool, str]] = {
     "device_name": (True, "runtime device type, e.g. 'cuda', 'npu', 'openreg'"),
     "backend_import": (False, "module imported before the device is used, or None"),
     "supported_dtypes": (True, "{dtype: True|False}; absent means not claimed"),
-    "semantic_level": (False, "claimed semantic level 1..8 (default for --level)"),
+    "semantic_level": (False, f"claimed semantic level {MIN_LEVEL}..{MAX_LEVEL} (default for --level)"),
     "device_count": (False, "number of devices the backend exposes"),
     "capabilities": (True, "{capability: True|False}"),
     "expectations": (False, "ledger of known failures"),
@@ -137,3 +151,36 @@ class Manifest:
     @classmethod
     def from_json(cls, data: dict[str, Any], source: str = "<run.json>") -> Manifest:
         return cls(**data, source=source)
+
+
+# The words of the expectations ledger (manifest/expectations.py checks entries against them).
+# Signature buckets: the coarse failure classes an entry may name instead of a message pattern
+# (results/signatures.py decides which bucket a failure is in).
+BUCKETS: dict[str, str] = {
+    "mismatch": "ran and disagreed with the oracle or property (status failed)",
+    "missing_kernel": "Could not run 'aten::...' with arguments from the '...' backend",
+    "error": "the backend raised an exception (status error)",
+    "crash": "the case killed its worker (status crashed)",
+    "timeout": "the case exceeded its time limit (status timeout)",
+}
+
+# Suite names reserved for the product's suites; a selection or ledger entry naming one that has no module yet
+# selects nothing. cases/registry.py: SUITES maps the registered ones to their modules.
+RESERVED_SUITE_NAMES = (
+    "opinfo", "operators", "errors", "dtypes", "strides", "autograd", "rng", "device_api", "memory",
+    "serialization", "training", "compiler", "workloads", "multi_device", "stress", "generated",
+)
+EXTRA_SUITES_ENV = "TORCHCTS_EXTRA_SUITES"
+
+
+def extra_suites() -> dict[str, str]:
+    """Testing hook for suite developers: TORCHCTS_EXTRA_SUITES="name=module[,name=module]" adds
+    suites (e.g. planted crashes and hangs in the project's own tests) without touching the registry."""
+    out: dict[str, str] = {}
+    for entry in filter(None, os.environ.get(EXTRA_SUITES_ENV, "").split(",")):
+        name, _, module = entry.partition("=")
+        out[name.strip()] = module.strip()
+    return out
+
+
+KNOWN_SUITE_NAMES = RESERVED_SUITE_NAMES + tuple(n for n in extra_suites() if n not in RESERVED_SUITE_NAMES)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from torchcts.manifest.expectations import normalise_entries, validate_entries
 from torchcts.manifest.schema import (
     CAPABILITIES,
-    DTYPE_ALIASES,
     DTYPES,
     KEYS,
     MANIFEST_VERSION,
@@ -16,6 +16,7 @@ from torchcts.manifest.schema import (
     REQUIRED_CAPABILITIES,
     RESOURCE_LIMIT_KEYS,
     Manifest,
+    dtype_name,
 )
 
 
@@ -23,18 +24,6 @@ def suggest(word: str, choices: list[str] | tuple[str, ...], prefix: str = "") -
     """The fix for an unknown name: the closest known one, or the list of known names."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f": did you mean '{prefix}{close[0]}'?" if close else f"; known: {', '.join(sorted(choices))}"
-
-
-def dtype_name(key: Any) -> str | None:
-    """Canonical dtype name for a torch.dtype or a string, None if it names no dtype."""
-    if not isinstance(key, str):
-        text = str(key)
-        if not text.startswith("torch."):
-            return None
-        key = text[len("torch.") :]
-    key = key.removeprefix("torch.")
-    key = DTYPE_ALIASES.get(key, key)
-    return key if key in DTYPES else None
 
 
 def _is_int(v: Any) -> bool:
@@ -178,8 +167,6 @@ def validate(raw: Any, source: str = "manifest") -> tuple[Manifest | None, list[
         c.add("expectations", "expected a list of {match, status, reason, ...} entries")
         expectations = []
     else:
-        from torchcts.manifest.expectations import normalise_entries, validate_entries
-
         for problem in validate_entries(expectations):
             c.problems.append(problem)
         expectations = normalise_entries(expectations)

@@ -7,12 +7,15 @@ aten names for the contraction families (matmul, conv), never substrings of op n
 
 The oracle is `cpu` unless the op's output cannot be compared with the CPU's: random ops (a
 curated registry, checked against OpInfo's `wrapper_set_seed` use by a unit test), factories of
-uninitialised memory and ops flagged `has_nondeterministic_output` get property oracles.
+uninitialised memory and ops flagged `has_nondeterministic_output` get property oracles (read
+through compat: the field is new in 2.13).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from torchcts.compat import opinfo_nondeterministic_output
 
 # Exact aten names of contraction ops: their rounding grows with the reduced dimension.
 MATMUL_ATEN = frozenset({
@@ -43,7 +46,7 @@ SEEDED_BUT_DETERMINISTIC = frozenset({("item", ""), ("nn.functional.feature_alph
 
 
 def namespace(op: Any) -> str | None:
-    """`linalg`, `fft` or `special` when the OpInfo lives in that namespace (SPEC level 5 families)."""
+    """`linalg`, `fft` or `special` when the OpInfo lives in that namespace (level-5 families, torchcts/levels.py)."""
     if type(op).__name__ == "SpectralFuncInfo":
         return "fft"
     head = op.name.split(".", 1)[0]
@@ -85,7 +88,7 @@ def oracle_for(op: Any) -> str:
     """`cpu`, or the property oracle for ops whose values cannot be compared with the CPU's."""
     if op.name in UNINITIALIZED_OPS:
         return "property:uninitialized"
-    if getattr(op, "has_nondeterministic_output", False):  # an OpInfo field since PyTorch 2.8
+    if opinfo_nondeterministic_output(op):
         return "property:nondeterministic"
     if is_random(op):
         return "property:random"

@@ -1,4 +1,4 @@
-"""Tolerance table by op category and dtype (SPEC §6); integers and bool compare exactly.
+"""Tolerance table by op category and dtype (docs/opinfo.md); integers and bool compare exactly.
 
 A new category is one entry in CATEGORIES. Manifest `tolerance_overrides` replace single cells.
 """

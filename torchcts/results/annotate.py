@@ -1,8 +1,9 @@
 """What the controller adds to a case record before appending it: ledger, flakiness, repro script.
 
 The Recorder (engine/plugin.py, the only writer of cases.jsonl) calls one `RecordAnnotator` per
-pytest session. In a rerun session (run.json `attempt` > 1, written by engine/rerun.py) a case
-that failed before and passes now is `flaky`; its new record supersedes the old one.
+pytest session. In a rerun session (`attempt` > 1: engine/rerun.py passes `--torchcts-attempt N`
+to pytest, the plugin hands it to the Recorder) a case that failed before and passes now is
+`flaky`; its new record supersedes the old one.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from torchcts.results.rundir import final_records
 
 
 class RecordAnnotator:
-    def __init__(self, spec: dict[str, Any], run_dir: Path) -> None:
+    def __init__(self, spec: dict[str, Any], run_dir: Path, attempt: int = 1) -> None:
         self.entries = run_entries(spec)
         self.matcher = compile_entries(self.entries)
         self.today = run_date(spec)
         self.run_name = str(spec.get("name") or run_dir.name)
-        self.attempt = int(spec.get("attempt") or 1)
+        self.attempt = attempt
         self.previous = {r["id"]: r for r in final_records(run_dir)} if self.attempt > 1 else {}
         self.run_dir = run_dir
         self._op_names: dict[str, str] | None = None
@@ -29,7 +30,7 @@ class RecordAnnotator:
     def op_name(self, case_id: str) -> str | None:
         """The case's `params["op"]` (an OpInfo name such as nn.functional.conv2d), from the plan."""
         if self._op_names is None:
-            from torchcts.engine.plan import PLAN, read_plan
+            from torchcts.results.plan import PLAN, read_plan
 
             plan = read_plan(self.run_dir) if (self.run_dir / PLAN).is_file() else []
             self._op_names = {c.id: str(c.params["op"]) for c in plan if c.params.get("op")}

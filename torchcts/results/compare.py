@@ -1,4 +1,4 @@
-"""Two runs side by side: new failures, fixes, precision regressions (SPEC §2 `compare`)."""
+"""Two runs side by side: new failures, fixes, precision regressions (README.md, `compare`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from torchcts.results import rundir
-from torchcts.results.statuses import FAILURES
+from torchcts.results.statuses import FAILURES, PASSING
 
-PASSING = ("passed", "xfailed", "xpassed")
 PRECISION_FACTOR = 2.0
 
 
@@ -110,12 +109,16 @@ def previous_comparable(results_root: Path, run_dir: Path) -> Path | None:
     return None
 
 
-def regressions_line(results_root: Path, run_dir: Path) -> str | None:
-    """One scorecard line: what changed since the previous comparable run (cases in both runs)."""
+def regressions_line(results_root: Path, run_dir: Path,
+                     records: list[dict[str, Any]] | None = None) -> str | None:
+    """One scorecard line: what changed since the previous comparable run (cases in both runs).
+
+    `records`: this run's final records when the caller has read them already (finalize)."""
     prev = previous_comparable(results_root, run_dir)
     if prev is None:
         return None
-    c = compare_records(rundir.final_records(prev), rundir.final_records(run_dir), common_only=True)
+    new = records if records is not None else rundir.final_records(run_dir)
+    c = compare_records(rundir.final_records(prev), new, common_only=True)
     head = ", ".join(x.id for x in c.new_failures[:5]) + (" ..." if len(c.new_failures) > 5 else "")
     return (f"since {prev.name}: {len(c.new_failures)} new failures{' (' + head + ')' if head else ''}, "
             f"{len(c.fixes)} fixes, {len(c.precision)} precision regressions "

@@ -7,10 +7,9 @@ import json
 from collections import Counter, defaultdict
 from typing import Any
 
-from torchcts.results.statuses import FAILURES, ORDER, STATUSES
+from torchcts.results.statuses import FAILURES, ORDER, PASSING, STATUSES
 from torchcts.results.summary import by, failures, totals
 
-PASSING = ("passed", "xfailed", "xpassed")
 COLORS = {
     "passed": "#2e7d32", "xfailed": "#6a8f3a", "xpassed": "#c77c02", "failed": "#c62828", "error": "#ad1457",
     "crashed": "#6a1b9a", "timeout": "#4527a0", "flaky": "#ef6c00", "not_claimed": "#78909c",

@@ -6,12 +6,12 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from typing import Any
 
-from torchcts.results.statuses import STATUSES
+from torchcts.results.statuses import CRASH_LIKE, FAILURES, STATUSES, Status
 
 # How each status shows in JUnit: the backend raised or its worker died -> <error>; other
 # failures -> <failure>; not executed -> <skipped>; everything else passes.
-_ERROR = {"error", "crashed", "timeout"}
-_FAILURE = {n for n, s in STATUSES.items() if s.failure} - _ERROR
+_ERROR = {Status.ERROR.value, *CRASH_LIKE}
+_FAILURE = set(FAILURES) - _ERROR
 
 
 def _detail(r: dict[str, Any]) -> str:

@@ -2,7 +2,7 @@
 
 Pure functions of (entries, records, today), so a run, `torchcts report` and the tests agree.
 
-Rules (SPEC §4):
+Rules (docs/ledger.md):
 - a failing case matched by an entry with the same signature becomes `xfailed`, carrying the
   entry's reason, tracker and index;
 - one with a different signature stays failing, with a note naming the entry and both signatures;
@@ -18,12 +18,13 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
-from torchcts.manifest.expectations import LedgerMatcher, is_expired
+from torchcts.manifest.expectations import is_expired
+from torchcts.results.ledger_match import LedgerMatcher
 from torchcts.results.signatures import entry_signature, signature_matches, signature_of
-from torchcts.results.statuses import FAILURES
+from torchcts.results.statuses import CRASH_LIKE, EXECUTED, FAILURES, FORGIVABLE
 
-FAILING = ("failed", "error", "crashed", "timeout")  # what an entry can turn into xfailed
-APPLIED = (*FAILING, "passed", "xfailed", "xpassed", "flaky")
+FAILING = FORGIVABLE  # what an entry can turn into xfailed
+APPLIED = EXECUTED  # records of cases that ran carry the ledger note of the entry naming them
 
 
 def _expected_signature(entry: dict[str, Any]) -> str | None:
@@ -33,7 +34,7 @@ def _expected_signature(entry: dict[str, Any]) -> str | None:
 def _signature_ok(entry: dict[str, Any], record: dict[str, Any]) -> bool:
     pattern = _expected_signature(entry)
     if pattern is None and entry.get("status") == "known_crash":
-        return record.get("status") in ("crashed", "timeout")
+        return record.get("status") in CRASH_LIKE
     return signature_matches(pattern, record)
 
 

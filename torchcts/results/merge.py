@@ -11,6 +11,7 @@ from typing import Any
 
 from torchcts.errors import UsageError
 from torchcts.results import rundir
+from torchcts.results.finalize import finalize
 
 # run.json fields that must agree between shards.
 _SAME = ("manifest_hash", "torchcts", "torch", "device", "gate", "validation")
@@ -43,8 +44,6 @@ def check_compatible(runs: list[tuple[Path, dict[str, Any]]]) -> None:
 
 def merge_runs(run_dirs: list[Path], results_root: Path) -> Path:
     """Write a new run folder holding every shard's records; returns it."""
-    from torchcts.engine.execute import finalize
-
     if len(run_dirs) < 2:
         raise UsageError("merge needs at least two shard runs")
     runs = [(d, rundir.read_run(d)) for d in run_dirs]
@@ -61,6 +60,7 @@ def merge_runs(run_dirs: list[Path], results_root: Path) -> Path:
         filtered=first.get("filtered", 0),
         sharded_out=0,
         planned=sum(r.get("planned", 0) for _, r in runs),
+        compat_fallbacks={k: v for _, r in runs for k, v in (r.get("compat_fallbacks") or {}).items()},
     )
     first["selection"] = {**_selection_sans_shard(first), "shard": None}
     missing = count - len(runs)

@@ -14,13 +14,14 @@ from typing import Any
 
 from torchcts.results.ledger import FAILING
 from torchcts.results.signatures import signature_of
+from torchcts.results.statuses import CRASH_LIKE
 from torchcts.results.triage import cluster_key
 
 TODO_TRACKER = "TODO: tracker URL or id"
 
 
 def _status(record: dict[str, Any]) -> str:
-    return "known_crash" if record.get("status") in ("crashed", "timeout") else "xfail"
+    return "known_crash" if record.get("status") in CRASH_LIKE else "xfail"
 
 
 def _reason(record: dict[str, Any]) -> str:

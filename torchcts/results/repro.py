@@ -194,8 +194,8 @@ def _find_in_registry(case_id: str) -> Case:
 
 
 def target_from_run(case_id: str, run_dir: Path) -> ReproTarget:
-    from torchcts.engine.plan import read_plan
     from torchcts.results import rundir
+    from torchcts.results.plan import read_plan
 
     run = rundir.read_run(run_dir)
     plan = {c.id: c for c in read_plan(run_dir)} if (run_dir / "plan.jsonl").is_file() else {}

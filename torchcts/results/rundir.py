@@ -1,4 +1,4 @@
-"""The run folder: `results/<UTC time>-<random>/` with run.json and streamed cases.jsonl (SPEC §7).
+"""The run folder: `results/<UTC time>-<random>/` with run.json and streamed cases.jsonl (README.md, "Results").
 
 Records are appended one line each and flushed, never rewritten, so a killed run keeps every
 finished case. Only one process (the pytest controller) appends, so lines never interleave.

@@ -36,9 +36,11 @@ def _section(out: TextIO, title: str, groups: dict[str, dict[str, int]]) -> None
 
 def print_scorecard(
     run_dir: Path, run: dict[str, Any], out: TextIO, first: int = 10, slowest: int = 5,
-    regressions: str | None = None,
+    regressions: str | None = None, records: list[dict[str, Any]] | None = None,
 ) -> None:
-    records = rundir.final_records(run_dir)
+    """`records`: the run's final records when the caller has read them already (finalize)."""
+    if records is None:
+        records = rundir.final_records(run_dir)
     t = run.get("totals", {})
     print("", file=out)
     print("=" * 20 + " TorchCTS scorecard " + "=" * 20, file=out)

@@ -2,7 +2,7 @@
 
 Tracebacks, faulthandler output and exception messages name files by absolute path, which carry
 the user's home, the checkout location and the temp folder. Every line written into a run folder
-passes through `scrub`, so `results/` can be committed and shared (SPEC §7).
+passes through `scrub`, so `results/` can be committed and shared (README.md, "Results").
 """
 
 from __future__ import annotations

@@ -14,14 +14,7 @@ import fnmatch
 import re
 from typing import Any
 
-# Bucket name -> what it covers. "error" covers every raised exception (missing kernels included).
-BUCKETS: dict[str, str] = {
-    "mismatch": "ran and disagreed with the oracle or property (status failed)",
-    "missing_kernel": "Could not run 'aten::...' with arguments from the '...' backend",
-    "error": "the backend raised an exception (status error)",
-    "crash": "the case killed its worker (status crashed)",
-    "timeout": "the case exceeded its time limit (status timeout)",
-}
+from torchcts.manifest.schema import BUCKETS  # bucket name -> what it covers (the ledger's words)
 
 _MISSING_KERNEL = re.compile(r"Could not run '([\w:.]+)' with arguments from the '([\w]+)' backend")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")

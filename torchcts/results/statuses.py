@@ -1,36 +1,97 @@
-"""The status registry (SPEC §7): a new status is one entry here."""
+"""The status registry (docs/architecture.md, "Statuses"): a new status is one entry here.
+
+`Status` is a string enum: records and run.json hold its value ("passed"), and a member compares
+equal to that string, so code reading records may use either. Every set of statuses the code uses
+(failures, what the ledger may forgive, crash-like, passing) is derived from STATUSES.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
+
+
+class Status(str, Enum):
+    """A case's outcome."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+    XFAILED = "xfailed"
+    XPASSED = "xpassed"
+    FLAKY = "flaky"
+    NOT_CLAIMED = "not_claimed"
+    FILTERED = "filtered"
+    NOT_APPLICABLE = "not_applicable"
+
+    __hash__ = str.__hash__  # a member and its value are one dict key (Python 3.10 too)
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @property
+    def info(self) -> StatusInfo:
+        return STATUSES[self]
+
+    @property
+    def is_failure(self) -> bool:
+        """Listed as a failure and counts against the exit status (flaky only under --strict-expectations)."""
+        return self.info.failure
+
+    @property
+    def forgivable(self) -> bool:
+        """A ledger entry may expect it: the record becomes xfailed (results/ledger.py)."""
+        return self.info.forgivable
+
+    @property
+    def crash_like(self) -> bool:
+        """The worker died or hit the time limit: a `known_crash` entry's default, a JUnit <error>."""
+        return self.info.crash_like
+
+    @property
+    def executed(self) -> bool:
+        return self.info.executed
 
 
 @dataclass(frozen=True)
-class Status:
+class StatusInfo:
     name: str
     # Listed as a failure (reports, triage) and counts against the exit status; `flaky` fails only
     # a --strict-expectations run, since its rerun passed (results/ledger.py: gate_failures).
     failure: bool
     executed: bool  # the case ran (or tried to)
     description: str
+    forgivable: bool = False  # a ledger entry can turn it into xfailed
+    crash_like: bool = False  # the worker died or the case hit its time limit
+    passing: bool = False  # counts as a pass (HTML pass rates; a failure becoming this is a fix)
 
 
-STATUSES: dict[str, Status] = {
+STATUSES: dict[str, StatusInfo] = {
     s.name: s
     for s in (
-        Status("passed", False, True, "matched the oracle or property"),
-        Status("failed", True, True, "ran and disagreed with the oracle or property"),
-        Status("error", True, True, "the backend raised an exception"),
-        Status("crashed", True, True, "the case killed its worker process"),
-        Status("timeout", True, True, "the case exceeded its time limit"),
-        Status("xfailed", False, True, "failed as the expectations ledger says"),
-        Status("xpassed", False, True, "passed although the ledger expects a failure"),
-        Status("flaky", True, True, "failed, then passed on a rerun"),
-        Status("not_claimed", False, False, "the manifest does not claim the dtype or capability"),
-        Status("filtered", False, False, "deselected by the user's selection"),
-        Status("not_applicable", False, False, "this build, PyTorch version or device lacks it"),
+        StatusInfo("passed", False, True, "matched the oracle or property", passing=True),
+        StatusInfo("failed", True, True, "ran and disagreed with the oracle or property", forgivable=True),
+        StatusInfo("error", True, True, "the backend raised an exception", forgivable=True),
+        StatusInfo("crashed", True, True, "the case killed its worker process", forgivable=True, crash_like=True),
+        StatusInfo("timeout", True, True, "the case exceeded its time limit", forgivable=True, crash_like=True),
+        StatusInfo("xfailed", False, True, "failed as the expectations ledger says", passing=True),
+        StatusInfo("xpassed", False, True, "passed although the ledger expects a failure", passing=True),
+        StatusInfo("flaky", True, True, "failed, then passed on a rerun"),
+        StatusInfo("not_claimed", False, False, "the manifest does not claim the dtype or capability"),
+        StatusInfo("filtered", False, False, "deselected by the user's selection"),
+        StatusInfo("not_applicable", False, False, "this build, PyTorch version or device lacks it"),
     )
 }
+assert set(STATUSES) == {s.value for s in Status}, "Status and STATUSES list the same statuses"
 
-FAILURES = tuple(n for n, s in STATUSES.items() if s.failure)
 ORDER = tuple(STATUSES)
+FAILURES = tuple(n for n, s in STATUSES.items() if s.failure)
+FORGIVABLE = tuple(n for n, s in STATUSES.items() if s.forgivable)  # the ledger's FAILING
+CRASH_LIKE = tuple(n for n, s in STATUSES.items() if s.crash_like)
+PASSING = tuple(n for n, s in STATUSES.items() if s.passing)
+EXECUTED = tuple(n for n, s in STATUSES.items() if s.executed)

@@ -35,6 +35,8 @@ def render_markdown(run: dict[str, Any], records: list[dict[str, Any]], first_fa
         f"- device: `{dev.get('type')}` (gate `{dev.get('gate')}`){' — validation, not backend evidence' if run.get('validation') else ''}",
         f"- torch {run.get('torch', {}).get('torch')}, torchcts {run.get('torchcts')}",
         f"- status: {run.get('status')}; filtered: {run.get('filtered', 0)}",
+        *([f"- compatibility fallbacks (see run.json): {', '.join(run['compat_fallbacks'])}"]
+          if run.get("compat_fallbacks") else []),
         "",
         "| status | cases |",
         "| --- | ---: |",

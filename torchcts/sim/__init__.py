@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from torchcts import compat
 from torchcts.sim import device, faults, state, tensor
 
 __all__ = ["SimTensor", "manifest_path", "register"]
@@ -23,11 +24,9 @@ SimTensor = tensor.SimTensor
 
 def register() -> None:
     """Rename PrivateUse1 to `sim` and install the device module, hooks and the op fallback."""
-    from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
-
     if torch._C._get_privateuse1_backend_name() == state.NAME and hasattr(torch, state.NAME):
         return
-    _setup_privateuseone_for_python_backend(state.NAME, backend_module=device)
+    compat.setup_python_backend(state.NAME, device)  # 2.9+: from Python; older: a compiled guard
     tensor.register_kernels()
     torch.serialization.register_package(5, lambda obj: None, _refuse_storage_on_sim)
     torch.serialization.add_safe_globals([torch._utils._rebuild_device_tensor_from_cpu_tensor, tensor._rebuild])

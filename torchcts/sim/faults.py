@@ -78,7 +78,7 @@ def _tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
 # --- wrong values ------------------------------------------------------------------------------
 
 @on_op("add", "add_")
-def _add_fp16_ulp(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _add_fp16_ulp(func, args, kwargs, call):
     """A float16 add kernel that rounds the wrong way by a few ulps."""
     out = call(*args, **kwargs)
     if isinstance(out, torch.Tensor) and out.dtype == torch.float16:
@@ -87,7 +87,7 @@ def _add_fp16_ulp(func, args, kwargs, call):  # noqa: ANN001,ANN202
 
 
 @on_op("neg")
-def _neg_vector_tail(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _neg_vector_tail(func, args, kwargs, call):
     """A vectorised neg that forgets the tail: the last numel % 16 elements are copied, not negated."""
     out = call(*args, **kwargs)
     tail = out.numel() % 16
@@ -97,7 +97,7 @@ def _neg_vector_tail(func, args, kwargs, call):  # noqa: ANN001,ANN202
 
 
 @on_op("fill_")
-def _fill_bfloat16_bits(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _fill_bfloat16_bits(func, args, kwargs, call):
     """fill_ on bfloat16 writes the float16 bit pattern of the value (0 survives, 1.0 does not)."""
     self, value = args[0], args[1]
     if self.dtype == torch.bfloat16:
@@ -107,7 +107,7 @@ def _fill_bfloat16_bits(func, args, kwargs, call):  # noqa: ANN001,ANN202
 
 
 @on_op("sum")
-def _sum_low_precision(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _sum_low_precision(func, args, kwargs, call):
     """float32 sums of more than 1024 elements accumulate in bfloat16 (a block-reduce shortcut)."""
     x = args[0]
     if x.dtype == torch.float32 and x.numel() > 1024 and "out" not in kwargs and kwargs.get("dtype") is None:
@@ -116,7 +116,7 @@ def _sum_low_precision(func, args, kwargs, call):  # noqa: ANN001,ANN202
 
 
 @on_op("sigmoid_backward")
-def _sigmoid_backward(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _sigmoid_backward(func, args, kwargs, call):
     """The sigmoid gradient forgets the (1 - y) factor."""
     grad, y = args[0], args[1]
     return grad * y
@@ -125,7 +125,7 @@ def _sigmoid_backward(func, args, kwargs, call):  # noqa: ANN001,ANN202
 # --- layouts and metadata ---------------------------------------------------------------------
 
 @on_op("_to_copy")
-def _to_copy_ignores_strides(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _to_copy_ignores_strides(func, args, kwargs, call):
     """Copies (.cpu(), .to(dtype)) of a non-contiguous tensor read its memory in storage order."""
     x = args[0]
     if not x.is_contiguous() and x.numel() > 1:
@@ -135,7 +135,7 @@ def _to_copy_ignores_strides(func, args, kwargs, call):  # noqa: ANN001,ANN202
 
 
 @on_op("clone")
-def _clone_drops_channels_last(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _clone_drops_channels_last(func, args, kwargs, call):
     """clone (preserve_format) of a channels_last tensor returns a contiguous tensor."""
     out = call(*args, **kwargs)
     x = args[0]
@@ -148,7 +148,7 @@ def _clone_drops_channels_last(func, args, kwargs, call):  # noqa: ANN001,ANN202
 
 
 @on_op("abs")
-def _abs_zero_dim(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _abs_zero_dim(func, args, kwargs, call):
     """abs of a zero-dim tensor returns shape (1,) (the kernel treats a scalar as a 1-vector)."""
     out = call(*args, **kwargs)
     if isinstance(out, torch.Tensor) and out.dim() == 0 and func is torch.ops.aten.abs.default:
@@ -157,7 +157,7 @@ def _abs_zero_dim(func, args, kwargs, call):  # noqa: ANN001,ANN202
 
 
 @on_op("div")
-def _div_int_promotion(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _div_int_promotion(func, args, kwargs, call):
     """True division of two integer tensors returns the integer dtype (truncated), not float."""
     out = call(*args, **kwargs)
     ts = _tensors(args, kwargs)
@@ -170,13 +170,13 @@ def _div_int_promotion(func, args, kwargs, call):  # noqa: ANN001,ANN202
 # --- aliasing and mutation --------------------------------------------------------------------
 
 @on_op("transpose", "t")
-def _transpose_copies(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _transpose_copies(func, args, kwargs, call):
     """transpose returns a fresh copy instead of a view: writes no longer reach the base."""
     return call(*args, **kwargs).clone()
 
 
 @on_op("mul_")
-def _mul_inplace_new(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _mul_inplace_new(func, args, kwargs, call):
     """In-place mul_ with a tensor operand computes into a new tensor and returns it; self stays."""
     if func is torch.ops.aten.mul_.Tensor:
         return torch.mul(*args, **kwargs)
@@ -184,7 +184,7 @@ def _mul_inplace_new(func, args, kwargs, call):  # noqa: ANN001,ANN202
 
 
 @on_op("add")
-def _add_out_ignored(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _add_out_ignored(func, args, kwargs, call):
     """add(out=) returns a new tensor and leaves the given out tensor unwritten."""
     if "out" in kwargs:
         rest = {k: v for k, v in kwargs.items() if k != "out"}
@@ -195,7 +195,7 @@ def _add_out_ignored(func, args, kwargs, call):  # noqa: ANN001,ANN202
 # --- edge cases and errors --------------------------------------------------------------------
 
 @on_op("max")
-def _max_ignores_nan(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _max_ignores_nan(func, args, kwargs, call):
     """The full max reduction skips NaN instead of propagating it."""
     x = args[0]
     if func is torch.ops.aten.max.default and x.is_floating_point() and x.numel():
@@ -206,7 +206,7 @@ def _max_ignores_nan(func, args, kwargs, call):  # noqa: ANN001,ANN202
 
 
 @on_op("index_select")
-def _index_select_unchecked(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _index_select_unchecked(func, args, kwargs, call):
     """index_select clamps out-of-range indices instead of raising."""
     x, dim, index = args[0], args[1], args[2]
     if x.dim() and index.numel():
@@ -273,7 +273,7 @@ def _dropout_scale_inverted(func, args, kwargs, call):  # noqa: ANN001,ANN202
 # --- process-level failures -------------------------------------------------------------------
 
 @on_op("mul")
-def _mul_complex128_segv(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _mul_complex128_segv(func, args, kwargs, call):
     """The complex128 multiply kernel dereferences a bad pointer: the process dies with SIGSEGV."""
     if any(t.dtype == torch.complex128 for t in _tensors(args, kwargs)):
         os.kill(os.getpid(), signal.SIGSEGV)
@@ -281,7 +281,7 @@ def _mul_complex128_segv(func, args, kwargs, call):  # noqa: ANN001,ANN202
 
 
 @on_op("sub")
-def _sub_int16_hang(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _sub_int16_hang(func, args, kwargs, call):
     """The int16 subtract kernel waits forever on a completion that never comes."""
     if any(t.dtype == torch.int16 for t in _tensors(args, kwargs)):
         while True:
@@ -310,7 +310,7 @@ def _memory_never_freed() -> None:
 def _save_loses_device() -> None:
     """torch.save of a sim tensor records it as a cpu tensor: torch.load brings it back on cpu."""
 
-    def reduce(t: tensor.SimTensor):  # noqa: ANN202
+    def reduce(t: tensor.SimTensor):
         return (
             torch._utils._rebuild_device_tensor_from_cpu_tensor,
             (t._cpu.detach().clone(), t.dtype, "cpu", t.requires_grad),

@@ -46,10 +46,10 @@ class SimTensor(torch.Tensor):
         state.MEMORY.track(r, cpu)
         return r
 
-    def __init__(self, cpu: torch.Tensor, index: int = 0) -> None:  # noqa: ARG002 - __new__ did it
+    def __init__(self, cpu: torch.Tensor, index: int = 0) -> None:  # __new__ did it
         super().__init__()
 
-    def __repr__(self, *, tensor_contents: Any = None) -> str:  # noqa: ARG002
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
         body = repr(self._cpu).removeprefix("tensor(").removesuffix(")")
         return f"tensor({body}, device='{self.device}')"
 
@@ -64,7 +64,7 @@ class SimTensor(torch.Tensor):
         """Tensor.tolist refuses subclasses; a device backend copies to the host and converts."""
         return self.cpu().tolist()
 
-    def __reduce_ex__(self, protocol: int):  # noqa: ANN204
+    def __reduce_ex__(self, protocol: int):
         """Pickle as a plain device tensor (the way storage-less PrivateUse1 tensors are saved)."""
         hook = OP_HOOKS.get("__reduce_ex__")
         if hook is not None:
@@ -74,7 +74,7 @@ class SimTensor(torch.Tensor):
         return (_rebuild, (self._cpu.detach(), str(self.device), self.requires_grad))
 
     @classmethod
-    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # noqa: ANN001,ANN206
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         return dispatch(func, args, kwargs or {})
 
 
@@ -262,9 +262,9 @@ def _kernel(op: torch._ops.OpOverload) -> Callable[..., Any]:
 def register_kernels() -> None:
     if _LIBS:
         return
-    everything = torch.library.Library("_", "IMPL")  # noqa: TOR901 - a whole-backend fallback
+    everything = torch.library.Library("_", "IMPL")  # a whole-backend fallback
     everything.fallback(fallback, "PrivateUse1")
-    ops = torch.library.Library("aten", "IMPL")  # noqa: TOR901
+    ops = torch.library.Library("aten", "IMPL")
     for name in EXPLICIT:
         packet, _, overload = name.partition(".")
         op = getattr(getattr(torch.ops.aten, packet), overload)

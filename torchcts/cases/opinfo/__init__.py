@@ -1,4 +1,4 @@
-"""The opinfo suite: PyTorch's OpInfo database turned into conformance cases (SPEC §5, §6).
+"""The opinfo suite: PyTorch's OpInfo database turned into conformance cases (docs/opinfo.md).
 
     build.py    case list from op_db (no op runs at collection)
     run.py      the runner: samples on the device and on CPU, compared

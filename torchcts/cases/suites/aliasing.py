@@ -14,8 +14,13 @@ from collections.abc import Callable
 
 import torch
 
-from torchcts.cases.api import ALL_DTYPES, COMPLEX, FLOATING, INTEGRAL, CaseSet
-from torchcts.cases.suites._common import (
+from torchcts.cases.api import (
+    ALL_DTYPES,
+    COMPLEX,
+    FLOATING,
+    INTEGRAL,
+    CaseContext,
+    CaseSet,
     cpu_reference,
     dtype_of,
     expect,
@@ -24,7 +29,6 @@ from torchcts.cases.suites._common import (
     sample,
     sample_for_cast,
 )
-from torchcts.engine.context import CaseContext
 
 SUITE = CaseSet("operators")
 NUMERIC = INTEGRAL + FLOATING + COMPLEX
@@ -62,8 +66,9 @@ def _ops_of(name: str) -> tuple[str, ...]:
 
 
 def _view_case(name: str, fn: Callable[[torch.Tensor], torch.Tensor], writable: bool) -> None:
-    @SUITE.case(f"aliasing/view/{name}", level=3, dtypes=ALL_DTYPES, ops=_ops_of(name),
-                oracle="cpu+property:shares_storage")
+    @SUITE.family(f"aliasing/view/{name}", qualname=f"view_{name}",
+                  level=3, dtypes=ALL_DTYPES, ops=_ops_of(name),
+                  oracle="cpu+property:shares_storage")
     def run(ctx: CaseContext, dtype: torch.dtype) -> None:
         cpu_base = sample(BASE_SHAPE, dtype, ctx.seed)
         dev_base = cpu_base.to(ctx.device, copy=True)
@@ -86,9 +91,6 @@ def _view_case(name: str, fn: Callable[[torch.Tensor], torch.Tensor], writable: 
         dev_base.copy_(cpu_base.to(ctx.device, copy=True))
         ctx.describe(step="write base, read view")
         ctx.assert_close(dev_view, cpu_view)
-
-    run.__qualname__ = f"view_{name}"
-    globals()[run.__qualname__] = run
 
 
 for _name, (_fn, _writable) in VIEWS.items():
@@ -138,8 +140,9 @@ INPLACE: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], tuple[str, ...]
 def _inplace_case(name: str, fn: Callable[[torch.Tensor], torch.Tensor], dtypes: tuple[str, ...]) -> None:
     op = name.removesuffix("_float") + ("_" if name.endswith("_float") else "")
 
-    @SUITE.case(f"aliasing/inplace/{name}", level=3, dtypes=dtypes, ops=(f"aten::{op}",),
-                oracle="cpu+property:returns_self")
+    @SUITE.family(f"aliasing/inplace/{name}", qualname=f"inplace_{name}",
+                  level=3, dtypes=dtypes, ops=(f"aten::{op}",),
+                  oracle="cpu+property:returns_self")
     def run(ctx: CaseContext, dtype: torch.dtype) -> None:
         for where, view in (("contiguous", lambda t: t), ("transposed", lambda t: t.t()), ("strided", lambda t: t[::2, 1::3])):
             cpu_base = sample(BASE_SHAPE, dtype, ctx.seed)
@@ -154,9 +157,6 @@ def _inplace_case(name: str, fn: Callable[[torch.Tensor], torch.Tensor], dtypes:
             result = fn(target)
             expect(result is target, f"{name} must return self")
             ctx.assert_close(dev_base, cpu_base)
-
-    run.__qualname__ = f"inplace_{name}"
-    globals()[run.__qualname__] = run
 
 
 for _name, (_fn, _dtypes) in INPLACE.items():
@@ -173,8 +173,9 @@ OUT_OPS: dict[str, tuple[Callable[..., torch.Tensor], tuple[str, ...]]] = {
 
 
 def _out_case(name: str, fn: Callable[..., torch.Tensor], dtypes: tuple[str, ...]) -> None:
-    @SUITE.case(f"aliasing/out/{name}", level=3, dtypes=dtypes, ops=(f"aten::{name}.out",),
-                oracle="cpu+property:out_semantics")
+    @SUITE.family(f"aliasing/out/{name}", qualname=f"out_{name}",
+                  level=3, dtypes=dtypes, ops=(f"aten::{name}.out",),
+                  oracle="cpu+property:out_semantics")
     def run(ctx: CaseContext, dtype: torch.dtype) -> None:
         a, b = sample((4, 6), dtype, ctx.seed), sample((4, 6), dtype, ctx.seed + 1)
         expected = fn(a, b, None)
@@ -199,9 +200,6 @@ def _out_case(name: str, fn: Callable[..., torch.Tensor], dtypes: tuple[str, ...
             expect(out.stride() == strides, "out= changed a non-contiguous out's strides",
                    got=list(out.stride()), expected=list(strides))
             ctx.assert_close(out, expected)
-
-    run.__qualname__ = f"out_{name}"
-    globals()[run.__qualname__] = run
 
 
 for _name, (_fn, _dtypes) in OUT_OPS.items():

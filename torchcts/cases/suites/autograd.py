@@ -14,9 +14,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from torchcts.cases.api import FLOATING, CaseSet
-from torchcts.cases.suites._common import cpu_reference, expect, expect_raises, sample
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import FLOATING, CaseContext, CaseSet, cpu_reference, expect, expect_raises, sample
 
 SUITE = CaseSet("autograd")
 cases = SUITE.cases
@@ -61,10 +59,9 @@ def _per_expr(family: str, body: Callable[[CaseContext, torch.dtype, str], None]
         def run(ctx: CaseContext, dtype: torch.dtype, _name: str = name) -> None:
             body(ctx, dtype, _name)
 
-        run.__qualname__ = f"{family}_{name}"
-        globals()[run.__qualname__] = run
-        SUITE.case(f"{family}/{name}", level=max(level, min_level), dtypes=dtypes, ops=ops, requires=requires,
-                   oracle=oracle)(run)
+        SUITE.family(f"{family}/{name}", qualname=f"{family}_{name}",
+                     level=max(level, min_level), dtypes=dtypes, ops=ops, requires=requires,
+                     oracle=oracle)(run)
 
 
 def _composite(ctx: CaseContext, dtype: torch.dtype, name: str) -> None:

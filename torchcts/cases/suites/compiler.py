@@ -12,9 +12,8 @@ from typing import Any
 import torch
 
 from torchcts import compat
-from torchcts.cases.api import CaseSet
-from torchcts.cases.models import MODELS, TransformerBlock, compare_training, seeded
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import CaseContext, CaseSet
+from torchcts.cases.networks import MODELS, TransformerBlock, compare_training, seeded
 
 SUITE = CaseSet("compiler")
 cases = SUITE.cases

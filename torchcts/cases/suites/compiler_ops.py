@@ -24,10 +24,9 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.api import CaseSet
-from torchcts.cases.suites._common import _sync
+from torchcts.cases.api import CaseContext, CaseSet
+from torchcts.cases.helpers import _sync
 from torchcts.cases.suites.compiler import compiled
-from torchcts.engine.context import CaseContext
 
 SUITE = CaseSet("compiler_ops")
 cases = SUITE.cases

@@ -11,9 +11,7 @@ import re
 
 import torch
 
-from torchcts.cases.api import ALL_DTYPES, CaseSet
-from torchcts.cases.suites._common import cpu_reference, expect, sample
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import ALL_DTYPES, CaseContext, CaseSet, cpu_reference, expect, sample
 
 SUITE = CaseSet("operators")
 NUMERIC = tuple(d for d in ALL_DTYPES if d != "bool")

@@ -10,9 +10,7 @@ from __future__ import annotations
 import torch
 
 from torchcts import compat
-from torchcts.cases.api import CaseSet
-from torchcts.cases.suites.operators import expect
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import CaseContext, CaseSet, expect
 
 SUITE = CaseSet("device_api")
 cases = SUITE.cases
@@ -20,7 +18,7 @@ cases = SUITE.cases
 API = ("device_api",)
 
 
-def device_mod(ctx: CaseContext):  # noqa: ANN201 - the torch.<device> module
+def device_mod(ctx: CaseContext):  # the torch.<device> module
     mod = compat.device_module(ctx.device_type)
     expect(mod is not None, f"torch.{ctx.device_type} does not exist or has no is_available()")
     return mod
@@ -179,7 +177,7 @@ def event_timing(ctx: CaseContext) -> None:
     ctx.assert_close(out.cpu(), expected, category="matmul")
 
 
-def _accelerator(ctx: CaseContext):  # noqa: ANN202 - torch.accelerator, or not_applicable
+def _accelerator(ctx: CaseContext):  # torch.accelerator, or not_applicable
     acc = compat.accelerator_api()
     if acc is None:
         ctx.not_applicable(f"torch.accelerator does not exist in PyTorch {torch.__version__}")

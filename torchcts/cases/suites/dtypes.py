@@ -15,9 +15,18 @@ from collections.abc import Callable
 
 import torch
 
-from torchcts.cases.api import ALL_DTYPES, COMPLEX, FLOATING, CaseSet
-from torchcts.cases.suites._common import dtype_of, expect, run_both, sample, sample_for_cast
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import (
+    ALL_DTYPES,
+    COMPLEX,
+    FLOATING,
+    CaseContext,
+    CaseSet,
+    dtype_of,
+    expect,
+    run_both,
+    sample,
+    sample_for_cast,
+)
 
 SUITE = CaseSet("dtypes")
 cases = SUITE.cases
@@ -42,8 +51,9 @@ def _promoted(op: str, a: torch.dtype, b: torch.dtype) -> torch.dtype:
 
 
 def _promotion_case(op: str, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
-    @SUITE.case(f"promotion/{op}", level=3, dtypes=PAIRS, ops=(f"aten::{op}.Tensor",),
-                oracle="cpu+property:promote_types")
+    @SUITE.family(f"promotion/{op}", qualname=f"promotion_{op}",
+                  level=3, dtypes=PAIRS, ops=(f"aten::{op}.Tensor",),
+                  oracle="cpu+property:promote_types")
     def run(ctx: CaseContext, dtype: torch.dtype, dtypes: list[str]) -> None:
         other = dtype_of(dtypes[1])
         a = sample((4, 5), dtype, ctx.seed)
@@ -54,9 +64,6 @@ def _promotion_case(op: str, fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
             if out is not None:
                 want = _promoted(op, dtype, other)
                 expect(out.dtype == want, "result dtype breaks the promotion table", got=str(out.dtype), expected=str(want))
-
-    run.__qualname__ = f"promotion_{op}"
-    globals()[run.__qualname__] = run
 
 
 for _op, _fn in BINARY.items():

@@ -17,9 +17,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from torchcts.cases.api import CaseSet
-from torchcts.cases.suites._common import expect, expect_raises, sample
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import CaseContext, CaseSet, expect, expect_raises, sample
 
 SUITE = CaseSet("errors")
 cases = SUITE.cases

@@ -17,9 +17,7 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.api import CaseSet
-from torchcts.cases.suites._common import expect, sample
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import CaseContext, CaseSet, expect, sample
 
 SUITE = CaseSet("inplace_views")
 cases = SUITE.cases

@@ -18,9 +18,7 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.api import BOOL, INTEGRAL, CaseSet
-from torchcts.cases.suites._common import run_both
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import BOOL, INTEGRAL, CaseContext, CaseSet, run_both
 
 SUITE = CaseSet("limits")
 cases = SUITE.cases

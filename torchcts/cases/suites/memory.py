@@ -12,9 +12,7 @@ import gc
 import torch
 
 from torchcts import compat
-from torchcts.cases.api import CaseSet
-from torchcts.cases.suites.operators import expect
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import CaseContext, CaseSet, expect
 
 SUITE = CaseSet("memory")
 cases = SUITE.cases
@@ -35,7 +33,7 @@ def budget_mb(ctx: CaseContext, wanted: float = DEFAULT_MB) -> float:
     return max(min(caps), 0.0)
 
 
-def stats_module(ctx: CaseContext, *names: str):  # noqa: ANN201 - torch.<dev> with the named functions
+def stats_module(ctx: CaseContext, *names: str):  # torch.<dev> with the named functions
     """torch.<dev> when it reports every named statistic, else not_applicable."""
     mod = compat.device_module(ctx.device_type)
     missing = [n for n in names if mod is None or not callable(getattr(mod, n, None))]

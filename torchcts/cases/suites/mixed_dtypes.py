@@ -16,10 +16,7 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.api import ALL_DTYPES, CaseSet
-from torchcts.cases.model import NotApplicable
-from torchcts.cases.suites._common import dtype_of, run_both, sample
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import ALL_DTYPES, CaseContext, CaseSet, NotApplicable, dtype_of, run_both, sample
 
 SUITE = CaseSet("mixed_dtypes")
 cases = SUITE.cases

@@ -8,9 +8,7 @@ from __future__ import annotations
 import torch
 
 from torchcts import compat
-from torchcts.cases.api import CaseSet
-from torchcts.cases.suites.operators import expect, sample
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import CaseContext, CaseSet, expect, sample
 
 SUITE = CaseSet("multi_device")
 cases = SUITE.cases
@@ -18,7 +16,7 @@ cases = SUITE.cases
 MULTI = ("multi_device",)
 
 
-def two_devices(ctx: CaseContext):  # noqa: ANN201 - (module, device 0, device 1)
+def two_devices(ctx: CaseContext):  # (module, device 0, device 1)
     """The device module and indices 0 and 1, or not_applicable with the count found."""
     mod = compat.device_module(ctx.device_type)
     count = mod.device_count() if mod is not None and hasattr(mod, "device_count") else 1

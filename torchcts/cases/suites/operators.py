@@ -1,18 +1,16 @@
 """Level-1 core primitives: registration, creation, copy round trips, elementwise basics.
 
 The suite also holds the level-3 aliasing and mutation cases (`operators/aliasing/...`, module
-`aliasing`): SPEC lists no suite of their own.
+`aliasing`): they have no suite of their own.
 """
 
 from __future__ import annotations
 
 import torch
 
-from torchcts.cases.api import ALL_DTYPES, FLOATING, INTEGRAL, CaseSet
+from torchcts.cases.api import ALL_DTYPES, FLOATING, INTEGRAL, CaseContext, CaseSet, expect, sample
 from torchcts.cases.model import Case
 from torchcts.cases.suites import aliasing, core, reductions
-from torchcts.cases.suites._common import expect, sample  # also imported from here by other suites
-from torchcts.engine.context import CaseContext
 
 SUITE = CaseSet("operators")
 
@@ -78,15 +76,16 @@ _UNARY = {
 ELEMENTWISE_SHAPES = ((), (1,), (33,), (4, 9), (2, 3, 5))
 
 
-def elementwise_samples(name: str, dtype: torch.dtype, seed: int):  # noqa: ANN201 - an iterator
+def elementwise_samples(name: str, dtype: torch.dtype, seed: int):  # an iterator
     """(index, shape, CPU args) of each sample of elementwise/<name>; the repro builder uses it too."""
     arity = 2 if name in _BINARY else 1
     for i, shape in enumerate(ELEMENTWISE_SHAPES):
         yield i, shape, [sample(shape, dtype, seed=seed + i * 7 + k) for k in range(arity)]
 
 
-def _elementwise(name: str, fn, dtypes):  # noqa: ANN001,ANN202
-    @SUITE.case(f"elementwise/{name}", level=1, dtypes=dtypes, ops=(f"aten::{name}",), params=None)
+def _elementwise(name: str, fn, dtypes):
+    @SUITE.family(f"elementwise/{name}", qualname=f"elementwise_{name}",
+                  level=1, dtypes=dtypes, ops=(f"aten::{name}",), params=None)
     def run(ctx: CaseContext, dtype: torch.dtype) -> None:
         for i, shape, args in elementwise_samples(name, dtype, ctx.seed):
             ctx.describe(sample=i, shape=list(shape))
@@ -94,8 +93,6 @@ def _elementwise(name: str, fn, dtypes):  # noqa: ANN001,ANN202
             actual = fn(*[a.to(ctx.device) for a in args])
             ctx.assert_close(actual, expected)
 
-    run.__qualname__ = f"elementwise_{name}"
-    globals()[run.__qualname__] = run
     return run
 
 

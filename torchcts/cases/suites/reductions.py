@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from torchcts.cases.api import CaseSet
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import CaseContext, CaseSet
 
 SUITE = CaseSet("operators")
 
@@ -50,17 +49,15 @@ def _input(shape: list[int], dtype: torch.dtype, seed: int) -> torch.Tensor:
 def _register(op: str) -> None:
     fn, dtypes = _OPS[op]
 
-    @SUITE.case(f"reduction/{op}", level=2, dtypes=dtypes, ops=(f"aten::{op}",), requires=("inference",),
-                params=_SHAPES)
+    @SUITE.family(f"reduction/{op}", qualname=f"reduction_{op}",
+                  level=2, dtypes=dtypes, ops=(f"aten::{op}",), requires=("inference",),
+                  params=_SHAPES)
     def run(ctx: CaseContext, dtype: torch.dtype, shape: list[int], dim: int | None) -> None:
         x = _input(shape, dtype, ctx.seed)
         ctx.describe(shape=shape, dim=dim)
         expected = fn(x, dim)
         actual = fn(x.to(ctx.device), dim)
         ctx.assert_close(actual, expected, category="reduction")
-
-    run.__qualname__ = f"reduction_{op}"
-    globals()[run.__qualname__] = run
 
 
 for _op in _OPS:

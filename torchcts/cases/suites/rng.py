@@ -17,9 +17,7 @@ from collections.abc import Callable
 
 import torch
 
-from torchcts.cases.api import FLOATING, INTEGRAL, CaseSet
-from torchcts.cases.suites._common import cpu_reference, expect
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import FLOATING, INTEGRAL, CaseContext, CaseSet, cpu_reference, expect
 from torchcts.oracle.properties import (
     DEFAULT_ALPHA,
     StatCheck,
@@ -78,9 +76,8 @@ def _register(family: str, body: Callable[[CaseContext, torch.dtype, str], None]
         def run(ctx: CaseContext, dtype: torch.dtype, _fn: str = fn) -> None:
             body(ctx, dtype, _fn)
 
-        run.__qualname__ = f"{family}_{fn}"
-        globals()[run.__qualname__] = run
-        SUITE.case(f"{family}/{fn}", level=3, dtypes=dtypes, ops=ops, requires=REQUIRES, oracle=oracle)(run)
+        SUITE.family(f"{family}/{fn}", qualname=f"{family}_{fn}",
+                     level=3, dtypes=dtypes, ops=ops, requires=REQUIRES, oracle=oracle)(run)
 
 
 def _manual_seed(ctx: CaseContext, dtype: torch.dtype, fn: str) -> None:

@@ -14,9 +14,16 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.api import ALL_DTYPES, FLOATING, CaseSet
-from torchcts.cases.suites._common import cpu_reference, expect, same_storage, sample
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import (
+    ALL_DTYPES,
+    FLOATING,
+    CaseContext,
+    CaseSet,
+    cpu_reference,
+    expect,
+    same_storage,
+    sample,
+)
 
 SUITE = CaseSet("serialization")
 cases = SUITE.cases

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from torchcts.cases.api import CaseSet
+from torchcts.cases.api import CaseContext, CaseSet, expect, sample
 from torchcts.cases.suites.memory import MB, budget_mb
-from torchcts.cases.suites.operators import expect, sample
-from torchcts.engine.context import CaseContext
 
 SUITE = CaseSet("stress")
 cases = SUITE.cases

@@ -15,11 +15,9 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from torchcts.cases.api import ALL_DTYPES, FLOATING, CaseSet
+from torchcts.cases.api import ALL_DTYPES, FLOATING, CaseContext, CaseSet, cpu_reference, expect, sample
 from torchcts.cases.model import NotApplicable
-from torchcts.cases.suites._common import cpu_reference, expect, sample
 from torchcts.cases.suites.core import contiguous_strides
-from torchcts.engine.context import CaseContext
 
 SUITE = CaseSet("strides")
 cases = SUITE.cases
@@ -58,15 +56,13 @@ def _layout(ctx: CaseContext, layout: str, dtype: torch.dtype, seed: int) -> tup
 def _noncontig_case(layout: str, op: str) -> None:
     fn, dtypes, aten = UNARY_BINARY[op]
 
-    @SUITE.case(f"noncontig/{layout}/{op}", level=3, dtypes=dtypes, ops=(aten,))
+    @SUITE.family(f"noncontig/{layout}/{op}", qualname=f"noncontig_{layout}_{op}",
+                  level=3, dtypes=dtypes, ops=(aten,))
     def run(ctx: CaseContext, dtype: torch.dtype) -> None:
         cpu, dev = _layout(ctx, layout, dtype, ctx.seed)
         other = sample(tuple(cpu.shape), dtype, ctx.seed + 1)
         ctx.assert_close(fn(dev, other.to(ctx.device, copy=True)), fn(cpu, other),
                          category="reduction" if op == "sum" else "elementwise")
-
-    run.__qualname__ = f"noncontig_{layout}_{op}"
-    globals()[run.__qualname__] = run
 
 
 for _layout_name in LAYOUTS:
@@ -144,10 +140,9 @@ def _format_case(name: str, ops: tuple[str, ...], dtypes: tuple[str, ...],
         def run(ctx: CaseContext, dtype: torch.dtype, _fmt: str = fmt) -> None:
             body(ctx, dtype, _fmt)
 
-        run.__qualname__ = f"{name.replace('/', '_')}_{fmt}"
-        globals()[run.__qualname__] = run
-        SUITE.case(f"{name}/{fmt}", level=5, dtypes=dtypes, ops=ops, requires=(*requires, *extra_requires),
-                   oracle="cpu+property:strides")(run)
+        SUITE.family(f"{name}/{fmt}", qualname=f"{name.replace('/', '_')}_{fmt}",
+                     level=5, dtypes=dtypes, ops=ops, requires=(*requires, *extra_requires),
+                     oracle="cpu+property:strides")(run)
 
 
 def _inputs(ctx: CaseContext, dtype: torch.dtype, fmt: str, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -29,9 +29,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from torchcts.cases.api import CaseSet
-from torchcts.cases.suites._common import cpu_reference
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import CaseContext, CaseSet, cpu_reference
 
 SUITE = CaseSet("tiling")
 cases = SUITE.cases

@@ -11,10 +11,8 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
 from torchcts import compat
-from torchcts.cases.api import CaseSet
-from torchcts.cases.models import MODELS, OPTIMIZERS, TrainPlan, compare_training, seeded
-from torchcts.cases.suites.operators import expect
-from torchcts.engine.context import CaseContext
+from torchcts.cases.api import CaseContext, CaseSet, expect
+from torchcts.cases.networks import MODELS, OPTIMIZERS, TrainPlan, compare_training, seeded
 
 SUITE = CaseSet("training")
 cases = SUITE.cases
@@ -107,7 +105,7 @@ def autocast_forward_backward(ctx: CaseContext, dtype: torch.dtype) -> None:
     kind = MODELS["mlp"]
     x, y = kind.batch(ctx.seed)
 
-    def run(device: torch.device, ref_dtype: torch.dtype):  # noqa: ANN202
+    def run(device: torch.device, ref_dtype: torch.dtype):
         model = seeded(ctx.seed, kind.build).to(device)
         with torch.autocast(device_type=device.type, dtype=ref_dtype):
             out = model(x.to(device))

@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchcts.cases.api import CaseSet
-from torchcts.cases.models import (
+from torchcts.cases.api import CaseContext, CaseSet
+from torchcts.cases.networks import (
     MODELS,
     EmbeddingLSTM,
     TransformerBlock,
@@ -25,7 +25,6 @@ from torchcts.cases.models import (
     math_attention,
     seeded,
 )
-from torchcts.engine.context import CaseContext
 
 SUITE = CaseSet("workloads")
 cases = SUITE.cases

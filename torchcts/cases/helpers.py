@@ -1,4 +1,4 @@
-"""Helpers shared by the hand-written suites: inputs, property checks, CPU-vs-device runs.
+"""Helpers for suite authors (re-exported by cases/api.py): inputs, property checks, CPU-vs-device runs.
 
 Kept here (not copied per suite) so that every suite builds inputs and reports property failures
 the same way.
@@ -11,7 +11,8 @@ from typing import Any
 
 import torch
 
-from torchcts.engine.context import CaseContext, dtype_of
+from torchcts.cases.context import CaseContext, dtype_of
+from torchcts.compat import is_missing_kernel
 from torchcts.oracle.compare import Mismatch, OracleMismatch
 
 __all__ = [
@@ -82,14 +83,15 @@ def run_both(ctx: CaseContext, fn: Callable[..., Any], *args: Any, category: str
     """Run fn on CPU args and on their device copies; compare values and dtypes.
 
     When CPU raises, the device must raise an exception of the same type (CPU is the oracle of
-    what is an error too), except NotImplementedError: CPU lacking a kernel makes the case
-    not_applicable. Returns the device result (None when both raised).
+    what is an error too), except a missing kernel (compat.is_missing_kernel, whatever exception
+    class this PyTorch uses for it): no reference, the case is not_applicable. Returns the device
+    result (None when both raised).
     """
     try:
         expected = fn(*args)
-    except NotImplementedError as exc:  # CPU lacks the kernel: no reference, not an error rule
-        ctx.not_applicable(f"CPU has no kernel for this ({str(exc).splitlines()[0][:120]}); no reference")
     except Exception as cpu_exc:  # noqa: BLE001 - CPU's verdict is the reference
+        if is_missing_kernel(cpu_exc):  # CPU lacks the kernel: no reference, not an error rule
+            ctx.not_applicable(f"CPU has no kernel for this ({_first_line(cpu_exc)}); no reference")
         expect_raises(lambda: fn(*_move(ctx, args)), "CPU raises for these inputs", type(cpu_exc))
         return None
     actual = fn(*_move(ctx, args))
@@ -105,5 +107,11 @@ def cpu_reference(ctx: CaseContext, fn: Callable[[], Any], what: str) -> Any:
     """The CPU result, or not_applicable when CPU has no kernel for it (no reference exists)."""
     try:
         return fn()
-    except NotImplementedError as exc:
-        ctx.not_applicable(f"CPU has no kernel for {what} ({str(exc).splitlines()[0][:120]}); no reference")
+    except Exception as exc:
+        if not is_missing_kernel(exc):
+            raise
+        ctx.not_applicable(f"CPU has no kernel for {what} ({_first_line(exc)}); no reference")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [""])[0][:120]

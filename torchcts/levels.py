@@ -1,6 +1,12 @@
-"""Semantic levels (SPEC §5): `--level N` runs 1..N."""
+"""Semantic levels: `--level N` runs 1..N; LEVELS says what each holds. The one source of the level range.
+
+Below every layer that needs it: the manifest checks `semantic_level`, cases declare a level, and
+every command that takes `--level` checks it here.
+"""
 
 from __future__ import annotations
+
+from torchcts.errors import UsageError
 
 LEVELS: dict[int, str] = {
     1: "core primitives: device registration, creation, copy round trips, elementwise basics",
@@ -12,4 +18,10 @@ LEVELS: dict[int, str] = {
     7: "workloads and multi-device",
     8: "stress and adversarial: large tensors, heavy shapes",
 }
-MAX_LEVEL = max(LEVELS)
+MIN_LEVEL, MAX_LEVEL = min(LEVELS), max(LEVELS)
+
+
+def check_level(flag: str, value: int | None) -> None:
+    """A `--level`-like flag's value must be a level; None (not given) passes."""
+    if value is not None and not MIN_LEVEL <= value <= MAX_LEVEL:
+        raise UsageError(f"{flag} {value} is out of range: use {MIN_LEVEL}..{MAX_LEVEL}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,21 +84,3 @@ def _first_dtype(obj: Any) -> torch.dtype | None:
     if isinstance(obj, dict):
         return _first_dtype(list(obj.values()))
     return None
-
-
-def resolve_runner(case: Case):  # noqa: ANN201 - returns the case's function
-    module_name, _, qualname = case.runner.partition(":")
-    obj: Any = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def run_case(case: Case, ctx: CaseContext) -> None:
-    """Run one case; raises OracleMismatch (failed), NotApplicable, or the backend's exception (error)."""
-    fn = resolve_runner(case)
-    kwargs = dict(case.params)
-    if isinstance(kwargs.get("dtype"), str):
-        kwargs["dtype"] = dtype_of(kwargs["dtype"])
-    ctx.case = case
-    fn(ctx, **kwargs)

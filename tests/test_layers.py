@@ -1,0 +1,135 @@
+"""The package's layers (docs/architecture.md): a module may import its own layer and those below.
+
+Read from the source (every `import` and `from ... import`, also inside functions), so a lazy import
+that climbs a layer fails here as surely as a top-level one. There is no import cycle between
+modules either.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import torchcts
+
+PACKAGE = Path(torchcts.__file__).parent
+
+# Bottom to top; docs/architecture.md draws the same list.
+LAYERS: list[tuple[str, ...]] = [
+    ("torchcts", "torchcts.errors", "torchcts.levels"),
+    ("torchcts.compat",),
+    ("torchcts.oracle",),
+    ("torchcts.manifest",),
+    ("torchcts.backends", "torchcts.sim"),
+    ("torchcts.cases",),
+    ("torchcts.results",),
+    ("torchcts.engine",),
+    ("torchcts.coverage",),
+    ("torchcts.evidence",),
+    ("torchcts.cli",),
+    ("torchcts.__main__",),
+]
+
+# The one documented upward import: the simulated device reads the fault-selection variable that
+# `torchcts selftest` sets (engine/selftest.py never imports sim: importing it renames PrivateUse1).
+ALLOWED_UPWARD = {("torchcts.sim.faults", "torchcts.engine.selftest")}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every torchcts module `path` imports, resolved to absolute names."""
+    return imports_in(path.read_text(encoding="utf-8"), module_name(path), path.name == "__init__.py")
+
+
+def imports_in(source: str, mod: str, is_package: bool = False) -> set[str]:
+    package = mod if is_package else mod.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            found.add(target)
+            # `from torchcts.x import y` may name a submodule y
+            found.update(f"{target}.{a.name}" for a in node.names if _is_module(f"{target}.{a.name}"))
+    return {f for f in found if f == "torchcts" or f.startswith("torchcts.")}
+
+
+def _is_module(name: str) -> bool:
+    rel = Path(*name.split("."))
+    return (PACKAGE.parent / rel).with_suffix(".py").is_file() or (PACKAGE.parent / rel / "__init__.py").is_file()
+
+
+def layer_of(mod: str) -> int:
+    best, level = -1, -1
+    for i, prefixes in enumerate(LAYERS):
+        for p in prefixes:
+            if (mod == p or mod.startswith(p + ".")) and len(p) > best:
+                best, level = len(p), i
+    assert level >= 0, f"{mod} is on no layer: add it to LAYERS and docs/architecture.md"
+    return level
+
+
+def all_modules() -> dict[str, set[str]]:
+    return {module_name(p): imports_of(p) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return [
+        f"{mod} (layer {layer_of(mod)}) imports {dep} (layer {layer_of(dep)})"
+        for mod, deps in graph.items()
+        for dep in sorted(deps)
+        if layer_of(dep) > layer_of(mod) and (mod, dep) not in ALLOWED_UPWARD
+    ]
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    assert upward_imports(all_modules()) == []
+
+
+def test_the_allowed_upward_import_still_exists() -> None:
+    """An exception that the code no longer needs is removed from ALLOWED_UPWARD."""
+    graph = all_modules()
+    for mod, dep in ALLOWED_UPWARD:
+        assert dep in graph.get(mod, set()), f"{mod} no longer imports {dep}: drop the exception"
+
+
+def test_no_import_cycle_between_modules() -> None:
+    graph = all_modules()
+    # a package's __init__ importing its own submodules is how a package exposes them, not a cycle
+    edges = {m: {d for d in deps if d in graph and d != m and not d.startswith(m + ".")} for m, deps in graph.items()}
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(edges[node]):
+            if state.get(dep) == 1:
+                cycles.append([*stack[stack.index(dep):], dep])
+            elif dep not in state:
+                visit(dep, [*stack, dep])
+        state[node] = 2
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m, [m])
+    assert cycles == []
+
+
+def test_the_layer_test_sees_an_upward_import() -> None:
+    """The check itself works: a lower module importing a higher one, even lazily, is found."""
+    assert upward_imports({"torchcts.oracle.compare": {"torchcts.cli.common"}}) != []
+    assert upward_imports({"torchcts.cli.run": {"torchcts.engine.execute", "torchcts.errors"}}) == []
+    lazy = "def f():\n    from ..cli import common\n    from torchcts.cli.common import require_device\n"
+    assert imports_in(lazy, "torchcts.results.probe") == {"torchcts.cli", "torchcts.cli.common"}
+    assert upward_imports({"torchcts.results.probe": imports_in(lazy, "torchcts.results.probe")}) != []
