@@ -39,3 +39,10 @@ def test_compiler_ops_catches_lost_input_mutations(tmp_path: Path) -> None:
     assert status == {"compiler_ops/elementwise/add/static/float32": "passed",
                       "compiler_ops/elementwise/add/dynamic/float32": "passed",
                       "compiler_ops/elementwise/add/inplace/float32": "failed"}, status
+
+
+def test_every_registered_suite_is_selectable() -> None:
+    """`--suite NAME` accepts every suite of the registry (the known names live in manifest/schema.py)."""
+    from torchcts.cases.registry import KNOWN_SUITE_NAMES, SUITES
+
+    assert set(SUITES) <= set(KNOWN_SUITE_NAMES)
