@@ -116,11 +116,16 @@ def main() -> int:
         out["default_level"] = throughput(work, env, ["run", "--validation", *narrow, "--", "-q", "-n", args.workers])
     out["peak_rss_mb_children"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
 
+    emit(out, args.output)
+    return 0
+
+
+def emit(out: dict[str, object], output: str | None) -> None:
+    """Print the results as JSON, and write them to `output` when given."""
     text = json.dumps(out, indent=2)
     print(text)
-    if args.output:
-        Path(args.output).write_text(text + "\n")
-    return 0
+    if output:
+        Path(output).write_text(text + "\n")
 
 
 if __name__ == "__main__":

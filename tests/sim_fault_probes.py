@@ -131,6 +131,32 @@ def p_memory_never_freed() -> bool:
     return torch.sim.memory_allocated() > before
 
 
+def p_index_add_ignores_offset() -> bool:
+    base = torch.zeros(6, device=S)
+    base[2:5].index_add_(0, torch.tensor([0], device=S), torch.ones(1, device=S))
+    return base.cpu().tolist() != [0, 0, 1, 0, 0, 0]
+
+
+def p_cumsum_narrow_accumulator() -> bool:
+    x = torch.full((4,), 100, dtype=torch.int8)
+    return not torch.equal(x.to(S).cumsum(0).cpu(), x.cumsum(0))
+
+
+def p_mm_k_tail() -> bool:
+    a, b = torch.ones(2, 4097), torch.ones(4097, 3)
+    return not torch.equal((a.to(S) @ b.to(S)).cpu(), a @ b)
+
+
+def p_cat_first_dtype() -> bool:
+    a, b = torch.tensor([1], dtype=torch.int32), torch.tensor([1.5])
+    return not torch.equal(torch.cat([a.to(S), b.to(S)]).cpu(), torch.cat([a, b]))
+
+
+def p_dropout_scale_inverted() -> bool:
+    y = torch.nn.functional.dropout(torch.ones(1000, device=S), 0.2, training=True).cpu()
+    return not bool(((y == 0) | ((y - 1.25).abs() < 1e-6)).all())
+
+
 PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }

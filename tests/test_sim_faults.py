@@ -100,6 +100,21 @@ GROUPS: dict[str, dict[str, object]] = {
         "controls": ("autograd/composite/poly/float32", "strides/clone/permuted/float32",
                      "device_api/module/is_available", "memory/stats/empty_cache"),
     },
+    # issue 18's bug classes (docs/depth.md): each fault in its class's new suite; the controls are
+    # beside the bug (an index op without the offset bug, a wide cumsum, a small K, same-dtype cat
+    # values, dropout at p = 0.5 where 1/p == 1/(1 - p)).
+    "depth": {
+        "caught": {
+            "index_add_ignores_offset": "inplace_views/ops/index_add_/views/float32",
+            "cumsum_narrow_accumulator": "limits/cumsum/high/int8",
+            "mm_k_tail": "tiling/contraction/mm/K/float32",
+            "cat_first_dtype": "mixed_dtypes/pair/cat/others/int32",
+            "dropout_scale_inverted": "random_ops/dropout/scaling/p0.1/float32",
+        },
+        "controls": ("inplace_views/ops/index_copy_/views/float32", "limits/cumsum/high/int32",
+                     "tiling/long/sum/dims/float32", "mixed_dtypes/pair/maximum/others/int32",
+                     "random_ops/dropout/scaling/p0.5/float32"),
+    },
 }
 PROCESS_FAULTS = ("mul_complex128_segv", "sub_int16_hang")  # need worker isolation: test_selftest_cli_end_to_end
 GROUPED = {name for g in GROUPS.values() for name in g["caught"]}  # type: ignore[attr-defined]
@@ -191,3 +206,25 @@ def test_selftest_cli_end_to_end(tmp_path):
     assert (tmp_path / "res" / "selftest" / "mul_complex128_segv" / "latest").is_file()
     r = run_cli("selftest", "--list", cwd=tmp_path)
     assert r.returncode == 0 and all(name in r.stdout for name in FAULTS)
+
+
+DEPTH_FAULTS = ("index_add_ignores_offset", "cumsum_narrow_accumulator", "mm_k_tail", "cat_first_dtype",
+                "dropout_scale_inverted")
+
+
+@pytest.mark.parametrize("name", DEPTH_FAULTS)
+def test_depth_fault_reached_by_a_plain_op_selection(name):
+    """`torchcts run --device sim --manifest <sim> --op <op>` (no other selection) plans the case that
+    catches the fault (the run itself: tests above and docs/depth.md), and OpInfo's own cases of the
+    op are planned beside it: the bug class is one they miss."""
+    from torchcts.cases.registry import iter_cases
+    from torchcts.engine.selection import Selection, select
+    from torchcts.manifest.load import load_manifest
+
+    fault = FAULTS[name]
+    caught = GROUPS["depth"]["caught"][name]  # type: ignore[index]
+    planned = {c.id for c in select(iter_cases(), load_manifest(SIM_MANIFEST), Selection(ops=[fault["op"]])).to_run}
+    assert caught in planned, (name, fault["op"])
+    assert any(fnmatch.fnmatchcase(caught, g) for g in fault["catches"])
+    assert any(case.startswith("opinfo/") for case in planned), (name, fault["op"])
+

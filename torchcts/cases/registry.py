@@ -35,9 +35,21 @@ SUITES: dict[str, Suite] = {
         Suite("device_api", "torchcts.cases.suites.device_api", "torch.<device> module, guards, streams, events, accelerator"),
         Suite("memory", "torchcts.cases.suites.memory", "allocator stats, empty_cache, stale data, recoverable OOM"),
         Suite("compiler", "torchcts.cases.suites.compiler", "torch.compile vs eager on the device and on CPU"),
+        Suite("compiler_ops", "torchcts.cases.suites.compiler_ops",
+              "torch.compile of representative OpInfo ops: static, dynamic shapes, graph breaks, in-place"),
         Suite("workloads", "torchcts.cases.suites.workloads", "small transformer, conv net, embedding+LSTM vs CPU"),
         Suite("multi_device", "torchcts.cases.suites.multi_device", "copies and ops across device indices, device guards"),
         Suite("stress", "torchcts.cases.suites.stress", "large tensors, many allocations, long op chains, edge shapes"),
+        Suite("inplace_views", "torchcts.cases.suites.inplace_views",
+              "every in-place op applied to views of a larger base (offset, select, transposed, strided)"),
+        Suite("limits", "torchcts.cases.suites.limits",
+              "reductions and scans of integer, bool and half dtypes near the dtype's limits, 10^4+ elements"),
+        Suite("tiling", "torchcts.cases.suites.tiling",
+              "matmul, conv, attention at p-1/p/p+1 for p = 64..8192; reductions over 10^5-10^6 elements"),
+        Suite("mixed_dtypes", "torchcts.cases.suites.mixed_dtypes",
+              "binary, ternary, index and cat/stack ops with inputs of different dtypes (and index dtypes)"),
+        Suite("random_ops", "torchcts.cases.suites.random_ops",
+              "random ops' deterministic parts (dropout scaling, eval mode, permutations, ranges) and moments"),
     )
 }
 

@@ -169,6 +169,8 @@ BUCKETS: dict[str, str] = {
 RESERVED_SUITE_NAMES = (
     "opinfo", "operators", "errors", "dtypes", "strides", "autograd", "rng", "device_api", "memory",
     "serialization", "training", "compiler", "workloads", "multi_device", "stress", "generated",
+    # detection depth (docs/depth.md)
+    "inplace_views", "limits", "tiling", "mixed_dtypes", "random_ops", "compiler_ops",
 )
 EXTRA_SUITES_ENV = "TORCHCTS_EXTRA_SUITES"
 

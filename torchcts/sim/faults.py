@@ -14,6 +14,7 @@ tensor other than an input's CPU tensor makes the sim return a new tensor (no al
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import time
@@ -227,6 +228,61 @@ def _index_select_unchecked(func, args, kwargs, call):
     return call(x, dim, index, *args[3:], **kwargs)
 
 
+# --- depth: views, dtype limits, tiling, mixed dtypes, random ops (docs/depth.md) ----------------
+
+@on_op("index_add_")
+def _index_add_ignores_offset(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """index_add_ addresses self from the start of its storage: into a view with a storage offset
+    it adds in the wrong place (the base before the view is written, the view is not)."""
+    self = args[0]
+    if self.storage_offset():
+        call(self.as_strided(self.shape, self.stride(), 0), *args[1:], **kwargs)
+        return self
+    return call(*args, **kwargs)
+
+
+@on_op("cumsum")
+def _cumsum_narrow_accumulator(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """cumsum of 8- and 16-bit integers accumulates in the input dtype (wraps), then widens to int64."""
+    x = args[0]
+    if x.dtype in (torch.int8, torch.uint8, torch.int16) and kwargs.get("dtype") is None and "out" not in kwargs:
+        return call(*args, **{**kwargs, "dtype": x.dtype}).to(torch.int64)
+    return call(*args, **kwargs)
+
+
+@on_op("mm")
+def _mm_k_tail(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """mm's blocked kernel for K > 4096 drops the last K % 64 terms of each dot product (the K tail)."""
+    a, b = args[0], args[1]
+    k = a.shape[-1]
+    if k > 4096 and k % 64 and "out" not in kwargs:
+        keep = k - k % 64
+        return call(a[:, :keep], b[:keep], *args[2:], **kwargs)
+    return call(*args, **kwargs)
+
+
+@on_op("cat")
+def _cat_first_dtype(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """cat of tensors of different dtypes converts every input to the first one's dtype, then gives
+    the promoted result dtype: the result dtype is right, the values of the others are truncated."""
+    ts = [t for t in args[0] if t.numel()]
+    if "out" not in kwargs and len({t.dtype for t in ts}) > 1:
+        first = ts[0].dtype
+        out = call([t.to(first) for t in args[0]], *args[1:], **kwargs)
+        return out.to(functools.reduce(torch.promote_types, (t.dtype for t in args[0])))
+    return call(*args, **kwargs)
+
+
+@on_op("native_dropout")
+def _dropout_scale_inverted(func, args, kwargs, call):  # noqa: ANN001,ANN202
+    """Training-mode dropout scales the kept elements by 1/p instead of 1/(1 - p) (right only at p = 0.5)."""
+    x, p, train = args[0], args[1], args[2] if len(args) > 2 else kwargs.get("train")
+    out, mask = call(*args, **kwargs)
+    if train and 0 < p < 1 and x.is_floating_point():
+        out = x * mask * (1 / p)
+    return out, mask
+
+
 # --- process-level failures -------------------------------------------------------------------
 
 @on_op("mul")
@@ -315,6 +371,16 @@ FAULTS: dict[str, Fault] = {
               op="mul"),
         Fault("max_ignores_nan", "the full max reduction skips NaN instead of returning NaN",
               "opinfo", 5, ("opinfo/max*/*/special_values",), _max_ignores_nan, op="max*"),
+        Fault("index_add_ignores_offset", "index_add_ into a view with a storage offset writes from the storage start",
+              "inplace_views", 3, ("inplace_views/*index_add*",), _index_add_ignores_offset, op="index_add_"),
+        Fault("cumsum_narrow_accumulator", "cumsum of int8/uint8/int16 accumulates in the input dtype and wraps",
+              "limits", 5, ("limits/cumsum/*",), _cumsum_narrow_accumulator, op="cumsum"),
+        Fault("mm_k_tail", "mm drops the last K % 64 terms of each dot product when K > 4096",
+              "tiling", 8, ("tiling/contraction/*/K/*",), _mm_k_tail, op="mm"),
+        Fault("cat_first_dtype", "cat of mixed dtypes computes in the first input's dtype (values truncated)",
+              "mixed_dtypes", 3, ("mixed_dtypes/pair/cat/*", "mixed_dtypes/pair/stack/*"), _cat_first_dtype, op="cat"),
+        Fault("dropout_scale_inverted", "training dropout scales kept elements by 1/p instead of 1/(1 - p)",
+              "random_ops", 3, ("random_ops/dropout/*",), _dropout_scale_inverted, op="nn.functional.dropout"),
         Fault("to_copy_ignores_strides", "copies of non-contiguous tensors read memory in storage order",
               "strides", 3, ("strides/noncontig/*",), _to_copy_ignores_strides),
         Fault("clone_drops_channels_last", "clone of a channels_last tensor returns a contiguous one",

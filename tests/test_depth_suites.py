@@ -1,0 +1,48 @@
+"""The detection-depth suites (docs/depth.md) on CPU: clean cases pass, planted faults fail them.
+
+The sim's faults for five of the classes are measured in tests/test_sim_faults.py ("depth"); the
+compiler class cannot run on the sim (docs/depth.md), so its fault is planted in torch.compile
+on CPU (tests/helpers/break_compile_mutation.py), the way tests/test_suites_high.py plants others.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import latest_run, run_cli
+from test_suites_high import by_id, helper_env, write_manifest
+
+# One or two cheap cases per class: they must pass under --validation.
+CLEAN = ("inplace_views/ops/index_add_/views/float32", "inplace_views/opinfo/add/views/float32",
+         "limits/cumsum/high/int8", "limits/sum/unit/float16", "tiling/contraction/mm/K/float32",
+         "mixed_dtypes/pair/cat/others/int32", "mixed_dtypes/index/gather/index_dtypes/float32",
+         "random_ops/dropout/scaling/p0.1/float32", "random_ops/randperm/int16")
+
+
+def test_depth_cases_pass_on_cpu_validation(tmp_path: Path) -> None:
+    args = [a for case in CLEAN for a in ("--case", case)]
+    r = run_cli("run", "--validation", *args, "--no-isolation", "--", "-q", "-p", "no:cacheprovider", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    recs = by_id(latest_run(tmp_path))
+    assert {i: rec["status"] for i, rec in recs.items()} == dict.fromkeys(CLEAN, "passed")
+    assert recs["mixed_dtypes/pair/cat/others/int32"]["info"]["other_dtypes_checked"][-1] == "complex128"
+
+
+def test_compiler_ops_catches_lost_input_mutations(tmp_path: Path) -> None:
+    """A compiler that drops the update of a graph input fails the in-place mode and only it."""
+    write_manifest(tmp_path, "break_compile_mutation", compile=True)
+    r = run_cli("run", "--device", "cpu", "--suite", "compiler_ops", "--case", "compiler_ops/elementwise/add/*",
+                "--no-isolation", "--", "-q", "-p", "no:cacheprovider", cwd=tmp_path,
+                env=helper_env(TORCHCTS_COMPILE_BACKEND="aot_eager"))
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    status = {i: rec["status"] for i, rec in by_id(latest_run(tmp_path)).items()}
+    assert status == {"compiler_ops/elementwise/add/static/float32": "passed",
+                      "compiler_ops/elementwise/add/dynamic/float32": "passed",
+                      "compiler_ops/elementwise/add/inplace/float32": "failed"}, status
+
+
+def test_every_registered_suite_is_selectable() -> None:
+    """`--suite NAME` accepts every suite of the registry (the known names live in manifest/schema.py)."""
+    from torchcts.cases.registry import KNOWN_SUITE_NAMES, SUITES
+
+    assert set(SUITES) <= set(KNOWN_SUITE_NAMES)

@@ -1,0 +1,86 @@
+"""Level 5 accumulation at dtype limits: reductions and scans of integer, bool and half-precision
+tensors whose values sit near the dtype's limits, over LENGTH (>= 10^4) elements.
+
+OpInfo's reduction samples hold a few small values, so an accumulator of the wrong width (an int8
+sum accumulated in int8, a float16 sum accumulated in float16, a bool count in uint8) never
+overflows or loses precision there. Each case reduces three layouts (the whole tensor, along the
+last dim of (3, LENGTH), along the first dim of (LENGTH, 3)) of one value PATTERN and compares the
+result dtype and value with CPU, whose promotion (integer sums to int64) and accumulation
+(float16/bfloat16 in float32) rules are the reference. Integer overflow wraps the same way in
+any order (two's complement sums and products are exact modulo 2^bits), so integers compare
+exactly; floats use the reduction tolerance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from torchcts.cases.api import BOOL, INTEGRAL, CaseContext, CaseSet, run_both
+
+SUITE = CaseSet("limits")
+cases = SUITE.cases
+LEVEL = 5
+LENGTH = (1 << 14) + 5  # >= 10^4 and not a power of two: every block size leaves a tail
+DTYPES = BOOL + INTEGRAL + ("float16", "bfloat16")
+PATTERNS = ("high", "mixed", "unit")
+
+
+def values(dtype: torch.dtype, pattern: str, n: int, seed: int) -> torch.Tensor:
+    """n values of `dtype`: `high` near the largest value, `mixed` near either limit at random,
+    `unit` ones (integers) or 1 +- 2^-7 (floats): a sum far beyond what a narrow accumulator holds."""
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        p = {"high": 0.95, "mixed": 0.5, "unit": 1.0}[pattern]
+        return torch.rand(n, generator=g) < p
+    if dtype.is_floating_point:
+        top = float(torch.finfo(dtype).max)
+        if pattern == "unit":
+            return (1 + (torch.rand(n, generator=g, dtype=torch.float64) * 2 - 1) / 128).to(dtype)
+        mag = top * (0.5 + 0.5 * torch.rand(n, generator=g, dtype=torch.float64))
+        sign = torch.where(torch.rand(n, generator=g) < 0.5, -1.0, 1.0) if pattern == "mixed" else 1.0
+        return (mag * sign).to(dtype)
+    info = torch.iinfo(dtype)
+    if pattern == "unit":
+        return torch.ones(n, dtype=dtype)
+    near_max = info.max - torch.randint(0, 4, (n,), generator=g)
+    if pattern == "high":
+        return near_max.to(dtype)
+    near_min = info.min + torch.randint(0, 4, (n,), generator=g)
+    return torch.where(torch.rand(n, generator=g) < 0.5, near_max, near_min).to(dtype)
+
+
+# name -> (call(x, dim) with dim None for the whole tensor, aten ops)
+Reduce = Callable[[torch.Tensor, Any], Any]
+OPS: dict[str, tuple[Reduce, tuple[str, ...]]] = {
+    "sum": (lambda x, d: x.sum() if d is None else x.sum(d), ("aten::sum",)),
+    "nansum": (lambda x, d: x.nansum() if d is None else x.nansum(d), ("aten::nansum",)),
+    "prod": (lambda x, d: x.prod() if d is None else x.prod(d), ("aten::prod",)),
+    "mean": (lambda x, d: x.mean() if d is None else x.mean(d), ("aten::mean",)),
+    "var": (lambda x, d: x.var() if d is None else x.var(d), ("aten::var",)),
+    "logsumexp": (lambda x, d: x.logsumexp(0 if d is None else d), ("aten::logsumexp",)),
+    "cumsum": (lambda x, d: x.reshape(-1).cumsum(0) if d is None else x.cumsum(d), ("aten::cumsum",)),
+    "cumprod": (lambda x, d: x.reshape(-1).cumprod(0) if d is None else x.cumprod(d), ("aten::cumprod",)),
+    "amax": (lambda x, d: x.amax() if d is None else x.amax(d), ("aten::amax",)),
+    "amin": (lambda x, d: x.amin() if d is None else x.amin(d), ("aten::amin",)),
+    "argmax": (lambda x, d: x.argmax() if d is None else x.argmax(d), ("aten::argmax",)),
+    "count_nonzero": (lambda x, d: x.count_nonzero() if d is None else x.count_nonzero(d), ("aten::count_nonzero",)),
+    "all": (lambda x, d: x.all() if d is None else x.all(d), ("aten::all",)),
+    "any": (lambda x, d: x.any() if d is None else x.any(d), ("aten::any",)),
+}
+
+
+def reduce_at_limits(ctx: CaseContext, dtype: torch.dtype, op: str, pattern: str) -> None:
+    fn, _ = OPS[op]
+    x = values(dtype, pattern, 3 * LENGTH, ctx.seed)
+    for layout, t, dim in (("flat", x[:LENGTH], None), ("rows", x.reshape(3, LENGTH), 1),
+                           ("columns", x.reshape(LENGTH, 3), 0)):
+        ctx.describe(layout=layout, shape=list(t.shape), dim=dim, pattern=pattern)
+        run_both(ctx, lambda a, _d=dim: fn(a, _d), t, category="reduction")
+
+
+for _op, (_fn, _ops) in OPS.items():
+    SUITE.case(f"{_op}", level=LEVEL, dtypes=DTYPES, ops=_ops,
+               params={p: {"op": _op, "pattern": p} for p in PATTERNS})(reduce_at_limits)
