@@ -5,16 +5,23 @@ follow the sample's conditioning, proven on PyTorch's own decompositions (torchc
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
 from conftest import latest_run, records, run_cli
 
+import torchcts
 from torchcts.cases.suites.core import printed_values
 from torchcts.engine.selftest import SIM_MANIFEST
 from torchcts.oracle.categories import NORMALIZATION_OPS
 from torchcts.oracle.conditioning import GROUPINGS, conditioned_atol, kappa
-from torchcts.sim.decomp import manifest_path as decomp_manifest
+
+
+def decomp_manifest() -> Path:
+    """sim/manifest_decomp.py, without importing torchcts.sim.decomp here: that registers the sim
+    (and its decomposition mode) in whichever pytest worker loads this file."""
+    return Path(torchcts.__file__).parent / "sim" / "manifest_decomp.py"
 
 
 def _statuses(cwd) -> dict[str, str]:

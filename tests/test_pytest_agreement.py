@@ -109,3 +109,18 @@ def test_sigint_exits_130_and_keeps_the_finished_records(tmp_path):
     run = json.loads((latest_run(tmp_path) / "run.json").read_text())
     assert run["status"] == "interrupted"
     assert {r["id"]: r["status"] for r in records(latest_run(tmp_path))}["planted/a_ok/float32"] == "passed"
+
+
+@pytest.mark.parametrize("workers", ["0", "1"])
+def test_pytest_k_deselection_is_filtered_not_a_failure(tmp_path, workers):
+    """`-- -k` is the user's selection: the cases it drops are `filtered` (exit 0 on passing cases),
+    never `not_run`, which would fail a correct backend's run."""
+    (tmp_path / "manifest.py").write_text(MANIFEST)
+    r = run_cli("run", "--device", "cpu", "--case", "planted/a_ok/*", "--case", "planted/i_ok/*",
+                "--", "-k", "a_ok", "-n", workers, cwd=tmp_path, env=PLANTED_ENV, timeout=300)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    recs = records(latest_run(tmp_path))
+    by_status = {rec["id"]: rec["status"] for rec in recs}
+    assert {s for i, s in by_status.items() if i.startswith("planted/a_ok/")} == {"passed"}
+    dropped = {s for i, s in by_status.items() if i.startswith("planted/i_ok/")}
+    assert dropped == {"filtered"}, by_status

@@ -19,7 +19,7 @@ from torchcts import compat
 from torchcts.cases.model import Case, NotApplicable
 from torchcts.oracle.mismatch import OracleMismatch
 from torchcts.results.plan import read_plan
-from torchcts.results.records import base_record, record_repro
+from torchcts.results.records import base_record, record_repro, skip_record
 from torchcts.results.rundir import RecordWriter, read_run
 from torchcts.results.statuses import FAILURES
 
@@ -164,6 +164,26 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             pass
 
 
+DESELECTED_KEY = "torchcts_deselected"
+DESELECTED_REASON = "deselected by pytest (-k, -m, --deselect or --lf)"
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """pytest's own selection (-k, -m, --lf) is the user's: those cases are `filtered`, not
+    `not_run`. Called where collection happens: a worker hands the ids to the controller through
+    xdist's workeroutput (Recorder.pytest_testnodedown); with -n 0 the Recorder takes them here."""
+    ids = [item.case.id for item in items if isinstance(item, CaseItem)]
+    if not ids:
+        return
+    config = items[0].config
+    if hasattr(config, "workeroutput"):
+        config.workeroutput.setdefault(DESELECTED_KEY, []).extend(ids)
+        return
+    recorder = config.pluginmanager.get_plugin("torchcts-recorder")
+    if recorder is not None:
+        recorder.record_deselected(ids)
+
+
 class CaseFile(pytest.File):
     def collect(self):
         state = _state(self.config)
@@ -303,14 +323,31 @@ class Recorder:
         self._rescheduled: set[str] = set()
         self._t0 = self._last = time.monotonic()
 
+    def _case(self, case_id: str) -> Case | None:
+        if self._plan is None:
+            self._plan = {c.id: c for c in read_plan(self.state.run_dir)}
+        return self._plan.get(case_id)
+
+    def record_deselected(self, ids: list[str]) -> None:
+        """`filtered` records for the cases pytest's own selection dropped (each once)."""
+        for case_id in ids:
+            case = self._case(case_id)
+            if case is None or case_id in self._recorded:
+                continue
+            self.writer.append(skip_record(case, "filtered", DESELECTED_REASON))
+            self._recorded.add(case_id)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist: a worker finished; the cases its collection deselected are `filtered`."""
+        self.record_deselected(list(getattr(node, "workeroutput", {}).get(DESELECTED_KEY, ())))
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
         """xdist: a worker died running `crashitem`; record it crashed or timeout, with its evidence."""
         from torchcts.engine.isolation import crash_details
 
-        if self._plan is None:
-            self._plan = {c.id: c for c in read_plan(self.state.run_dir)}
-        case = self._plan.get(crashitem.split("::", 1)[-1])
+        case = self._case(crashitem.split("::", 1)[-1])
         if case is None:
             return
         details = crash_details(self.work_dir, getattr(report, "node", None), crashitem)
