@@ -41,3 +41,13 @@ def records(run_dir: Path) -> list[dict]:
 def cli():
     """In-process CLI call returning the exit code."""
     return cli_main
+
+
+def start_hanging_run(tmp_path: Path, planted_env: dict[str, str]) -> subprocess.Popen:
+    """`torchcts run` of a passing planted case and then a hanging one, in its own process group
+    (for the tests that interrupt a run with a signal)."""
+    env = {**os.environ, "CI": "true", **planted_env, "PLANTED_HANG_LAST": "1"}
+    args = [sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--timeout", "120",
+            "--case", "planted/a_ok/*", "--case", "planted/z_hang/*", "--", "-p", "no:benchmark", "-n", "1"]
+    return subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True, text=True)

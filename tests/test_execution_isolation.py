@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import latest_run, records, run_cli
+from conftest import latest_run, records, run_cli, start_hanging_run
 
 TESTS = Path(__file__).resolve().parent
 PLANTED_ENV = {
@@ -159,11 +159,7 @@ def test_killed_run_keeps_records_and_report_rebuilds(tmp_path):
 
 def test_sigterm_finalises_like_ctrl_c(tmp_path):
     """A cancelled CI job sends SIGTERM: the run folder is finalised as interrupted, with reports."""
-    env = {**os.environ, "CI": "true", **PLANTED_ENV, "PLANTED_HANG_LAST": "1"}
-    args = [sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--timeout", "120",
-            "--case", "planted/a_ok/*", "--case", "planted/z_hang/*", "--", "-p", "no:benchmark", "-n", "1"]
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True, text=True)
+    proc = start_hanging_run(tmp_path, PLANTED_ENV)
     try:
         wait_for_records(tmp_path, 1)
         time.sleep(1.0)  # the hang has started

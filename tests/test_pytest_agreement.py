@@ -9,12 +9,11 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import latest_run, records, run_cli
+from conftest import latest_run, records, run_cli, start_hanging_run
 
 TESTS = Path(__file__).resolve().parent
 PLANTED_ENV = {
@@ -83,11 +82,7 @@ def test_expected_failures_alone_exit_0_and_strict_xpass_fails_in_pytest_too(tmp
 def test_sigint_exits_130_and_keeps_the_finished_records(tmp_path):
     """Ctrl-C (SIGINT to the process group) during a hanging case: exit 130, run.json `interrupted`,
     the records finished before it kept; not 0 (a false clean) and not 1/2/3 (no verdict)."""
-    env = {**os.environ, "CI": "true", **PLANTED_ENV, "PLANTED_HANG_LAST": "1"}
-    args = [sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--timeout", "120",
-            "--case", "planted/a_ok/*", "--case", "planted/z_hang/*", "--", "-p", "no:benchmark", "-n", "1"]
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True, text=True)
+    proc = start_hanging_run(tmp_path, PLANTED_ENV)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
