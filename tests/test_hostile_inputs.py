@@ -76,7 +76,8 @@ def test_repro_script_from_a_crafted_plan_runs_no_data(workdir, cli):
     doc = ast.get_docstring(ast.parse(script.read_text()))
     from torchcts.results.repro import _HEADER
 
-    header_lines = _HEADER.split('"""')[1].count("\n") + HOSTILE.count("\n")  # the template's and the id's own
+    # the template's own lines, plus those of the id, the run name and the message (all HOSTILE)
+    header_lines = _HEADER.split('"""')[1].count("\n") + 3 * HOSTILE.count("\n")
     assert doc.count("\n") <= header_lines and "\x1b" not in doc and "pathlib.Path(" in doc  # payload is text, inside
     proc = subprocess.run([sys.executable, str(script)], cwd=workdir, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr  # cpu vs cpu: every sample matches
