@@ -311,7 +311,7 @@ def setup_python_backend(name: str, module: Any) -> None:
     """Rename PrivateUse1 to `name` and register `module` as torch.<name>, with a device guard
     and hooks, so a backend whose kernels are Python works like a C++ one.
 
-    Newer PyTorch (2.12.1, 2.13.0) does it all from Python (`_setup_privateuseone_for_python_backend`); 2.7
+    PyTorch 2.10+ does it all from Python (`_setup_privateuseone_for_python_backend`); 2.7-2.9
     cannot register a guard or hooks from Python: there they are compiled from a small C++ file
     (torch.utils.cpp_extension, once per torch build, cached; needs a C++ compiler)."""
     import torch

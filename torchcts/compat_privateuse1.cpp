@@ -1,6 +1,6 @@
 // A device guard and hooks for a PrivateUse1 backend written in Python, for PyTorch builds that
 // cannot register them from Python (torch.utils.backend_registration has no
-// _setup_privateuseone_for_python_backend and torch._C has no _acc, as in 2.7).
+// _setup_privateuseone_for_python_backend and torch._C has no _acc: 2.7-2.9).
 //
 // torchcts/compat.py builds this with torch.utils.cpp_extension.load and loads it; the static
 // registrations below run at load. It does what PyTorch's own Python fallbacks (_DummyDeviceGuard,
