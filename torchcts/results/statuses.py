@@ -87,7 +87,8 @@ STATUSES: dict[str, StatusInfo] = {
         StatusInfo("filtered", False, False, "deselected by the user's selection"),
         StatusInfo("not_applicable", False, False, "this build, PyTorch version or device lacks it"),
         # Never written to cases.jsonl: reports add it for planned cases without a record (a killed or
-        # interrupted run, pytest's -x or -k), so they show and fail the run instead of vanishing.
+        # interrupted run, pytest's -x or --maxfail), so they show and fail the run instead of vanishing.
+        # pytest's -k/-m/--lf deselections are recorded `filtered` (engine/plugin.py: pytest_deselected).
         StatusInfo("not_run", False, False, "planned, but no result was recorded (interrupted or stopped early)"),
     )
 }
