@@ -35,13 +35,20 @@ class RunState:
         self.run_dir = run_dir
         self.spec = read_run(run_dir)
         self._ctx_parts: tuple[Any, Any] | None = None
-        self._ledger: tuple[Any, Any, Any] | None = None
+        self._plan: dict[str, Case] | None = None
+        self._ledger: Any = None  # results.ledger.RunLedger, built on the first record
         self.setup_fallbacks: set[str] = set()
         # `--manifest` as the user gave it (run.json has it scrubbed): repro lines run as printed
         self.manifest_arg: str | None = self.spec.get("manifest_arg")
 
     def repro(self, record: dict[str, Any]) -> str:
         return record_repro(record, self.spec, self.manifest_arg or self.spec.get("manifest_arg"))
+
+    def plan(self) -> dict[str, Case]:
+        """The planned cases by id, read once per process (collection, the Recorder, its annotator)."""
+        if self._plan is None:
+            self._plan = {c.id: c for c in read_plan(self.run_dir)}
+        return self._plan
 
     @property
     def device_name(self) -> str:
@@ -54,16 +61,14 @@ class RunState:
     def ledger_status(self, record: dict[str, Any], case: Case) -> dict[str, Any]:
         """The record as the ledger judges it (the controller's Recorder does the same, authoritatively):
         a worker needs it so that an expected failure does not count towards its own `-x`."""
-        from torchcts.results.ledger import apply, compile_entries, run_date, run_device, run_entries
-
         if self._ledger is None:
-            entries = run_entries(self.spec)
-            self._ledger = (entries, compile_entries(entries), run_date(self.spec))
-        entries, matcher, today = self._ledger
-        if not entries:
+            from torchcts.results.ledger import RunLedger
+
+            self._ledger = RunLedger(self.spec)
+        if not self._ledger.entries:
             return record
         op = case.params.get("op")
-        return apply({**record, **({"op": str(op)} if op else {})}, entries, today, matcher, run_device(self.spec))
+        return self._ledger({**record, **({"op": str(op)} if op else {})})
 
     def context_parts(self) -> tuple[Any, Any]:
         """(torch.device, Manifest), built once per worker after importing the backend."""
@@ -188,7 +193,7 @@ class CaseFile(pytest.File):
     def collect(self):
         state = _state(self.config)
         assert state is not None
-        for case in read_plan(state.run_dir):
+        for case in state.plan().values():
             yield CaseItem.from_parent(self, name=case.id, case=case)
 
 
@@ -312,9 +317,8 @@ class Recorder:
 
         self.state = state
         self.work_dir = work_dir
-        self.annotate = RecordAnnotator(state.spec, state.run_dir, attempt)  # ledger, flaky, repro_script
+        self.annotate = RecordAnnotator(state.spec, state.run_dir, attempt, state.plan)  # ledger, flaky, repro_script
         self.writer = RecordWriter(state.run_dir)
-        self._plan: dict[str, Case] | None = None
         self.tr: Any = None  # pytest's terminal reporter, for the progress line
         self._done = self._failed = 0
         self._counted = 0  # reports pytest counts as failed (what -x / --maxfail stop on)
@@ -324,9 +328,7 @@ class Recorder:
         self._t0 = self._last = time.monotonic()
 
     def _case(self, case_id: str) -> Case | None:
-        if self._plan is None:
-            self._plan = {c.id: c for c in read_plan(self.state.run_dir)}
-        return self._plan.get(case_id)
+        return self.state.plan().get(case_id)
 
     def record_deselected(self, ids: list[str]) -> None:
         """`filtered` records for the cases pytest's own selection dropped (each once)."""

@@ -8,48 +8,39 @@ to pytest, the plugin hands it to the Recorder) a case that failed before and pa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from torchcts.cases.model import Case
 from torchcts.cases.repro_builders import has_script
-from torchcts.results.ledger import (
-    CRASHES,
-    FAILING,
-    apply,
-    compile_entries,
-    forgives_crashes,
-    run_date,
-    run_device,
-    run_entries,
-)
+from torchcts.results.ledger import CRASHES, FAILING, RunLedger, forgives_crashes
+from torchcts.results.plan import PLAN, read_plan
 from torchcts.results.records import repro_script_command
 from torchcts.results.rundir import final_records
 
 
 class RecordAnnotator:
-    def __init__(self, spec: dict[str, Any], run_dir: Path, attempt: int = 1) -> None:
-        self.entries = run_entries(spec)
-        self.matcher = compile_entries(self.entries)
-        self.today = run_date(spec)
-        self.run_name = str(spec.get("name") or run_dir.name)
+    def __init__(self, spec: dict[str, Any], run_dir: Path, attempt: int = 1,
+                 plan: Callable[[], dict[str, Case]] | None = None) -> None:
+        self.ledger = RunLedger(spec)
         self.attempt = attempt
         self.previous = {r["id"]: r for r in final_records(run_dir)} if self.attempt > 1 else {}
         self.run_dir = run_dir
-        self.device = run_device(spec)
-        self._plan: dict[str, tuple[str | None, bool]] | None = None
+        # The Recorder shares its process's plan (engine/plugin.py: RunState.plan) instead of a second read.
+        self._load_plan = plan or (lambda: {c.id: c for c in read_plan(run_dir)} if (run_dir / PLAN).is_file() else {})
+        self._cases: dict[str, Case] | None = None
 
-    def planned(self, case_id: str) -> tuple[str | None, bool]:
-        """(the case's `params["op"]`, whether `torchcts repro` can script it), from the plan."""
-        if self._plan is None:
-            from torchcts.results.plan import PLAN, read_plan
-
-            plan = read_plan(self.run_dir) if (self.run_dir / PLAN).is_file() else []
-            self._plan = {c.id: (str(c.params["op"]) if c.params.get("op") else None, has_script(c)) for c in plan}
-        return self._plan.get(case_id, (None, False))
+    def planned(self, case_id: str) -> Case | None:
+        """The planned case, from plan.jsonl read once (None without a plan)."""
+        if self._cases is None:
+            self._cases = self._load_plan()
+        return self._cases.get(case_id)
 
     def op_name(self, case_id: str) -> str | None:
         """The case's `params["op"]` (an OpInfo name such as nn.functional.conv2d), from the plan."""
-        return self.planned(case_id)[0]
+        case = self.planned(case_id)
+        return str(case.params["op"]) if case is not None and case.params.get("op") else None
 
     def __call__(self, record: dict[str, Any]) -> dict[str, Any]:
         prev = self.previous.get(record.get("id", ""))
@@ -59,13 +50,14 @@ class RecordAnnotator:
         if self.attempt > 1:
             record = {**record, "attempt": self.attempt}
         if prev is not None and prev.get("status") in FAILING and record.get("status") == "passed":
-            if prev.get("status") in CRASHES and not forgives_crashes(self.device):
-                record = crash_stands(record, prev, self.device)
+            if prev.get("status") in CRASHES and not forgives_crashes(self.ledger.device):
+                record = crash_stands(record, prev, self.ledger.device)
             else:
                 record = flaky_record(record, prev)
         else:
-            record = apply(record, self.entries, self.today, self.matcher, self.device)
-        if record.get("repro") and record.get("status") != "xpassed" and self.planned(record.get("id", ""))[1]:
+            record = self.ledger(record)
+        case = self.planned(record.get("id", "")) if record.get("repro") and record.get("status") != "xpassed" else None
+        if case is not None and has_script(case):
             record["repro_script"] = repro_script_command(record["id"], str(self.run_dir))
         return record
 

@@ -179,6 +179,20 @@ def run_entries(run: dict[str, Any]) -> list[dict[str, Any]]:
     return list((run.get("manifest") or {}).get("expectations") or [])
 
 
+class RunLedger:
+    """A run's ledger, compiled once (entries, matcher, judging date, device): called per record by
+    the controller's Recorder (results/annotate.py) and by each worker (engine/plugin.py)."""
+
+    def __init__(self, run: dict[str, Any]) -> None:
+        self.entries = run_entries(run)
+        self.matcher = compile_entries(self.entries)
+        self.today = run_date(run)
+        self.device = run_device(run)
+
+    def __call__(self, record: dict[str, Any]) -> dict[str, Any]:
+        return apply(record, self.entries, self.today, self.matcher, self.device)
+
+
 def report_for_run(run: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
     return ledger_report(run_entries(run), records, run_date(run), run_device(run))
 
