@@ -42,7 +42,7 @@ class RunState:
         self.manifest_arg: str | None = self.spec.get("manifest_arg")
 
     def repro(self, record: dict[str, Any]) -> str:
-        return record_repro(record, self.spec, self.manifest_arg or self.spec.get("manifest_arg"))
+        return record_repro(record, self.spec, self.manifest_arg)
 
     def plan(self) -> dict[str, Case]:
         """The planned cases by id, read once per process (collection, the Recorder, its annotator)."""
@@ -102,7 +102,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     _report_from_rootdir(config)
     state = RunState(Path(run_dir))
-    state.manifest_arg = config.getoption("--torchcts-manifest-arg")
+    state.manifest_arg = config.getoption("--torchcts-manifest-arg") or state.manifest_arg
     config.stash[_STATE] = state
     work_dir = config.getoption("--torchcts-work-dir")
     if hasattr(config, "workerinput"):
