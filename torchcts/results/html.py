@@ -8,8 +8,8 @@ from typing import Any
 
 from torchcts.results.failure import details, rel_error_text
 from torchcts.results.quoting import html_text
-from torchcts.results.statuses import FAILURES, ORDER, PASSING, STATUSES
-from torchcts.results.summary import by, failures, totals
+from torchcts.results.statuses import EXECUTED, FAILURES, ORDER, PASSING
+from torchcts.results.summary import NOT_RUN_NOTE, by, failures, not_run, slowest, totals
 
 COLORS = {
     "passed": "#2e7d32", "xfailed": "#6a8f3a", "xpassed": "#c77c02", "failed": "#c62828", "error": "#ad1457",
@@ -68,6 +68,11 @@ def _fmt(v: Any) -> str:
     return _e(v)
 
 
+def _pass_counts(counts: dict[str, int]) -> tuple[int, int]:
+    """(cases that pass, cases that ran) of a group's status counts."""
+    return sum(counts.get(s, 0) for s in PASSING), sum(counts.get(s, 0) for s in EXECUTED)
+
+
 def _matrix(records: list[dict[str, Any]], row_key: str = "suite") -> str:
     cells: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for r in records:
@@ -81,13 +86,12 @@ def _matrix(records: list[dict[str, Any]], row_key: str = "suite") -> str:
         out.append(f"<tr><th>{_e(row)}</th>")
         for col in cols:
             counts = cells.get((row, col), Counter())
-            executed = sum(n for s, n in counts.items() if STATUSES.get(s) and STATUSES[s].executed)
+            ok, executed = _pass_counts(counts)
             title = ", ".join(f"{s} {n}" for s, n in sorted(counts.items()))
             if not executed:
                 label = "" if not counts else "not run"
                 out.append(f"<td class='cell empty' title='{_e(title)}'>{label}</td>")
                 continue
-            ok = sum(counts.get(s, 0) for s in PASSING)
             rate = ok / executed
             out.append(f"<td class='cell' style='background:{_rate_color(rate)}' title='{_e(title)}'>"
                        f"{ok}/{executed}<br><small>{100 * rate:.0f}%</small></td>")
@@ -102,8 +106,7 @@ def _status_table(records: list[dict[str, Any]], key: str) -> str:
     out = [f"<table id='by-{_e(key)}'><thead><tr><th>{_e(key)}</th>"]
     out += [f"<th>{_e(s)}</th>" for s in statuses] + ["<th>pass rate</th></tr></thead><tbody>"]
     for k, g in sorted(groups.items(), key=lambda kv: (len(kv[0]), kv[0])):
-        executed = sum(n for s, n in g.items() if STATUSES.get(s) and STATUSES[s].executed)
-        ok = sum(g.get(s, 0) for s in PASSING)
+        ok, executed = _pass_counts(g)
         rate = f"{100 * ok / executed:.0f}%" if executed else "-"
         out.append(f"<tr><th>{_e(k)}</th>" + "".join(f"<td class='num'>{g.get(s, 0)}</td>" for s in statuses)
                    + f"<td class='num'>{rate}</td></tr>")
@@ -133,11 +136,11 @@ def _failure_rows(fails: list[dict[str, Any]]) -> str:
 
 def _not_run(records: list[dict[str, Any]], limit: int = 200) -> str:
     """Planned cases without a result (a killed or interrupted run), listed so none vanish."""
-    ids = [r["id"] for r in records if r.get("status") == "not_run"]
+    ids = [r["id"] for r in not_run(records)]
     if not ids:
         return ""
     more = f"<li>... and {len(ids) - limit} more (junit.xml lists every case)</li>" if len(ids) > limit else ""
-    return (f"<h2>Not run ({len(ids)})</h2><p>Planned, but no result was recorded (interrupted or stopped early).</p>"
+    return (f"<h2>Not run ({len(ids)})</h2><p>{_e(NOT_RUN_NOTE)}.</p>"
             f"<ul id='not-run'>" + "".join(f"<li><code>{_e(i)}</code></li>" for i in ids[:limit]) + more + "</ul>")
 
 
@@ -157,7 +160,7 @@ def render_html(run: dict[str, Any], records: list[dict[str, Any]]) -> str:
         validation += (f"<p class='validation' id='unreadable'>{_e(run['unreadable_records'])} unreadable records in "
                        f"cases.jsonl, not in the totals: {_e('; '.join(run.get('record_problems') or []))}</p>")
     options = "".join(f"<option value='{_e(s)}'>{_e(s)}</option>" for s in FAILURES if t.get(s))
-    slow = sorted((r for r in records if r.get("duration_s")), key=lambda r: -float(r["duration_s"]))[:10]
+    slow = slowest(records, 10)
     slow_rows = "".join(f"<tr><td><code>{_e(r['id'])}</code></td><td>{_e(r.get('status'))}</td>"
                         f"<td class='num'>{float(r['duration_s']):.3f}</td></tr>" for r in slow)
     data = json.dumps({"name": run.get("name"), "status": run.get("status"), "totals": t})

@@ -11,6 +11,7 @@ from torchcts.results.failure import details
 from torchcts.results.quoting import TerminalOut
 from torchcts.results.statuses import ORDER
 from torchcts.results.summary import by, failures
+from torchcts.results.summary import slowest as slowest_records
 
 
 def by_capability(records: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
@@ -73,7 +74,7 @@ def print_scorecard(
                 print(f"           {label}: {r[key]}", file=out)
     if len(fails) > first:
         print(f"  ... and {len(fails) - first} more (see summary.md / report.html)", file=out)
-    slow = sorted((r for r in records if r.get("duration_s")), key=lambda r: -float(r["duration_s"]))[:slowest]
+    slow = slowest_records(records, slowest)
     if slow:
         print("slowest: " + ", ".join(f"{r['id']} {float(r['duration_s']):.2f}s" for r in slow), file=out)
     if regressions:

@@ -8,7 +8,7 @@ from typing import Any
 
 from torchcts.results.failure import details
 from torchcts.results.quoting import md_code, md_text, one_line
-from torchcts.results.statuses import FAILURES, ORDER
+from torchcts.results.statuses import FAILURES, ORDER, STATUSES
 
 
 def totals(records: Iterable[dict[str, Any]]) -> dict[str, int]:
@@ -26,6 +26,19 @@ def by(records: list[dict[str, Any]], key: str) -> dict[str, dict[str, int]]:
 
 def failures(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in records if r.get("status") in FAILURES]
+
+
+def not_run(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Planned cases without a result (results/finalize.py adds them), listed so none vanish."""
+    return [r for r in records if r.get("status") == "not_run"]
+
+
+NOT_RUN_NOTE = STATUSES["not_run"].description.capitalize()
+
+
+def slowest(records: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """The `n` records that took longest (for the scorecard and report.html)."""
+    return sorted((r for r in records if r.get("duration_s")), key=lambda r: -float(r["duration_s"]))[:n]
 
 
 def render_markdown(run: dict[str, Any], records: list[dict[str, Any]], first_failures: int = 20) -> str:
@@ -65,12 +78,12 @@ def render_markdown(run: dict[str, Any], records: list[dict[str, Any]], first_fa
             if r.get("repro_script"):
                 lines.append(f"  - standalone script: {md_code(r['repro_script'])}")
         lines.append("")
-    not_run = [r for r in records if r.get("status") == "not_run"]
-    if not_run:
-        lines += [f"## Not run ({len(not_run)})", "", "Planned, but no result was recorded (interrupted or stopped early):", ""]
-        lines += [f"- {md_code(r['id'])}" for r in not_run[:first_failures]]
-        if len(not_run) > first_failures:
-            lines.append(f"- ... and {len(not_run) - first_failures} more (junit.xml lists every case)")
+    missing = not_run(records)
+    if missing:
+        lines += [f"## Not run ({len(missing)})", "", f"{NOT_RUN_NOTE}:", ""]
+        lines += [f"- {md_code(r['id'])}" for r in missing[:first_failures]]
+        if len(missing) > first_failures:
+            lines.append(f"- ... and {len(missing) - first_failures} more (junit.xml lists every case)")
         lines.append("")
     from torchcts.results.ledger import ledger_lines
     from torchcts.results.triage import render_markdown as triage_markdown
