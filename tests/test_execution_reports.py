@@ -193,3 +193,15 @@ def test_scorecard_sections_and_regressions_since_previous(tmp_path):
 def test_negative_timeout_is_a_usage_error(tmp_path):
     r = run_cli("run", "--device", "cpu", "--timeout", "-1", cwd=tmp_path)
     assert r.returncode == 2 and "--timeout must be 0" in r.stderr and not (tmp_path / "results").exists()
+
+
+def test_not_run_cases_and_the_slowest_are_listed_in_every_report(tmp_path):
+    """Planned cases without a result never vanish: summary.md and report.html list each by id."""
+    from torchcts.results.summary import render_markdown
+
+    records = [*RECORDS, rec("opinfo/sub/float32", "not_run"), rec("opinfo/div/float32", "passed", duration_s=9.5)]
+    md, page = render_markdown(RUN, records), render_html(RUN, records)
+    assert "## Not run (1)" in md and "- `opinfo/sub/float32`" in md
+    assert "<h2>Not run (1)</h2>" in page and "<ul id='not-run'><li><code>opinfo/sub/float32</code></li></ul>" in page
+    slow = page.split("id=\"slowest\"", 1)[1]
+    assert slow.index("opinfo/div/float32") < slow.index("opinfo/add/float32") and "9.500" in slow
