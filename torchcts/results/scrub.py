@@ -128,12 +128,23 @@ def scrub(text: str, identities: set[str] | frozenset[str] | None = None) -> str
     return rx.sub("<redacted>", text) if rx is not None else text
 
 
+@functools.lru_cache(maxsize=4096)
+def _scrub_short(text: str, identities: frozenset[str]) -> str:
+    return scrub(text, identities)
+
+
+def _scrub_field(text: str) -> str:
+    """Record keys and short values (status, suite, dtype, op) repeat in every record, and the
+    pattern scan costs microseconds per string: the controller scrubs each distinct one once."""
+    return _scrub_short(text, _default_identities()) if len(text) <= 64 else scrub(text)
+
+
 def scrub_obj(obj: Any) -> Any:
     """A JSON-able value with every string (keys too) scrubbed."""
     if isinstance(obj, str):
-        return scrub(obj)
+        return _scrub_field(obj)
     if isinstance(obj, dict):
-        return {scrub(str(k)): scrub_obj(v) for k, v in obj.items()}
+        return {_scrub_field(str(k)): scrub_obj(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [scrub_obj(v) for v in obj]
     if obj is None or isinstance(obj, (bool, int, float)):
