@@ -16,6 +16,8 @@ import html
 import re
 from typing import Any, TextIO
 
+from torchcts.results.scrub import scrub
+
 # C0 controls except tab and newline, DEL, C1 controls (ESC [ ... sequences start with \x1b or \x9b).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # A whole ANSI escape sequence (CSI, OSC ... BEL/ST, or a two-character escape), removed as one.
@@ -94,8 +96,6 @@ class TerminalOut:
         self.restore = restore or {}
 
     def write(self, text: str) -> int:
-        from torchcts.results.scrub import scrub
-
         text = scrub(text)
         for scrubbed, raw in self.restore.items():
             text = text.replace(scrubbed, raw)
