@@ -183,3 +183,21 @@ def test_an_unknown_case_kind_is_our_error_not_a_quiet_not_applicable(op_db):
     with pytest.raises(ValueError, match="unknown opinfo case kind 'bogus'") as info:
         run(ctx, op="abs", kind="bogus", dtype=torch.float32)
     assert not isinstance(info.value, NotApplicable)
+
+
+def test_a_noncontiguous_sample_is_described_as_the_device_gets_it(op_db):
+    """What a failure record names is the transformed (non-contiguous) layout, not the plain sample."""
+    from torchcts.cases.context import CaseContext
+    from torchcts.cases.opinfo.run import run
+
+    described: list[str] = []
+
+    class Watching(CaseContext):
+        def assert_close(self, *args, **kwargs):  # the record's sample at the moment of comparison
+            described.append(self.info["sample"])
+            super().assert_close(*args, **kwargs)
+
+    ctx = Watching(device=torch.device("cpu"), manifest=validation_manifest(), max_samples=2)
+    run(ctx, op="mul", kind="noncontiguous", dtype=torch.float32)
+    assert described and all("strides=" in text for text in described), described
+    assert ctx.info["samples_run"] == len(described)
