@@ -20,6 +20,7 @@ from torchcts.cases.opinfo.samples import (
 )
 from torchcts.manifest.templates import validation_manifest
 from torchcts.oracle.categories import RANDOM_OPS, SEEDED_BUT_DETERMINISTIC, oracle_for, tolerance_category
+from torchcts.oracle.conditioning import GROUPINGS
 from torchcts.oracle.tolerances import CATEGORIES
 
 
@@ -92,6 +93,8 @@ def test_tolerance_category_from_metadata(op_db):
     for name, cat in expected.items():
         assert tolerance_category(lookup(name)) == cat, name
     assert {tolerance_category(op) for op in op_db} <= set(CATEGORIES)
+    # the normalisation category is exactly the ops whose conditioning we know how to compute
+    assert {op.name for op in op_db if tolerance_category(op) == "normalization"} == set(GROUPINGS)
 
 
 def test_random_registry_covers_every_seeded_op(op_db):
