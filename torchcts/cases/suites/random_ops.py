@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from torchcts.cases.api import FLOATING, INTEGRAL, CaseContext, CaseSet, cpu_reference, expect
-from torchcts.cases.suites.rng import ALPHA, STAT_ORACLE, _moments, _stat
+from torchcts.cases.suites.rng import ALPHA, STAT_ORACLE, _moments, _stat, randperm_is_permutation
 from torchcts.oracle.properties import chi_square_check, ks_check, mean_check
 
 SUITE = CaseSet("random_ops")
@@ -133,14 +133,8 @@ def randperm(ctx: CaseContext, dtype: torch.dtype) -> None:
     """A permutation of 0..n-1 (each value once) for sizes around the kernels' thresholds."""
     top = RANDPERM_DTYPES[str(dtype).removeprefix("torch.")]
     _seed(ctx, 5)
-    for n in sorted({1, 2, 3, 255, 256, 2047, 2048, 2049, 65_537, top} & set(range(top + 1))):
-        got = torch.randperm(n, dtype=dtype, device=ctx.device).cpu()
-        ctx.describe(n=n)
-        expect(got.dtype == dtype and got.shape == (n,), "randperm has the wrong dtype or length", got=str(got.dtype))
-        expect(torch.equal(got.to(torch.int64).sort().values, torch.arange(n)),
-               "randperm repeats or misses a value", n=n, unique=int(got.to(torch.int64).unique().numel()))
-        if n >= 256:
-            expect(not torch.equal(got.to(torch.int64), torch.arange(n)), "randperm returned the identity", n=n)
+    sizes = sorted({1, 2, 3, 255, 256, 2047, 2048, 2049, 65_537, top} & set(range(top + 1)))
+    randperm_is_permutation(ctx, dtype, None, tuple(sizes))
 
 
 @SUITE.case("randint/full_range", level=LEVEL, dtypes=INTEGRAL, requires=REQUIRES, oracle=STAT_ORACLE,

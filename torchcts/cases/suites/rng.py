@@ -174,7 +174,7 @@ def _check_distribution(ctx: CaseContext, dtype: torch.dtype, fn: str) -> None:
     elif fn == "multinomial":
         _multinomial(ctx, dtype, x, g)
     elif fn == "randperm":
-        _randperm(ctx, dtype, g)
+        randperm_is_permutation(ctx, dtype, g)
 
 
 def _multinomial(ctx: CaseContext, dtype: torch.dtype, x: torch.Tensor, g: torch.Generator | None) -> None:
@@ -187,13 +187,18 @@ def _multinomial(ctx: CaseContext, dtype: torch.dtype, x: torch.Tensor, g: torch
            "multinomial without replacement repeated an index or drew a zero-probability one", first=rows[0].tolist())
 
 
-def _randperm(ctx: CaseContext, dtype: torch.dtype, g: torch.Generator | None) -> None:
-    for n in (0, 1, 2, 17, 1000, 30_000):
+def randperm_is_permutation(ctx: CaseContext, dtype: torch.dtype, g: torch.Generator | None,
+                            sizes: tuple[int, ...] = (0, 1, 2, 17, 1000, 30_000)) -> None:
+    """randperm(n) of each size holds 0..n-1 once each, and is not the identity (n >= 256: 1/256!)."""
+    for n in sizes:
         p = torch.randperm(n, dtype=dtype, device=ctx.device, generator=g).cpu()
-        expect(p.dtype == dtype and p.numel() == n, "randperm has the wrong dtype or length", n=n)
-        expect(torch.equal(p.to(torch.int64).sort().values, torch.arange(n)), "randperm is not a permutation", n=n)
-        if n >= 1000:
-            expect(not torch.equal(p.to(torch.int64), torch.arange(n)), "randperm returned the identity", n=n)
+        ctx.describe(n=n)
+        expect(p.dtype == dtype and p.shape == (n,), "randperm has the wrong dtype or length", n=n, got=str(p.dtype))
+        values = p.to(torch.int64)
+        expect(torch.equal(values.sort().values, torch.arange(n)), "randperm repeats or misses a value", n=n,
+               unique=int(values.unique().numel()))
+        if n >= 256:
+            expect(not torch.equal(values, torch.arange(n)), "randperm returned the identity", n=n)
 
 
 _register("manual_seed", _manual_seed, "property:reproducible")
