@@ -83,3 +83,19 @@ def test_tiling_skips_sizes_over_max_tensor_mb_visibly() -> None:
     assert ctx.info["sizes_too_large"] == 3 and ctx.info["sizes_checked"] == 21
     with pytest.raises(NotApplicable, match="all 24 sizes exceed"):
         run_case(case, _ctx(max_tensor_mb=0.001))
+
+
+@pytest.mark.parametrize("mode", ["static", "inplace"])
+def test_compiler_ops_never_passes_having_compared_nothing(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """Samples the CPU rejects are not compared; when that is every sample, the case is not_applicable."""
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    from torchcts.cases.opinfo.samples import lookup
+    from torchcts.cases.suites import compiler_ops
+
+    bad = SampleInput(torch.ones(2, 3), args=(torch.ones(4),))  # shapes that do not broadcast
+    monkeypatch.setattr(compiler_ops, "_samples", lambda ctx, op, dtype: (lookup("add"), [bad, bad]))
+    ctx = _ctx()
+    with pytest.raises(NotApplicable, match="rejects every OpInfo sample"):
+        compiler_ops.compile_op(ctx, torch.float32, "add", mode)
+    assert ctx.info["samples_checked"] == 0
