@@ -134,7 +134,7 @@ def randperm(ctx: CaseContext, dtype: torch.dtype) -> None:
     top = RANDPERM_DTYPES[str(dtype).removeprefix("torch.")]
     _seed(ctx, 5)
     sizes = sorted({1, 2, 3, 255, 256, 2047, 2048, 2049, 65_537, top} & set(range(top + 1)))
-    randperm_is_permutation(ctx, dtype, None, tuple(sizes))
+    randperm_is_permutation(ctx, dtype, tuple(sizes))
 
 
 @SUITE.case("randint/full_range", level=LEVEL, dtypes=INTEGRAL, requires=REQUIRES, oracle=STAT_ORACLE,
