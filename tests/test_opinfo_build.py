@@ -204,3 +204,17 @@ def test_a_noncontiguous_sample_is_described_as_the_device_gets_it(op_db):
     run(ctx, op="mul", kind="noncontiguous", dtype=torch.float32)
     assert described and all("strides=" in text for text in described), described
     assert ctx.info["samples_run"] == len(described)
+
+
+def test_the_runner_widens_only_normalization_samples_by_their_conditioning(op_db):
+    """The functional kinds compare a normalisation sample with its conditioned absolute floor (recorded);
+    any other op gets none."""
+    from torchcts.cases.context import CaseContext
+    from torchcts.cases.opinfo.run import run
+
+    floors = {}
+    for op in ("nn.functional.layer_norm", "add"):
+        ctx = CaseContext(device=torch.device("cpu"), manifest=validation_manifest(), max_samples=2)
+        run(ctx, op=op, kind="forward", dtype=torch.float32)
+        floors[op] = ctx.info.get("conditioned_atol")
+    assert floors["nn.functional.layer_norm"] > 0 and floors["add"] is None, floors

@@ -129,9 +129,10 @@ def conditioned(ctx: CaseContext, op: Any, sample: Any, *, backward: bool = Fals
     return floor
 
 
-def check_output(ctx: CaseContext, actual: Any, expected: Any, sample: Any, rerun: Callable[[], Any],
-                 category: str, atol_floor: float = 0.0) -> None:
-    """Compare by the case's oracle: CPU values, or properties for random/uninitialised outputs."""
+def check_output(ctx: CaseContext, op: Any, actual: Any, expected: Any, sample: Any, rerun: Callable[[], Any],
+                 category: str) -> None:
+    """Compare by the case's oracle: CPU values (with the sample's conditioning), or properties for
+    random/uninitialised outputs."""
     check_devices(ctx, actual, sample)
     oracle = ctx.case.oracle if ctx.case is not None else "cpu"
     if oracle == "cpu":
@@ -139,7 +140,7 @@ def check_output(ctx: CaseContext, actual: Any, expected: Any, sample: Any, reru
             # Decompositions are unique only up to signs/phases: compare what OpInfo's own
             # output_process_fn_grad keeps (e.g. |U| of an SVD), identical on both sides.
             actual, expected = sample.output_process_fn_grad(actual), sample.output_process_fn_grad(expected)
-        ctx.assert_close(actual, expected, category=category, atol_floor=atol_floor)
+        ctx.assert_close(actual, expected, category=category, atol_floor=conditioned(ctx, op, sample))
         return
     check_structure(actual, expected)
     if oracle == "property:random":
@@ -179,7 +180,7 @@ def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[...,
             return call(fn, transform(dev) if transform else dev)
 
         actual = device_call()
-        check_output(ctx, actual, expected, sample, device_call, category, conditioned(ctx, op, sample))
+        check_output(ctx, op, actual, expected, sample, device_call, category)
 
     each_sample(ctx, generate(op, dtype, device=ctx.device), body)
 
