@@ -20,6 +20,7 @@ from torchcts.cases.opinfo.samples import (
 )
 from torchcts.manifest.templates import validation_manifest
 from torchcts.oracle.categories import RANDOM_OPS, SEEDED_BUT_DETERMINISTIC, oracle_for, tolerance_category
+from torchcts.oracle.conditioning import GROUPINGS
 from torchcts.oracle.tolerances import CATEGORIES
 
 
@@ -92,6 +93,8 @@ def test_tolerance_category_from_metadata(op_db):
     for name, cat in expected.items():
         assert tolerance_category(lookup(name)) == cat, name
     assert {tolerance_category(op) for op in op_db} <= set(CATEGORIES)
+    # the normalisation category is exactly the ops whose conditioning we know how to compute
+    assert {op.name for op in op_db if tolerance_category(op) == "normalization"} == set(GROUPINGS)
 
 
 def test_random_registry_covers_every_seeded_op(op_db):
@@ -183,3 +186,35 @@ def test_an_unknown_case_kind_is_our_error_not_a_quiet_not_applicable(op_db):
     with pytest.raises(ValueError, match="unknown opinfo case kind 'bogus'") as info:
         run(ctx, op="abs", kind="bogus", dtype=torch.float32)
     assert not isinstance(info.value, NotApplicable)
+
+
+def test_a_noncontiguous_sample_is_described_as_the_device_gets_it(op_db):
+    """What a failure record names is the transformed (non-contiguous) layout, not the plain sample."""
+    from torchcts.cases.context import CaseContext
+    from torchcts.cases.opinfo.run import run
+
+    described: list[str] = []
+
+    class Watching(CaseContext):
+        def assert_close(self, *args, **kwargs):  # the record's sample at the moment of comparison
+            described.append(self.info["sample"])
+            super().assert_close(*args, **kwargs)
+
+    ctx = Watching(device=torch.device("cpu"), manifest=validation_manifest(), max_samples=2)
+    run(ctx, op="mul", kind="noncontiguous", dtype=torch.float32)
+    assert described and all("strides=" in text for text in described), described
+    assert ctx.info["samples_run"] == len(described)
+
+
+def test_the_runner_widens_only_normalization_samples_by_their_conditioning(op_db):
+    """The functional kinds compare a normalisation sample with its conditioned absolute floor (recorded);
+    any other op gets none."""
+    from torchcts.cases.context import CaseContext
+    from torchcts.cases.opinfo.run import run
+
+    floors = {}
+    for op in ("nn.functional.layer_norm", "add"):
+        ctx = CaseContext(device=torch.device("cpu"), manifest=validation_manifest(), max_samples=2)
+        run(ctx, op=op, kind="forward", dtype=torch.float32)
+        floors[op] = ctx.info.get("conditioned_atol")
+    assert floors["nn.functional.layer_norm"] > 0 and floors["add"] is None, floors

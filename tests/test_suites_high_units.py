@@ -73,3 +73,29 @@ def test_deterministic_fill_restores_settings() -> None:
         assert torch.are_deterministic_algorithms_enabled()
         assert torch.isnan(torch.empty(4)).all()
     assert torch.are_deterministic_algorithms_enabled() == before
+
+
+def test_tiling_skips_sizes_over_max_tensor_mb_visibly() -> None:
+    """Sizes over the limit are counted, not silently passed; a case with no size left is not_applicable."""
+    case = _case("tiling/contraction/mm/K/float32")
+    ctx = _ctx(max_tensor_mb=0.5)  # K x 24 float32 fits up to K = 5461: 8191, 8192, 8193 do not
+    run_case(case, ctx)
+    assert ctx.info["sizes_too_large"] == 3 and ctx.info["sizes_checked"] == 21
+    with pytest.raises(NotApplicable, match="all 24 sizes exceed"):
+        run_case(case, _ctx(max_tensor_mb=0.001))
+
+
+@pytest.mark.parametrize("mode", ["static", "inplace"])
+def test_compiler_ops_never_passes_having_compared_nothing(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """Samples the CPU rejects are not compared; when that is every sample, the case is not_applicable."""
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    from torchcts.cases.opinfo.samples import lookup
+    from torchcts.cases.suites import compiler_ops
+
+    bad = SampleInput(torch.ones(2, 3), args=(torch.ones(4),))  # shapes that do not broadcast
+    monkeypatch.setattr(compiler_ops, "_samples", lambda ctx, op, dtype: (lookup("add"), [bad, bad]))
+    ctx = _ctx()
+    with pytest.raises(NotApplicable, match="rejects every OpInfo sample"):
+        compiler_ops.compile_op(ctx, torch.float32, "add", mode)
+    assert ctx.info["samples_checked"] == 0

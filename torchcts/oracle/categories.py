@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from torchcts.compat import opinfo_nondeterministic_output
+from torchcts.oracle.conditioning import GROUPINGS
 
 # Exact aten names of contraction ops: their rounding grows with the reduced dimension.
 MATMUL_ATEN = frozenset({
@@ -29,13 +30,9 @@ CONV_ATEN = frozenset({
 FAMILY_NAMESPACES = ("linalg", "fft", "special")
 
 
-# OpInfo names of the normalisation ops, whose tolerance also follows the sample's conditioning
-# (oracle/conditioning.py: GROUPINGS says how each groups its input; a unit test keeps them equal).
-NORMALIZATION_OPS = frozenset({
-    "nn.functional.layer_norm", "native_layer_norm", "nn.functional.group_norm", "native_group_norm",
-    "nn.functional.batch_norm", "native_batch_norm", "_native_batch_norm_legit", "_batch_norm_with_update",
-    "nn.functional.instance_norm",
-})
+# OpInfo names of the normalisation ops, whose tolerance also follows the sample's conditioning:
+# the ops oracle/conditioning.py knows how to group (one list, GROUPINGS).
+NORMALIZATION_OPS = frozenset(GROUPINGS)
 
 # Ops whose values depend on the random generator. Kept as one list because OpInfo has no flag for
 # it; tests/test_opinfo_categories.py checks it covers every op wrapped in `wrapper_set_seed`.

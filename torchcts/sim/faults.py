@@ -135,7 +135,7 @@ def _to_copy_ignores_strides(func, args, kwargs, call):
 
 
 @on_op("mul")
-def _mul_noncontig_storage_order(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _mul_noncontig_storage_order(func, args, kwargs, call):
     """mul (functional) reads a non-contiguous float32 tensor operand in storage order."""
     def raw(x: Any) -> Any:
         if not isinstance(x, torch.Tensor) or x.dtype != torch.float32 or x.is_contiguous() or x.numel() < 2:
@@ -231,7 +231,7 @@ def _index_select_unchecked(func, args, kwargs, call):
 # --- depth: views, dtype limits, tiling, mixed dtypes, random ops (docs/depth.md) ----------------
 
 @on_op("index_add_")
-def _index_add_ignores_offset(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _index_add_ignores_offset(func, args, kwargs, call):
     """index_add_ addresses self from the start of its storage: into a view with a storage offset
     it adds in the wrong place (the base before the view is written, the view is not)."""
     self = args[0]
@@ -242,7 +242,7 @@ def _index_add_ignores_offset(func, args, kwargs, call):  # noqa: ANN001,ANN202
 
 
 @on_op("cumsum")
-def _cumsum_narrow_accumulator(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _cumsum_narrow_accumulator(func, args, kwargs, call):
     """cumsum of 8- and 16-bit integers accumulates in the input dtype (wraps), then widens to int64."""
     x = args[0]
     if x.dtype in (torch.int8, torch.uint8, torch.int16) and kwargs.get("dtype") is None and "out" not in kwargs:
@@ -251,7 +251,7 @@ def _cumsum_narrow_accumulator(func, args, kwargs, call):  # noqa: ANN001,ANN202
 
 
 @on_op("mm")
-def _mm_k_tail(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _mm_k_tail(func, args, kwargs, call):
     """mm's blocked kernel for K > 4096 drops the last K % 64 terms of each dot product (the K tail)."""
     a, b = args[0], args[1]
     k = a.shape[-1]
@@ -262,7 +262,7 @@ def _mm_k_tail(func, args, kwargs, call):  # noqa: ANN001,ANN202
 
 
 @on_op("cat")
-def _cat_first_dtype(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _cat_first_dtype(func, args, kwargs, call):
     """cat of tensors of different dtypes converts every input to the first one's dtype, then gives
     the promoted result dtype: the result dtype is right, the values of the others are truncated."""
     ts = [t for t in args[0] if t.numel()]
@@ -274,7 +274,7 @@ def _cat_first_dtype(func, args, kwargs, call):  # noqa: ANN001,ANN202
 
 
 @on_op("native_dropout")
-def _dropout_scale_inverted(func, args, kwargs, call):  # noqa: ANN001,ANN202
+def _dropout_scale_inverted(func, args, kwargs, call):
     """Training-mode dropout scales the kept elements by 1/p instead of 1/(1 - p) (right only at p = 0.5)."""
     x, p, train = args[0], args[1], args[2] if len(args) > 2 else kwargs.get("train")
     out, mask = call(*args, **kwargs)

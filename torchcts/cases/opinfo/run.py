@@ -42,15 +42,22 @@ def call(fn: Callable[..., Any], sample: Any, **extra: Any) -> Any:
     return fn(sample.input, *sample.args, **sample.kwargs, **extra)
 
 
-def reference(fn: Callable[..., Any], sample: Any, transform: Callable[[Any], Any] | None = None, **extra: Any) -> Any:
-    """The CPU result on a private copy of the sample (transformed like the device's, if given);
-    _Skip when the CPU rejects the sample."""
+def reference(fn: Callable[..., Any], sample: Any, transform: Callable[[Any], Any] | None = None,
+              seen: Callable[[Any], None] | None = None, **extra: Any) -> Any:
+    """The CPU result on a private copy of the sample (transformed like the device's, if given;
+    `seen` gets that copy before the call); _Skip when the CPU rejects the sample."""
     try:
         cpu = copy_sample(sample, "cpu")
-        return call(fn, transform(cpu) if transform is not None else cpu, **extra)
+        cpu = transform(cpu) if transform is not None else cpu
     except _Skip:
         raise
     except Exception as exc:  # noqa: BLE001 - any CPU rejection makes the sample uncheckable
+        raise _Skip(f"CPU raises {type(exc).__name__}") from None
+    if seen is not None:
+        seen(cpu)
+    try:
+        return call(fn, cpu, **extra)
+    except Exception as exc:  # noqa: BLE001 - as above
         raise _Skip(f"CPU raises {type(exc).__name__}") from None
 
 
@@ -122,9 +129,10 @@ def conditioned(ctx: CaseContext, op: Any, sample: Any, *, backward: bool = Fals
     return floor
 
 
-def check_output(ctx: CaseContext, actual: Any, expected: Any, sample: Any, rerun: Callable[[], Any],
-                 category: str, atol_floor: float = 0.0) -> None:
-    """Compare by the case's oracle: CPU values, or properties for random/uninitialised outputs."""
+def check_output(ctx: CaseContext, op: Any, actual: Any, expected: Any, sample: Any, rerun: Callable[[], Any],
+                 category: str) -> None:
+    """Compare by the case's oracle: CPU values (with the sample's conditioning), or properties for
+    random/uninitialised outputs."""
     check_devices(ctx, actual, sample)
     oracle = ctx.case.oracle if ctx.case is not None else "cpu"
     if oracle == "cpu":
@@ -132,7 +140,7 @@ def check_output(ctx: CaseContext, actual: Any, expected: Any, sample: Any, reru
             # Decompositions are unique only up to signs/phases: compare what OpInfo's own
             # output_process_fn_grad keeps (e.g. |U| of an SVD), identical on both sides.
             actual, expected = sample.output_process_fn_grad(actual), sample.output_process_fn_grad(expected)
-        ctx.assert_close(actual, expected, category=category, atol_floor=atol_floor)
+        ctx.assert_close(actual, expected, category=category, atol_floor=conditioned(ctx, op, sample))
         return
     check_structure(actual, expected)
     if oracle == "property:random":
@@ -163,21 +171,16 @@ def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[...,
     def body(sample: Any) -> None:
         if prepare is not None:
             sample = prepare(sample)
-        if transform is not None:  # describe the layout the device gets, not the plain sample
-            try:
-                ctx.describe(sample=describe_sample(transform(copy_sample(sample, "cpu"))))
-            except _Skip:
-                raise
-            except Exception:  # noqa: BLE001 - CPU cannot transform it: reference() below says so (_Skip)
-                pass
-        expected = reference(fn, sample, transform)
+        # Describe the layout the device gets (the transformed CPU copy), not the plain sample.
+        seen = (lambda cpu: ctx.describe(sample=describe_sample(cpu))) if transform is not None else None
+        expected = reference(fn, sample, transform, seen)
 
         def device_call() -> Any:
             dev = copy_sample(sample, ctx.device)
             return call(fn, transform(dev) if transform else dev)
 
         actual = device_call()
-        check_output(ctx, actual, expected, sample, device_call, category, conditioned(ctx, op, sample))
+        check_output(ctx, op, actual, expected, sample, device_call, category)
 
     each_sample(ctx, generate(op, dtype, device=ctx.device), body)
 

@@ -61,8 +61,9 @@ def _samples(ctx: CaseContext, op: str, dtype: torch.dtype) -> tuple[Any, list[A
 
 
 def _check(ctx: CaseContext, info: Any, fn: Callable[..., Any], fn_c: Callable[..., Any], s: Any,
-           after: Callable[[Any], Any] = lambda out: out) -> None:
-    """compiled vs eager on the device, and vs eager on CPU; `after` picks what to compare."""
+           after: Callable[[Any], Any] = lambda out: out) -> bool:
+    """compiled vs eager on the device, and vs eager on CPU; `after` picks what to compare.
+    False when the CPU rejects the sample (nothing compared)."""
     from torchcts.cases.opinfo.samples import copy_sample
     from torchcts.oracle.categories import tolerance_category
 
@@ -70,11 +71,12 @@ def _check(ctx: CaseContext, info: Any, fn: Callable[..., Any], fn_c: Callable[.
     try:
         expected = after((fn(cpu.input, *cpu.args, **cpu.kwargs), cpu))
     except Exception:  # noqa: BLE001 - CPU rejects the sample: nothing to compare
-        return
+        return False
     got = _sync(after((fn_c(dev.input, *dev.args, **dev.kwargs), dev)))
     eager = _sync(after((fn(dev2.input, *dev2.args, **dev2.kwargs), dev2)))
     ctx.assert_close(got, eager, category="compile")
     ctx.assert_close(got, expected, category=tolerance_category(info))
+    return True
 
 
 def compile_op(ctx: CaseContext, dtype: torch.dtype, op: str, mode: str) -> None:
@@ -82,6 +84,7 @@ def compile_op(ctx: CaseContext, dtype: torch.dtype, op: str, mode: str) -> None
 
     info, samples = _samples(ctx, op, dtype)
     ctx.describe(op=op, mode=mode)
+    checked = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if mode == "inplace":
@@ -89,8 +92,8 @@ def compile_op(ctx: CaseContext, dtype: torch.dtype, op: str, mode: str) -> None
             fn_c = compiled(ctx, lambda x, *a, **k: fn(x, *a, **k))
             for i, s in enumerate(samples):
                 ctx.describe(sample_index=i)
-                _check(ctx, info, fn, fn_c, s, after=lambda r: r[1].input)  # the mutated input itself
-            return
+                checked += _check(ctx, info, fn, fn_c, s, after=lambda r: r[1].input)  # the mutated input itself
+            return _checked_any(ctx, checked)
         fn = info.op
         if mode == "graph_break":
             def body(x: torch.Tensor, *a: Any, **k: Any) -> Any:
@@ -103,7 +106,15 @@ def compile_op(ctx: CaseContext, dtype: torch.dtype, op: str, mode: str) -> None
             fn_c, ref = compiled(ctx, fn, **({"dynamic": True} if mode == "dynamic" else {})), fn
         for i, s in enumerate(samples):
             ctx.describe(sample_index=i)
-            _check(ctx, info, ref, fn_c, s, after=lambda r: r[0])
+            checked += _check(ctx, info, ref, fn_c, s, after=lambda r: r[0])
+    _checked_any(ctx, checked)
+
+
+def _checked_any(ctx: CaseContext, checked: int) -> None:
+    """Never a pass that compared nothing: the CPU rejecting every sample is not_applicable."""
+    ctx.info["samples_checked"] = checked
+    if not checked:
+        ctx.not_applicable("the CPU rejects every OpInfo sample picked: nothing to compare")
 
 
 for _group, _ops in GROUPS.items():

@@ -175,7 +175,7 @@ def event_query(ctx: CaseContext) -> None:
     ctx.assert_close(out.cpu(), expected, category="matmul")
 
 
-def _timing_event(ctx: CaseContext, mod) -> object:  # noqa: ANN001 - the torch.<device> module
+def _timing_event(ctx: CaseContext, mod) -> object:  # mod: the torch.<device> module
     """An event with timing, or not_applicable when the device type's Event API has no timing flag
     (torch.cpu.Event takes no arguments); an Event that offers the flag and then fails is an error."""
     try:

@@ -54,21 +54,29 @@ def values(dtype: torch.dtype, pattern: str, n: int, seed: int) -> torch.Tensor:
 
 # name -> (call(x, dim) with dim None for the whole tensor, aten ops)
 Reduce = Callable[[torch.Tensor, Any], Any]
+
+
+def _reduce(name: str) -> Reduce:
+    """x.name() over the whole tensor, x.name(dim) along dim."""
+    return lambda x, d: getattr(x, name)() if d is None else getattr(x, name)(d)
+
+
+def _scan(name: str) -> Reduce:
+    """A scan has no whole-tensor form: the flattened tensor's, or along dim."""
+    return lambda x, d: getattr(x.reshape(-1), name)(0) if d is None else getattr(x, name)(d)
+
+
+def _logsumexp(x: torch.Tensor, d: Any) -> Any:
+    return x.logsumexp(0 if d is None else d)
+
+
 OPS: dict[str, tuple[Reduce, tuple[str, ...]]] = {
-    "sum": (lambda x, d: x.sum() if d is None else x.sum(d), ("aten::sum",)),
-    "nansum": (lambda x, d: x.nansum() if d is None else x.nansum(d), ("aten::nansum",)),
-    "prod": (lambda x, d: x.prod() if d is None else x.prod(d), ("aten::prod",)),
-    "mean": (lambda x, d: x.mean() if d is None else x.mean(d), ("aten::mean",)),
-    "var": (lambda x, d: x.var() if d is None else x.var(d), ("aten::var",)),
-    "logsumexp": (lambda x, d: x.logsumexp(0 if d is None else d), ("aten::logsumexp",)),
-    "cumsum": (lambda x, d: x.reshape(-1).cumsum(0) if d is None else x.cumsum(d), ("aten::cumsum",)),
-    "cumprod": (lambda x, d: x.reshape(-1).cumprod(0) if d is None else x.cumprod(d), ("aten::cumprod",)),
-    "amax": (lambda x, d: x.amax() if d is None else x.amax(d), ("aten::amax",)),
-    "amin": (lambda x, d: x.amin() if d is None else x.amin(d), ("aten::amin",)),
-    "argmax": (lambda x, d: x.argmax() if d is None else x.argmax(d), ("aten::argmax",)),
-    "count_nonzero": (lambda x, d: x.count_nonzero() if d is None else x.count_nonzero(d), ("aten::count_nonzero",)),
-    "all": (lambda x, d: x.all() if d is None else x.all(d), ("aten::all",)),
-    "any": (lambda x, d: x.any() if d is None else x.any(d), ("aten::any",)),
+    name: (make(name), (f"aten::{name}",))
+    for name, make in (
+        ("sum", _reduce), ("nansum", _reduce), ("prod", _reduce), ("mean", _reduce), ("var", _reduce),
+        ("logsumexp", lambda _: _logsumexp), ("cumsum", _scan), ("cumprod", _scan), ("amax", _reduce),
+        ("amin", _reduce), ("argmax", _reduce), ("count_nonzero", _reduce), ("all", _reduce), ("any", _reduce),
+    )
 }
 
 

@@ -24,9 +24,8 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from torchcts import compat
 from torchcts.cases.api import FLOATING, INTEGRAL, CaseContext, CaseSet, cpu_reference, expect
-from torchcts.cases.suites.rng import ALPHA, STAT_ORACLE, _moments, _stat
+from torchcts.cases.suites.rng import ALPHA, STAT_ORACLE, _moments, _stat, randperm_is_permutation
 from torchcts.oracle.properties import chi_square_check, ks_check, mean_check
 
 SUITE = CaseSet("random_ops")
@@ -109,12 +108,7 @@ def rrelu(ctx: CaseContext, dtype: torch.dtype) -> None:
     x = _positive(20_000, dtype, ctx.seed)
     expected = cpu_reference(ctx, lambda: F.rrelu(x, lower, upper, training=False), f"rrelu in {dtype}")
     ctx.assert_close(F.rrelu(x.to(ctx.device), lower, upper, training=False).cpu(), expected)
-    try:
-        F.rrelu(x[:8], lower, upper, training=True)
-    except Exception as exc:  # noqa: BLE001 - which type a missing kernel raises depends on the version
-        if not compat.is_missing_kernel(exc):
-            raise
-        ctx.not_applicable(f"CPU has no rrelu training kernel for {dtype}; no reference of what exists")
+    cpu_reference(ctx, lambda: F.rrelu(x[:8], lower, upper, training=True), f"rrelu training in {dtype}")
     _seed(ctx, 4)
     y = F.rrelu(x.to(ctx.device), lower, upper, training=True).cpu().double()
     xd = x.double()
@@ -139,14 +133,8 @@ def randperm(ctx: CaseContext, dtype: torch.dtype) -> None:
     """A permutation of 0..n-1 (each value once) for sizes around the kernels' thresholds."""
     top = RANDPERM_DTYPES[str(dtype).removeprefix("torch.")]
     _seed(ctx, 5)
-    for n in sorted({1, 2, 3, 255, 256, 2047, 2048, 2049, 65_537, top} & set(range(top + 1))):
-        got = torch.randperm(n, dtype=dtype, device=ctx.device).cpu()
-        ctx.describe(n=n)
-        expect(got.dtype == dtype and got.shape == (n,), "randperm has the wrong dtype or length", got=str(got.dtype))
-        expect(torch.equal(got.to(torch.int64).sort().values, torch.arange(n)),
-               "randperm repeats or misses a value", n=n, unique=int(got.to(torch.int64).unique().numel()))
-        if n >= 256:
-            expect(not torch.equal(got.to(torch.int64), torch.arange(n)), "randperm returned the identity", n=n)
+    sizes = sorted({1, 2, 3, 255, 256, 2047, 2048, 2049, 65_537, top} & set(range(top + 1)))
+    randperm_is_permutation(ctx, dtype, tuple(sizes))
 
 
 @SUITE.case("randint/full_range", level=LEVEL, dtypes=INTEGRAL, requires=REQUIRES, oracle=STAT_ORACLE,
@@ -277,12 +265,7 @@ DISTRIBUTIONS: dict[str, tuple[Callable[[torch.device, torch.dtype], torch.Tenso
 def distribution(ctx: CaseContext, dtype: torch.dtype, kind: str) -> None:
     draw, _ = DISTRIBUTIONS[kind]
     _seed(ctx, 8)
-    try:
-        draw(torch.device("cpu"), dtype)
-    except Exception as exc:  # noqa: BLE001 - which type a missing kernel raises depends on the version
-        if not compat.is_missing_kernel(exc):
-            raise
-        ctx.not_applicable(f"CPU has no {kind} for {dtype} ({str(exc).splitlines()[0][:100]}); no reference")
+    cpu_reference(ctx, lambda: draw(torch.device("cpu"), dtype), f"{kind} in {dtype}")
     x = draw(ctx.device, dtype)
     if kind != "normal_tensor":
         expect(x.device.type == ctx.device_type, f"{kind} result is not on the device", got=str(x.device))

@@ -2,7 +2,8 @@
 
 Random ops have no CPU oracle (streams differ by design); they are checked by properties:
 - reproducibility: torch.manual_seed and a torch.Generator(device=...) reseeded give identical
-  draws (generator objects only in `generator/*`: the other cases draw from the default generator); get_state/set_state replays; consecutive draws differ; other seeds give other draws;
+  draws (generator objects only in `generator/*`: the other cases draw from the default
+  generator); get_state/set_state replays; consecutive draws differ; other seeds give other draws;
 - ranges: rand in [0, 1), randint in [low, high), uniform_ in [from, to], bernoulli in {0, 1}
   (p = 0 and p = 1 exact), multinomial never draws a zero-probability category and without
   replacement never repeats, randperm is a permutation;
@@ -145,8 +146,7 @@ def _distribution(ctx: CaseContext, dtype: torch.dtype, fn: str) -> None:
 
 
 def _check_distribution(ctx: CaseContext, dtype: torch.dtype, fn: str) -> None:
-    g = None  # the default generator
-    x = _draw(ctx, fn, dtype, g, N)
+    x = _draw(ctx, fn, dtype, n=N)
     want = torch.int64 if fn == "multinomial" else dtype  # multinomial returns indices
     expect(x.dtype == want, f"{fn} returned the wrong dtype", got=str(x.dtype), expected=str(want))
     xf = x.to(torch.float64)
@@ -170,30 +170,35 @@ def _check_distribution(ctx: CaseContext, dtype: torch.dtype, fn: str) -> None:
         expect(bool(((xf == 0) | (xf == 1)).all()), "bernoulli values must be 0 or 1")
         _moments(xf, dtype, 0.3, 0.21, 0.3 * 0.7 * (0.7**3 + 0.3**3), 0.0)
         p = torch.tensor([0.0, 1.0] * 64, dtype=dtype, device=ctx.device)
-        expect(_same(torch.bernoulli(p, generator=g).cpu(), p.cpu()), "bernoulli with p = 0 or 1 must be exact")
+        expect(_same(torch.bernoulli(p).cpu(), p.cpu()), "bernoulli with p = 0 or 1 must be exact")
     elif fn == "multinomial":
-        _multinomial(ctx, dtype, x, g)
+        _multinomial(ctx, dtype, x)
     elif fn == "randperm":
-        _randperm(ctx, dtype, g)
+        randperm_is_permutation(ctx, dtype)
 
 
-def _multinomial(ctx: CaseContext, dtype: torch.dtype, x: torch.Tensor, g: torch.Generator | None) -> None:
+def _multinomial(ctx: CaseContext, dtype: torch.dtype, x: torch.Tensor) -> None:
     counts = torch.bincount(x, minlength=len(PROBS))
     expect(int(counts[-1]) == 0, "multinomial drew a zero-probability category", counts=counts.tolist())
     _stat(chi_square_check(counts[:-1], torch.tensor(PROBS[:-1]), ALPHA), "distribution")
     probs = torch.tensor([PROBS] * 64, dtype=dtype, device=ctx.device)
-    rows = torch.multinomial(probs, 4, replacement=False, generator=g).cpu()
+    rows = torch.multinomial(probs, 4, replacement=False).cpu()
     expect(all(sorted(r) == [0, 1, 2, 3] for r in rows.tolist()),
            "multinomial without replacement repeated an index or drew a zero-probability one", first=rows[0].tolist())
 
 
-def _randperm(ctx: CaseContext, dtype: torch.dtype, g: torch.Generator | None) -> None:
-    for n in (0, 1, 2, 17, 1000, 30_000):
-        p = torch.randperm(n, dtype=dtype, device=ctx.device, generator=g).cpu()
-        expect(p.dtype == dtype and p.numel() == n, "randperm has the wrong dtype or length", n=n)
-        expect(torch.equal(p.to(torch.int64).sort().values, torch.arange(n)), "randperm is not a permutation", n=n)
-        if n >= 1000:
-            expect(not torch.equal(p.to(torch.int64), torch.arange(n)), "randperm returned the identity", n=n)
+def randperm_is_permutation(ctx: CaseContext, dtype: torch.dtype,
+                            sizes: tuple[int, ...] = (0, 1, 2, 17, 1000, 30_000)) -> None:
+    """randperm(n) of each size holds 0..n-1 once each, and is not the identity (n >= 256: 1/256!)."""
+    for n in sizes:
+        p = torch.randperm(n, dtype=dtype, device=ctx.device).cpu()
+        ctx.describe(n=n)
+        expect(p.dtype == dtype and p.shape == (n,), "randperm has the wrong dtype or length", n=n, got=str(p.dtype))
+        values = p.to(torch.int64)
+        expect(torch.equal(values.sort().values, torch.arange(n)), "randperm repeats or misses a value", n=n,
+               unique=int(values.unique().numel()))
+        if n >= 256:
+            expect(not torch.equal(values, torch.arange(n)), "randperm returned the identity", n=n)
 
 
 _register("manual_seed", _manual_seed, "property:reproducible")
