@@ -37,7 +37,10 @@ def _texts(obj: Any, where: str = "") -> Iterator[tuple[str, str, bool]]:
 
 
 def leaks(record: Any, identities: set[str] | None = None) -> list[str]:
-    """Every identity or path found in a record, as 'field: problem' lines (empty when clean)."""
+    """Every identity or path found in a record, as 'field: problem' lines (empty when clean).
+
+    Without `identities` this machine's names are looked up (socket.getfqdn may ask DNS): to check
+    many records, look them up once with local_identities() and pass them."""
     ids = local_identities() if identities is None else identities
     names = identity_regex(frozenset(ids))
     problems = []
