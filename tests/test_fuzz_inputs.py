@@ -56,6 +56,7 @@ def call(argv: list[str]) -> tuple[int, str]:
 def assert_user_outcome(code: int, err: str) -> None:
     assert code in (0, 1, 2), (code, err)
     assert "Traceback" not in err and "internal error" not in err, err
+    assert code != 2 or "error:" in err, err  # a usage error says what is wrong (ours or argparse's line)
 
 
 @FUZZ
@@ -137,6 +138,10 @@ def test_fuzzed_selection_flags(flags):
 
 @FUZZ
 @given(timeout=flag_value, reruns=flag_value)
+@example(timeout="1", reruns="-1")  # each flag's boundary, whatever the random draw covers
+@example(timeout="-1", reruns="1")
+@example(timeout="nan", reruns="0")
+@example(timeout="0", reruns="0")
 def test_fuzzed_run_flags(timeout, reruns):
     with tempfile.TemporaryDirectory() as tmp, chdir(tmp):
         Path("afile").write_text("")  # a results-dir that is a file: a valid value stops there, before running
@@ -144,9 +149,20 @@ def test_fuzzed_run_flags(timeout, reruns):
                           "--results-dir", "afile"])
         assert_user_outcome(code, err)
         assert code == 2
-        try:
-            valid = math.isfinite(float(timeout)) and float(timeout) >= 0
-        except ValueError:
-            valid = False
-        if not valid:
+        bad = [flag for flag, ok in (("--timeout", _valid(timeout, float)), ("--rerun-failures", _valid(reruns, int)))
+               if not ok]
+        if len(bad) == 1:
+            assert bad[0] in err, err
+        elif bad:  # both wrong: whichever is checked first is named
             assert "--timeout" in err or "--rerun-failures" in err, err
+        else:  # valid values pass their checks and reach the results folder's
+            assert "--results-dir afile cannot be created" in err, err
+
+
+def _valid(value: str, kind: type) -> bool:
+    """Whether `run` must accept a flag value: a finite number >= 0 of that type (argparse parses it)."""
+    try:
+        number = kind(value)
+    except ValueError:
+        return False
+    return math.isfinite(number) and number >= 0
