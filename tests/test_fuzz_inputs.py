@@ -116,8 +116,16 @@ def test_fuzzed_or_truncated_run_json_is_a_usage_error(content, cut):
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = fake_run(Path(tmp), "r", [{"id": "a/b", "status": "passed"}])
         whole = (run_dir / "run.json").read_bytes()
-        (run_dir / "run.json").write_bytes(content if cut % 2 else whole[:cut])
-        assert_user_outcome(*call(["report", "--results-dir", str(Path(tmp) / "results")]))
+        written = content if cut % 2 else whole[:cut]
+        (run_dir / "run.json").write_bytes(written)
+        code, err = call(["report", "--results-dir", str(Path(tmp) / "results")])
+        assert_user_outcome(code, err)
+        try:
+            damaged = not isinstance(json.loads(written), dict)
+        except ValueError:
+            damaged = True
+        if damaged:  # torn or not a JSON object: never reported as if it were a run
+            assert code == 2 and "run.json" in err, (code, err)
 
 
 flag_value = st.one_of(text, st.integers(-5, 10**6).map(str), st.floats(allow_nan=True).map(str),
