@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from test_hostile_inputs import fake_run
 
 from torchcts.cli.main import main as cli
+from torchcts.levels import MAX_LEVEL, MIN_LEVEL
 from torchcts.manifest.schema import KEYS
 from torchcts.results.statuses import STATUSES
 
@@ -136,12 +137,31 @@ SELECTION_FLAGS = ["--level", "--level-exact", "--level-range", "--max-samples",
 
 @FUZZ
 @given(flags=st.lists(st.tuples(st.sampled_from(SELECTION_FLAGS), flag_value), min_size=1, max_size=3))
+@example(flags=[("--level", "9")])
+@example(flags=[("--level-exact", "0")])
+@example(flags=[("--max-samples", "0")])
+@example(flags=[("--sample", "-1")])
 def test_fuzzed_selection_flags(flags):
     argv = ["show-skips", "--device", "cpu", "--suite", "operators"]
     for flag, value in flags:
         argv.append(f"{flag}={value}")
     with tempfile.TemporaryDirectory() as tmp, chdir(tmp):
-        assert_user_outcome(*call(argv))
+        code, err = call(argv)
+    assert_user_outcome(code, err)
+    if any(not _in_range(value, *BOUNDS[flag]) for flag, value in flags if flag in BOUNDS):
+        assert code == 2, (flags, err)
+
+
+# Integer flags and their accepted range (levels from torchcts/levels.py).
+BOUNDS = {"--level": (MIN_LEVEL, MAX_LEVEL), "--level-exact": (MIN_LEVEL, MAX_LEVEL),
+          "--max-samples": (1, math.inf), "--sample": (0, math.inf)}
+
+
+def _in_range(value: str, low: float, high: float) -> bool:
+    try:
+        return low <= int(value) <= high
+    except ValueError:
+        return False
 
 
 @FUZZ
