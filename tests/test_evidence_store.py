@@ -128,6 +128,25 @@ def test_planted_identity_is_rejected(store, planted, expect):
     assert path.is_file()
 
 
+def test_verify_finds_this_machines_names_looking_them_up_once(store, monkeypatch):
+    """Without `identities`, the verifier checks this machine's names, resolved once per store (a
+    DNS query per record would make a big store slow to verify)."""
+    import getpass
+    import socket
+
+    lookups = []
+    monkeypatch.setattr(socket, "gethostname", lambda: lookups.append(1) or "build-box-17")
+    monkeypatch.setattr(socket, "getfqdn", lambda: "build-box-17")
+    monkeypatch.setattr(getpass, "getuser", lambda: "jdoe")
+    rec = _record(9)
+    rec["result"]["reason"] = "ran on build-box-17"
+    st.append(store, "cpu.jsonl", [rec])
+    st.write_index(store)
+    problems = verify_store(store, history=False)
+    assert any("host or user name 'build-box-17'" in p and p.startswith("cpu.jsonl:6") for p in problems), problems
+    assert len(lookups) == 1  # 7 records
+
+
 def test_local_host_and_user_names_are_detected(monkeypatch):
     import getpass
     import socket

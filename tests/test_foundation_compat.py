@@ -191,3 +191,50 @@ def test_guard_build_folder_is_keyed_by_source_and_torch(monkeypatch, tmp_path):
     assert compat._privateuse1_guard_build() == (name, source) and source.stat().st_mtime_ns == stamp
     monkeypatch.setattr(compat, "torch_version_file", lambda: "__version__ = '2.7.0'\n")
     assert compat._privateuse1_guard_build()[0] != name  # another torch build, another folder
+
+
+def test_a_cached_case_list_notes_its_build_fallbacks_again(tmp_path, monkeypatch):
+    """A run whose case list came from the cache still says which fallbacks built it; a cached name
+    compat.py does not register is a cache miss, never a KeyError (exit 3)."""
+    import marshal
+
+    from torchcts.cases import cache
+    from torchcts.cases.model import Case
+
+    monkeypatch.setenv("TORCHCTS_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TORCHCTS_NO_CACHE", raising=False)
+    case = Case(id="s/a/float32", suite="s", level=2, runner="m:f", params={"dtype": "float32"})
+
+    def build() -> list[Case]:
+        compat.use_fallback("opinfo.has_nondeterministic_output")
+        return [case]
+
+    with compat.watch_fallbacks() as first:
+        assert cache.cached_cases("s", build) == [case]
+    with compat.watch_fallbacks() as again:
+        assert cache.cached_cases("s", lambda: pytest.fail("the second call must hit the cache")) == [case]
+    assert first == again == {"opinfo.has_nondeterministic_output"}
+
+    (path,) = tmp_path.glob("s-*")
+    path.write_bytes(marshal.dumps((cache._FIELDS, [], ["no.such.fallback"])))
+    assert cache._load(path) is None
+    assert cache.cached_cases("s", lambda: [case]) == [case]  # rebuilt
+
+
+def test_case_cache_key_tracks_compat_py(tmp_path, monkeypatch):
+    """compat.py decides OpInfo dtypes and oracles (NONDETERMINISTIC_OUTPUT_OPS): an edit must miss."""
+    from torchcts.cases import cache
+
+    for sub in cache._SOURCE_DIRS:
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "x.py").write_text("X = 1\n")
+    (tmp_path / "compat.py").write_text("OPS = {'empty'}\n")
+    monkeypatch.setattr(cache, "_PACKAGE", tmp_path)
+    cache.source_key.cache_clear()
+    try:
+        before = cache.source_key()
+        (tmp_path / "compat.py").write_text("OPS = {'empty', 'new_op'}\n")
+        cache.source_key.cache_clear()
+        assert cache.source_key() != before
+    finally:
+        cache.source_key.cache_clear()

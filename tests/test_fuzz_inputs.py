@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from test_hostile_inputs import fake_run
 
 from torchcts.cli.main import main as cli
+from torchcts.levels import MAX_LEVEL, MIN_LEVEL
 from torchcts.manifest.schema import KEYS
 from torchcts.results.statuses import STATUSES
 
@@ -56,6 +57,7 @@ def call(argv: list[str]) -> tuple[int, str]:
 def assert_user_outcome(code: int, err: str) -> None:
     assert code in (0, 1, 2), (code, err)
     assert "Traceback" not in err and "internal error" not in err, err
+    assert code != 2 or "error:" in err, err  # a usage error says what is wrong (ours or argparse's line)
 
 
 @FUZZ
@@ -115,8 +117,16 @@ def test_fuzzed_or_truncated_run_json_is_a_usage_error(content, cut):
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = fake_run(Path(tmp), "r", [{"id": "a/b", "status": "passed"}])
         whole = (run_dir / "run.json").read_bytes()
-        (run_dir / "run.json").write_bytes(content if cut % 2 else whole[:cut])
-        assert_user_outcome(*call(["report", "--results-dir", str(Path(tmp) / "results")]))
+        written = content if cut % 2 else whole[:cut]
+        (run_dir / "run.json").write_bytes(written)
+        code, err = call(["report", "--results-dir", str(Path(tmp) / "results")])
+        assert_user_outcome(code, err)
+        try:
+            damaged = not isinstance(json.loads(written), dict)
+        except ValueError:
+            damaged = True
+        if damaged:  # torn or not a JSON object: never reported as if it were a run
+            assert code == 2 and "run.json" in err, (code, err)
 
 
 flag_value = st.one_of(text, st.integers(-5, 10**6).map(str), st.floats(allow_nan=True).map(str),
@@ -127,16 +137,39 @@ SELECTION_FLAGS = ["--level", "--level-exact", "--level-range", "--max-samples",
 
 @FUZZ
 @given(flags=st.lists(st.tuples(st.sampled_from(SELECTION_FLAGS), flag_value), min_size=1, max_size=3))
+@example(flags=[("--level", "9")])
+@example(flags=[("--level-exact", "0")])
+@example(flags=[("--max-samples", "0")])
+@example(flags=[("--sample", "-1")])
 def test_fuzzed_selection_flags(flags):
     argv = ["show-skips", "--device", "cpu", "--suite", "operators"]
     for flag, value in flags:
         argv.append(f"{flag}={value}")
     with tempfile.TemporaryDirectory() as tmp, chdir(tmp):
-        assert_user_outcome(*call(argv))
+        code, err = call(argv)
+    assert_user_outcome(code, err)
+    if any(not _in_range(value, *BOUNDS[flag]) for flag, value in flags if flag in BOUNDS):
+        assert code == 2, (flags, err)
+
+
+# Integer flags and their accepted range (levels from torchcts/levels.py).
+BOUNDS = {"--level": (MIN_LEVEL, MAX_LEVEL), "--level-exact": (MIN_LEVEL, MAX_LEVEL),
+          "--max-samples": (1, math.inf), "--sample": (0, math.inf)}
+
+
+def _in_range(value: str, low: float, high: float) -> bool:
+    try:
+        return low <= int(value) <= high
+    except ValueError:
+        return False
 
 
 @FUZZ
 @given(timeout=flag_value, reruns=flag_value)
+@example(timeout="1", reruns="-1")  # each flag's boundary, whatever the random draw covers
+@example(timeout="-1", reruns="1")
+@example(timeout="nan", reruns="0")
+@example(timeout="0", reruns="0")
 def test_fuzzed_run_flags(timeout, reruns):
     with tempfile.TemporaryDirectory() as tmp, chdir(tmp):
         Path("afile").write_text("")  # a results-dir that is a file: a valid value stops there, before running
@@ -144,9 +177,20 @@ def test_fuzzed_run_flags(timeout, reruns):
                           "--results-dir", "afile"])
         assert_user_outcome(code, err)
         assert code == 2
-        try:
-            valid = math.isfinite(float(timeout)) and float(timeout) >= 0
-        except ValueError:
-            valid = False
-        if not valid:
+        bad = [flag for flag, ok in (("--timeout", _valid(timeout, float)), ("--rerun-failures", _valid(reruns, int)))
+               if not ok]
+        if len(bad) == 1:
+            assert bad[0] in err, err
+        elif bad:  # both wrong: whichever is checked first is named
             assert "--timeout" in err or "--rerun-failures" in err, err
+        else:  # valid values pass their checks and reach the results folder's
+            assert "--results-dir afile cannot be created" in err, err
+
+
+def _valid(value: str, kind: type) -> bool:
+    """Whether `run` must accept a flag value: a finite number >= 0 of that type (argparse parses it)."""
+    try:
+        number = kind(value)
+    except ValueError:
+        return False
+    return math.isfinite(number) and number >= 0

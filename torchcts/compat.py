@@ -52,7 +52,6 @@ def torch_version_file() -> str:
     version checks on paths (collection, show-skips) that must not pay torch's import.
     """
     import importlib.util
-    from pathlib import Path
 
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.submodule_search_locations:

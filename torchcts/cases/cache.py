@@ -2,7 +2,8 @@
 
 The case list is a pure function of the PyTorch build and TorchCTS's own case code, never of the
 manifest: the key hashes the torch version and git revision, the TorchCTS version, and the source
-of the packages that generate cases. Any edit to them, or another torch, misses the cache.
+of the packages that generate cases and of compat.py (OpInfo field access and fallbacks decide
+dtypes and oracles). Any edit to them, or another torch, misses the cache.
 Set TORCHCTS_CACHE_DIR to move it, or TORCHCTS_NO_CACHE=1 to bypass it.
 """
 
@@ -22,8 +23,9 @@ from torchcts import compat
 from torchcts.cases.model import Case
 
 _PACKAGE = Path(__file__).resolve().parent.parent
-# Packages whose source determines the case lists.
+# Packages and modules whose source determines the case lists.
 _SOURCE_DIRS = ("cases", "oracle", "manifest")
+_SOURCE_FILES = ("compat.py",)
 
 
 def cache_dir() -> Path:
@@ -42,10 +44,10 @@ def source_key() -> str:
 
     h = hashlib.sha256()
     h.update(f"{torch_version_file()}|{torchcts.__version__}".encode())
-    for sub in _SOURCE_DIRS:
-        for path in sorted((_PACKAGE / sub).rglob("*.py")):
-            h.update(str(path.relative_to(_PACKAGE)).encode())
-            h.update(path.read_bytes())
+    files = [p for sub in _SOURCE_DIRS for p in sorted((_PACKAGE / sub).rglob("*.py"))]
+    for path in [*files, *(_PACKAGE / name for name in _SOURCE_FILES)]:
+        h.update(str(path.relative_to(_PACKAGE)).encode())
+        h.update(path.read_bytes())
     return h.hexdigest()[:20]
 
 
@@ -66,7 +68,8 @@ def _load(path: Path) -> tuple[list[Case], list[str]] | None:
         cases = [Case(*row) for row in rows]
     except (OSError, ValueError, TypeError, EOFError):
         return None
-    ok = all(_well_formed(c) for c in cases) and all(isinstance(f, str) for f in fallbacks)
+    # A fallback compat.py does not register (an edited or foreign file) is a miss, not a KeyError.
+    ok = all(_well_formed(c) for c in cases) and all(isinstance(f, str) and f in compat.FALLBACKS for f in fallbacks)
     return (cases, list(fallbacks)) if ok else None
 
 

@@ -40,24 +40,28 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_request(args: argparse.Namespace) -> RunRequest:
-    """The checked request of `run` and `show-skips`: every flag error is raised here, as UsageError."""
+    """The checked request of `run` and `show-skips`: every error in the flags it holds is raised
+    here, as UsageError (`run` checks its --timeout and --results-dir itself: not part of a request)."""
     from torchcts.engine.setup import RunRequest
 
     require_device(args)
+    rerun_failures = getattr(args, "rerun_failures", 0)  # `run` only
+    if rerun_failures < 0:
+        raise UsageError("--rerun-failures must be 0 or a positive number of reruns")
     return RunRequest(
         device=args.device,
         manifest=args.manifest,
         selection=selection_from_args(args),
         validation=bool(args.validation),
         strict_expectations=bool(getattr(args, "strict_expectations", False)),
-        rerun_failures=int(getattr(args, "rerun_failures", 0) or 0),
+        rerun_failures=rerun_failures,
     )
 
 
 def selection_from_args(args: argparse.Namespace) -> Selection:
     from torchcts.engine.selection import Selection, parse_level_range, parse_shard
     from torchcts.levels import check_level
-    from torchcts.manifest.validate import dtype_name
+    from torchcts.manifest.schema import dtype_name
 
     check_level("--level", args.level)
     check_level("--level-exact", args.level_exact)

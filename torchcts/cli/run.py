@@ -30,18 +30,15 @@ def main(args: argparse.Namespace) -> int:
     from torchcts.engine.execute import execute
     from torchcts.engine.setup import prepare
 
-    if args.rerun_failures < 0:
-        from torchcts.errors import UsageError
-
-        raise UsageError("--rerun-failures must be 0 or a positive number of reruns")
     if not math.isfinite(args.timeout) or args.timeout < 0:
         from torchcts.errors import UsageError
 
         raise UsageError(f"--timeout must be 0 (no limit) or a positive, finite number of seconds, not {args.timeout}")
+    request = run_request(args)
     from torchcts.results.rundir import check_results_root
 
     check_results_root(Path(args.results_dir))
-    setup = prepare(run_request(args))
+    setup = prepare(request)
     intent = command_intent("run", args.argv)
     return execute(setup, Path(args.results_dir), intent, args.pytest_args,
                    isolation=not args.no_isolation, timeout=args.timeout or None)

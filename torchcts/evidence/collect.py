@@ -19,7 +19,7 @@ from torchcts.backends.gates import IN_TREE_DEVICES, Gate, check_gates_for_devic
 from torchcts.cases.model import Case
 from torchcts.errors import EXIT_FAILURES, EXIT_OK, UsageError
 from torchcts.evidence import store as st
-from torchcts.evidence.privacy import leaks
+from torchcts.evidence.privacy import leaks, local_identities
 from torchcts.manifest.schema import Manifest
 
 DEFAULT_EXCLUDED_SUITES = ("opinfo", "generated")
@@ -182,8 +182,9 @@ def collect(req: CollectRequest) -> int:
     p = plan(req)
     source = make_source(p.device, utc_now())
     records, run_status = build_records(p, req.intent, req.run_pending, source["id"])
+    ids = local_identities()  # once per collection, not per record
     for rec in [source, *(r for recs in records.values() for r in recs)]:
-        found = leaks(rec)
+        found = leaks(rec, ids)
         if found:
             raise UsageError(f"refusing to write evidence that identifies this machine: {found[0]}")
     store = st.open_store(Path(req.store))

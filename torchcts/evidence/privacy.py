@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from torchcts.results.scrub import GENERIC, IDENTITY_PATTERN, identity_regex, local_identities
+from torchcts.results.scrub import IDENTITY_PATTERN, identity_regex, local_identities
 from torchcts.results.scrub import scrub as _scrub
 
-__all__ = ["FORBIDDEN_KEYS", "GENERIC", "leaks", "local_identities", "scrub"]
+__all__ = ["FORBIDDEN_KEYS", "leaks", "local_identities", "scrub"]
 
 # Keys that name identity or location; forbidden anywhere in a record.
 FORBIDDEN_KEYS = frozenset({"host", "hostname", "node", "user", "username", "login", "home", "cwd", "path",
@@ -22,38 +22,31 @@ _KIND = {"file_url": "file URL", "unc": "UNC path", "drive": "absolute path", "p
          "ipv4": "IP address", "email": "user@host or e-mail"}
 
 
-def _strings(obj: Any, where: str = "") -> Iterator[tuple[str, str]]:
+def _texts(obj: Any, where: str = "") -> Iterator[tuple[str, str, bool]]:
+    """(field path, text, is a key) for every key and string of a JSON value."""
     if isinstance(obj, str):
-        yield where, obj
+        yield where, obj, False
     elif isinstance(obj, dict):
         for k, v in obj.items():
-            yield f"{where}.{k}" if where else str(k), str(k)
-            yield from _strings(v, f"{where}.{k}" if where else str(k))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _strings(v, f"{where}[{i}]")
-
-
-def _keys(obj: Any, where: str = "") -> Iterator[tuple[str, str]]:
-    if isinstance(obj, dict):
-        for k, v in obj.items():
             path = f"{where}.{k}" if where else str(k)
-            yield path, str(k)
-            yield from _keys(v, path)
+            yield path, str(k), True
+            yield from _texts(v, path)
     elif isinstance(obj, list):
         for i, v in enumerate(obj):
-            yield from _keys(v, f"{where}[{i}]")
+            yield from _texts(v, f"{where}[{i}]")
 
 
 def leaks(record: Any, identities: set[str] | None = None) -> list[str]:
-    """Every identity or path found in a record, as 'field: problem' lines (empty when clean)."""
+    """Every identity or path found in a record, as 'field: problem' lines (empty when clean).
+
+    Without `identities` this machine's names are looked up (socket.getfqdn may ask DNS): to check
+    many records, look them up once with local_identities() and pass them."""
     ids = local_identities() if identities is None else identities
     names = identity_regex(frozenset(ids))
     problems = []
-    for path, key in _keys(record):
-        if key.lower() in FORBIDDEN_KEYS:
-            problems.append(f"{path}: key '{key}' names host, user or location")
-    for path, text in _strings(record):
+    for path, text, is_key in _texts(record):
+        if is_key and text.lower() in FORBIDDEN_KEYS:
+            problems.append(f"{path}: key '{text}' names host, user or location")
         for m in IDENTITY_PATTERN.finditer(text):
             problems.append(f"{path}: {_KIND.get(m.lastgroup or '', 'identity')} '{m.group(0)}'")
         for m in names.finditer(text) if names is not None else ():

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from torchcts.evidence import store as st
-from torchcts.evidence.privacy import leaks
+from torchcts.evidence.privacy import leaks, local_identities
 
 RECORD_FIELDS = ("surface", "gate", "source", "registration", "oracles", "result", "intent", "run_status")
 SOURCE_FIELDS = ("id", "torchcts", "torch", "python", "os", "arch", "device")
@@ -67,9 +67,10 @@ def verify_store(path: Path, identities: set[str] | None = None, base: Path | No
     sources = parsed.get(st.SOURCES, [])
     _check_fields(st.SOURCES, sources, SOURCE_FIELDS, problems)
     source_ids = {s.get("id") for s in sources}
+    ids = local_identities() if identities is None else identities  # once per store, not per record
     for name, records in parsed.items():
         for n, rec in enumerate(records, 1):
-            problems += [f"{name}:{n}: {p}" for p in leaks(rec, identities)]
+            problems += [f"{name}:{n}: {p}" for p in leaks(rec, ids)]
         if name == st.SOURCES:
             continue
         _check_fields(name, records, RECORD_FIELDS, problems)
