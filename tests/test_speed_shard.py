@@ -67,6 +67,7 @@ def test_cache_hit_skips_the_build_and_key_tracks_torch(tmp_path, monkeypatch):
         cache.source_key.cache_clear()
 
 
+@pytest.mark.main_only  # shard split and merge are PyTorch-independent; the matrix skips the slow run
 def test_shard_runs_merge_into_one_run(tmp_path):
     for i in (1, 2):
         r = run_cli("run", "--device", "cpu", "--level", "1", "--shard", f"{i}/2", "--", "-q", "-p", "no:warnings", cwd=tmp_path)
