@@ -63,3 +63,37 @@ def test_plain_manifest_run_never_imports_torch_in_the_controller(tmp_path):
             f"load_manifest({str(path)!r}); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_probe_names_the_worker_and_sees_a_case_raise_the_memory_peak():
+    from torchcts.engine.probe import CaseProbe
+
+    probe = CaseProbe("gw3")
+    block = bytearray(64 * 2**20)
+    block[:: 4096] = b"x" * len(block[:: 4096])  # touch every page so it is resident
+    fields = probe.fields()
+    del block
+    assert fields["worker"] == "gw3" and fields["cpu_s"] >= 0
+    assert fields["rss_grew_mb"] >= 32 and fields["maxrss_mb"] >= fields["rss_grew_mb"]
+
+
+def test_shards_without_durations_balance_estimated_cost_not_count(monkeypatch):
+    from torchcts.cases.model import Case
+    from torchcts.engine import shard
+    from torchcts.engine.selection import Decision
+
+    table = {"suite": {"s": 2.0}, "kind": {"s/heavy": 10.0, "s/light": 1.0}, "op": {"s/slowop": 4.0, "s/fastop": 2.0}}
+    monkeypatch.setattr(shard, "cost_table", lambda: table)
+    cases = [Case(id=f"s/h{i:02d}", suite="s", level=1, runner="m:f", kind="heavy") for i in range(8)]
+    cases += [Case(id=f"s/l{i:02d}", suite="s", level=1, runner="m:f", kind="light") for i in range(40)]
+    assert shard.estimated_cost(Case(id="s/x", suite="s", level=1, runner="m:f", kind="light",
+                                     params={"op": "slowop"})) == 2.0  # light kind, an op twice the suite's mean
+    assert shard.estimated_cost(Case(id="t/x", suite="t", level=1, runner="m:f")) == 1.0  # unknown suite
+    decisions = [Decision(c, "run") for c in cases]
+    parts = [shard.shard_decisions(decisions, i, 4)[0] for i in range(1, 5)]
+    cost = [sum(shard.estimated_cost(d.case) for d in p) for p in parts]
+    assert max(cost) - min(cost) <= 1.0 and sorted(len(p) for p in parts) == [12, 12, 12, 12]
+    heavy = [sum(d.case.kind == "heavy" for d in p) for p in parts]
+    assert heavy == [2, 2, 2, 2]
+    again = [shard.shard_decisions(list(reversed(decisions)), i, 4)[0] for i in range(1, 5)]
+    assert [{d.case.id for d in p} for p in parts] == [{d.case.id for d in p} for p in again]  # order-free

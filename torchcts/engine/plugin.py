@@ -17,6 +17,7 @@ import pytest
 
 from torchcts import compat
 from torchcts.cases.model import Case, NotApplicable
+from torchcts.engine.lean import skip_exit_gc
 from torchcts.engine.probe import CaseProbe, worker_name
 from torchcts.oracle.mismatch import OracleMismatch
 from torchcts.results.plan import read_plan
@@ -102,6 +103,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not run_dir:
         return
     _report_from_rootdir(config)
+    skip_exit_gc(config)  # engine/lean.py: ~1 s of CPU per worker at exit
     state = RunState(Path(run_dir))
     state.manifest_arg = config.getoption("--torchcts-manifest-arg") or state.manifest_arg
     config.stash[_STATE] = state

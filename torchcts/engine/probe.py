@@ -1,9 +1,10 @@
 """Per-case timing and memory fields for a record, cheap enough for every case (docs/speed.md).
 
 `started_at` (epoch seconds) and `worker` let bench/bench.py compute how busy each worker was and
-the run's cases/s; `maxrss_mb` (the worker's resident-set high-water mark after the case) and
+the run's cases/s; `cpu_s` (the worker's CPU seconds in the case, all its threads) is a cost that a
+loaded machine inflates far less than `duration_s`, so --shard's estimates come from it; `maxrss_mb` (the worker's resident-set high-water mark after the case) and
 `rss_grew_mb` (how much this case raised it) say which case made a run's memory peak. Two
-getrusage calls and a clock read per case: about 2 microseconds.
+getrusage calls and two clock reads per case: a few microseconds.
 """
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ class CaseProbe:
     def __init__(self, worker: str) -> None:
         self.worker = worker
         self.started_at = time.time()
+        self.cpu_before = time.process_time()
         self.rss_before = _maxrss_mb()
 
     def fields(self) -> dict[str, Any]:
         after = _maxrss_mb()
         return {"started_at": round(self.started_at, 3), "worker": self.worker,
+                "cpu_s": round(time.process_time() - self.cpu_before, 4),
                 "maxrss_mb": round(after, 1), "rss_grew_mb": round(after - self.rss_before, 1)}
 
 
