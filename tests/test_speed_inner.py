@@ -88,7 +88,7 @@ def test_shards_without_durations_balance_estimated_cost_not_count(monkeypatch):
     cases += [Case(id=f"s/l{i:02d}", suite="s", level=1, runner="m:f", kind="light") for i in range(40)]
     assert shard.estimated_cost(Case(id="s/x", suite="s", level=1, runner="m:f", kind="light",
                                      params={"op": "slowop"})) == 2.0  # light kind, an op twice the suite's mean
-    assert shard.estimated_cost(Case(id="t/x", suite="t", level=1, runner="m:f")) == 1.0  # unknown suite
+    assert shard.estimated_cost(Case(id="t/x", suite="t", level=1, runner="m:f")) == 2.0  # unknown: median suite
     decisions = [Decision(c, "run") for c in cases]
     parts = [shard.shard_decisions(decisions, i, 4)[0] for i in range(1, 5)]
     cost = [sum(shard.estimated_cost(d.case) for d in p) for p in parts]
