@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
-"""TorchCTS benchmark (a script, not a test): collection, first result, throughput, overhead.
+"""TorchCTS benchmark (a script, not a test): the numbers issue 21 asks for, as one JSON object.
 
-Runs `torchcts` as a user would (subprocesses, `--validation` on CPU) in a scratch folder and
-prints one JSON object; `--output FILE` also writes it so runs can be compared over time.
+Runs `torchcts` as a user would (subprocesses, a scratch folder, the complete template's manifest
+for device cpu) and prints: the one-op inner loop (`run --op add --dtype float32`, shell to exit,
+median of 5, with CPU seconds and the load average, since wall time on a shared machine is noisy);
+cases/s and worker idle time with 1 and 2 workers; with --full the whole default level (level 8):
+wall, CPU, seconds per suite and per case kind, slowest cases, cases over 30 s, peak RSS of the
+whole process tree and the case at the workers' peak, and the 4-shard balance by estimated cost.
 
-    python bench/bench.py                 # everything except the full default level
-    python bench/bench.py --full          # also the full default level (long)
+    python bench/bench.py                 # one-op, scaling (a few minutes)
+    python bench/bench.py --full          # also the complete template at level 8 (10+ minutes)
+    python bench/bench.py --analyse RUN   # only what an existing run folder's records say
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import json
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -57,65 +63,235 @@ def first_result_seconds(cwd: Path, env: dict[str, str], args: list[str]) -> flo
     return round(found, 2) if found is not None else None
 
 
-def throughput(cwd: Path, env: dict[str, str], args: list[str]) -> dict[str, float]:
-    wall, code = torchcts(args, cwd, env)
-    run = latest(cwd)
-    recs = [json.loads(line) for line in (run / "cases.jsonl").read_text().splitlines() if line.strip()]
-    executed = [r for r in recs if r.get("status") not in ("not_claimed", "not_applicable", "filtered")]
-    return {
-        "wall_s": round(wall, 2),
-        "exit": code,
-        "cases_executed": len(executed),
-        "records": len(recs),
-        "cases_per_s": round(len(executed) / wall, 1) if wall else 0.0,
-        "results_bytes": sum(p.stat().st_size for p in run.rglob("*") if p.is_file()),
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of `pid` and all its descendants (Linux /proc), in MB; 0 elsewhere."""
+    try:
+        parents = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    stat = Path(f"/proc/{entry}/stat").read_text()
+                    parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+        tree, frontier = {pid}, [pid]
+        while frontier:
+            kids = [p for p, pp in parents.items() if pp in frontier and p not in tree]
+            tree.update(kids)
+            frontier = kids
+        pages = 0
+        for p in tree:
+            try:
+                pages += int(Path(f"/proc/{p}/statm").read_text().split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:
+        return 0.0
+
+
+def measured_run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 7200) -> dict[str, float]:
+    """Wall, CPU (user + sys of the whole process tree) and peak summed RSS of one `torchcts` command."""
+    cpu0 = _children_cpu()
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "torchcts", *args], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak = 0.0
+    while proc.poll() is None and time.perf_counter() - start < timeout:
+        peak = max(peak, tree_rss_mb(proc.pid))
+        time.sleep(0.25)
+    code = proc.wait()
+    return {"wall_s": round(time.perf_counter() - start, 2), "cpu_s": round(_children_cpu() - cpu0, 2),
+            "exit": code, "peak_rss_tree_mb": round(peak, 1), "load_avg_1m": round(os.getloadavg()[0], 2)}
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def one_op(cwd: Path, env: dict[str, str], manifest: Path, repeat: int) -> dict[str, object]:
+    """Shell-to-exit of the inner-loop command, median of `repeat` (after one warm-up run)."""
+    args = ["run", "--device", "cpu", "--manifest", str(manifest), "--op", "add", "--dtype", "float32"]
+    measured_run(args, cwd, env)  # warm-up: the case cache and inductor's cache are written once
+    runs = [measured_run(args, cwd, env) for _ in range(repeat)]
+    recs = records(latest(cwd))
+    return {"command": "torchcts " + " ".join(args).replace(str(manifest), "complete.py"),
+            "wall_s_median": statistics.median(r["wall_s"] for r in runs),
+            "cpu_s_median": statistics.median(r["cpu_s"] for r in runs),
+            "walls": [r["wall_s"] for r in runs], "load_avg_1m": [r["load_avg_1m"] for r in runs],
+            "cases": len(executed(recs)), "slowest": slowest(recs, 5)}
+
+
+def records(run: Path) -> list[dict]:
+    """The run's final record per case, with `planned` set on the cases its workers ran."""
+    planned = {json.loads(line)["id"] for line in (run / "plan.jsonl").read_text().splitlines() if line.strip()}
+    last = {}
+    for line in (run / "cases.jsonl").read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            last[r["id"]] = {**r, "planned": r["id"] in planned}
+    return list(last.values())
+
+
+def executed(recs: list[dict]) -> list[dict]:
+    """Cases a worker ran (whatever their status), not the skip records written before the run."""
+    return [r for r in recs if r["planned"]]
+
+
+def slowest(recs: list[dict], n: int) -> list[str]:
+    top = sorted((r for r in recs if r.get("duration_s")), key=lambda r: -r["duration_s"])[:n]
+    return [f"{r['id']} {r['duration_s']:.2f}s" for r in top]
+
+
+def analyse(run: Path) -> dict[str, object]:
+    """What a run's records say: time per suite and per case kind, slow cases, worker idle time,
+    the memory peak's case, and how a 4-shard split by estimated cost would balance."""
+    recs = records(run)
+    done = [r for r in executed(recs) if r.get("duration_s") is not None]
+    spec = json.loads((run / "run.json").read_text())
+    by_suite: dict[str, float] = {}
+    by_kind: dict[str, float] = {}
+    for r in done:
+        by_suite[r["suite"]] = by_suite.get(r["suite"], 0.0) + r["duration_s"]
+        key = f"{r['suite']}/{r.get('kind') or '-'}"
+        by_kind[key] = by_kind.get(key, 0.0) + r["duration_s"]
+    out: dict[str, object] = {
+        "cases_executed": len(done),
+        "statuses": dict(sorted(_count(r.get("status") for r in recs).items())),
+        "case_seconds_total": round(sum(r["duration_s"] for r in done), 1),
+        "seconds_per_suite": {k: round(v, 1) for k, v in sorted(by_suite.items(), key=lambda kv: -kv[1])},
+        "seconds_per_kind_top20": {k: round(v, 1) for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])[:20]},
+        "slowest": slowest(done, 10),
+        "over_30s": [r["id"] for r in done if r["duration_s"] > 30],
     }
+    timed = [r for r in done if r.get("started_at") and r.get("worker")]
+    if timed:
+        t0 = min(r["started_at"] for r in timed)
+        t1 = max(r["started_at"] + r["duration_s"] for r in timed)
+        workers = sorted({r["worker"] for r in timed})
+        begin = _epoch(spec.get("started")) or t0
+        end = _epoch(spec.get("ended")) or t1
+        busy = sum(r["duration_s"] for r in timed)
+        out["workers"] = len(workers)
+        out["run_wall_s"] = round(end - begin, 1)
+        out["cases_per_s"] = round(len(done) / max(end - begin, 1e-9), 1)
+        # Idle: worker-seconds of the run not inside a case (start-up, harness overhead, waiting).
+        out["worker_idle_fraction"] = round(1 - busy / (len(workers) * max(end - begin, 1e-9)), 3)
+        out["worker_idle_fraction_first_to_last_case"] = round(1 - busy / (len(workers) * max(t1 - t0, 1e-9)), 3)
+        out["startup_s_before_first_case"] = round(t0 - begin, 1)
+    mem = [r for r in done if r.get("maxrss_mb") is not None]
+    if mem:
+        top = max(mem, key=lambda r: r["maxrss_mb"])
+        grew = max(mem, key=lambda r: r.get("rss_grew_mb") or 0)
+        out["worker_peak_rss_mb"] = top["maxrss_mb"]
+        out["peak_rss_case"] = top["id"]
+        out["largest_rss_jump"] = f"{grew['id']} +{grew.get('rss_grew_mb')} MB"
+    out["shard_balance_4"] = shard_balance(done, 4)
+    return out
+
+
+def shard_balance(done: list[dict], count: int) -> dict[str, object]:
+    """Split the executed cases as `--shard I/4` would without durations (estimated cost per case
+    kind), then weigh each shard by what its cases really took: max/mean - 1 is the imbalance."""
+    from torchcts.cases.model import Case
+    from torchcts.engine.selection import Decision
+    from torchcts.engine.shard import shard_decisions
+
+    decisions = [Decision(Case(id=r["id"], suite=r["suite"], level=r.get("level") or 1, runner="m:f",
+                               kind=r.get("kind") or "", params={"op": r["op"]} if r.get("op") else {}), "run")
+                 for r in done]
+    took = {r["id"]: r["duration_s"] for r in done}
+    loads = []
+    for i in range(1, count + 1):
+        kept, _ = shard_decisions(decisions, i, count)
+        loads.append(sum(took[d.case.id] for d in kept))
+    mean = sum(loads) / count
+    return {"shard_seconds": [round(x, 1) for x in loads], "imbalance": round(max(loads) / mean - 1, 3) if mean else 0.0}
+
+
+def _count(values) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[str(v)] = out.get(str(v), 0) + 1
+    return out
+
+
+def _epoch(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def scaling(cwd: Path, env: dict[str, str], selection: list[str]) -> dict[str, object]:
+    """cases/s and worker idle time with 1 and with 2 workers on the same selection."""
+    out: dict[str, object] = {"selection": " ".join(selection)}
+    for n in (1, 2):
+        m = measured_run(["run", "--validation", *selection, "--", "-q", "-n", str(n)], cwd, env)
+        a = analyse(latest(cwd))
+        out[f"{n}_worker"] = {**m, **{k: a.get(k) for k in ("cases_executed", "cases_per_s", "worker_idle_fraction",
+                                                               "worker_idle_fraction_first_to_last_case",
+                                                               "startup_s_before_first_case")}}
+    return out
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--full", action="store_true", help="also run the full default level (level 8)")
-    ap.add_argument("--workers", default="auto", help="pytest-xdist workers for throughput runs")
-    ap.add_argument("--dtype", action="append", default=[], help="restrict the level-2/full runs to these dtypes")
-    ap.add_argument("--max-samples", type=int, help="cap OpInfo samples per case in the level-2/full runs")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--full", action="store_true", help="also run the complete template at the default level (level 8)")
+    ap.add_argument("--repeat", type=int, default=5, help="one-op runs for the median (default 5)")
+    ap.add_argument("--scaling", default="--level 2 --dtype float32",
+                    help="selection for the 1- vs 2-worker comparison (default: %(default)s)")
+    ap.add_argument("--analyse", metavar="RUN", help="only print what an existing run folder's records say")
+    ap.add_argument("--overhead", action="store_true", help="also the per-case harness overhead (bench/overhead.py)")
+    ap.add_argument("--write-costs", metavar="RUN",
+                    help="write torchcts/engine/case_costs.json (--shard's cost estimates) from a full run's records")
     ap.add_argument("--output", help="also write the JSON here")
-    ap.add_argument("--small", type=int, default=20, help="trivial cases in the small overhead run")
-    ap.add_argument("--large", type=int, default=400, help="trivial cases in the large overhead run")
     args = ap.parse_args()
+    if args.write_costs:
+        from torchcts.engine.shard import COSTS_FILE, cost_table_from
+
+        table = cost_table_from(executed(records(Path(args.write_costs))))
+        COSTS_FILE.write_text(json.dumps(table, indent=0, sort_keys=True) + "\n", encoding="utf-8")
+        print(f"wrote {COSTS_FILE} ({sum(len(v) for v in table.values())} entries)")
+        return 0
+    if args.analyse:
+        emit({"run": Path(args.analyse).name, **analyse(Path(args.analyse))}, args.output)
+        return 0
 
     work = Path(tempfile.mkdtemp(prefix="torchcts-bench-"))
-    cache = work / "cache"
-    env = {**os.environ, "CI": "true", "TORCHCTS_CACHE_DIR": str(cache), "PYTHONUNBUFFERED": "1"}
-    out: dict[str, object] = {"python": platform.python_version(), "cpus": os.cpu_count()}
+    env = {**os.environ, "CI": "true", "TORCHCTS_CACHE_DIR": str(work / "cache"), "PYTHONUNBUFFERED": "1",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH", "")) if p)}
+    out: dict[str, object] = {"python": platform.python_version(), "cpus": os.cpu_count(),
+                              "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                              "load_avg_at_start": [round(x, 2) for x in os.getloadavg()]}
     import torch
 
     out["torch"] = torch.__version__
+    manifest = work / "complete.py"
+    subprocess.run([sys.executable, "-m", "torchcts", "init", "--template", "complete", "--backend", "cpu",
+                    "--output", str(manifest)], cwd=work, env=env, check=True, stdout=subprocess.DEVNULL)
 
-    collect = ["show-skips", "--validation", "--level", "8"]
-    out["collect_level8_cold_s"] = round(torchcts(collect, work, env)[0], 2)
-    out["collect_level8_warm_s"] = round(torchcts(collect, work, env)[0], 2)
-    out["help_s"] = round(torchcts(["--help"], work, env)[0], 2)
-    one_op = ["run", "--validation", "--op", "add", "--dtype", "float32", "--", "-q"]
-    out["first_result_one_op_s"] = first_result_seconds(work, env, one_op)
-    out["one_op_wall_s"] = round(torchcts(one_op, work, env)[0], 2)
+    out["collect_level8_s"] = measured_run(["show-skips", "--device", "cpu", "--manifest", str(manifest)], work, env)
+    out["one_op"] = one_op(work, env, manifest, args.repeat)
+    out["first_result_one_op_s"] = first_result_seconds(
+        work, env, ["run", "--device", "cpu", "--manifest", str(manifest), "--op", "add", "--dtype", "float32"])
+    out["scaling"] = scaling(work, env, args.scaling.split())
+    if args.overhead:
+        from overhead import MODES, timed_run  # the marginal-cost method: (T(large) - T(small)) / delta
 
-    from overhead import MODES, timed_run  # the marginal-cost method: (T(large) - T(small)) / delta
-
-    for name, extra in MODES.items():
-        (ws, cs), (wl, cl) = timed_run(args.small, extra), timed_run(args.large, extra)
-        n = args.large - args.small
-        out[f"overhead {name}"] = {"wall_ms_per_case": round((wl - ws) / n * 1000, 2),
-                                   "cpu_ms_per_case": round((cl - cs) / n * 1000, 2),
-                                   "startup_wall_s": round(ws, 2)}
-
-    narrow = [a for d in args.dtype for a in ("--dtype", d)]
-    narrow += ["--max-samples", str(args.max_samples)] if args.max_samples else []
-    out["throughput_selection"] = narrow or "all dtypes, all samples"
-    out["level2"] = throughput(work, env, ["run", "--validation", "--level", "2", *narrow, "--", "-q", "-n", args.workers])
+        for name, extra in MODES.items():
+            (ws, cs), (wl, cl) = timed_run(20, extra), timed_run(400, extra)
+            out[f"overhead {name}"] = {"wall_ms_per_case": round((wl - ws) / 380 * 1000, 2),
+                                       "cpu_ms_per_case": round((cl - cs) / 380 * 1000, 2)}
     if args.full:
-        out["default_level"] = throughput(work, env, ["run", "--validation", *narrow, "--", "-q", "-n", args.workers])
-    out["peak_rss_mb_children"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
-
+        full = measured_run(["run", "--device", "cpu", "--manifest", str(manifest), "--", "-q"], work, env)
+        out["full_complete_level8"] = {**full, **analyse(latest(work))}
+    out["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     emit(out, args.output)
     return 0
 

@@ -17,6 +17,8 @@ import pytest
 
 from torchcts import compat
 from torchcts.cases.model import Case, NotApplicable
+from torchcts.engine.lean import skip_exit_gc
+from torchcts.engine.probe import CaseProbe, worker_name
 from torchcts.oracle.mismatch import OracleMismatch
 from torchcts.results.plan import read_plan
 from torchcts.results.records import base_record, record_repro, skip_record
@@ -101,6 +103,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not run_dir:
         return
     _report_from_rootdir(config)
+    skip_exit_gc(config)  # engine/lean.py: ~1 s of CPU per worker at exit
     state = RunState(Path(run_dir))
     state.manifest_arg = config.getoption("--torchcts-manifest-arg") or state.manifest_arg
     config.stash[_STATE] = state
@@ -214,6 +217,7 @@ class CaseItem(pytest.Item):
         ctx = CaseContext(device=device, manifest=manifest, max_samples=sel.get("max_samples"), sample=sel.get("sample"),
                           validation=bool(state.spec.get("validation")))
         self.outcome = {"info": ctx.info}
+        probe = CaseProbe(worker_name(self.config))
         start = time.perf_counter()
         try:
             with compat.watch_fallbacks() as fallbacks:
@@ -234,6 +238,7 @@ class CaseItem(pytest.Item):
             raise
         finally:
             self.outcome["duration_s"] = round(time.perf_counter() - start, 6)
+            self.outcome.update(probe.fields())  # engine/probe.py: when, where, memory
             # Compatibility fallbacks behind this result: the backend setup's and the case's own.
             self.outcome["compat_fallbacks"] = sorted(state.setup_fallbacks | fallbacks) or None
         self.outcome["status"] = "passed"

@@ -3,15 +3,22 @@
 Every machine of a CI matrix computes the same partition from the same inputs: the selected cases
 and, optionally, the per-case durations of an earlier run (`--shard-durations RUN`). Cases are
 assigned longest-first to the least-loaded shard (ties broken by id and shard index), so shards
-finish together; without durations every case weighs the same, which balances counts.
+finish together. Without durations a case weighs its estimated cost (`estimated_cost`: the mean
+seconds of its suite's case kind, scaled by its op's, from `case_costs.json`, which
+`python bench/bench.py --write-costs RUN` derives from a full run's records); the table ships with
+the package, so every machine computes the same weights.
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+COSTS_FILE = Path(__file__).with_name("case_costs.json")
 
 
 def partition(ids_weights: list[tuple[str, float]], count: int) -> dict[str, int]:
@@ -36,8 +43,11 @@ def shard_decisions(
     """
     durations = durations or {}
     known = sorted(durations.values())
-    default = known[len(known) // 2] if known else 1.0
-    runs = [(d.case.id, max(durations.get(d.case.id, default), 1e-6)) for d in decisions if d.status == "run"]
+    if known:
+        default = known[len(known) // 2]
+        runs = [(d.case.id, max(durations.get(d.case.id, default), 1e-6)) for d in decisions if d.status == "run"]
+    else:
+        runs = [(d.case.id, estimated_cost(d.case)) for d in decisions if d.status == "run"]
     skips = [(d.case.id, 1.0) for d in decisions if d.status != "run"]
     owner = {**partition(runs, count), **partition(skips, count)}
     kept = [d for d in decisions if owner[d.case.id] == index]
@@ -49,3 +59,44 @@ def durations_of(run_dir: Path) -> dict[str, float]:
     from torchcts.results.rundir import final_records
 
     return {r["id"]: float(r["duration_s"]) for r in final_records(run_dir) if r.get("duration_s")}
+
+
+@functools.lru_cache(maxsize=1)
+def cost_table() -> dict[str, dict[str, float]]:
+    """{"kind": {"suite/kind": mean s}, "op": {"suite/op": mean s}, "suite": {"suite": mean s}}; empty if absent."""
+    try:
+        data = json.loads(COSTS_FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"kind": {}, "op": {}, "suite": {}}
+    return {k: dict(data.get(k) or {}) for k in ("kind", "op", "suite")}
+
+
+def estimated_cost(case: Any) -> float:
+    """Seconds this case is expected to take, relative to others: a suite missing from the table (new
+    since it was written) weighs the median suite mean; with no table every case weighs 1.0."""
+    table = cost_table()
+    suite_mean = table["suite"].get(case.suite)
+    if suite_mean is None:
+        means = sorted(table["suite"].values())
+        return means[len(means) // 2] if means else 1.0
+    cost = table["kind"].get(f"{case.suite}/{case.kind}", suite_mean)
+    op = (getattr(case, "params", None) or {}).get("op")
+    op_mean = table["op"].get(f"{case.suite}/{op}") if op else None
+    if op_mean is not None and suite_mean > 0:
+        cost *= op_mean / suite_mean
+    return max(cost, 1e-4)
+
+
+def cost_table_from(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """The table estimated_cost reads, from executed records (`bench/bench.py --write-costs`)."""
+    sums: dict[str, dict[str, list[float]]] = {"kind": {}, "op": {}, "suite": {}}
+    for r in records:
+        seconds = float(r["duration_s"])
+        keys = {"suite": r["suite"], "kind": f"{r['suite']}/{r.get('kind') or ''}"}
+        if r.get("op"):
+            keys["op"] = f"{r['suite']}/{r['op']}"
+        for table, key in keys.items():
+            acc = sums[table].setdefault(key, [0.0, 0])
+            acc[0] += seconds
+            acc[1] += 1
+    return {t: {k: round(s / n, 4) for k, (s, n) in sorted(v.items())} for t, v in sums.items()}

@@ -15,6 +15,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from torchcts.errors import ManifestError, UsageError
+from torchcts.manifest.literal import literal_manifest
 from torchcts.manifest.schema import Manifest
 from torchcts.manifest.validate import validate
 
@@ -59,6 +60,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 def _read_python(path: Path) -> Any:
     source = _read_text(path)
+    plain, value = literal_manifest(source)
+    if plain:  # literals and torch dtypes only: the same value without importing torch
+        return value
     namespace: dict[str, Any] = {"__file__": str(path), "__name__": "torchcts_manifest"}
     try:
         code = compile(source, str(path), "exec")

@@ -1,0 +1,99 @@
+"""Inner-loop speed (issue 21): what makes a one-op run cheaper must not change what it computes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from torchcts.manifest import load
+from torchcts.manifest.literal import literal_manifest
+from torchcts.manifest.templates import TEMPLATES, render_python
+
+
+def _both_ways(path, monkeypatch):
+    fast = load.load_manifest(path)
+    monkeypatch.setattr(load, "literal_manifest", lambda source: (False, None))
+    return fast, load.load_manifest(path)
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATES))
+def test_template_manifests_read_without_torch_equal_executed(template, tmp_path, monkeypatch):
+    path = tmp_path / "manifest.py"
+    path.write_text(render_python(template, "cpu"))
+    assert literal_manifest(path.read_text())[0], "init's templates are plain literals"
+    fast, executed = _both_ways(path, monkeypatch)
+    assert fast.to_json() == executed.to_json() and fast.hash() == executed.hash()
+
+
+def test_aliases_collapse_like_torch_and_dtype_values_in_expectations(tmp_path, monkeypatch):
+    path = tmp_path / "manifest.py"
+    text = render_python("complete", "cpu").replace("torch.float16: True,", "torch.half: True, torch.float16: False,")
+    text = text.replace('"expectations": [],', '"expectations": [{"match": {"op": "add", "dtype": [torch.double]}, '
+                        '"status": "xfail", "reason": "r", "expires": "2099-01-01"}],')
+    text = text.replace('"tolerance_overrides": {},', '"tolerance_overrides": {"elementwise": {torch.float64: {"atol": 1e-3, "rtol": 0.5}}},')
+    assert text.count("torch.half") == 1 and text.count("torch.double") == 1 and "1e-3" in text
+    path.write_text(text)
+    assert literal_manifest(path.read_text())[0]
+    fast, executed = _both_ways(path, monkeypatch)
+    assert fast.to_json() == executed.to_json()
+    assert fast.supported_dtypes["float16"] is False and fast.expectations[0]["match"]["dtype"] == ["float64"]
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\nmanifest = {torch.float99: True}",  # unknown dtype: exec's error message names it
+    "manifest = {torch.float32: True}\nimport torch",  # NameError when executed
+    "import os\nmanifest = {'device_name': os.environ['X']}",
+    "import torch\nx = dict(a=1)\nmanifest = {}",
+    "import torch\nmanifest = {**{}}",
+    "import torch\nmanifest = {[1]: 2}",
+    "import torch\nmanifest = {'a': torch.float32.is_floating_point}",
+    "import torch\nmanifes = {}",
+    "import torch as t\nmanifest = {t.float32: True}",
+])
+def test_anything_but_literals_is_executed(source):
+    assert literal_manifest(source) == (False, None)
+
+
+def test_plain_manifest_run_never_imports_torch_in_the_controller(tmp_path):
+    path = tmp_path / "manifest.py"
+    path.write_text(render_python("complete", "cpu"))
+    code = ("import sys; from torchcts.manifest.load import load_manifest; "
+            f"load_manifest({str(path)!r}); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_probe_names_the_worker_and_sees_a_case_raise_the_memory_peak():
+    from torchcts.engine.probe import CaseProbe
+
+    probe = CaseProbe("gw3")
+    block = bytearray(64 * 2**20)
+    block[:: 4096] = b"x" * len(block[:: 4096])  # touch every page so it is resident
+    fields = probe.fields()
+    del block
+    assert fields["worker"] == "gw3" and fields["cpu_s"] >= 0
+    assert fields["rss_grew_mb"] >= 32 and fields["maxrss_mb"] >= fields["rss_grew_mb"]
+
+
+def test_shards_without_durations_balance_estimated_cost_not_count(monkeypatch):
+    from torchcts.cases.model import Case
+    from torchcts.engine import shard
+    from torchcts.engine.selection import Decision
+
+    table = {"suite": {"s": 2.0}, "kind": {"s/heavy": 10.0, "s/light": 1.0}, "op": {"s/slowop": 4.0, "s/fastop": 2.0}}
+    monkeypatch.setattr(shard, "cost_table", lambda: table)
+    cases = [Case(id=f"s/h{i:02d}", suite="s", level=1, runner="m:f", kind="heavy") for i in range(8)]
+    cases += [Case(id=f"s/l{i:02d}", suite="s", level=1, runner="m:f", kind="light") for i in range(40)]
+    assert shard.estimated_cost(Case(id="s/x", suite="s", level=1, runner="m:f", kind="light",
+                                     params={"op": "slowop"})) == 2.0  # light kind, an op twice the suite's mean
+    assert shard.estimated_cost(Case(id="t/x", suite="t", level=1, runner="m:f")) == 2.0  # unknown: median suite
+    decisions = [Decision(c, "run") for c in cases]
+    parts = [shard.shard_decisions(decisions, i, 4)[0] for i in range(1, 5)]
+    cost = [sum(shard.estimated_cost(d.case) for d in p) for p in parts]
+    assert max(cost) - min(cost) <= 1.0 and sorted(len(p) for p in parts) == [12, 12, 12, 12]
+    heavy = [sum(d.case.kind == "heavy" for d in p) for p in parts]
+    assert heavy == [2, 2, 2, 2]
+    again = [shard.shard_decisions(list(reversed(decisions)), i, 4)[0] for i in range(1, 5)]
+    assert [{d.case.id for d in p} for p in parts] == [{d.case.id for d in p} for p in again]  # order-free
