@@ -3,7 +3,7 @@
 # `python -c "import torchcts.sim as s; print(s.manifest_path())"` prints the path.
 # It claims what the sim supports: every aten op delegates to CPU, so every dtype CPU computes
 # and the framework semantics ride along; what it lacks (streams, events, pinned memory,
-# torch.compile, a second device, sparse/nested layouts, fp8) is not claimed.
+# a second device, sparse/nested layouts, fp8) is not claimed.
 import torch
 
 manifest = {
@@ -39,7 +39,7 @@ manifest = {
         "foreach": True,
         "deterministic": True,
         "multi_device": False,
-        "compile": False,
+        "compile": True,
         "autocast": False,
         "streams": False,
         "events": False,
