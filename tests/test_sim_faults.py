@@ -102,7 +102,7 @@ GROUPS: dict[str, dict[str, object]] = {
     },
     # issue 18's bug classes (docs/depth.md): each fault in its class's new suite; the controls are
     # beside the bug (an index op without the offset bug, a wide cumsum, a small K, same-dtype cat
-    # values, dropout at p = 0.5 where 1/p == 1/(1 - p)).
+    # values, dropout at p = 0.5 where 1/p == 1/(1 - p), the same op compiled without an in-place write-back).
     "depth": {
         "caught": {
             "index_add_ignores_offset": "inplace_views/ops/index_add_/views/float32",
@@ -110,10 +110,11 @@ GROUPS: dict[str, dict[str, object]] = {
             "mm_k_tail": "tiling/contraction/mm/K/float32",
             "cat_first_dtype": "mixed_dtypes/pair/cat/others/int32",
             "dropout_scale_inverted": "random_ops/dropout/scaling/p0.1/float32",
+            "copy_same_layout_skipped": "compiler_ops/elementwise/sigmoid/inplace/float32",
         },
         "controls": ("inplace_views/ops/index_copy_/views/float32", "limits/cumsum/high/int32",
                      "tiling/long/sum/dims/float32", "mixed_dtypes/pair/maximum/others/int32",
-                     "random_ops/dropout/scaling/p0.5/float32"),
+                     "random_ops/dropout/scaling/p0.5/float32", "compiler_ops/elementwise/sigmoid/static/float32"),
     },
 }
 PROCESS_FAULTS = ("mul_complex128_segv", "sub_int16_hang")  # need worker isolation: test_selftest_cli_end_to_end
@@ -209,7 +210,7 @@ def test_selftest_cli_end_to_end(tmp_path):
 
 
 DEPTH_FAULTS = ("index_add_ignores_offset", "cumsum_narrow_accumulator", "mm_k_tail", "cat_first_dtype",
-                "dropout_scale_inverted")
+                "dropout_scale_inverted", "copy_same_layout_skipped")
 
 
 @pytest.mark.parametrize("name", DEPTH_FAULTS)
