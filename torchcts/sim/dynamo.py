@@ -15,6 +15,9 @@ every op through `tensor.dispatch` (so planted faults are reached as in eager).
 from its inner CPU tensor (the meta converter then refuses a `sim` tensor on a `meta` storage),
 and whose graph would trace through the sim's Python into CPU ops: not what a device's compile is.
 
+PyTorch 2.12 and 2.13 (measured); older dynamo asserts on any other tensor subclass in
+wrap_tensor, so there the sim does not claim `compile` (compat.python_backend_compiles).
+
 dynamo is imported lazily (seconds under load): the hook is applied once `torch._dynamo` has
 been imported (by torch.compile), or at once if it already is.
 """
@@ -30,16 +33,20 @@ DYNAMO = "torch._dynamo"
 
 
 def _patch() -> None:
+    import torch
     from torch._dynamo import trace_rules
     from torch._dynamo.variables.builder import VariableBuilder as cls
 
+    from torchcts.sim import tensor
     from torchcts.sim.tensor import SimTensor
 
     if getattr(cls._wrap, "_torchcts_sim", False):
         return
     # The sim's Python is its kernels (C++ in a real backend): dynamo must run it, never trace it
-    # (after a graph break it would otherwise compile SimTensor.__new__ as user code).
+    # (after a graph break it would otherwise compile SimTensor.__new__ as user code). Skipping the
+    # sim's files covers its entry frames; the kernels run with dynamo off for every frame they call.
     trace_rules.add("torchcts.sim")
+    tensor.dispatch = torch._dynamo.disable(tensor.dispatch, recursive=True)
     wrap = cls._wrap
 
     def _wrap(self: Any, value: Any) -> Any:

@@ -6,6 +6,8 @@
 # a second device, sparse/nested layouts, fp8) is not claimed.
 import torch
 
+from torchcts import compat
+
 manifest = {
     "manifest_version": 1,
     "device_name": "sim",
@@ -39,7 +41,7 @@ manifest = {
         "foreach": True,
         "deterministic": True,
         "multi_device": False,
-        "compile": True,
+        "compile": compat.python_backend_compiles(),  # PyTorch 2.12+ (torchcts/sim/dynamo.py)
         "autocast": False,
         "streams": False,
         "events": False,
