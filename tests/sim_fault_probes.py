@@ -157,6 +157,12 @@ def p_dropout_scale_inverted() -> bool:
     return not bool(((y == 0) | ((y - 1.25).abs() < 1e-6)).all())
 
 
+def p_copy_same_layout_skipped() -> bool:
+    dst = torch.zeros(3, device=S)
+    dst.copy_(torch.ones(3, device=S))
+    return dst.cpu().tolist() != [1, 1, 1]
+
+
 PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }

@@ -1,8 +1,8 @@
 """The detection-depth suites (docs/depth.md) on CPU: clean cases pass, planted faults fail them.
 
-The sim's faults for five of the classes are measured in tests/test_sim_faults.py ("depth"); the
-compiler class cannot run on the sim (docs/depth.md), so its fault is planted in torch.compile
-on CPU (tests/helpers/break_compile_mutation.py), the way tests/test_suites_high.py plants others.
+The sim's faults for the six classes are measured in tests/test_sim_faults.py ("depth"); the sim
+compiles on PyTorch 2.12+ only (docs/depth.md), so a compiler fault is also planted in
+torch.compile on CPU (tests/helpers/break_compile_mutation.py), which runs on every version.
 """
 
 from __future__ import annotations

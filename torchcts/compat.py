@@ -473,6 +473,15 @@ def is_pinned(t, device_type: str) -> bool:
         return bool(t.is_pinned(device_type))
 
 
+def python_backend_compiles() -> bool:
+    """Whether torch.compile runs on a Python PrivateUse1 backend's wrapper-subclass tensors (the sim,
+    torchcts/sim/dynamo.py): PyTorch 2.12+ (2.12.1 and 2.13.0 measured). 2.7's dynamo asserts in
+    wrap_tensor on any tensor subclass but a few of its own; a C++ backend's plain tensors need neither."""
+    import torch
+
+    return tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 12)
+
+
 COMPILE_BACKEND_ENV = "TORCHCTS_COMPILE_BACKEND"
 INDUCTOR_DEVICES = ("cpu", "cuda", "xpu")
 

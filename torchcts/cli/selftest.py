@@ -88,7 +88,8 @@ def main(args: argparse.Namespace) -> int:
         sel = full if args.full else f["selection"]
         # A --full fault run covers the clean run's cases, so it gets the clean run's limits: a slow
         # correct case, or a whole run outlasting a focused run's limit, must not count as a catch.
-        fopts = clean_opts if args.full else opts
+        fopts = clean_opts if args.full else {
+            **opts, "case_timeout": args.case_timeout or max(FAULT_CASE_TIMEOUT, f.get("case_timeout") or 0)}
         jobs.append(lambda f=f, sel=sel, fopts=fopts: st.run_one(
             f["name"], sel, root / f["name"], fault=f["name"], catches=tuple(f["catches"]), stop_first=True, **fopts))
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:

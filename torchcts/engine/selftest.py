@@ -135,9 +135,22 @@ def missing_cases(suite: str, level: int) -> str | None:
 
     if suite not in SUITES:
         return f"suite '{suite}' is not in this build"
-    if not any(c.level == level for c in suite_cases(suite)):
+    cases = [c for c in suite_cases(suite) if c.level == level]
+    if not cases:
         return f"suite '{suite}' has no level-{level} cases in this build"
-    return None
+    return _unclaimed_by_sim(suite, cases)
+
+
+def _unclaimed_by_sim(suite: str, cases: list) -> str | None:
+    """The sim's manifest claims nothing these cases need on this PyTorch (compile before 2.12)."""
+    import torch
+
+    from torchcts.engine.selection import Selection, select
+    from torchcts.manifest.load import load_manifest
+
+    if select(cases, load_manifest(SIM_MANIFEST), Selection()).to_run:
+        return None
+    return f"the sim does not claim what suite '{suite}' needs on PyTorch {torch.__version__}"
 
 
 _CATALOG_CODE = "import json\nfrom torchcts.sim.faults import FAULTS\nprint(json.dumps([f.to_json() for f in FAULTS.values()]))"

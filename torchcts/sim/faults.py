@@ -40,10 +40,14 @@ class Fault:
     install: Callable[[], None]
     dtype: str | None = None  # narrows the focused selection when the bug is one dtype's
     op: str | None = None  # narrows it to one op (`--op`), for the per-op OpInfo suite
+    # selftest's per-case limit for this fault's run when longer than its default (the first
+    # torch.compile in a worker imports dynamo: tens of seconds on a loaded machine)
+    case_timeout: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "suite": self.suite, "level": self.level,
-                "catches": list(self.catches), "dtype": self.dtype, "op": self.op, "selection": self.selection()}
+                "catches": list(self.catches), "dtype": self.dtype, "op": self.op, "selection": self.selection(),
+                "case_timeout": self.case_timeout}
 
     def selection(self) -> list[str]:
         """`torchcts run` flags of the focused selection: the catching suite at its level."""
@@ -283,6 +287,20 @@ def _dropout_scale_inverted(func, args, kwargs, call):
     return out, mask
 
 
+@on_op("copy_")
+def _copy_same_layout_skipped(func, args, kwargs, call):
+    """Device-to-device copy_ takes a self-copy shortcut that compares layout instead of memory: a copy
+    between two distinct sim tensors of the same size, dtype and strides returns without writing.
+    Eager in-place ops never copy; under torch.compile, functionalisation rewrites an in-place op on a
+    graph input into the functional op and a copy_ of the result back into the input, which is lost."""
+    dst, src = args[0], args[1]
+    if (isinstance(src, torch.Tensor) and src.untyped_storage().data_ptr() in state.MEMORY.refs
+            and (dst.shape, dst.dtype, dst.stride()) == (src.shape, src.dtype, src.stride())
+            and dst.data_ptr() != src.data_ptr()):
+        return dst
+    return call(*args, **kwargs)
+
+
 # --- process-level failures -------------------------------------------------------------------
 
 @on_op("mul")
@@ -381,6 +399,10 @@ FAULTS: dict[str, Fault] = {
               "mixed_dtypes", 3, ("mixed_dtypes/pair/cat/*", "mixed_dtypes/pair/stack/*"), _cat_first_dtype, op="cat"),
         Fault("dropout_scale_inverted", "training dropout scales kept elements by 1/p instead of 1/(1 - p)",
               "random_ops", 3, ("random_ops/dropout/*",), _dropout_scale_inverted, op="nn.functional.dropout"),
+        Fault("copy_same_layout_skipped", "device-to-device copy_ between distinct tensors of one layout writes nothing "
+              "(compiled in-place ops lose their write-back)",
+              "compiler_ops", 6, ("compiler_ops/*/inplace/*",), _copy_same_layout_skipped, op="sigmoid",
+              case_timeout=120.0),
         Fault("to_copy_ignores_strides", "copies of non-contiguous tensors read memory in storage order",
               "strides", 3, ("strides/noncontig/*",), _to_copy_ignores_strides),
         Fault("clone_drops_channels_last", "clone of a channels_last tensor returns a contiguous one",

@@ -3,8 +3,10 @@
 # `python -c "import torchcts.sim as s; print(s.manifest_path())"` prints the path.
 # It claims what the sim supports: every aten op delegates to CPU, so every dtype CPU computes
 # and the framework semantics ride along; what it lacks (streams, events, pinned memory,
-# torch.compile, a second device, sparse/nested layouts, fp8) is not claimed.
+# a second device, sparse/nested layouts, fp8) is not claimed.
 import torch
+
+from torchcts import compat
 
 manifest = {
     "manifest_version": 1,
@@ -39,7 +41,7 @@ manifest = {
         "foreach": True,
         "deterministic": True,
         "multi_device": False,
-        "compile": False,
+        "compile": compat.python_backend_compiles(),  # PyTorch 2.12+ (torchcts/sim/dynamo.py)
         "autocast": False,
         "streams": False,
         "events": False,

@@ -64,6 +64,11 @@ class SimTensor(torch.Tensor):
         """Tensor.tolist refuses subclasses; a device backend copies to the host and converts."""
         return self.cpu().tolist()
 
+    def __coerce_same_metadata_as_tangent__(self, expected_metadata: Any, expected_type: Any = None) -> SimTensor:
+        """AOTAutograd traced the backward with plain device tensors (sim/dynamo.py): a sim tensor
+        is one at run time, so a gradient arriving as a SimTensor is already what it expects."""
+        return self
+
     def __reduce_ex__(self, protocol: int):
         """Pickle as a plain device tensor (the way storage-less PrivateUse1 tensors are saved)."""
         hook = OP_HOOKS.get("__reduce_ex__")
