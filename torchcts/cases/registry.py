@@ -50,6 +50,9 @@ SUITES: dict[str, Suite] = {
               "binary, ternary, index and cat/stack ops with inputs of different dtypes (and index dtypes)"),
         Suite("random_ops", "torchcts.cases.suites.random_ops",
               "random ops' deterministic parts (dropout scaling, eval mode, permutations, ranges) and moments"),
+        # dispatcher surfaces nobody else reaches (issue 20; docs/coverage.md: Surface suites)
+        Suite("foreach", "torchcts.cases.suites.foreach",
+              "every _foreach_* overload and fused optimizer step on lists of mixed shapes, strides and dtypes"),
     )
 }
 
