@@ -19,7 +19,8 @@ from torchcts.cases.context import CaseContext
 from torchcts.cases.helpers import expect_raises
 from torchcts.compat import is_missing_kernel
 
-__all__ = ["CHECKED", "NO_CPU_KERNEL", "RAISES", "Synth", "compare_overload", "overload_names", "resolve"]
+__all__ = ["CHECKED", "NO_CPU_KERNEL", "RAISES", "Synth", "build_args", "compare_overload", "functional_of",
+           "overload_names", "qualified", "resolve", "run_overloads", "settle", "with_out"]
 
 CHECKED, RAISES, NO_CPU_KERNEL = "checked", "raises", "no_cpu_kernel"
 
@@ -110,14 +111,50 @@ def compare_overload(ctx: CaseContext, op: Any, synth: Synth, *, category: str =
     return CHECKED
 
 
+def functional_of(overload: str) -> str:
+    """The functional sibling of an out= overload: 'Scalar_out' -> 'Scalar', 'out' -> 'default'."""
+    return "default" if overload == "out" else overload.removesuffix("_out")
+
+
+def with_out(name: str, overload: str, synth: Synth) -> Synth:
+    """`synth`, plus the `out` argument: empty tensors like the functional sibling's CPU result (the
+    first list of an op returning several: the fused optimizers' parameters). When CPU cannot
+    compute the sibling, `synth` makes `out` (the out= call then shows CPU's verdict)."""
+    sibling = resolve(name, functional_of(overload))
+    like: Any = None
+    if sibling is not None:
+        args, kwargs = build_args(sibling, synth, torch.device("cpu"))
+        try:
+            like = sibling(*args, **kwargs)
+        except Exception:  # noqa: BLE001 - the out= call itself is compared
+            like = None
+    if isinstance(like, tuple) and like and isinstance(like[0], (list, tuple)):
+        like = like[0]
+
+    def out_synth(arg: Any, device: torch.device) -> Any:
+        if arg.name != "out" or like is None:
+            return synth(arg, device)
+        if isinstance(like, torch.Tensor):
+            return torch.empty_like(like, device=device)
+        return [torch.empty_like(t, device=device) for t in like]
+
+    return out_synth
+
+
 def run_overloads(ctx: CaseContext, ops: Iterable[tuple[str, str]], synth: Synth, *, category: str = "elementwise",
                   variant: str = "") -> dict[str, str]:
-    """compare_overload for each (name, overload) present in this build; outcome per overload."""
+    """compare_overload for each (name, overload) present in this build (an out= overload with an
+    out sized by `with_out`); the outcome per overload."""
     outcome: dict[str, str] = {}
     for name, overload in ops:
         op = resolve(name, overload)
         key = qualified(name, overload) + (f" [{variant}]" if variant else "")
-        outcome[key] = "missing" if op is None else compare_overload(ctx, op, synth, category=category)
+        if op is None:
+            outcome[key] = "missing"
+            continue
+        is_out = any(a.name == "out" and a.kwarg_only for a in op._schema.arguments)
+        outcome[key] = compare_overload(ctx, op, with_out(name, overload, synth) if is_out else synth,
+                                        category=category)
     ctx.info.pop("overload", None)
     return outcome
 

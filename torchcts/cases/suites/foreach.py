@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from torchcts.cases.api import FLOATING, CaseContext, CaseSet, sample
-from torchcts.cases.overloads import build_args, compare_overload, overload_names, qualified, resolve, settle
+from torchcts.cases.overloads import overload_names, qualified, run_overloads, settle
 
 SUITE = CaseSet("foreach")
 cases = SUITE.cases
@@ -62,7 +62,6 @@ class ForeachArgs:
                  flags: dict[str, bool] | None = None) -> None:
         self.ctx, self.family, self.dtype, self.variant = ctx, family, dtype, variant
         self.flags = flags or {}
-        self.out_like: list[torch.Tensor] | None = None
 
     def layouts(self, name: str) -> tuple[Layout, ...]:
         return MM_SHAPES.get(name, MM_SHAPES["self"]) if self.family == "_foreach_mm" else LAYOUTS[self.variant]
@@ -86,10 +85,8 @@ class ForeachArgs:
     def __call__(self, arg: Any, device: torch.device) -> Any:
         kind, name = str(arg.type), arg.name
         n = len(self.layouts("self"))
-        if kind == "List[Tensor]":
-            if name == "out":  # the functional sibling's result, shapes, strides and dtypes
-                return [torch.empty_like(t, device=device) for t in self.out_like or []]
-            return self.tensors(name, device)
+        if kind == "List[Tensor]":  # `out` when CPU cannot compute the functional form (with_out)
+            return self.tensors("self" if name == "out" else name, device)
         if kind == "Tensor" and name == "scalars":  # addcmul/addcdiv: one scalar per member, a CPU tensor
             return torch.tensor([0.5, 2.0, -1.5, 3.0, 0.25][:n], dtype=torch.float64)
         if kind == "Tensor" and name == "lr":
@@ -107,36 +104,13 @@ class ForeachArgs:
         raise KeyError(name)  # the schema's default
 
 
-def _functional_of(overload: str) -> str:
-    """'Scalar_out' -> 'Scalar', 'out' -> 'default', 'tensor_lr_out' -> 'tensor_lr'."""
-    return "default" if overload == "out" else overload.removesuffix("_out")
-
-
 def run_family(ctx: CaseContext, dtype: torch.dtype, family: str, overloads: list[tuple[str, str]],
                variants: tuple[str, ...], flags: tuple[dict[str, bool], ...] = ({},)) -> None:
     outcome: dict[str, str] = {}
     for variant in variants:
         for flag in flags:
-            for name, overload in overloads:
-                op = resolve(name, overload)
-                key = f"{qualified(name, overload)} [{variant}{''.join(f' {k}' for k in flag)}]"
-                if op is None:
-                    outcome[key] = "missing"
-                    continue
-                synth = ForeachArgs(ctx, family, dtype, variant, flag)
-                if overload.endswith("out"):
-                    sibling = resolve(name, _functional_of(overload))
-                    if sibling is None:
-                        outcome[key] = "missing"
-                        continue
-                    args, kwargs = build_args(sibling, synth, torch.device("cpu"))
-                    try:
-                        res = sibling(*args, **kwargs)
-                    except Exception:  # noqa: BLE001 - the out= call itself is compared below
-                        res = synth.tensors("self", torch.device("cpu"))
-                    synth.out_like = res[0] if res and isinstance(res[0], (list, tuple)) else list(res or [])
-                outcome[key] = compare_overload(ctx, op, synth)
-    ctx.info.pop("overload", None)
+            label = variant + "".join(f" {k}={v}" for k, v in flag.items())
+            outcome.update(run_overloads(ctx, overloads, ForeachArgs(ctx, family, dtype, variant, flag), variant=label))
     settle(ctx, outcome)
 
 
