@@ -15,6 +15,7 @@ per op (see faults.py); with no fault active the hook table is empty and costs o
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +45,7 @@ class SimTensor(torch.Tensor):
         if cpu.is_neg():
             torch._C._set_neg(r, True)
         state.MEMORY.track(r, cpu)
+        _remember_storage(r, cpu)
         return r
 
     def __init__(self, cpu: torch.Tensor, index: int = 0) -> None:  # __new__ did it
@@ -98,9 +100,27 @@ def _map(fn: Callable[[Any], Any], x: Any) -> Any:
     return fn(x)
 
 
+# The wrapper's own (data-less) storage -> its CPU tensor: PyTorch's composite kernels pass a tensor's
+# storage on (set_.source_Tensor_storage_offset calls set_.source_Storage_storage_offset with it).
+_STORAGES: dict[int, weakref.ref[torch.Tensor]] = {}
+
+
+def _remember_storage(wrapper: torch.Tensor, cpu: torch.Tensor) -> None:
+    key = torch.Tensor.untyped_storage(wrapper)._cdata
+
+    def forget(ref: weakref.ref[torch.Tensor], key: int = key) -> None:
+        if _STORAGES.get(key) is ref:
+            del _STORAGES[key]
+
+    _STORAGES[key] = weakref.ref(cpu, forget)
+
+
 def _unwrap(x: Any) -> Any:
     if isinstance(x, SimTensor):
         return x._cpu
+    if isinstance(x, torch.UntypedStorage) and x.device.type == state.NAME:
+        cpu = _STORAGES.get(x._cdata, lambda: None)()
+        return cpu.untyped_storage() if cpu is not None else x
     if isinstance(x, torch.device) and x.type == state.NAME:
         return torch.device("cpu")
     if isinstance(x, str) and x.split(":")[0] == state.NAME:
