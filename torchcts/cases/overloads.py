@@ -19,7 +19,7 @@ from torchcts.cases.context import CaseContext
 from torchcts.cases.helpers import expect_raises
 from torchcts.compat import is_missing_kernel
 
-__all__ = ["CHECKED", "NO_CPU_KERNEL", "RAISES", "Synth", "build_args", "compare_overload", "functional_of",
+__all__ = ["CHECKED", "NO_CPU_KERNEL", "RAISES", "Synth", "build_args", "compare_overload", "functional_of", "mirror",
            "overload_names", "qualified", "resolve", "run_overloads", "settle", "with_out"]
 
 CHECKED, RAISES, NO_CPU_KERNEL = "checked", "raises", "no_cpu_kernel"
@@ -164,3 +164,25 @@ def settle(ctx: CaseContext, outcome: dict[str, str]) -> None:
     ctx.info["overloads"] = outcome
     if not any(v in (CHECKED, RAISES) for v in outcome.values()):
         ctx.not_applicable("no overload has a CPU kernel for these inputs in this build: no reference")
+
+
+def mirror(ctx: CaseContext, checks: dict[str, Callable[[torch.device], Any]]) -> None:
+    """Each check run on CPU and on the device; the records must match (or both raise alike)."""
+    cpu, done = torch.device("cpu"), {}
+    for name, fn in checks.items():
+        try:
+            expected = fn(cpu)
+        except Exception as exc:  # noqa: BLE001 - CPU's verdict is the reference
+            if is_missing_kernel(exc):
+                done[name] = "no_cpu_kernel"
+                continue
+            expect_raises(lambda fn=fn: fn(ctx.device), f"{name}: CPU raises {type(exc).__name__}", type(exc))
+            done[name] = "raises"
+            continue
+        ctx.describe(check=name)
+        ctx.assert_close(fn(ctx.device), expected)
+        done[name] = "checked"
+    ctx.info.pop("check", None)
+    ctx.info["checks"] = done
+    if not any(v != "no_cpu_kernel" for v in done.values()):
+        ctx.not_applicable("CPU has no kernel for any check: no reference")

@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.api import ALL_DTYPES, CaseContext, CaseSet, expect_raises, same_storage, sample
-from torchcts.cases.overloads import resolve
+from torchcts.cases.api import ALL_DTYPES, CaseContext, CaseSet, same_storage, sample
+from torchcts.cases.overloads import mirror, resolve
 from torchcts.compat import is_missing_kernel
 
 SUITE = CaseSet("query_mutation")
@@ -33,28 +33,6 @@ def meta(t: torch.Tensor) -> dict[str, Any]:
     """What a metadata op must get right, and the values read back."""
     return {"shape": tuple(t.shape), "stride": tuple(t.stride()), "offset": t.storage_offset(), "dtype": str(t.dtype),
             "values": t.cpu().clone()}
-
-
-def mirror(ctx: CaseContext, checks: dict[str, Callable[[torch.device], Any]]) -> None:
-    """Each check run on CPU and on the device; the records must match (or both raise alike)."""
-    cpu, done = torch.device("cpu"), {}
-    for name, fn in checks.items():
-        try:
-            expected = fn(cpu)
-        except Exception as exc:  # noqa: BLE001 - CPU's verdict is the reference
-            if is_missing_kernel(exc):
-                done[name] = "no_cpu_kernel"
-                continue
-            expect_raises(lambda fn=fn: fn(ctx.device), f"{name}: CPU raises {type(exc).__name__}", type(exc))
-            done[name] = "raises"
-            continue
-        ctx.describe(check=name)
-        ctx.assert_close(fn(ctx.device), expected)
-        done[name] = "checked"
-    ctx.info.pop("check", None)
-    ctx.info["checks"] = done
-    if not any(v != "no_cpu_kernel" for v in done.values()):
-        ctx.not_applicable("CPU has no kernel for any check: no reference")
 
 
 def _t(dtype: torch.dtype, device: torch.device, shape: tuple[int, ...] = (3, 4), seed: int = 0) -> torch.Tensor:
