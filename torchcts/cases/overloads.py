@@ -166,7 +166,7 @@ def settle(ctx: CaseContext, outcome: dict[str, str]) -> None:
         ctx.not_applicable("no overload has a CPU kernel for these inputs in this build: no reference")
 
 
-def mirror(ctx: CaseContext, checks: dict[str, Callable[[torch.device], Any]]) -> None:
+def mirror(ctx: CaseContext, checks: dict[str, Callable[[torch.device], Any]], category: str = "elementwise") -> None:
     """Each check run on CPU and on the device; the records must match (or both raise alike)."""
     cpu, done = torch.device("cpu"), {}
     for name, fn in checks.items():
@@ -180,7 +180,7 @@ def mirror(ctx: CaseContext, checks: dict[str, Callable[[torch.device], Any]]) -
             done[name] = "raises"
             continue
         ctx.describe(check=name)
-        ctx.assert_close(fn(ctx.device), expected)
+        ctx.assert_close(fn(ctx.device), expected, category=category)
         done[name] = "checked"
     ctx.info.pop("check", None)
     ctx.info["checks"] = done

@@ -228,15 +228,18 @@ _CROSS_DEVICE = frozenset({"copy_", "_copy_from", "_copy_from_and_resize", "_to_
 
 
 def _mixes_devices(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> bool:
-    """A non-scalar CPU tensor among the inputs of an op on sim tensors: CPU 0-dim tensors are
-    scalars that every device accepts; anything else is a device mismatch a backend must refuse."""
+    """A non-scalar CPU tensor among the inputs of an op on sim tensors, or a CPU out=: CPU 0-dim
+    inputs are scalars that every device accepts; anything else is a device mismatch a backend must refuse."""
     if func._overloadpacket.__name__ in _CROSS_DEVICE:
         return False
     flat = [*args, *kwargs.values()]
     flat += [b for a in flat if isinstance(a, (list, tuple)) for b in a]
     tensors = [a for a in flat if isinstance(a, torch.Tensor)]
+    outs = kwargs.get("out")
+    outs = {id(t) for t in (outs if isinstance(outs, (list, tuple)) else [outs]) if isinstance(t, torch.Tensor)}
+    # a CPU 0-dim tensor is a scalar input, never an output: out= must be on the device
     return any(isinstance(t, SimTensor) for t in tensors) and any(
-        not isinstance(t, SimTensor) and t.device.type == "cpu" and t.dim() > 0 for t in tensors)
+        not isinstance(t, SimTensor) and t.device.type == "cpu" and (t.dim() > 0 or id(t) in outs) for t in tensors)
 
 
 def _sim_inputs(args: tuple, kwargs: dict) -> list[SimTensor]:
