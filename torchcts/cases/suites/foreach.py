@@ -62,6 +62,7 @@ class ForeachArgs:
                  flags: dict[str, bool] | None = None) -> None:
         self.ctx, self.family, self.dtype, self.variant = ctx, family, dtype, variant
         self.flags = flags or {}
+        self.bases: dict[str, list[torch.Tensor]] = {}
 
     def layouts(self, name: str) -> tuple[Layout, ...]:
         return MM_SHAPES.get(name, MM_SHAPES["self"]) if self.family == "_foreach_mm" else LAYOUTS[self.variant]
@@ -71,11 +72,13 @@ class ForeachArgs:
             return [torch.tensor(3.0, device=device) for _ in self.layouts("self")]
         if name == "max_exp_avg_sqs" and not self.flags.get("amsgrad"):
             return []  # Adam wants none without amsgrad
-        out = []
-        for i, (shape, view) in enumerate(self.layouts(name)):
-            t = sample(shape, _member_dtype(self.dtype, self.variant, i), self.ctx.seed + 7 * i + len(name))
-            out.append(view((t.abs() if name in NON_NEGATIVE else t).to(device)))
-        return out
+        if name not in self.bases:  # CPU bases drawn once per list name; each call gets fresh copies
+            self.bases[name] = [
+                sample(shape, _member_dtype(self.dtype, self.variant, i), self.ctx.seed + 7 * i + len(name))
+                for i, (shape, _) in enumerate(self.layouts(name))]
+            if name in NON_NEGATIVE:
+                self.bases[name] = [t.abs() for t in self.bases[name]]
+        return [view(t.to(device, copy=True)) for t, (_, view) in zip(self.bases[name], self.layouts(name), strict=True)]
 
     def scalar(self, name: str) -> Any:
         if _integral(self.dtype):
