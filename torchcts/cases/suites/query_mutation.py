@@ -220,3 +220,42 @@ for _op, (_name, _overload, _) in VIEW_MUTATIONS.items():
     SUITE.case(f"view_mutation/{_op}", level=LEVEL, dtypes=("float32", "int64"),
                ops=(f"aten::{_name}" if _overload == "default" else f"aten::{_name}.{_overload}",),
                params={"views": {"mutation": _op}})(view_mutation)
+
+
+@SUITE.case("mutating", level=LEVEL, dtypes=("float32", "float64"),
+            ops=("aten::retain_grad", "aten::_cummax_helper", "aten::_cummin_helper",
+                 "aten::_native_batch_norm_legit", "aten::_batch_norm_with_update"))
+def mutating(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """The ops the schema marks as writing arguments that are not self or out: retain_grad,
+    cummax/cummin's helpers (values and indices written), batch norm's running statistics (written
+    in training). Not `set_data` (`.data =`): on the sim, a Python backend, aten::set_data changes
+    the CPU tensor behind a wrapper but not the wrapper (docs/coverage.md)."""
+    def retain_grad(dev: torch.device) -> Any:
+        x = _t(dtype, dev, (3, 4)).requires_grad_()
+        y = x * 2
+        aten.retain_grad(y)
+        (y * y).sum().backward()
+        return y.grad.cpu()
+
+    def helper(name: str) -> Callable[[torch.device], Any]:
+        def check(dev: torch.device) -> Any:
+            x = _t(dtype, dev, (4, 5), 2)
+            values, indices = torch.empty_like(x), torch.empty(x.shape, dtype=torch.int64, device=dev)
+            getattr(aten, name)(x, values, indices, 1)
+            return values.cpu(), indices.cpu()
+        return check
+
+    def batch_norm(name: str) -> Callable[[torch.device], Any]:
+        def check(dev: torch.device) -> Any:
+            x, w, b = _t(dtype, dev, (4, 3, 5), 3), _t(dtype, dev, (3,), 4), _t(dtype, dev, (3,), 5)
+            mean, var = torch.zeros(3, dtype=dtype, device=dev), torch.ones(3, dtype=dtype, device=dev)
+            args = (True, 0.1, 1e-5) if name == "_native_batch_norm_legit" else (0.1, 1e-5)
+            out = getattr(aten, name)(x, w, b, mean, var, *args)
+            return [o.cpu() for o in out[:3]], mean.cpu(), var.cpu()  # _batch_norm_with_update's 4th: a reserve
+        return check
+
+    checks: dict[str, Callable[[torch.device], Any]] = {"retain_grad": retain_grad}
+    checks.update({n: helper(n) for n in ("_cummax_helper", "_cummin_helper")})
+    checks.update({n: batch_norm(n) for n in ("_native_batch_norm_legit", "_batch_norm_with_update")
+                   if resolve(n, "default") is not None})
+    mirror(ctx, checks, "normalization")
