@@ -270,12 +270,14 @@ def fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
 # Ops that PyTorch calls with the Python key excluded (the torch.tensor(..., device=) constructor
 # copies its data in such a region); the backend fallback asserts there, an op kernel does not.
 EXPLICIT = ("copy_.default", "_to_copy.default", "_copy_from.default", "_copy_from_and_resize.default",
-            *(f"linalg_matrix_rank.{o}" for o in ("out", "out_tol_tensor", "atol_rtol_tensor_out", "atol_rtol_float_out")))
+            *(f"linalg_matrix_rank.{o}" for o in ("out", "out_tol_tensor", "atol_rtol_tensor_out", "atol_rtol_float_out")),
+            "nanmean.out")
 # linalg_matrix_rank(out=)'s composite C++ kernel, given a tensor subclass (as every sim tensor is),
 # computes the sum functionally and rebinds its local `out` instead of writing it: the Python `out`
 # stays unwritten (PyTorch's own CPU tensors under a TorchDispatchMode show it too). A sim kernel
 # for the out= overloads skips that composite, as a C++ backend's tensors (no Python key) do, and
-# runs CPU's on plain tensors.
+# runs CPU's on plain tensors. nanmean(out=)'s composite kernel on torch 2.7 reaches a CPU
+# DispatchStub with the sim's device type (an internal assert): the sim kernel runs CPU's instead.
 
 _LIBS: list[torch.library.Library] = []
 
