@@ -163,6 +163,31 @@ def p_copy_same_layout_skipped() -> bool:
     return dst.cpu().tolist() != [1, 1, 1]
 
 
+def p_foreach_add_last_tail() -> bool:
+    xs = [torch.arange(5.0), torch.arange(7.0)]
+    got = torch._foreach_add([x.to(S) for x in xs], 1.0)
+    return not all(torch.equal(g.cpu(), x + 1) for g, x in zip(got, xs, strict=True))
+
+
+def p_exp_out_dtype_unchecked() -> bool:
+    try:
+        torch.exp(torch.ones(3, device=S), out=torch.zeros(3, dtype=torch.int64, device=S))
+    except RuntimeError:
+        return False
+    return True
+
+
+def p_erfcx_naive() -> bool:
+    x = torch.tensor([0.5, 30.0, 1e4])
+    return not torch.equal(torch.special.erfcx(x.to(S)).cpu(), torch.special.erfcx(x))
+
+
+def p_set_ignores_offset() -> bool:
+    src = torch.arange(10.0, device=S)
+    x = torch.empty(0, device=S).set_(src.untyped_storage(), 3, (2,), (1,))
+    return x.storage_offset() != 3 or x.cpu().tolist() != [3.0, 4.0]
+
+
 PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }

@@ -117,6 +117,18 @@ GROUPS: dict[str, dict[str, object]] = {
                      "tiling/long/sum/dims/float32", "mixed_dtypes/pair/maximum/others/int32",
                      "random_ops/dropout/scaling/p0.5/float32", "compiler_ops/elementwise/sigmoid/static/float32"),
     },
+    # issue 20's dispatcher surfaces (docs/coverage.md): the controls are the same suites' cases of
+    # a neighbouring op (_foreach_mul, exp2's out=, erfc, resize_).
+    "surfaces": {
+        "caught": {
+            "foreach_add_last_tail": "foreach/add/lists/float32",
+            "exp_out_dtype_unchecked": "out_variants/exp/out/float32",
+            "erfcx_naive": "special_values/erfcx/edges/float32",
+            "set_ignores_offset": "query_mutation/set_/float32",
+        },
+        "controls": ("foreach/mul/lists/float32", "out_variants/exp2/out/float32",
+                     "special_values/erfc/edges/float32", "query_mutation/resize_/float32"),
+    },
 }
 # The sim claims compile on PyTorch 2.12+ only (compat.python_backend_compiles): elsewhere its compiler
 # fault and compiler cases are left out (selftest lists the fault n/a).
@@ -218,13 +230,14 @@ def test_selftest_cli_end_to_end(tmp_path):
 
 DEPTH_FAULTS = ("index_add_ignores_offset", "cumsum_narrow_accumulator", "mm_k_tail", "cat_first_dtype",
                 "dropout_scale_inverted", "copy_same_layout_skipped")
+SURFACE_FAULTS = tuple(GROUPS["surfaces"]["caught"])  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("name", DEPTH_FAULTS)
+@pytest.mark.parametrize("name", DEPTH_FAULTS + SURFACE_FAULTS)
 def test_depth_fault_reached_by_a_plain_op_selection(name):
     """`torchcts run --device sim --manifest <sim> --op <op>` (no other selection) plans the case that
-    catches the fault (the run itself: tests above and docs/depth.md), and OpInfo's own cases of the
-    op are planned beside it: the bug class is one they miss."""
+    catches the fault (the run itself: tests above, docs/depth.md and docs/coverage.md); for the
+    depth faults OpInfo's own cases of the op are planned beside it: the bug class is one they miss."""
     from torchcts.cases.registry import iter_cases
     from torchcts.engine.selection import Selection, select
     from torchcts.manifest.load import load_manifest
@@ -232,9 +245,9 @@ def test_depth_fault_reached_by_a_plain_op_selection(name):
     fault = FAULTS[name]
     if fault["suite"] == "compiler_ops" and not COMPILES:
         pytest.skip("the sim claims compile on PyTorch 2.12+ only")
-    caught = GROUPS["depth"]["caught"][name]  # type: ignore[index]
+    caught = GROUPS["depth" if name in DEPTH_FAULTS else "surfaces"]["caught"][name]  # type: ignore[index]
     planned = {c.id for c in select(iter_cases(), load_manifest(SIM_MANIFEST), Selection(ops=[fault["op"]])).to_run}
     assert caught in planned, (name, fault["op"])
     assert any(fnmatch.fnmatchcase(caught, g) for g in fault["catches"])
-    assert any(case.startswith("opinfo/") for case in planned), (name, fault["op"])
+    assert name in SURFACE_FAULTS or any(case.startswith("opinfo/") for case in planned), (name, fault["op"])
 

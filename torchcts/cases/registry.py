@@ -50,6 +50,15 @@ SUITES: dict[str, Suite] = {
               "binary, ternary, index and cat/stack ops with inputs of different dtypes (and index dtypes)"),
         Suite("random_ops", "torchcts.cases.suites.random_ops",
               "random ops' deterministic parts (dropout scaling, eval mode, permutations, ranges) and moments"),
+        # dispatcher surfaces nobody else reaches (issue 20; docs/coverage.md: Surface suites)
+        Suite("foreach", "torchcts.cases.suites.foreach",
+              "every _foreach_* overload and fused optimizer step on lists of mixed shapes, strides and dtypes"),
+        Suite("out_variants", "torchcts.cases.suites.out_variants",
+              "every out= overload of one/two-tensor ops: sized, empty, wrong size, dtype and device, aliased"),
+        Suite("query_mutation", "torchcts.cases.suites.query_mutation",
+              "is_*/_has_* queries, set_ (every overload), resize_, item(), copies, in-place view mutations"),
+        Suite("special_values", "torchcts.cases.suites.special_values",
+              "every special_* overload (and its out=) at its domain's edges: poles, ±1, huge, subnormal, inf, nan"),
     )
 }
 

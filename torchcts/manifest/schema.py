@@ -171,6 +171,8 @@ RESERVED_SUITE_NAMES = (
     "serialization", "training", "compiler", "workloads", "multi_device", "stress", "generated",
     # detection depth (docs/depth.md)
     "inplace_views", "limits", "tiling", "mixed_dtypes", "random_ops", "compiler_ops",
+    # dispatcher surfaces (docs/coverage.md)
+    "foreach", "out_variants", "special_values", "query_mutation",
 )
 EXTRA_SUITES_ENV = "TORCHCTS_EXTRA_SUITES"
 

@@ -301,6 +301,55 @@ def _copy_same_layout_skipped(func, args, kwargs, call):
     return call(*args, **kwargs)
 
 
+# --- dispatcher surfaces: foreach, out=, special functions, metadata ops (docs/coverage.md) ------
+
+@on_op("_foreach_add", "_foreach_add_")
+def _foreach_add_last_tail(func, args, kwargs, call):
+    """Multi-tensor apply's last chunk stops one element short: the last element of the last tensor
+    of the list keeps its input value (in-place), or the input's value (out-of-place, out=)."""
+    last = args[0][-1] if args and isinstance(args[0], (list, tuple)) and args[0] else None
+    if last is None or last.numel() < 2:
+        return call(*args, **kwargs)
+    at = (-1,) * last.dim()
+    keep = last[at].clone()
+    out = call(*args, **kwargs)
+    target = out[-1] if isinstance(out, (list, tuple)) and out else kwargs["out"][-1] if "out" in kwargs else last
+    target[at] = keep
+    return out
+
+
+@on_op("exp")
+def _exp_out_dtype_unchecked(func, args, kwargs, call):
+    """exp(out=) with an out whose dtype cannot hold the result casts into it instead of raising."""
+    out = kwargs.get("out")
+    if out is None:
+        return call(*args, **kwargs)
+    result = torch.ops.aten.exp.default(*args)
+    if torch.can_cast(result.dtype, out.dtype):
+        return call(*args, **kwargs)
+    out.resize_(result.shape).copy_(result)
+    return out
+
+
+@on_op("special_erfcx")
+def _erfcx_naive(func, args, kwargs, call):
+    """erfcx(x) computed naively as exp(x^2) * erfc(x): nan (inf * 0) for x > 26.6, where the scaled
+    function is finite, about 1 / (x * sqrt(pi))."""
+    out = call(*args, **kwargs)
+    x = args[0]
+    if isinstance(x, torch.Tensor) and x.is_floating_point():
+        out.masked_fill_(x.broadcast_to(out.shape) > 26.6, float("nan"))
+    return out
+
+
+@on_op("set_")
+def _set_ignores_offset(func, args, kwargs, call):
+    """set_(storage, storage_offset, size, stride) views the storage from its start: the offset is dropped."""
+    if func is torch.ops.aten.set_.source_Storage_storage_offset and len(args) > 2:
+        return call(args[0], args[1], 0, *args[3:], **kwargs)
+    return call(*args, **kwargs)
+
+
 # --- process-level failures -------------------------------------------------------------------
 
 @on_op("mul")
@@ -407,6 +456,14 @@ FAULTS: dict[str, Fault] = {
               "strides", 3, ("strides/noncontig/*",), _to_copy_ignores_strides),
         Fault("clone_drops_channels_last", "clone of a channels_last tensor returns a contiguous one",
               "strides", 5, ("strides/clone/channels_last*",), _clone_drops_channels_last),
+        Fault("foreach_add_last_tail", "_foreach_add(_) leaves the last element of the list's last tensor unwritten",
+              "foreach", 4, ("foreach/add/*",), _foreach_add_last_tail, op="_foreach_add"),
+        Fault("exp_out_dtype_unchecked", "exp(out=) casts into an out of a dtype CPU refuses instead of raising",
+              "out_variants", 3, ("out_variants/exp/*",), _exp_out_dtype_unchecked, op="exp"),
+        Fault("erfcx_naive", "special_erfcx is nan for x > 26.6 (exp(x^2) * erfc(x) overflows to inf * 0)",
+              "special_values", 5, ("special_values/erfcx/*",), _erfcx_naive, op="special_erfcx"),
+        Fault("set_ignores_offset", "set_(storage, offset, size, stride) ignores the storage offset",
+              "query_mutation", 3, ("query_mutation/set_/*",), _set_ignores_offset, op="set_"),
         Fault("device_count_wrong", "device_count() says 2, but index 1 does not exist",
               "device_api", 6, ("device_api/module/device_count", "device_api/module/set_device", "device_api/accelerator/*"),
               _device_count_wrong),

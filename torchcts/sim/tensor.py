@@ -15,6 +15,7 @@ per op (see faults.py); with no fault active the hook table is empty and costs o
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +45,7 @@ class SimTensor(torch.Tensor):
         if cpu.is_neg():
             torch._C._set_neg(r, True)
         state.MEMORY.track(r, cpu)
+        _remember_storage(r, cpu)
         return r
 
     def __init__(self, cpu: torch.Tensor, index: int = 0) -> None:  # __new__ did it
@@ -103,9 +105,27 @@ def _map(fn: Callable[[Any], Any], x: Any) -> Any:
     return fn(x)
 
 
+# The wrapper's own (data-less) storage -> its CPU tensor: PyTorch's composite kernels pass a tensor's
+# storage on (set_.source_Tensor_storage_offset calls set_.source_Storage_storage_offset with it).
+_STORAGES: dict[int, weakref.ref[torch.Tensor]] = {}
+
+
+def _remember_storage(wrapper: torch.Tensor, cpu: torch.Tensor) -> None:
+    key = torch.Tensor.untyped_storage(wrapper)._cdata
+
+    def forget(ref: weakref.ref[torch.Tensor], key: int = key) -> None:
+        if _STORAGES.get(key) is ref:
+            del _STORAGES[key]
+
+    _STORAGES[key] = weakref.ref(cpu, forget)
+
+
 def _unwrap(x: Any) -> Any:
     if isinstance(x, SimTensor):
         return x._cpu
+    if isinstance(x, torch.UntypedStorage) and x.device.type == state.NAME:
+        cpu = _STORAGES.get(x._cdata, lambda: None)()
+        return cpu.untyped_storage() if cpu is not None else x
     if isinstance(x, torch.device) and x.type == state.NAME:
         return torch.device("cpu")
     if isinstance(x, str) and x.split(":")[0] == state.NAME:
@@ -206,20 +226,25 @@ def _cpu_kernel_keys() -> torch._C._ForceDispatchKeyGuard:
 
 
 # Ops that take a CPU tensor next to sim tensors on a real device too (copies; CPU indices).
+# The addcmul/addcdiv foreach ops' `.Tensor` overloads take their scalars as a CPU tensor (read on the host).
 _CROSS_DEVICE = frozenset({"copy_", "_copy_from", "_copy_from_and_resize", "_to_copy", "index", "index_put_",
-                           "_index_put_impl_", "index_put", "set_"})
+                           "_index_put_impl_", "index_put", "set_", "_foreach_addcmul", "_foreach_addcmul_",
+                           "_foreach_addcdiv", "_foreach_addcdiv_"})
 
 
 def _mixes_devices(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> bool:
-    """A non-scalar CPU tensor among the inputs of an op on sim tensors: CPU 0-dim tensors are
-    scalars that every device accepts; anything else is a device mismatch a backend must refuse."""
+    """A non-scalar CPU tensor among the inputs of an op on sim tensors, or a CPU out=: CPU 0-dim
+    inputs are scalars that every device accepts; anything else is a device mismatch a backend must refuse."""
     if func._overloadpacket.__name__ in _CROSS_DEVICE:
         return False
     flat = [*args, *kwargs.values()]
     flat += [b for a in flat if isinstance(a, (list, tuple)) for b in a]
     tensors = [a for a in flat if isinstance(a, torch.Tensor)]
+    outs = kwargs.get("out")
+    outs = {id(t) for t in (outs if isinstance(outs, (list, tuple)) else [outs]) if isinstance(t, torch.Tensor)}
+    # a CPU 0-dim tensor is a scalar input, never an output: out= must be on the device
     return any(isinstance(t, SimTensor) for t in tensors) and any(
-        not isinstance(t, SimTensor) and t.device.type == "cpu" and t.dim() > 0 for t in tensors)
+        not isinstance(t, SimTensor) and t.device.type == "cpu" and (t.dim() > 0 or id(t) in outs) for t in tensors)
 
 
 def _sim_inputs(args: tuple, kwargs: dict) -> list[SimTensor]:
@@ -250,12 +275,14 @@ def fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
 # Ops that PyTorch calls with the Python key excluded (the torch.tensor(..., device=) constructor
 # copies its data in such a region); the backend fallback asserts there, an op kernel does not.
 EXPLICIT = ("copy_.default", "_to_copy.default", "_copy_from.default", "_copy_from_and_resize.default",
-            *(f"linalg_matrix_rank.{o}" for o in ("out", "out_tol_tensor", "atol_rtol_tensor_out", "atol_rtol_float_out")))
+            *(f"linalg_matrix_rank.{o}" for o in ("out", "out_tol_tensor", "atol_rtol_tensor_out", "atol_rtol_float_out")),
+            "nanmean.out")
 # linalg_matrix_rank(out=)'s composite C++ kernel, given a tensor subclass (as every sim tensor is),
 # computes the sum functionally and rebinds its local `out` instead of writing it: the Python `out`
 # stays unwritten (PyTorch's own CPU tensors under a TorchDispatchMode show it too). A sim kernel
 # for the out= overloads skips that composite, as a C++ backend's tensors (no Python key) do, and
-# runs CPU's on plain tensors.
+# runs CPU's on plain tensors. nanmean(out=)'s composite kernel on torch 2.7 reaches a CPU
+# DispatchStub with the sim's device type (an internal assert): the sim kernel runs CPU's instead.
 
 _LIBS: list[torch.library.Library] = []
 

@@ -1,0 +1,130 @@
+"""Level 3 out= semantics: every out= overload of a one- or two-tensor op this build has, vs CPU.
+
+OpInfo's out= checks (where an op has them) use an out of the right size, dtype and device. The
+rules a backend must also follow live around it: an out of the wrong size is resized (with a
+warning when it had elements), an out of another dtype is cast into or refused by CPU's rule
+(the device must do the same: the same result or the same exception type), an out on another
+device must raise, and out may alias an input. The ops are read from the dispatcher when the
+case list is built: every `aten::X.*out` overload whose required arguments, besides `out`, are
+`self` (and `other`) tensors, with the functional overload of the same arguments; random ops
+(tagged nondeterministic_seeded) are left to the rng suites. Each case runs the checks (CHECKS) on CPU and
+on the device and compares what CPU did: the value returned (and that it is `out` itself), out's
+shape, dtype and values, whether a resize warning was emitted, or CPU's exception type.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from torchcts.cases.api import CaseContext, CaseSet, expect_raises, sample
+from torchcts.cases.overloads import mirror, overload_names, qualified, resolve
+
+SUITE = CaseSet("out_variants")
+cases = SUITE.cases
+LEVEL = 3
+DTYPES = ("float32", "int64")
+# The tolerance category by name prefix (a float32 result cast into a float64 out keeps float32's error).
+CATEGORY_PREFIXES = (("linalg_", "linalg"), ("cholesky", "linalg"), ("inverse", "linalg"), ("fft_", "fft"),
+                     ("special_", "special"), ("nuclear_norm", "linalg"), ("std", "reduction"), ("var", "reduction"),
+                     ("sum", "reduction"), ("nansum", "reduction"), ("mean", "reduction"), ("nanmean", "reduction"),
+                     ("prod", "reduction"), ("dist", "reduction"), ("inner", "matmul"), ("matmul", "matmul"),
+                     ("vdot", "matmul"), ("kron", "matmul"), ("trace", "reduction"), ("logsumexp", "reduction"))
+SKIP = ("mkldnn", "q_per_channel", "indices_copy", "values_copy", "int_repr", "lift", "empty_like", "set")
+
+
+def _required(op: Any) -> list[Any]:
+    return [a for a in op._schema.arguments if not a.has_default_value() and a.name != "out"]
+
+
+def _out_ops() -> dict[str, tuple[str, str, str, int]]:
+    """case name -> (op name, out overload, functional overload, tensor inputs 1 or 2)."""
+    found: dict[str, tuple[str, str, str, int]] = {}
+    for name, overloads in overload_names("").items():
+        if name.startswith("_") or any(s in name for s in SKIP):
+            continue
+        for ov in (o for o in overloads if o == "out" or o.endswith("_out")):
+            op = resolve(name, ov)
+            if op is None or torch.Tag.nondeterministic_seeded in op.tags or len(op._schema.returns) != 1:
+                continue
+            req = _required(op)
+            names = [(a.name, str(a.type)) for a in req]
+            if names not in ([("self", "Tensor")], [("self", "Tensor"), ("other", "Tensor")]):
+                continue
+            sibling = next((o for o in overloads if o != ov and not o.endswith("out")
+                            and [(a.name, str(a.type)) for a in _required(resolve(name, o))] == names
+                            and len(resolve(name, o)._schema.returns) == 1), None)
+            if sibling is not None:
+                found[name if ov == "out" else f"{name}.{ov}"] = (name, ov, sibling, len(req))
+    return found
+
+
+OUT_OPS = _out_ops()
+
+
+def _inputs(dtype: torch.dtype, n: int, dev: torch.device) -> list[torch.Tensor]:
+    return [sample((4, 5), dtype, i).to(dev) for i in range(n)]
+
+
+def _call(op: Any, inputs: list[torch.Tensor], out: torch.Tensor) -> dict[str, Any]:
+    """op(*inputs, out=out): what it returned, out afterwards, and whether it warned of a resize."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ret = op(*inputs, out=out)
+    return {"returns_out": ret is out, "shape": tuple(out.shape), "dtype": str(out.dtype),
+            "values": out.cpu().clone(), "resize_warning": any("resized" in str(w.message) for w in caught)}
+
+
+def out_case(ctx: CaseContext, dtype: torch.dtype, case: str) -> None:
+    name, overload, functional, n = OUT_OPS[case]
+    op, fn = resolve(name, overload), resolve(name, functional)
+
+    def result(dev: torch.device) -> torch.Tensor:
+        return fn(*_inputs(dtype, n, dev))
+
+    def with_out(make: Callable[[torch.Tensor, torch.device], torch.Tensor]) -> Callable[[torch.device], Any]:
+        def check(dev: torch.device) -> Any:
+            like = result(torch.device("cpu"))
+            return _call(op, _inputs(dtype, n, dev), make(like, dev))
+        return check
+
+    def other_dtype(like: torch.Tensor) -> torch.dtype:
+        return torch.int64 if like.is_floating_point() or like.is_complex() else torch.float32
+
+    def aliased(k: int) -> Callable[[torch.device], Any]:
+        def check(dev: torch.device) -> Any:
+            inputs = _inputs(dtype, n, dev)
+            return _call(op, inputs, inputs[k])
+        return check
+
+    checks: dict[str, Callable[[torch.device], Any]] = {
+        "functional": lambda dev: result(dev).cpu(),
+        "sized": with_out(lambda like, dev: torch.empty_like(like, device=dev)),
+        "empty": with_out(lambda like, dev: torch.empty(0, dtype=like.dtype, device=dev)),
+        "wrong_size": with_out(lambda like, dev: torch.zeros(7, dtype=like.dtype, device=dev)),
+        "wrong_dtype": with_out(lambda like, dev: torch.zeros_like(like, dtype=other_dtype(like), device=dev)),
+        "wider_dtype": with_out(lambda like, dev: torch.zeros_like(
+            like, dtype=torch.float64 if like.is_floating_point() else like.dtype, device=dev)),
+    }
+    try:
+        like = result(torch.device("cpu"))
+    except Exception:  # noqa: BLE001 - "functional" above compares CPU's exception
+        like = None
+    inputs = _inputs(dtype, n, torch.device("cpu"))
+    for k in range(n):  # out aliasing an input: defined where no resize or cast is needed
+        if like is not None and (like.shape, like.dtype) == (inputs[k].shape, inputs[k].dtype):
+            checks[f"alias_{('self', 'other')[k]}"] = aliased(k)
+    category = next((c for prefix, c in CATEGORY_PREFIXES if name.startswith(prefix)), "elementwise")
+    mirror(ctx, checks, category)
+    if ctx.device.type != "cpu" and ctx.info["checks"]["sized"] == "checked":
+        cpu_out = torch.empty_like(result(torch.device("cpu")))
+        expect_raises(lambda: op(*_inputs(dtype, n, ctx.device), out=cpu_out), "out= on the CPU for device inputs")
+        ctx.info["checks"]["wrong_device"] = "raises"
+
+
+for _case, (_name, _ov, _fn, _) in OUT_OPS.items():
+    SUITE.case(_case, level=LEVEL, dtypes=DTYPES, ops=(qualified(_name, _ov), qualified(_name, _fn)),
+               params={"out": {"case": _case}})(out_case)
