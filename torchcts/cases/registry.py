@@ -50,6 +50,8 @@ SUITES: dict[str, Suite] = {
               "binary, ternary, index and cat/stack ops with inputs of different dtypes (and index dtypes)"),
         Suite("random_ops", "torchcts.cases.suites.random_ops",
               "random ops' deterministic parts (dropout scaling, eval mode, permutations, ranges) and moments"),
+        Suite("generated", "torchcts.cases.schema",
+              "one case per dispatcher surface no other suite names, inputs made from its schema (level 8)"),
     )
 }
 
