@@ -157,6 +157,11 @@ def p_dropout_scale_inverted() -> bool:
     return not bool(((y == 0) | ((y - 1.25).abs() < 1e-6)).all())
 
 
+def p_cdist_skips_root() -> bool:
+    a, b = torch.rand(4, 3), torch.rand(5, 3)
+    return not torch.allclose(torch.cdist(a.to(S), b.to(S), p=3).cpu(), torch.cdist(a, b, p=3))
+
+
 PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }
