@@ -81,6 +81,10 @@ UNSAFE: dict[str, str] = {
     "_native_batch_norm_legit*": "CPU kernel does not check generated shapes (segfaults)",
     "_embedding_bag*": "CPU kernel does not check generated offsets (aborts)",
     "_weight_norm_interface*": "CPU kernel does not check generated shapes (reads uninitialised memory)",
+    "lstm_cell": "CPU kernel of torch 2.7 does not check generated weight shapes (segfaults)",
+    "gru_cell": "CPU kernel of torch 2.7 does not check generated weight shapes (segfaults)",
+    "rnn_tanh_cell": "CPU kernel of torch 2.7 does not check generated weight shapes (segfaults)",
+    "rnn_relu_cell": "CPU kernel of torch 2.7 does not check generated weight shapes (segfaults)",
 }
 
 # Integer-only ops: their cases use int64 instead of DTYPES.
