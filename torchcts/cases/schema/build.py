@@ -11,6 +11,8 @@ inputs is not a conformance question). The case list is cached with the other su
 from __future__ import annotations
 
 import fnmatch
+import functools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -139,8 +141,16 @@ def covered(surfaces: list[Surface], cases: Iterable[Case]) -> set[str]:
     return {o for name in names for o in resolve_op_name(name, packets, overloads)}
 
 
+@functools.lru_cache(maxsize=16)
+def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
+
+
 def _match(table: dict[str, str], base: str) -> str | None:
-    return next((why for pat, why in table.items() if fnmatch.fnmatchcase(base, pat)), None)
+    """The reason of the first pattern of `table` matching `base` (one regex decides whether any does)."""
+    if not _compiled(tuple(table)).match(base):
+        return None
+    return next(why for pat, why in table.items() if fnmatch.fnmatchcase(base, pat))
 
 
 def skip_reason(s: Surface) -> str | None:
