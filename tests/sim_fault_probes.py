@@ -188,6 +188,11 @@ def p_set_ignores_offset() -> bool:
     return x.storage_offset() != 3 or x.cpu().tolist() != [3.0, 4.0]
 
 
+def p_cdist_skips_root() -> bool:
+    a, b = torch.rand(4, 3), torch.rand(5, 3)
+    return not torch.allclose(torch.cdist(a.to(S), b.to(S), p=3).cpu(), torch.cdist(a, b, p=3))
+
+
 PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }

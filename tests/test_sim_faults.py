@@ -129,6 +129,12 @@ GROUPS: dict[str, dict[str, object]] = {
         "controls": ("foreach/mul/lists/float32", "out_variants/exp2/out/float32",
                      "special_values/erfc/edges/float32", "query_mutation/resize_/float32"),
     },
+    # issue 20: a fault in an op only the generated suite names (cases/schema/); the control is
+    # another generated case.
+    "generated": {
+        "caught": {"cdist_skips_root": "generated/_cdist_forward/float32"},
+        "controls": ("generated/_logcumsumexp/float32",),
+    },
 }
 # The sim claims compile on PyTorch 2.12+ only (compat.python_backend_compiles): elsewhere its compiler
 # fault and compiler cases are left out (selftest lists the fault n/a).

@@ -415,8 +415,8 @@ def watch_fallbacks():  # noqa: ANN201 - a context manager yielding a set
         _WATCHERS.append(seen)
         try:
             yield seen
-        finally:
-            _WATCHERS.remove(seen)
+        finally:  # by identity: nested scopes (a suite built from others) hold equal sets
+            _WATCHERS[:] = [w for w in _WATCHERS if w is not seen]
 
     return scope()
 

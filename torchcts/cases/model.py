@@ -78,6 +78,12 @@ class NotApplicable(Exception):
     """Raised by a case at run time: this build, PyTorch version or device lacks what it needs."""
 
 
+class Pending(NotApplicable):
+    """Raised by a generated case that could not reach a verdict (CPU rejected every input the
+    generator made, so there is no reference): recorded `pending`, visible, never a pass. A
+    NotApplicable, so code that only knows that (the evidence oracles) still skips it."""
+
+
 def repro_command(case_id: str, device: str, validation: bool = False, *, manifest: str | None = None,
                   sample: int | None = None, level: int | None = None) -> str:
     """One line that reruns just this case, as printed: the manifest when it is not the one found

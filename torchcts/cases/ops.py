@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +88,30 @@ def case_refs(case: Any) -> tuple[OpRef, ...]:
 def case_op_names(case: Any) -> list[str]:
     """The names a case declares, as written (coverage resolves each to aten overloads)."""
     return [r.name if r.opinfo else str(r) for r in case_refs(case)]
+
+
+def packet_candidates(name: str) -> list[str]:
+    """The aten packets an OpInfo-style name may mean, in order (docs/coverage.md)."""
+    parts = name.split(".")
+    cands = [name, name.replace(".", "_"), parts[-1], parts[0]]
+    return [f"aten::{c}" for c in dict.fromkeys(cands) if c]
+
+
+def resolve_op_name(name: str, packets: Mapping[str, Sequence[str]], overloads: Container[str]) -> list[str]:
+    """The aten overloads a case's op name covers (the rule of docs/coverage.md).
+
+    `packets` maps each aten packet to the overloads naming the packet covers (all but out=);
+    `overloads` holds every overload name. Used by coverage/ and by the generated suite."""
+    if name.startswith("aten::"):
+        if name in overloads and "." in name:
+            return [name]
+        candidates = [name.split(".", 1)[0]] if "." not in name else [name]
+    else:
+        candidates = packet_candidates(name)
+    for packet in candidates:
+        if packet in packets:
+            return list(packets[packet])
+    return [name] if name in overloads else []
 
 
 def _is_glob(text: str) -> bool:

@@ -21,30 +21,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from torchcts.cases.model import Case
+from torchcts.cases.ops import resolve_op_name
 from torchcts.coverage.surfaces import Surface, all_surfaces, by_op
-
-
-def _packet_candidates(name: str) -> list[str]:
-    parts = name.split(".")
-    cands = [name, name.replace(".", "_"), parts[-1], parts[0]]
-    return [f"aten::{c}" for c in dict.fromkeys(cands) if c]
 
 
 def resolve_op(name: str, surfaces: tuple[Surface, ...] | None = None) -> list[str]:
     """The surfaces (overload names) a case's op entry covers, by the module's rule."""
     surfaces = surfaces if surfaces is not None else all_surfaces()
-    index = _index(surfaces)
-    packets, overloads = index
-    if name.startswith("aten::"):
-        if name in overloads and "." in name:
-            return [name]
-        candidates = [name.split(".", 1)[0]] if "." not in name else [name]
-    else:
-        candidates = _packet_candidates(name)
-    for packet in candidates:
-        if packet in packets:
-            return [s.name for s in packets[packet] if s.kind != "out"]
-    return [name] if name in overloads else []
+    return resolve_op_name(name, *_packet_covers(surfaces))
+
+
+@functools.lru_cache(maxsize=4)
+def _packet_covers(surfaces: tuple[Surface, ...]) -> tuple[dict[str, list[str]], frozenset[str]]:
+    packets = {op: [s.name for s in group if s.kind != "out"] for op, group in by_op(surfaces).items()}
+    return packets, frozenset(s.name for s in surfaces)
 
 
 @functools.lru_cache(maxsize=4)

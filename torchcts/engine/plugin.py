@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from torchcts import compat
-from torchcts.cases.model import Case, NotApplicable
+from torchcts.cases.model import Case, NotApplicable, Pending
 from torchcts.engine.lean import skip_exit_gc
 from torchcts.engine.probe import CaseProbe, worker_name
 from torchcts.oracle.mismatch import OracleMismatch
@@ -222,9 +222,10 @@ class CaseItem(pytest.Item):
         try:
             with compat.watch_fallbacks() as fallbacks:
                 run_case(self.case, ctx)
-        except NotApplicable as exc:
-            self.outcome.update(status="not_applicable", message=str(exc))
-            pytest.skip(f"not applicable: {exc}")
+        except NotApplicable as exc:  # Pending is one: no verdict, shown apart (results/statuses.py)
+            status = "pending" if isinstance(exc, Pending) else "not_applicable"
+            self.outcome.update(status=status, message=str(exc))
+            pytest.skip(f"{status.replace('_', ' ')}: {exc}")
         except OracleMismatch as exc:
             self.outcome.update(status="failed", message=str(exc), mismatch=exc.mismatch.to_json())
             raise

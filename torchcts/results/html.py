@@ -14,7 +14,7 @@ from torchcts.results.summary import NOT_RUN_NOTE, by, failures, not_run, slowes
 COLORS = {
     "passed": "#2e7d32", "xfailed": "#6a8f3a", "xpassed": "#c77c02", "failed": "#c62828", "error": "#ad1457",
     "crashed": "#6a1b9a", "timeout": "#4527a0", "flaky": "#ef6c00", "not_claimed": "#78909c",
-    "filtered": "#90a4ae", "not_applicable": "#9e9e9e", "not_run": "#5d4037",
+    "filtered": "#90a4ae", "not_applicable": "#9e9e9e", "pending": "#8d6e63", "not_run": "#5d4037",
 }
 
 CSS = """

@@ -25,6 +25,7 @@ class Status(str, Enum):
     NOT_CLAIMED = "not_claimed"
     FILTERED = "filtered"
     NOT_APPLICABLE = "not_applicable"
+    PENDING = "pending"
     NOT_RUN = "not_run"
 
     __hash__ = str.__hash__  # a member and its value are one dict key (Python 3.10 too)
@@ -86,6 +87,9 @@ STATUSES: dict[str, StatusInfo] = {
         StatusInfo("not_claimed", False, False, "the manifest does not claim the dtype or capability"),
         StatusInfo("filtered", False, False, "deselected by the user's selection"),
         StatusInfo("not_applicable", False, False, "this build, PyTorch version or device lacks it"),
+        # A generated case (cases/schema/) whose inputs CPU rejected: no reference, so no verdict.
+        # Shown in every report, never a pass, never a gate failure.
+        StatusInfo("pending", False, False, "ran, but CPU rejected the generated inputs: no reference, no verdict"),
         # Never written to cases.jsonl: reports add it for planned cases without a record (a killed or
         # interrupted run, pytest's -x or --maxfail), so they show and fail the run instead of vanishing.
         # pytest's -k/-m/--lf deselections are recorded `filtered` (engine/plugin.py: pytest_deselected).

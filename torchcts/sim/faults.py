@@ -399,6 +399,15 @@ def _save_loses_device() -> None:
     tensor.OP_HOOKS["__reduce_ex__"] = reduce
 
 
+@on_op("_cdist_forward")
+def _cdist_skips_root(func, args, kwargs, call):
+    """A p-norm distance kernel that forgets the final 1/p root for p other than 1 and 2
+    (its p = 2 and p = 1 fast paths are right)."""
+    out = call(*args, **kwargs)
+    p = float(args[2]) if len(args) > 2 else 2.0
+    return out if p in (1.0, 2.0) else out.pow(p)
+
+
 FAULTS: dict[str, Fault] = {
     f.name: f
     for f in (
@@ -467,6 +476,8 @@ FAULTS: dict[str, Fault] = {
         Fault("device_count_wrong", "device_count() says 2, but index 1 does not exist",
               "device_api", 6, ("device_api/module/device_count", "device_api/module/set_device", "device_api/accelerator/*"),
               _device_count_wrong),
+        Fault("cdist_skips_root", "_cdist_forward skips the final 1/p root for p other than 1 and 2",
+              "generated", 8, ("generated/_cdist_forward/*",), _cdist_skips_root, op="_cdist_forward"),
         Fault("memory_never_freed", "memory_allocated() never decreases after tensors are freed",
               "memory", 6, ("memory/stats/*",), _memory_never_freed),
     )

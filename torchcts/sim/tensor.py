@@ -160,6 +160,18 @@ def _refresh(wrapper: SimTensor, cpu: torch.Tensor) -> SimTensor:
     return wrapper
 
 
+def _refresh_written(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> None:
+    """Refresh the wrappers of every argument the op writes: an op that returns nothing
+    (`_foreach_add.List_out(..., Tensor(a!)[] out) -> ()`) resizes its outs in place too."""
+    for i, arg in enumerate(func._schema.arguments):
+        if arg.alias_info is None or not arg.alias_info.is_write:
+            continue
+        value = args[i] if i < len(args) and not arg.kwarg_only else kwargs.get(arg.name)
+        for t in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(t, SimTensor):
+                _refresh(t, t._cpu)
+
+
 def dispatch(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     index = _target_index(args, kwargs)
     # CPU's storage-less zero tensors crash when a later sim op reads them: materialise zeros.
@@ -175,6 +187,8 @@ def dispatch(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     call = kernels.KERNELS.get(func, func)
     with _cpu_kernel_keys():
         out = hook(func, cargs, ckwargs, call) if hook is not None else call(*cargs, **ckwargs)
+    if func._schema.is_mutable:
+        _refresh_written(func, args, kwargs)
     if index is None:
         return out
     inputs = _sim_inputs(args, kwargs)

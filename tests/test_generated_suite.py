@@ -1,0 +1,88 @@
+"""The generated suite (cases/schema/) and the reviewed exclusion list (cases/surface_exclusions.py).
+
+Small and in-process: the plan is built from a fake "other suites" list, and a few cases run on
+CPU. The sim fault only the generated suite catches is in tests/test_sim_faults.py ("generated").
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import latest_run, records, run_cli
+
+from torchcts.cases.context import CaseContext
+from torchcts.cases.model import Case, Pending
+from torchcts.cases.schema import build, synth
+from torchcts.cases.schema.run import run_surface
+from torchcts.cases.surface_exclusions import EXCLUDED, excluded_reason
+from torchcts.manifest.templates import validation_manifest
+from torchcts.oracle.mismatch import OracleMismatch
+from torchcts.results.statuses import FAILURES, PASSING, STATUSES
+
+
+@pytest.fixture(scope="module")
+def planned() -> tuple[dict[str, Case], dict[str, str]]:
+    named = Case("x/abs", "x", 1, "m:f", ops=("aten::abs",))  # names abs's packet: not its out=
+    cases, skipped = build.plan([named])
+    return {c.id: c for c in cases}, skipped
+
+
+def test_exclusions_have_reasons_and_match_families():
+    assert all(isinstance(r, str) and len(r) > 10 for r in EXCLUDED.values())
+    for name in ("aten::cudnn_convolution.out", "aten::miopen_rnn", "aten::mkldnn_linear", "aten::_mps_convolution",
+                 "aten::fbgemm_linear_fp16_weight", "aten::quantize_per_tensor", "aten::q_scale", "aten::_cufft_clear_plan_cache"):
+        assert excluded_reason(name), name
+    for name in ("aten::add.Tensor", "aten::abs", "aten::conv2d", "aten::var"):
+        assert excluded_reason(name) is None, name
+
+
+def test_plan_generates_the_remaining_surfaces(planned):
+    cases, skipped = planned
+    assert "generated/abs/float32" not in cases and "generated/_cdist_forward/float32" in cases  # packet != out=
+    assert not any("cudnn" in i for i in cases) and any(v.startswith("excluded: cudnn_") for v in skipped.values())
+    assert all(c.level == build.LEVEL and c.suite == "generated" and c.ops == (c.params["overload"],)
+               for c in cases.values())
+    assert cases["generated/bitwise_and.Tensor/int64"].dtype == "int64"  # integer-only ops
+    assert cases["generated/bernoulli.p/float32"].params["check"] == "properties"
+    assert cases["generated/bernoulli.p/float32"].requires == ("rng",)
+    again, _ = build.plan([Case("x/abs", "x", 1, "m:f", ops=("aten::abs",))])
+    assert [c.id for c in again] == list(cases)  # ids are stable: overload name + dtype
+
+
+def _ctx() -> CaseContext:
+    return CaseContext(device=torch.device("cpu"), manifest=validation_manifest())
+
+
+def test_cases_run_against_cpu_and_pend_without_a_reference():
+    run_surface(_ctx(), "aten::abs.out", torch.float32)
+    run_surface(_ctx(), "aten::_cdist_forward", torch.float32, category="matmul")
+    with pytest.raises(Pending, match="CPU rejected all"):
+        run_surface(_ctx(), "aten::_amp_update_scale", torch.float32)
+
+
+def test_a_wrong_device_result_fails(monkeypatch):
+    """The device side's output goes through the oracle: inputs shifted by 1 on the way are caught."""
+    from torchcts.cases.schema import run as run_mod
+
+    real = run_mod._to
+    monkeypatch.setattr(run_mod, "_to", lambda v, d: real(v, d) + 1 if isinstance(v, torch.Tensor) else real(v, d))
+    with pytest.raises(OracleMismatch):
+        run_surface(_ctx(), "aten::_logcumsumexp", torch.float32)
+
+
+def test_synth_sizes_and_out_profiles():
+    schema = torch.ops.aten.upsample_nearest2d.out._schema
+    args, kwargs = synth.build_args(schema, "x", 0, torch.float32, synth.Profile((1, 2, 3, 3), False), "cpu")
+    assert args[1] == [3, 3] and kwargs["out"].numel() == 0
+    assert any(p.out_dtype == "int64" for p in synth.profiles(torch.ops.aten.max.dim_max._schema))
+
+
+def test_pending_is_visible_never_a_pass_never_a_failure(tmp_path):
+    info = STATUSES["pending"]
+    assert "pending" not in PASSING and "pending" not in FAILURES and not info.executed
+    r = run_cli("run", "--validation", "--level", "8", "--no-isolation", "--case", "generated/_amp_update_scale/float32",
+                "--case", "generated/_cdist_forward/float32", "--", "-q", "-p", "no:cacheprovider", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    status = {rec["id"]: rec["status"] for rec in records(latest_run(tmp_path))}
+    assert status == {"generated/_amp_update_scale/float32": "pending", "generated/_cdist_forward/float32": "passed"}
+    assert "pending" in (latest_run(tmp_path) / "summary.md").read_text()

@@ -1,0 +1,91 @@
+"""Running one generated case: call the overload on CPU and on the device with the same inputs.
+
+The first input profile (synth.py) the CPU kernel accepts is the case's input. No profile
+accepted: the case is `pending` with CPU's reason (the generator could not make valid inputs, so
+there is no reference; never a pass). The device must accept what CPU accepts; its results, and
+every argument the schema says the call writes (self of an in-place op, out=, running stats), are
+compared with CPU's: values with the tolerance category of the case, or, for a `properties`
+case (random, uninitialised or device-dependent results), only shapes, dtypes and Python types.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torchcts.cases.context import CaseContext
+from torchcts.cases.model import Pending
+from torchcts.cases.schema import synth
+from torchcts.oracle.mismatch import Mismatch, OracleMismatch
+
+
+def overload_of(name: str) -> Any:
+    """The OpOverload of an `aten::packet.overload` name (the default overload when none)."""
+    packet, _, overload = name.removeprefix("aten::").partition(".")
+    return getattr(getattr(torch.ops.aten, packet), overload or "default")
+
+
+def _to(value: Any, device: torch.device) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device, copy=True)
+    if isinstance(value, list):
+        return [_to(v, device) for v in value]
+    return value
+
+
+def _first_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}"
+
+
+def _reference(ctx: CaseContext, op: Any, overload: str, dtype: torch.dtype) -> tuple[Any, ...]:
+    """(profile, CPU args, CPU kwargs, CPU result, device args, device kwargs) of the first
+    accepted profile; Pending when CPU rejects them all."""
+    schema = op._schema
+    errors: list[str] = []
+    for k, profile in enumerate(synth.profiles(schema)):
+        args, kwargs = synth.build_args(schema, overload, k, dtype, profile, "cpu")
+        dargs, dkwargs = synth.build_args(schema, overload, k, dtype, profile, ctx.device)
+        dargs, dkwargs = _to(dargs, ctx.device), {n: _to(v, ctx.device) for n, v in dkwargs.items()}
+        try:
+            expected = op(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - CPU's rejection is the reason the case is pending
+            errors.append(_first_line(exc))
+            continue
+        return profile, args, kwargs, expected, dargs, dkwargs
+    raise Pending(f"CPU rejected all {len(errors)} generated inputs, so there is no reference "
+                  f"(first: {errors[0] if errors else 'no profile'})")
+
+
+def _written(schema: Any, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    names = [a.name for a in schema.arguments]
+    bound = {**{names[i]: v for i, v in enumerate(args)}, **kwargs}
+    return {n: bound[n] for n in synth.written_args(schema) if n in bound}
+
+
+def _properties(value: Any) -> Any:
+    """What a properties check compares: shapes, dtypes and Python types, not values."""
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), str(value.dtype))
+    if isinstance(value, (list, tuple)):
+        return [_properties(v) for v in value]
+    return type(value).__name__
+
+
+def run_surface(ctx: CaseContext, overload: str, dtype: torch.dtype, check: str = "values",
+                category: str = "reduction", why: str = "") -> None:
+    op = overload_of(overload)
+    profile, args, kwargs, expected, dargs, dkwargs = _reference(ctx, op, overload, dtype)
+    ctx.describe(sample=f"{overload} with {profile.describe()} {str(dtype).removeprefix('torch.')} inputs",
+                 check=check if not why else f"{check}: {why}")
+    actual = op(*dargs, **dkwargs)
+    actual_written = {n: v for n, v in _written(op._schema, dargs, dkwargs).items()}
+    expected_written = _written(op._schema, args, kwargs)
+    if check == "properties":
+        got, want = _properties((actual, actual_written)), _properties((expected, expected_written))
+        if got != want:
+            raise OracleMismatch(Mismatch("shapes, dtypes or types differ from CPU's",
+                                          extra={"actual": repr(got)[:300], "expected": repr(want)[:300]}))
+        return
+    ctx.assert_close(actual, expected, category=category)
+    ctx.assert_close(actual_written, expected_written, category=category)
