@@ -8,6 +8,13 @@ level's. CPU seconds of the process tree are reported beside wall time (less sen
 machine).
 
     PYTHONPATH=. python3 bench/coverage.py [--repeat 2] [--output FILE] [-- run args]
+    PYTHONPATH=. python3 bench/coverage.py --in-process 100   # every 100th case of the default level,
+                                                               # case bodies only, in this process
+
+`--in-process N` times only the case bodies (`engine/runner.py: run_case`, CPU seconds of this
+process) of every N-th runnable case of the default level, each run once to warm up and then with
+observation off and on alternately: the harness's own per-case cost is left out, so the
+percentage is an upper bound of the overhead on the run's wall time.
 """
 
 from __future__ import annotations
@@ -49,12 +56,54 @@ def timed(args: list[str], observe: bool) -> dict[str, float]:
             "cases_jsonl_bytes": size}
 
 
+def in_process(step: int, repeat: int) -> dict[str, object]:
+    import torch
+
+    from torchcts.cases.context import CaseContext
+    from torchcts.coverage.inventory import load_cases
+    from torchcts.engine.runner import run_case
+    from torchcts.engine.selection import claim_decision
+    from torchcts.manifest.templates import validation_manifest
+
+    manifest = validation_manifest()
+    runnable = [c for c in load_cases() if c.level <= manifest.semantic_level and claim_decision(c, manifest).status == "run"]
+    chosen = runnable[::step]
+
+    def body(case, observe: bool) -> float:
+        os.environ["TORCHCTS_OBSERVE_DISPATCH"] = "1" if observe else "0"
+        ctx = CaseContext(device=torch.device("cpu"), manifest=manifest, validation=True)
+        t0 = time.process_time()
+        try:
+            run_case(case, ctx)
+        except Exception:  # noqa: BLE001 - not_applicable and failures cost time too
+            pass
+        return time.process_time() - t0
+
+    for case in chosen:
+        body(case, False)  # warm-up: lazy imports, op_db, first-call costs
+    totals = {"off": 0.0, "on": 0.0}
+    for _ in range(repeat):
+        for case in chosen:
+            for mode in ("off", "on"):
+                totals[mode] += body(case, mode == "on")
+    return {"cases": len(chosen), "of_runnable": len(runnable), "repeat": repeat,
+            "cpu_s": {k: round(v, 2) for k, v in totals.items()},
+            "overhead_case_body_percent": round(100 * (totals["on"] / totals["off"] - 1), 1)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--output", metavar="FILE")
+    ap.add_argument("--in-process", type=int, metavar="N", help="time case bodies of every N-th default-level case")
     ap.add_argument("run_args", nargs="*", help="torchcts run arguments (after --)")
     a = ap.parse_args()
+    if a.in_process:
+        result = in_process(a.in_process, a.repeat)
+        print(json.dumps(result, indent=1))
+        if a.output:
+            Path(a.output).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        return 0
     args = a.run_args or DEFAULT_ARGS
     rows: dict[str, list[dict[str, float]]] = {"off": [], "on": []}
     for _ in range(a.repeat):

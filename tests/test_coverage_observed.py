@@ -111,6 +111,12 @@ def test_coverage_report_run_counts_executed_dispatch_and_shows_it_in_report_htm
     assert cli(["coverage", "report", str(run)]) == 0
     assert "## By kernel for CPU" in capsys.readouterr().out
     assert cli(["coverage", "report", str(run), "--suite", "core"]) == 2
+    # a run still being written is read, never closed or rewritten
+    spec = json.loads((run / "run.json").read_text())
+    spec.pop("coverage")
+    (run / "run.json").write_text(json.dumps({**spec, "status": "running"}))
+    assert cli(["coverage", "report", str(run), "--json"]) == 0
+    assert "coverage" not in json.loads((run / "run.json").read_text())
 
 
 def test_evidence_default_selection_adds_observed_surfaces(cli, workdir, monkeypatch, capsys):

@@ -11,6 +11,7 @@ for the device (missing).
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +48,10 @@ def observe_records(records: list[dict[str, Any]], device: str) -> RunObservatio
             continue
         names = rec.get("dispatched")
         if names is None:
-            obs.unobserved[str(rec.get("dispatch_unobserved") or "no `dispatched` field (recorded before observation)")] += 1
+            why = rec.get("dispatch_unobserved") or (
+                "crashed or timed out: its worker died with the observation" if info.crash_like
+                else "no `dispatched` field (recorded before observation)")
+            obs.unobserved[str(why)] += 1
             continue
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             obs.malformed += 1
@@ -187,9 +191,11 @@ def report_run(ref: str, top: int = 25, results_root: Path = Path("results")) ->
     run_dir = run_folder(ref, results_root)
     run = rundir.read_run(run_dir)
     summary = summarize_run(observe_records(rundir.final_records(run_dir), str(run["device"].get("type") or "cpu")), top=top)
+    if run.get("status") == "running":  # still being written (or killed: `torchcts report` closes it first)
+        print(f"torchcts: note: {run_dir.name} is still running: its reports are left as they are", file=sys.stderr)
+        return run_dir, summary
     run["coverage"] = {"headline": summary["headline"], "dispatch_key": summary["dispatch_key"],
                        "by_kind": summary["by_kind"], "exclusions": summary["exclusions"]}
     rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run)
-    status = run.get("status")
-    finalize(run_dir, "interrupted" if status in ("running", "interrupted") else status)  # report.html shows it
+    finalize(run_dir, run.get("status") or "complete")  # report.html shows it
     return run_dir, summary
