@@ -140,11 +140,11 @@ def test_interrupted_collection_keeps_finished_surfaces(cli, workdir, monkeypatc
     real = OracleRunner.surface_result
     calls = []
 
-    def interrupt_second(self, cases):
+    def interrupt_second(self, cases, *rest):
         calls.append(1)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real(self, cases)
+        return real(self, cases, *rest)
 
     monkeypatch.setattr(OracleRunner, "surface_result", interrupt_second)
     argv = [*COLLECT, "--device", "cpu", "--backend-gate", "cpu", "--surface", "aten::neg", "--surface", "aten::abs"]

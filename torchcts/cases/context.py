@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from torchcts.cases.model import Case, NotApplicable
+from torchcts.cases.observe import unobserved
 from torchcts.manifest.schema import Manifest
 from torchcts.oracle.compare import assert_matches, max_abs_error
 from torchcts.oracle.tolerances import Tolerance, tolerance_for
@@ -33,6 +34,10 @@ class CaseContext:
     validation: bool = False  # a --validation run (repro commands say --validation)
     # Details the case attaches for its record (sample description, metrics, notes).
     info: dict[str, Any] = field(default_factory=dict)
+    # Set by engine/runner.py: the aten overloads that reached the device (cases/observe.py), or
+    # why the case was not observed.
+    dispatched: list[str] | None = None
+    dispatch_unobserved: str | None = None
 
     @property
     def device_type(self) -> str:
@@ -59,6 +64,10 @@ class CaseContext:
 
         Without `dtype`, each expected tensor gets the tolerance of its own dtype. `atol_floor` raises
         the absolute tolerance to what the sample's conditioning demands (oracle/conditioning.py)."""
+        with unobserved():  # the comparison is TorchCTS's work, not the device's
+            self._assert_close(actual, expected, category, dtype, atol_floor)
+
+    def _assert_close(self, actual: Any, expected: Any, category: str, dtype: Any, atol_floor: float) -> None:
         first = dtype if dtype is not None else _first_dtype(expected) or torch.float32
 
         def tol_of(dt: Any) -> Tolerance:

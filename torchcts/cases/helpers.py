@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from torchcts.cases.context import CaseContext, dtype_of
+from torchcts.cases.observe import unobserved
 from torchcts.compat import is_missing_kernel
 from torchcts.oracle.compare import Mismatch, OracleMismatch
 
@@ -23,6 +24,11 @@ __all__ = [
 
 def sample(shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
     """A deterministic CPU tensor of any dtype, with values valid for every elementwise op here."""
+    with unobserved():  # a CPU input, not the device's work (matters on --device cpu)
+        return _sample(shape, dtype, seed)
+
+
+def _sample(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     if dtype == torch.bool:
         return torch.randint(0, 2, shape, generator=g).bool()
@@ -36,10 +42,11 @@ def sample(shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0) -> torch.T
 
 def sample_for_cast(shape: tuple[int, ...], src: torch.dtype, dst: torch.dtype, seed: int = 0) -> torch.Tensor:
     """Values of `src` whose conversion to `dst` is defined: in range, non-negative for unsigned."""
-    t = sample(shape, src, seed)
-    if dst == torch.uint8 and src != torch.bool:
-        t = t.abs() if not src.is_complex else torch.complex(t.real.abs(), t.imag).to(src)
-    return t
+    with unobserved():
+        t = sample(shape, src, seed)
+        if dst == torch.uint8 and src != torch.bool:
+            t = t.abs() if not src.is_complex else torch.complex(t.real.abs(), t.imag).to(src)
+        return t
 
 
 def expect(cond: bool, what: str, /, **extra: object) -> None:
@@ -88,7 +95,8 @@ def run_both(ctx: CaseContext, fn: Callable[..., Any], *args: Any, category: str
     result (None when both raised).
     """
     try:
-        expected = fn(*args)
+        with unobserved():
+            expected = fn(*args)
     except Exception as cpu_exc:  # noqa: BLE001 - CPU's verdict is the reference
         if is_missing_kernel(cpu_exc):  # CPU lacks the kernel: no reference, not an error rule
             ctx.not_applicable(f"CPU has no kernel for this ({_first_line(cpu_exc)}); no reference")
@@ -106,7 +114,8 @@ def _move(ctx: CaseContext, args: tuple[Any, ...]) -> list[Any]:
 def cpu_reference(ctx: CaseContext, fn: Callable[[], Any], what: str) -> Any:
     """The CPU result, or not_applicable when CPU has no kernel for it (no reference exists)."""
     try:
-        return fn()
+        with unobserved():
+            return fn()
     except Exception as exc:
         if not is_missing_kernel(exc):
             raise

@@ -37,8 +37,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     inv.add_argument("--json", action="store_true", help="print JSON")
     _backend_arg(inv)
 
-    rep = sub.add_parser("report", help="coverage by surface kind and the largest uncovered families")
-    rep.add_argument("--device", default="cpu", help="device whose dispatch key the kernel counts are for (default cpu)")
+    rep = sub.add_parser("report", help="coverage by surface kind and the largest uncovered families; with RUN, "
+                         "what the run's cases really dispatched")
+    rep.add_argument("run", nargs="?", metavar="RUN",
+                     help="a run folder, run name, results folder or results/latest: observed coverage of that run "
+                          "(default: the static plan from the cases' declared ops)")
+    rep.add_argument("--results-dir", default="results", metavar="DIR", help="where RUN names are looked up")
+    rep.add_argument("--device", default=None, help="device whose dispatch key the kernel counts are for (default cpu; "
+                     "with RUN, the run's device)")
     _suite_arg(rep, "count only cases of this suite (default: all)")
     rep.add_argument("--top", type=int, default=25, metavar="N", help="families listed (default 25)")
     rep.add_argument("--json", action="store_true", help="JSON instead of Markdown")
@@ -96,6 +102,9 @@ def main(args: argparse.Namespace) -> int:
         return _verify(args)
     from torchcts.coverage.inventory import build_inventory
 
+    if command == "report" and args.run:
+        return _observed_report(args)
+    args.device = args.device or "cpu"
     if args.manifest:
         from torchcts.backends.devices import import_backend
         from torchcts.manifest.load import load_manifest
@@ -134,12 +143,32 @@ def _report(args: argparse.Namespace, inv) -> int:
         text = json.dumps({"build": build_info(), **summary}, indent=1, sort_keys=True) + "\n"
     else:
         text = render_markdown(summary, build_info())
+    _emit(args, text)
+    return EXIT_OK
+
+
+def _observed_report(args: argparse.Namespace) -> int:
+    from torchcts.coverage.observed import render_markdown, report_run
+
+    if args.suite or args.device:
+        raise UsageError("coverage report RUN counts what the run's cases dispatched on the run's device: "
+                         "drop --suite/--device, or drop RUN for the static plan")
+    if args.manifest:
+        from torchcts.backends.devices import import_backend
+        from torchcts.manifest.load import load_manifest
+
+        import_backend(load_manifest(args.manifest).backend_import)
+    run_dir, summary = report_run(args.run, top=args.top, results_root=Path(args.results_dir))
+    _emit(args, json.dumps(summary, indent=1, sort_keys=True) + "\n" if args.json else render_markdown(summary, run_dir.name))
+    return EXIT_OK
+
+
+def _emit(args: argparse.Namespace, text: str) -> None:
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
-    return EXIT_OK
 
 
 def _verify(args: argparse.Namespace) -> int:

@@ -242,6 +242,8 @@ class CaseItem(pytest.Item):
             self.outcome.update(probe.fields())  # engine/probe.py: when, where, memory
             # Compatibility fallbacks behind this result: the backend setup's and the case's own.
             self.outcome["compat_fallbacks"] = sorted(state.setup_fallbacks | fallbacks) or None
+            # The aten overloads that reached the device (cases/observe.py), or why not observed.
+            self.outcome.update(dispatched=ctx.dispatched, dispatch_unobserved=ctx.dispatch_unobserved)
         self.outcome["status"] = "passed"
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from torchcts.cases.context import CaseContext, dtype_of
 from torchcts.cases.model import Case
+from torchcts.cases.observe import observe, unobserved_reason
 
 
 def resolve_runner(case: Case) -> Callable[..., Any]:
@@ -20,10 +21,18 @@ def resolve_runner(case: Case) -> Callable[..., Any]:
 
 
 def run_case(case: Case, ctx: CaseContext) -> None:
-    """Run one case; raises OracleMismatch (failed), NotApplicable, or the backend's exception (error)."""
+    """Run one case; raises OracleMismatch (failed), NotApplicable, or the backend's exception (error).
+
+    Sets ctx.dispatched (the overloads that reached the device, cases/observe.py) or, for a case
+    not observed, ctx.dispatch_unobserved (why)."""
     fn = resolve_runner(case)
     kwargs = dict(case.params)
     if isinstance(kwargs.get("dtype"), str):
         kwargs["dtype"] = dtype_of(kwargs["dtype"])
     ctx.case = case
-    fn(ctx, **kwargs)
+    with observe(case, ctx.device) as observer:
+        try:
+            fn(ctx, **kwargs)
+        finally:  # what dispatched before a failure or NotApplicable is recorded too
+            ctx.dispatched = observer.names() if observer is not None else None
+            ctx.dispatch_unobserved = unobserved_reason(case) if observer is None else None

@@ -53,6 +53,9 @@ class Plan:
     suites: list[str]
     surfaces: list[str]
     cases_by_surface: dict[str, list[Case]]
+    cases: list[Case] = field(default_factory=list)
+    # Default selection: the surfaces the cases declare and those they are observed to dispatch.
+    observe: bool = False
 
 
 def evidence_claims(req: CollectRequest) -> Manifest:
@@ -104,7 +107,17 @@ def plan(req: CollectRequest) -> Plan:
     cov = build_coverage(cases)
     surfaces = select_surfaces(req.surfaces) if req.surfaces else sorted(cov.cases_by_surface)
     return Plan(gates, device, manifest, level, suites, surfaces,
-                {s: cov.covering(s) for s in surfaces})
+                {s: cov.covering(s) for s in surfaces}, cases, observe=not req.surfaces)
+
+
+def add_observed(p: Plan, observed: dict[str, list[Case]]) -> None:
+    """The default selection grows by the surfaces the run cases dispatched; a surface's oracles are
+    the cases declaring it and the cases that dispatched it."""
+    for surface, cases in observed.items():
+        declared = p.cases_by_surface.setdefault(surface, [])
+        ids = {c.id for c in declared}
+        declared.extend(c for c in cases if c.id not in ids)
+    p.surfaces = sorted(set(p.surfaces) | set(observed))
 
 
 def build_records(p: Plan, intent: list[str], run_pending: bool,
@@ -125,8 +138,10 @@ def build_records(p: Plan, intent: list[str], run_pending: bool,
     run_status = "complete"
     if any(gap is None for gap in served.values()):
         try:
+            if p.observe:
+                add_observed(p, runner.observed(p.cases))
             for s in p.surfaces:
-                results[s] = runner.surface_result(p.cases_by_surface[s])
+                results[s] = runner.surface_result(p.cases_by_surface[s], s)
         except KeyboardInterrupt:  # keep what finished; the caller records it and re-raises
             run_status = "interrupted"
     done = [s for s in p.surfaces if s in results] if run_status == "interrupted" else p.surfaces

@@ -43,17 +43,25 @@ class Outcome:
     status: str
     message: str = ""
     metrics: dict[str, Any] = field(default_factory=dict)
+    dispatched: list[str] | None = None  # the overloads that reached the device (cases/observe.py)
 
 
 def run_one(case: Case, device: Any, manifest: Manifest) -> Outcome:
     """Run one case in-process and classify it the way the pytest plugin does."""
     from torchcts.cases.context import CaseContext
-    from torchcts.engine.runner import run_case
 
     decision = claim_decision(case, manifest)
     if decision.status != "run":
         return Outcome(decision.status, decision.reason)
     ctx = CaseContext(device=device, manifest=manifest)
+    out = _run(case, ctx)
+    out.dispatched = ctx.dispatched
+    return out
+
+
+def _run(case: Case, ctx: Any) -> Outcome:
+    from torchcts.engine.runner import run_case
+
     try:
         run_case(case, ctx)
     except NotApplicable as exc:
@@ -82,7 +90,20 @@ class OracleRunner:
             self.outcomes[case.id] = run_one(case, self.device, self.manifest)
         return self.outcomes[case.id]
 
-    def oracle_result(self, oid: str, cases: list[Case]) -> dict[str, Any]:
+    def runs(self, case: Case) -> bool:
+        """Whether this collection runs the case: its oracle is promoted, or pending ones are asked for."""
+        return self.run_pending or is_promoted(oracle_id(case))
+
+    def observed(self, cases: list[Case]) -> dict[str, list[Case]]:
+        """Run each case this collection runs (once); surface -> the cases that dispatched it."""
+        found: dict[str, list[Case]] = {}
+        for case in cases:
+            if self.runs(case):
+                for name in self.outcome(case).dispatched or ():
+                    found.setdefault(name, []).append(case)
+        return found
+
+    def oracle_result(self, oid: str, cases: list[Case], surface: str | None = None) -> dict[str, Any]:
         promoted = is_promoted(oid)
         base = {"id": oid, "oracle": cases[0].oracle, "promoted": promoted}
         if not promoted and not self.run_pending:
@@ -90,6 +111,9 @@ class OracleRunner:
         outs = [(c, self.outcome(c)) for c in cases]
         counts = Counter(o.status for _, o in outs)
         base["cases"] = dict(sorted(counts.items()))
+        if surface is not None and any(o.dispatched is not None for _, o in outs):
+            # Observed: whether a case of this oracle really reached the device's kernel for it.
+            base["dispatched"] = any(surface in o.dispatched for _, o in outs if o.dispatched is not None)
         bad = [(c, o) for c, o in outs if o.status in FAILURES]
         if bad:
             case, out = bad[0]
@@ -100,14 +124,15 @@ class OracleRunner:
         status = "not_applicable" if set(counts) == {"not_applicable"} else "skipped"
         return {**base, "status": status, "reason": f"no case ran: {first.status}: {first.message}"}
 
-    def surface_result(self, cases: list[Case]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        """(per-oracle results, the surface's result) for the cases covering one surface."""
+    def surface_result(self, cases: list[Case], surface: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """(per-oracle results, the surface's result) for the cases covering (declaring or, observed,
+        dispatching) one surface."""
         if not cases:
             return [], {"status": "skipped", "reason": "no TorchCTS case covers this surface"}
         groups: dict[str, list[Case]] = {}
         for c in cases:
             groups.setdefault(oracle_id(c), []).append(c)
-        oracles = [self.oracle_result(oid, cs) for oid, cs in sorted(groups.items())]
+        oracles = [self.oracle_result(oid, cs, surface) for oid, cs in sorted(groups.items())]
         by_status = {s: [o for o in oracles if o["status"] == s] for s in RESULTS}
         if by_status["failed"]:
             o = by_status["failed"][0]

@@ -6,6 +6,7 @@ import json
 from collections import Counter, defaultdict
 from typing import Any
 
+from torchcts.results.coverage_section import render_coverage_section
 from torchcts.results.failure import details, rel_error_text
 from torchcts.results.quoting import html_text
 from torchcts.results.statuses import EXECUTED, FAILURES, ORDER, PASSING
@@ -184,6 +185,7 @@ torch {_e(torch_v)} · torchcts {_e(run.get('torchcts'))} · {_e(run.get('status
 <th>max abs err</th><th>max rel err</th><th>mismatched</th><th>signal</th><th>s</th><th>repro</th></tr></thead>
 <tbody>{_failure_rows(fails)}</tbody></table>
 {_not_run(records)}
+{render_coverage_section(run, records)}
 <h2>Slowest cases</h2><table id="slowest"><thead><tr><th>case</th><th>status</th><th>s</th></tr></thead>
 <tbody>{slow_rows}</tbody></table>
 <script type="application/json" id="torchcts-data">{_e(data)}</script>

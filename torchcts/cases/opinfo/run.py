@@ -18,6 +18,7 @@ from torch.utils import _pytree as pytree
 
 from torchcts.cases.context import CaseContext
 from torchcts.cases.model import NotApplicable, repro_command
+from torchcts.cases.observe import unobserved
 from torchcts.cases.opinfo.samples import (
     copy_sample,
     describe_sample,
@@ -45,7 +46,14 @@ def call(fn: Callable[..., Any], sample: Any, **extra: Any) -> Any:
 def reference(fn: Callable[..., Any], sample: Any, transform: Callable[[Any], Any] | None = None,
               seen: Callable[[Any], None] | None = None, **extra: Any) -> Any:
     """The CPU result on a private copy of the sample (transformed like the device's, if given;
-    `seen` gets that copy before the call); _Skip when the CPU rejects the sample."""
+    `seen` gets that copy before the call); _Skip when the CPU rejects the sample. Not observed:
+    the CPU reference is TorchCTS's work, not the device's (cases/observe.py)."""
+    with unobserved():
+        return _reference(fn, sample, transform, seen, **extra)
+
+
+def _reference(fn: Callable[..., Any], sample: Any, transform: Callable[[Any], Any] | None,
+               seen: Callable[[Any], None] | None, **extra: Any) -> Any:
     try:
         cpu = copy_sample(sample, "cpu")
         cpu = transform(cpu) if transform is not None else cpu
@@ -123,7 +131,8 @@ def check_structure(actual: Any, expected: Any) -> None:
 def conditioned(ctx: CaseContext, op: Any, sample: Any, *, backward: bool = False) -> float:
     """The absolute tolerance the sample's conditioning demands (0.0 for most ops); recorded."""
     dtype = sample.input.dtype if isinstance(sample.input, torch.Tensor) else torch.float32
-    floor = conditioned_atol(op.name, sample, dtype, backward=backward)
+    with unobserved():  # oracle work on the sample, not the device's
+        floor = conditioned_atol(op.name, sample, dtype, backward=backward)
     if floor:
         ctx.info["conditioned_atol"] = max(floor, ctx.info.get("conditioned_atol", 0.0))
     return floor
@@ -206,11 +215,12 @@ def run_inplace(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
     def body(sample: Any) -> None:
         if sample.broadcasts_input or not isinstance(sample.input, torch.Tensor):
             raise _Skip("input is broadcast or not a tensor")
-        cpu = copy_sample(sample, "cpu")
-        try:
-            call(fn, cpu)
-        except Exception as exc:  # noqa: BLE001
-            raise _Skip(f"CPU raises {type(exc).__name__}") from None
+        with unobserved():
+            cpu = copy_sample(sample, "cpu")
+            try:
+                call(fn, cpu)
+            except Exception as exc:  # noqa: BLE001
+                raise _Skip(f"CPU raises {type(exc).__name__}") from None
         dev = copy_sample(sample, ctx.device)
         result = call(fn, dev)
         if result is not dev.input:
@@ -245,7 +255,8 @@ def run_out(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
 
     def body(sample: Any) -> None:
         expected = reference(op.op, sample)
-        cpu_out = _zeros_like_tree(expected, "cpu")
+        with unobserved():
+            cpu_out = _zeros_like_tree(expected, "cpu")
         returns_out = _is_out(reference(op.op, sample, out=cpu_out), cpu_out)
         dev = copy_sample(sample, ctx.device)
         out = _zeros_like_tree(expected, ctx.device)
@@ -264,7 +275,8 @@ def run_errors(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
     def body(error_input: Any) -> None:
         sample = error_input.sample_input
         try:
-            call(op.op, copy_sample(sample, "cpu"))
+            with unobserved():
+                call(op.op, copy_sample(sample, "cpu"))
         except Exception as exc:  # noqa: BLE001
             cpu_exc = exc
         else:
@@ -299,9 +311,11 @@ def gradients(op: Any, sample: Any, out: Any) -> list[torch.Tensor | None]:
 
 def run_backward(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
     def body(sample: Any) -> None:
-        cpu = copy_sample(sample, "cpu")
+        with unobserved():
+            cpu = copy_sample(sample, "cpu")
         try:
-            expected = gradients(op, cpu, call(op.op, cpu))
+            with unobserved():
+                expected = gradients(op, cpu, call(op.op, cpu))
         except _Skip:
             raise
         except Exception as exc:  # noqa: BLE001

@@ -1,0 +1,135 @@
+"""Observed dispatch coverage: what a case's record lists, what `coverage report RUN` counts from it,
+the report.html section, the exclusion registry, and evidence selecting the observed surfaces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from torchcts.cases import observe
+from torchcts.cases.context import CaseContext
+from torchcts.cases.model import Case
+from torchcts.engine.runner import run_case
+from torchcts.manifest.templates import validation_manifest
+
+
+def _run(case: Case) -> CaseContext:
+    ctx = CaseContext(device=torch.device("cpu"), manifest=validation_manifest(), validation=True)
+    run_case(case, ctx)
+    return ctx
+
+
+def _case(suite: str = "observedprobe", case_id: str = "observedprobe/tan/float32") -> Case:
+    return Case(case_id, suite, 1, "helpers.observed_cases:tan_and_backward", {"dtype": "float32"},
+                ops=("aten::tan",), dtype="float32")
+
+
+def test_record_lists_device_overloads_with_backward_kernels_not_cpu_work():
+    ctx = _run(_case())
+    got = set(ctx.dispatched)
+    assert {"aten::tan", "aten::tanh", "aten::tanh_backward", "aten::_to_copy"} <= got
+    # the CPU reference (sin/cos/div, pow), the CPU input (randn) and the comparison are TorchCTS's work
+    assert not {"aten::sin", "aten::cos", "aten::div.Tensor", "aten::pow.Tensor_Scalar", "aten::randn",
+                "aten::isclose", "aten::sub.Tensor", "aten::abs"} & got, got
+    assert ctx.dispatched == sorted(got) and ctx.dispatch_unobserved is None
+
+
+def test_unobserved_cases_say_why_and_observation_can_be_switched_off(monkeypatch):
+    ctx = _run(_case("compiler", "compiler/tan/float32"))
+    assert ctx.dispatched is None and "torch.compile" in ctx.dispatch_unobserved
+    monkeypatch.setenv(observe.ENV, "0")
+    ctx = _run(_case())
+    assert ctx.dispatched is None and ctx.dispatch_unobserved == f"{observe.ENV}=0"
+
+
+def test_matrix_rank_out_is_unobserved_because_observing_changes_its_result(monkeypatch):
+    """PyTorch's composite linalg_matrix_rank out= kernel skips writing `out` under any dispatch mode."""
+    case = Case("opinfo/linalg.matrix_rank/float32/out", "opinfo", 3, "torchcts.cases.opinfo.run:run",
+                {"op": "linalg.matrix_rank", "variant": "", "kind": "out", "dtype": "float32"}, dtype="float32")
+    assert _run(case).dispatch_unobserved is not None  # passes: no OracleMismatch
+    monkeypatch.setattr(observe, "UNOBSERVED", {})
+    from torchcts.oracle.compare import OracleMismatch
+
+    with pytest.raises(OracleMismatch):
+        _run(case)
+
+
+def test_unobserved_block_restores_the_observer_and_is_a_noop_without_one():
+    with observe.unobserved():  # no observer active
+        torch.ones(1)
+    x = torch.ones(3)
+    with observe.DispatchObserver("cpu") as mode:
+        with observe.unobserved():
+            torch.exp(x)
+        torch.neg(x)
+    assert mode.names() == ["aten::neg"]
+
+
+def test_exclusions_have_reasons_and_match_backend_families():
+    from torchcts.cases.surface_exclusions import EXCLUDED, excluded_reason
+
+    assert all(isinstance(why, str) and len(why) > 10 for why in EXCLUDED.values())
+    assert "cuDNN" in excluded_reason("aten::cudnn_convolution")
+    assert excluded_reason("aten::miopen_batch_norm.out") is not None
+    assert excluded_reason("aten::add.Tensor") is None and excluded_reason("aten::_foreach_add.List") is None
+
+
+def _tiny_run(root: Path) -> Path:
+    run = root / "results" / "20260101T000000Z-abcdef"
+    run.mkdir(parents=True)
+    spec = {"name": run.name, "status": "complete", "device": {"type": "cpu"}, "manifest": {}, "selection": {},
+            "validation": True}
+    (run / "run.json").write_text(json.dumps(spec))
+    recs = [
+        {"id": "a/1", "suite": "a", "status": "passed", "dispatched": ["aten::add.Tensor", "aten::native_layer_norm_backward"]},
+        {"id": "a/2", "suite": "a", "status": "failed", "dispatched": ["aten::add.Tensor", "aten::_foreach_add.List"]},
+        {"id": "a/3", "suite": "a", "status": "not_applicable", "dispatched": ["aten::mul.Tensor"]},  # not counted
+        {"id": "a/4", "suite": "compiler", "status": "passed", "dispatch_unobserved": "torch.compile traces ..."},
+        {"id": "g/1", "suite": "generated", "status": "not_applicable", "message": "pending: CPU rejects the inputs"},
+    ]
+    (run / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (root / "results" / "latest").write_text(run.name + "\n")
+    return run
+
+
+def test_coverage_report_run_counts_executed_dispatch_and_shows_it_in_report_html(cli, workdir, capsys):
+    run = _tiny_run(workdir)
+    assert cli(["coverage", "report", "results/latest", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    h = summary["headline"]
+    assert h["observed_all"] == 3 and h["pending"] == 1 and h["excluded"] > 0 and h["observed"] == 3
+    assert summary["by_kind"]["backward"]["implementable_observed"] == 1
+    assert summary["cases"] == {"observed": 2, "unobserved": {"torch.compile traces ...": 1}, "malformed": 0}
+    assert summary["by_kernel"]["native"]["observed"] + summary["by_kernel"]["composite_explicit"]["observed"] == 3
+    html = (run / "report.html").read_text()
+    assert "3 of" in html and "implementable aten overloads observed" in html and "1 cases pending" in html
+    assert json.loads((run / "run.json").read_text())["coverage"]["headline"] == h
+    # a run folder given directly, as Markdown; --suite makes no sense with RUN
+    assert cli(["coverage", "report", str(run)]) == 0
+    assert "## By kernel for CPU" in capsys.readouterr().out
+    assert cli(["coverage", "report", str(run), "--suite", "core"]) == 2
+    # a run still being written is read, never closed or rewritten
+    spec = json.loads((run / "run.json").read_text())
+    spec.pop("coverage")
+    (run / "run.json").write_text(json.dumps({**spec, "status": "running"}))
+    assert cli(["coverage", "report", str(run), "--json"]) == 0
+    assert "coverage" not in json.loads((run / "run.json").read_text())
+
+
+def test_evidence_default_selection_adds_observed_surfaces(cli, workdir, monkeypatch, capsys):
+    from torchcts.cases import registry
+
+    monkeypatch.setitem(registry.SUITES, "observedprobe",
+                        registry.Suite("observedprobe", "helpers.observed_cases", "tests: observed dispatch"))
+    argv = ["coverage", "collect-backend-evidence", "--store", "ev", "--device", "cpu", "--backend-gate", "cpu",
+            "--suite", "observedprobe", "--level", "1", "--run-pending-candidates"]
+    assert cli(argv) == 0, capsys.readouterr()
+    recs = {r["surface"]: r for r in map(json.loads, (workdir / "ev" / "cpu.jsonl").read_text().splitlines())}
+    # declared by the case: aten::tan; observed only: its backward kernel
+    assert recs["aten::tan"]["oracles"][0]["dispatched"] is True
+    backward = recs["aten::tanh_backward"]
+    assert backward["result"]["status"] == "passed" and backward["oracles"][0]["dispatched"] is True
+    assert "aten::sin" not in recs  # the CPU reference is not the device's

@@ -1,0 +1,127 @@
+"""Observed dispatch: the aten overloads that reached the device under test while a case ran.
+
+`engine/runner.py: run_case` runs every case body inside `observe(case, device)`, a
+`TorchDispatchMode` that records each overload called with a tensor on the device under test (an
+argument or a result). The record's `dispatched` field is that sorted list; `coverage report RUN`
+counts it (docs/coverage.md, "Observed coverage").
+
+What a dispatch mode sees: every op that reaches the Python dispatch key, which sits below
+Autograd and above the backend keys. So it sees backward kernels (the autograd engine calls them
+through the dispatcher, with the mode's thread-local state), factories (`empty`, `randn` with
+`device=`), copies to and from the device, and CompositeExplicitAutograd kernels; it does not see
+a CompositeImplicitAutograd op itself, only the ops it decomposes into (unless the backend
+registers its own kernel for it, in which case that kernel's op is seen), nor ops a kernel calls
+internally, nor ops run on other threads.
+
+CPU references are not the device under test: TorchCTS's oracle code (the CPU reference of the
+helpers and of the OpInfo runner, CPU input construction, the comparison) runs inside
+`unobserved()`, which takes the mode off the stack, so on `--device cpu` (where the device filter
+cannot tell them apart) they are not counted either, and run exactly as without observation.
+
+A mode changes what `isTensorSubclassLike` answers inside PyTorch's C++ composite kernels (a few
+take a functional path under a mode), and torch.compile traces differently under one: cases where
+that changes a result are not observed, by `UNOBSERVED` (their record says why).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode, _pop_mode, _push_mode
+
+from torchcts.cases.model import Case
+
+# `TORCHCTS_OBSERVE_DISPATCH=0` runs every case without observation (benchmarks, debugging).
+ENV = "TORCHCTS_OBSERVE_DISPATCH"
+
+# Case id globs (or suite names) never observed -> why. First match wins.
+UNOBSERVED: dict[str, str] = {
+    "compiler": "torch.compile traces under a dispatch mode differently (the mode becomes part of the trace)",
+    "compiler_ops": "torch.compile traces under a dispatch mode differently (the mode becomes part of the trace)",
+    "opinfo/linalg.matrix_rank*/out": "linalg_matrix_rank's composite out= kernel never writes `out` under a "
+                                      "dispatch mode (isTensorSubclassLike), so observing would fail the case",
+}
+
+
+def unobserved_reason(case: Case) -> str | None:
+    """Why this case runs without observation, or None."""
+    if os.environ.get(ENV, "1") == "0":
+        return f"{ENV}=0"
+    for pattern, why in UNOBSERVED.items():
+        if case.suite == pattern or fnmatch.fnmatchcase(case.id, pattern):
+            return why
+    return None
+
+
+def _on(obj: Any, device_type: str) -> bool:
+    """Whether obj is, or directly holds, a tensor on device_type (list/tuple arguments one level deep)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.device.type == device_type
+    if isinstance(obj, (list, tuple)):
+        return any(isinstance(t, torch.Tensor) and t.device.type == device_type for t in obj)
+    return False
+
+
+_NAMES: dict[Any, str] = {}
+
+
+def overload_name(func: Any) -> str:
+    """`aten::add.Tensor`, `aten::abs` (the default overload): the surface names of coverage/surfaces.py."""
+    name = _NAMES.get(func)
+    if name is None:
+        schema = func._schema
+        name = f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
+        _NAMES[func] = name
+    return name
+
+
+class DispatchObserver(TorchDispatchMode):
+    """Records the overloads called with a tensor on `device_type`; changes nothing else."""
+
+    def __init__(self, device_type: str) -> None:
+        super().__init__()
+        self.device_type = device_type
+        self.seen: set[Any] = set()
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if func not in self.seen:
+            dev = self.device_type
+            if (_on(out, dev) or any(_on(a, dev) for a in args) or any(_on(v, dev) for v in kwargs.values())):
+                self.seen.add(func)
+        return out
+
+    def names(self) -> list[str]:
+        return sorted({overload_name(f) for f in self.seen if getattr(f, "namespace", "aten") == "aten"})
+
+
+@contextmanager
+def observe(case: Case, device: torch.device) -> Iterator[DispatchObserver | None]:
+    """Observe the body (None when the case is in UNOBSERVED or observation is switched off)."""
+    if unobserved_reason(case) is not None:
+        yield None
+        return
+    with DispatchObserver(device.type) as mode:
+        yield mode
+
+
+@contextmanager
+def unobserved() -> Iterator[None]:
+    """TorchCTS's own CPU work (references, inputs, comparisons): not the device under test.
+
+    Takes an active observer off the dispatch-mode stack for the block, so the block runs exactly
+    as without observation; a no-op when no observer is on top (none active, or a case's own mode)."""
+    if not isinstance(_get_current_dispatch_mode(), DispatchObserver):
+        yield
+        return
+    mode = _pop_mode()
+    try:
+        yield
+    finally:
+        _push_mode(mode)

@@ -1,0 +1,201 @@
+"""`coverage report RUN`: coverage observed in a run's records (their `dispatched` lists).
+
+A surface is observed when a case that executed (passed, failed, error, ... : not not_applicable,
+not_claimed or filtered) recorded it as dispatched to the device under test (cases/observe.py).
+Counted by surface kind, by family and by kernel for the run's device; the headline is observed
+coverage of the implementable surfaces: all surfaces except the excluded backend-specific
+families (cases/surface_exclusions.py), those that decompose above the device's key
+(composite_implicit: the dispatch hook sees their parts, never them) and those without a kernel
+for the device (missing).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from torchcts.cases.surface_exclusions import excluded_reason
+from torchcts.coverage.report import family
+from torchcts.coverage.surfaces import KERNELS, KINDS, Surface, all_surfaces, kernel_table, registration
+from torchcts.results.coverage_section import is_pending
+from torchcts.results.statuses import STATUSES
+
+# Kernels the dispatch hook can see on the device: a surface of another kernel is not implementable there.
+OBSERVABLE_KERNELS = ("native", "composite_explicit", "fallback")
+
+
+@dataclass
+class RunObservation:
+    """What a run's final records say about dispatch: surface -> observing case ids, and counts."""
+
+    device: str
+    cases_by_surface: dict[str, list[str]] = field(default_factory=dict)
+    observed_cases: int = 0
+    unobserved: Counter = field(default_factory=Counter)  # reason -> executed cases not observed
+    malformed: int = 0  # records whose `dispatched` is not a list of names
+    pending: int = 0
+
+
+def observe_records(records: list[dict[str, Any]], device: str) -> RunObservation:
+    obs = RunObservation(device)
+    for rec in records:
+        obs.pending += is_pending(rec)
+        info = STATUSES.get(str(rec.get("status")))
+        if info is None or not info.executed:
+            continue
+        names = rec.get("dispatched")
+        if names is None:
+            why = rec.get("dispatch_unobserved") or (
+                "crashed or timed out: its worker died with the observation" if info.crash_like
+                else "no `dispatched` field (recorded before observation)")
+            obs.unobserved[str(why)] += 1
+            continue
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            obs.malformed += 1
+            continue
+        obs.observed_cases += 1
+        for name in names:
+            obs.cases_by_surface.setdefault(name, []).append(str(rec["id"]))
+    return obs
+
+
+def run_device_key(device: str) -> str:
+    """The run's device's dispatch key; a device this process does not know is a PrivateUse1 backend."""
+    from torchcts.coverage.surfaces import dispatch_key_for_device
+    from torchcts.errors import UsageError
+
+    try:
+        return dispatch_key_for_device(device)
+    except UsageError:  # its kernels count once its backend is imported (`--manifest`)
+        return "PrivateUse1"
+
+
+def _privateuse1_is(device: str) -> bool:
+    from torchcts.compat import privateuse1_name
+
+    return privateuse1_name() == device
+
+
+def _pct(n: int, d: int) -> float:
+    return round(100.0 * n / d, 1) if d else 0.0
+
+
+def summarize_run(obs: RunObservation, top: int = 25, surfaces: tuple[Surface, ...] | None = None) -> dict[str, Any]:
+    """The observed coverage report (JSON-able): headline, by kind, by kernel, uncovered families."""
+    surfaces = surfaces if surfaces is not None else all_surfaces()
+    key = run_device_key(obs.device)
+    table = kernel_table()
+    kernel = {s.name: registration(s.name, key, table)["kernel"] for s in surfaces}
+    excluded = {s.name: r for s in surfaces if (r := excluded_reason(s.name)) is not None}
+    seen = obs.cases_by_surface
+    implementable = [s for s in surfaces if s.name not in excluded and kernel[s.name] in OBSERVABLE_KERNELS]
+    by_kind: dict[str, dict[str, Any]] = {}
+    for kind in KINDS:
+        rows = [s for s in surfaces if s.kind == kind]
+        impl = [s for s in implementable if s.kind == kind]
+        by_kind[kind] = {"surfaces": len(rows), "observed": sum(s.name in seen for s in rows),
+                         "implementable": len(impl), "implementable_observed": sum(s.name in seen for s in impl),
+                         "percent": _pct(sum(s.name in seen for s in impl), len(impl))}
+    by_kernel = {k: {"surfaces": sum(1 for s in surfaces if kernel[s.name] == k),
+                     "observed": sum(1 for s in surfaces if kernel[s.name] == k and s.name in seen)} for k in KERNELS}
+    families: dict[str, list[Surface]] = {}
+    for s in implementable:
+        families.setdefault(family(s.op), []).append(s)
+    uncovered = [{"family": name, "unobserved": len(miss), "surfaces": len(rows), "examples": [s.name for s in miss[:4]]}
+                 for name, rows in families.items() if (miss := [s for s in rows if s.name not in seen])]
+    uncovered.sort(key=lambda f: (-f["unobserved"], f["family"]))
+    reasons = Counter(excluded.values())
+    impl_seen = sum(s.name in seen for s in implementable)
+    known = {s.name for s in surfaces}
+    return {
+        "device": obs.device,
+        "dispatch_key": key,
+        "device_registered": key != "PrivateUse1" or _privateuse1_is(obs.device),
+        "headline": {
+            "implementable": len(implementable), "observed": impl_seen, "percent": _pct(impl_seen, len(implementable)),
+            "excluded": len(excluded), "composite_implicit": by_kernel["composite_implicit"]["surfaces"],
+            "missing": by_kernel["missing"]["surfaces"], "pending": obs.pending,
+            "surfaces": len(surfaces), "observed_all": sum(s.name in seen for s in surfaces),
+        },
+        "cases": {"observed": obs.observed_cases, "unobserved": dict(obs.unobserved.most_common()),
+                  "malformed": obs.malformed},
+        "by_kind": by_kind,
+        "by_kernel": by_kernel,
+        "exclusions": [{"reason": r, "surfaces": n} for r, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))],
+        "largest_unobserved_families": uncovered[:top],
+        "observed_unknown": sorted(n for n in seen if n not in known),  # not an overload of this build
+    }
+
+
+def headline_line(summary: dict[str, Any]) -> str:
+    h = summary["headline"]
+    return (f"{h['observed']} of {h['implementable']} implementable aten overloads observed ({h['percent']}%); "
+            f"excluded {h['excluded']} backend-specific, {h['composite_implicit']} composite-implicit, "
+            f"{h['missing']} without a kernel for {summary['dispatch_key']}; {h['pending']} cases pending")
+
+
+def render_markdown(summary: dict[str, Any], run_name: str) -> str:
+    c = summary["cases"]
+    lines = [
+        "# TorchCTS observed dispatcher coverage",
+        "",
+        f"Run {run_name}; device {summary['device']} (dispatch key {summary['dispatch_key']}); "
+        f"{c['observed']} executed cases observed, {sum(c['unobserved'].values())} not observed.",
+        "",
+        f"**{headline_line(summary)}**",
+        *(["", f"Note: device {summary['device']} is not registered in this process, so no kernel of its backend "
+            "is known: pass --manifest (its backend_import registers them) for the kernel counts."]
+          if not summary["device_registered"] else []),
+        "",
+        "## By surface kind",
+        "",
+        "| kind | surfaces | observed | implementable | observed | % |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for kind, row in summary["by_kind"].items():
+        lines.append(f"| {kind} | {row['surfaces']} | {row['observed']} | {row['implementable']} | "
+                     f"{row['implementable_observed']} | {row['percent']} |")
+    lines += ["", f"## By kernel for {summary['dispatch_key']}", "", "| kernel | surfaces | observed |", "| --- | ---: | ---: |"]
+    lines += [f"| {k} | {v['surfaces']} | {v['observed']} |" for k, v in summary["by_kernel"].items()]
+    lines += ["", "## Excluded families", "", "| reason | surfaces |", "| --- | ---: |"]
+    lines += [f"| {e['reason']} | {e['surfaces']} |" for e in summary["exclusions"]]
+    lines += ["", "## Largest unobserved families (implementable)", "", "| family | unobserved | of | examples |",
+              "| --- | ---: | ---: | --- |"]
+    lines += [f"| {f['family']} | {f['unobserved']} | {f['surfaces']} | {', '.join(f['examples'])} |"
+              for f in summary["largest_unobserved_families"]]
+    if c["unobserved"]:
+        lines += ["", "## Cases not observed", ""] + [f"- {n} cases: {why}" for why, n in c["unobserved"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def run_folder(ref: str, results_root: Path = Path("results")) -> Path:
+    """RUN as `coverage report` takes it: a run folder or name, a results folder, or its `latest`
+    pointer (a one-line file or a symlink)."""
+    from torchcts.results.rundir import resolve_run
+
+    path = Path(ref)
+    if path.name == "latest" and path.is_file() and not path.is_symlink():
+        return resolve_run(None, path.parent)
+    return resolve_run(ref, results_root)
+
+
+def report_run(ref: str, top: int = 25, results_root: Path = Path("results")) -> tuple[Path, dict[str, Any]]:
+    """(run folder, summary) of `coverage report RUN`; the headline is kept in run.json and the run's
+    reports are rebuilt, so report.html shows it (results/coverage_section.py)."""
+    from torchcts.results import rundir
+    from torchcts.results.finalize import finalize
+
+    run_dir = run_folder(ref, results_root)
+    run = rundir.read_run(run_dir)
+    summary = summarize_run(observe_records(rundir.final_records(run_dir), str(run["device"].get("type") or "cpu")), top=top)
+    if run.get("status") == "running":  # still being written (or killed: `torchcts report` closes it first)
+        print(f"torchcts: note: {run_dir.name} is still running: its reports are left as they are", file=sys.stderr)
+        return run_dir, summary
+    run["coverage"] = {"headline": summary["headline"], "dispatch_key": summary["dispatch_key"],
+                       "by_kind": summary["by_kind"], "exclusions": summary["exclusions"]}
+    rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run)
+    finalize(run_dir, run.get("status") or "complete")  # report.html shows it
+    return run_dir, summary

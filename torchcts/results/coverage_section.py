@@ -1,0 +1,69 @@
+"""The report's dispatcher-coverage section: observed overloads, the headline, exclusions, pending.
+
+Torch-free (the run controller never imports torch): what the records hold (each case's
+`dispatched` overloads, cases/observe.py) is counted here; the headline over implementable
+surfaces needs the dispatcher, so `torchcts coverage report RUN` computes it
+(coverage/observed.py), keeps it in run.json as `coverage` and rebuilds the reports.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torchcts.results.quoting import html_text as _e
+from torchcts.results.statuses import STATUSES
+
+
+def is_pending(rec: dict[str, Any]) -> bool:
+    """A generated case waiting for a reference (status `pending`, or a reason that starts with it)."""
+    if "pending" in (rec.get("status"), rec.get("recorded_status")) or rec.get("pending"):
+        return True
+    return str(rec.get("message") or "").lower().startswith("pending")
+
+
+def record_counts(records: list[dict[str, Any]]) -> dict[str, int]:
+    """Executed cases observed / not observed, distinct overloads dispatched, pending cases."""
+    names: set[str] = set()
+    observed = unobserved = pending = 0
+    for r in records:
+        status = str(r.get("status"))
+        pending += is_pending(r)
+        info = STATUSES.get(status)
+        if info is None or not info.executed:
+            continue
+        d = r.get("dispatched")
+        if isinstance(d, list):
+            observed += 1
+            names.update(n for n in d if isinstance(n, str))
+        else:
+            unobserved += 1
+    return {"observed_cases": observed, "unobserved_cases": unobserved, "overloads": len(names), "pending": pending}
+
+
+def render_coverage_section(run: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    c = record_counts(records)
+    cov = run.get("coverage")
+    head = (f"<p>{c['overloads']} distinct aten overloads dispatched to the device by {c['observed_cases']} executed "
+            f"cases ({c['unobserved_cases']} not observed); {c['pending']} cases pending.</p>")
+    if not isinstance(cov, dict) or not isinstance(cov.get("headline"), dict):
+        body = ("<p class='meta'>Coverage of implementable surfaces: run <code>torchcts coverage report "
+                f"{_e(run.get('name') or 'RUN')}</code> (it reads the dispatcher) and this page shows it.</p>")
+        return f"<h2>Dispatcher coverage</h2><div id='coverage'>{head}{body}</div>"
+    h = cov["headline"]
+    headline = (f"<p><b>{_e(h.get('observed'))} of {_e(h.get('implementable'))} implementable aten overloads observed "
+                f"({_e(h.get('percent'))}%)</b> · excluded {_e(h.get('excluded'))} backend-specific · "
+                f"{_e(h.get('composite_implicit'))} composite-implicit (decompose above {_e(cov.get('dispatch_key'))}) · "
+                f"{_e(h.get('missing'))} without a kernel · {_e(h.get('pending'))} cases pending</p>")
+    kinds = cov.get("by_kind") if isinstance(cov.get("by_kind"), dict) else {}
+    rows = "".join(
+        f"<tr><td>{_e(k)}</td><td class='num'>{_e(v.get('implementable'))}</td>"
+        f"<td class='num'>{_e(v.get('implementable_observed'))}</td><td class='num'>{_e(v.get('percent'))}</td></tr>"
+        for k, v in kinds.items() if isinstance(v, dict))
+    excl = cov.get("exclusions") if isinstance(cov.get("exclusions"), list) else []
+    excl_rows = "".join(f"<tr><td>{_e(e.get('reason'))}</td><td class='num'>{_e(e.get('surfaces'))}</td></tr>"
+                        for e in excl if isinstance(e, dict))
+    return (f"<h2>Dispatcher coverage</h2><div id='coverage'>{headline}{head}"
+            "<table id='coverage-kinds'><thead><tr><th>kind</th><th>implementable</th><th>observed</th><th>%</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table>"
+            "<details><summary>excluded families</summary><table id='coverage-exclusions'><thead><tr><th>reason</th>"
+            f"<th>surfaces</th></tr></thead><tbody>{excl_rows}</tbody></table></details></div>")
