@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchcts.results.quoting import md_code, md_text
+from torchcts.results.shared_args import shared
 from torchcts.results.signatures import bucket_of, normalise_message, signature_of
 from torchcts.results.statuses import FAILURES
 
@@ -25,15 +26,21 @@ class Cluster:
     ops: Counter[str] = field(default_factory=Counter)
     dtypes: Counter[str] = field(default_factory=Counter)
     example: str = ""
+    records: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
     def count(self) -> int:
         return len(self.cases)
 
+    @property
+    def shared(self) -> list[str]:
+        """The arguments, dtype and layout every failure of the cluster shares (results/shared_args.py)."""
+        return shared(self.records)
+
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "bucket": self.bucket, "count": self.count, "ops": dict(self.ops),
                 "dtypes": dict(self.dtypes), "example_case": self.cases[0] if self.cases else None,
-                "example_message": self.example}
+                "example_message": self.example, "shared": self.shared}
 
 
 def _op(record: dict[str, Any]) -> str:
@@ -67,6 +74,7 @@ def clusters(records: list[dict[str, Any]]) -> list[Cluster]:
         title, bucket = cluster_key(r)
         c = found.setdefault(title, Cluster(title, bucket, example=str(r.get("message") or "")[:300]))
         c.cases.append(r["id"])
+        c.records.append(r)
         c.ops[_op(r)] += 1
         if r.get("dtype"):
             c.dtypes[str(r["dtype"])] += 1
@@ -94,6 +102,8 @@ def render_text(records: list[dict[str, Any]], limit: int = 30) -> str:
     for i, c in enumerate(found[:limit], 1):
         lines.append(f"{i:3}. [{c.count} cases] {c.title}")
         lines.append(f"       ops: {_top(c.ops)}" + (f"; dtypes: {_top(c.dtypes)}" if c.dtypes else ""))
+        if c.shared:
+            lines.append(f"       shared by all {c.count}: {', '.join(c.shared)}")
         lines.append(f"       e.g. {c.cases[0]}: {c.example[:160]}")
     if len(found) > limit:
         lines.append(f"  ... and {len(found) - limit} smaller clusters")
@@ -106,10 +116,12 @@ def render_markdown(records: list[dict[str, Any]], limit: int = 20) -> list[str]
     found = clusters(records)
     if not found:
         return []
-    lines = ["## Triage: root-cause clusters", "", "| cases | cluster | ops | example |", "| ---: | --- | --- | --- |"]
+    lines = ["## Triage: root-cause clusters", "", "| cases | cluster | ops | shared by all | example |",
+             "| ---: | --- | --- | --- | --- |"]
     for c in found[:limit]:
-        lines.append(f"| {c.count} | {md_text(c.title)} | {md_text(_top(c.ops, 4))} | {md_code(c.cases[0])} |")
+        lines.append(f"| {c.count} | {md_text(c.title)} | {md_text(_top(c.ops, 4))} | {md_text(', '.join(c.shared))} "
+                     f"| {md_code(c.cases[0])} |")
     if len(found) > limit:
-        lines.append(f"| | ... {len(found) - limit} more clusters (`torchcts report --triage`) | | |")
+        lines.append(f"| | ... {len(found) - limit} more clusters (`torchcts report --triage`) | | | |")
     lines.append("")
     return lines
