@@ -43,7 +43,8 @@ class Cluster:
                 "example_message": self.example, "shared": self.shared}
 
 
-def _op(record: dict[str, Any]) -> str:
+def op_of(record: dict[str, Any]) -> str:
+    """The op a failure counts under: its OpInfo name, else its first aten op, else its suite."""
     ops = record.get("ops") or []
     return str(record.get("op") or (ops[0] if ops else record.get("suite") or "?"))
 
@@ -58,7 +59,7 @@ def cluster_key(record: dict[str, Any]) -> tuple[str, str]:
     if bucket == "missing_kernel":
         return f"missing kernel: {sig.partition(': ')[2]}", bucket
     if bucket == "mismatch":
-        return f"mismatch in {_op(record)}: {sig.partition(': ')[2]}", bucket
+        return f"mismatch in {op_of(record)}: {sig.partition(': ')[2]}", bucket
     if bucket in ("crash", "timeout"):
         detail = normalise_message(str(record.get("message") or ""))
         return f"{bucket}: {detail}" if detail else bucket, bucket
@@ -75,14 +76,14 @@ def clusters(records: list[dict[str, Any]]) -> list[Cluster]:
         c = found.setdefault(title, Cluster(title, bucket, example=str(r.get("message") or "")[:300]))
         c.cases.append(r["id"])
         c.records.append(r)
-        c.ops[_op(r)] += 1
+        c.ops[op_of(r)] += 1
         if r.get("dtype"):
             c.dtypes[str(r["dtype"])] += 1
     return sorted(found.values(), key=lambda c: (-c.count, c.title))
 
 
 def failures_by_op(records: list[dict[str, Any]]) -> list[tuple[str, int]]:
-    counts = Counter(_op(r) for r in records if r.get("status") in FAILURES)
+    counts = Counter(op_of(r) for r in records if r.get("status") in FAILURES)
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
