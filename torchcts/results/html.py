@@ -212,7 +212,7 @@ def _not_run(report: ReportInput, limit: int = 200) -> str:
     if not ids:
         return ""
     more = f"<li>... and {len(ids) - limit} more (junit.xml lists every case)</li>" if len(ids) > limit else ""
-    return (f"<p>{len(ids)} cases. {_e(NOT_RUN_NOTE)}.</p>"
+    return (f"<p>{len(ids)} cases: {_e(NOT_RUN_NOTE.lower())}.</p>"
             f"<ul id='not-run'>" + "".join(f"<li><code>{_e(i)}</code></li>" for i in ids[:limit]) + more + "</ul>")
 
 

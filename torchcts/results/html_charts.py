@@ -37,8 +37,8 @@ def _label(text: str, y: float) -> str:
     return (f"<text x='{LABEL_W - 6}' y='{y}' text-anchor='end'><title>{_e(text)}</title>{_e(short)}</text>")
 
 
-def _svg(chart_id: str, title: str, rows: int, body: str) -> str:
-    height = ROW_H * rows + 34
+def _svg(chart_id: str, title: str, rows: int, body: str, axis: bool = False) -> str:
+    height = ROW_H * rows + (24 if axis else 10)
     width = LABEL_W + BAR_W + TEXT_W
     return (f"<figure class='chart'><figcaption>{_e(title)}</figcaption>"
             f"<svg id='{_e(chart_id)}' role='img' aria-label='{_e(title)}' width='{width}' height='{height}' "
@@ -102,7 +102,7 @@ def worst_by_op(records: list[dict[str, Any]], op_of: Any) -> tuple[list[tuple[s
 
 def error_chart(records: list[dict[str, Any]], op_of: Any) -> str:
     """Log-scale bars of each failing op's worst error in units of its tolerance (1 = the line)."""
-    rows, _ = worst_by_op(records, op_of)
+    rows, without = worst_by_op(records, op_of)
     if not rows:
         return ""
     shown = rows[:MAX_BARS]
@@ -142,4 +142,7 @@ def error_chart(records: list[dict[str, Any]], op_of: Any) -> str:
     title = "worst error per failing op, in units of its tolerance (log scale; dashed line = tolerance)"
     if len(rows) > len(shown):
         title += f"; {len(rows) - len(shown)} more ops in the failure list"
-    return _svg("error-chart", title, len(shown) + 1, "".join(body))
+    if without:
+        title += f"; failing without error metrics (raised, crashed, timed out): {', '.join(without[:12])}"
+        title += f" +{len(without) - 12} more" if len(without) > 12 else ""
+    return _svg("error-chart", title, len(shown), "".join(body), axis=True)
