@@ -280,3 +280,23 @@ def test_not_run_cases_and_the_slowest_are_listed_in_every_report(tmp_path):
     assert "<ul id='not-run'><li><code>opinfo/sub/float32</code></li></ul>" in page
     slow = page.split("id='slowest'", 1)[1]
     assert slow.index("opinfo/div/float32") < slow.index("opinfo/add/float32") and "9.500" in slow
+
+
+def test_latest_is_a_link_or_a_file_and_every_command_takes_both(tmp_path, monkeypatch, cli):
+    results = tmp_path / "results"
+    old, new = (_fake_run(results, name, [rec("a/x/float32", "passed")]) for name in ("r1", "r2"))
+    rundir.point_latest(results, new)
+    assert os.readlink(results / "latest") == "r2" and (results / "latest" / "run.json").is_file()
+    monkeypatch.chdir(tmp_path)
+    for form in ("link", "file"):
+        want = new if form == "link" else old
+        for ref, root in (("results/latest", results), ("latest", results), (None, results), ("results", results)):
+            assert rundir.resolve_run(ref, root).resolve() == want, (form, ref)  # the run's own folder
+        assert cli(["report", "results/latest"]) == 0 and (want / "report.html").is_file()
+        assert cli(["compare", "r1", "results/latest"]) == 0
+        assert cli(["expectations", "update", "results/latest", "-o", f"p-{form}.py"]) == 0
+        # where the file system refuses symlinks, `latest` is a one-line file naming the run
+        monkeypatch.setattr(os, "symlink", lambda *a, **k: (_ for _ in ()).throw(OSError("no symlinks here")))
+        rundir.point_latest(results, old)
+        assert not (results / "latest").is_symlink() and (results / "latest").read_text() == "r1\n"
+    assert sorted(p.name for p in results.iterdir()) == ["latest", "r1", "r2"]  # no temporary left
