@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from torchcts.results.signatures import normalise_message, signature_of
 from torchcts.results.shared_args import sample_features, shared, shared_line
+from torchcts.results.signatures import normalise_message, signature_of
 from torchcts.results.triage import clusters, render_markdown, render_text
 
 
