@@ -17,6 +17,7 @@ from torchcts.results import rundir
 from torchcts.results.artifacts import write_artifacts
 from torchcts.results.compare import compare_records
 from torchcts.results.html import render_html
+from torchcts.results.html_charts import excess
 from torchcts.results.junit import render_junit
 from torchcts.results.scrub import scrub
 
@@ -189,10 +190,14 @@ def test_report_groups_failures_by_cluster_with_what_to_act_on(tmp_path):
     # the matrix has a column per claimed dtype; the unclaimed ones are one line
     matrix = page.split("id='matrix'", 1)[1].split("</table>", 1)[0]
     assert "<th>float16</th>" in matrix and "<th>float32</th>" in matrix and "bfloat16" not in matrix
-    assert "recorded as not_claimed (cases): int8 (1), bfloat16 (1)</p>" in page
+    unclaimed = page.split("id='unclaimed-dtypes'", 1)[1].split("</p>", 1)[0]
+    assert "none of whose cases ran (cases): " in unclaimed and "int8 (1)" in unclaimed and "bfloat16 (1)" in unclaimed
     # charts: pass rate per suite and level, and the worst error per op against its tolerance
     assert "<svg id='suite-chart'" in page and "<svg id='level-chart'" in page
     assert "<svg id='error-chart'" in page and "500 x tol" in page
+    assert excess({"max_abs_error": float("inf"), "atol": 1e-4}) == float("inf")  # off the scale, not "exact"
+    assert excess({"max_abs_error": 38.0, "atol": 0.0, "rtol": 0.0}) is None  # exact: any difference fails
+    assert excess({"max_abs_error": 0.5, "atol": 0.0, "max_rel_error": 0.2, "rtol": 0.1}) == 2.0
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
     # another part of the report adds its own section with one call
     saved = list(html.SECTIONS)

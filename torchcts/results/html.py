@@ -171,9 +171,10 @@ def _matrix(report: ReportInput) -> str:
         out.append("</tr>")
     out.append("</tbody></table>")
     if unclaimed:
-        listed = ", ".join(f"{_e(d)} ({sum(per_dtype[d].values())})" for d in unclaimed)
-        out.append(f"<p id='unclaimed-dtypes' class='ctx'>Not claimed by the manifest, recorded as not_claimed "
-                   f"(cases): {listed}</p>")
+        listed = ", ".join(f"<span title='{_e(', '.join(f'{s} {n}' for s, n in sorted(per_dtype[d].items())))}'>"
+                           f"{_e(d)} ({sum(per_dtype[d].values())})</span>" for d in unclaimed)
+        out.append(f"<p id='unclaimed-dtypes' class='ctx'>Dtypes the manifest does not claim, none of whose cases "
+                   f"ran (cases): {listed}</p>")
     return "".join(out)
 
 

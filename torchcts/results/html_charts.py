@@ -66,12 +66,16 @@ def pass_rate_chart(chart_id: str, title: str, groups: dict[str, dict[str, int]]
 
 def excess(mismatch: dict[str, Any]) -> float | None:
     """How many times its tolerance a mismatch's error is: max abs error / atol, else (atol 0)
-    max rel error / rtol; None where the comparison was exact (atol = rtol = 0: any difference fails)."""
+    max rel error / rtol; inf for an infinite or NaN error (off any scale); None where the comparison
+    was exact (atol = rtol = 0: any difference fails)."""
     def num(key: str) -> float | None:
         v = mismatch.get(key)
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
     abs_err, rel_err, atol, rtol = (num(k) for k in ("max_abs_error", "max_rel_error", "atol", "rtol"))
+    if abs_err is not None and not math.isfinite(abs_err):
+        return math.inf
+    atol, rtol = (t if t is not None and math.isfinite(t) else None for t in (atol, rtol))
     if abs_err is not None and atol:
         return abs_err / atol
     if rel_err is not None and rtol:
@@ -106,13 +110,13 @@ def error_chart(records: list[dict[str, Any]], op_of: Any) -> str:
     if not rows:
         return ""
     shown = rows[:MAX_BARS]
-    finite = [x for _, x, _, _ in shown if x is not None and x > 0]
+    finite = [x for _, x, _, _ in shown if x is not None and 0 < x < math.inf]
     lo = 10.0 ** math.floor(math.log10(min([*finite, 1.0])) - (0 if finite and min(finite) < 1 else 1))
     hi = 10.0 ** math.ceil(math.log10(max([*finite, 10.0])))
     span = math.log10(hi) - math.log10(lo)
 
     def x_of(value: float) -> float:
-        return LABEL_W + BAR_W * (math.log10(max(value, lo)) - math.log10(lo)) / span
+        return LABEL_W + BAR_W * (math.log10(min(max(value, lo), hi)) - math.log10(lo)) / span
 
     body = []
     for i, (op, ratio, count, m) in enumerate(shown):
