@@ -38,8 +38,12 @@ def torchcts(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 7
 
 
 def latest(cwd: Path) -> Path:
-    root = cwd / "results"
-    return root / (root / "latest").read_text().strip()
+    from torchcts.results.rundir import latest_run
+
+    run = latest_run(cwd / "results")
+    if run is None:
+        raise SystemExit(f"no run under {cwd / 'results'}")
+    return run
 
 
 def first_result_seconds(cwd: Path, env: dict[str, str], args: list[str]) -> float | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from torchcts.cli.main import main as cli_main
+from torchcts.results import rundir
 
 
 @pytest.fixture
@@ -29,8 +30,10 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
 
 
 def latest_run(root: Path) -> Path:
-    results = root / "results"
-    return results / (results / "latest").read_text().strip()
+    """The run `root/results/latest` points to (a symlink, or a one-line file)."""
+    run = rundir.latest_run(root / "results")
+    assert run is not None, f"no run under {root / 'results'}"
+    return run
 
 
 def records(run_dir: Path) -> list[dict]:

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from conftest import latest_run, records, run_cli, start_hanging_run
 
+from torchcts.results import rundir
+
 TESTS = Path(__file__).resolve().parent
 PLANTED_ENV = {
     "TORCHCTS_EXTRA_SUITES": "planted=helpers.planted",
@@ -121,7 +123,7 @@ def wait_for_records(root: Path, count: int, seconds: float = 120) -> None:
     """Until the latest run under root has `count` records (the run is in its hang by then)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if (root / "results" / "latest").is_file():
+        if rundir.latest_run(root / "results") is not None:
             cases = latest_run(root) / "cases.jsonl"
             if cases.is_file() and len(cases.read_text().splitlines()) >= count:
                 return

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -18,6 +17,7 @@ from torchcts.results import rundir
 from torchcts.results.artifacts import write_artifacts
 from torchcts.results.compare import compare_records
 from torchcts.results.html import render_html
+from torchcts.results.html_charts import excess
 from torchcts.results.junit import render_junit
 from torchcts.results.scrub import scrub
 
@@ -146,17 +146,95 @@ def test_isolation_arguments():
     assert pytest_extra_args(["--timeout=5"], False, 300, 10) == []
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed")
+CLAIMS = {"supported_dtypes": {"float32": True, "float16": True, "bfloat16": False, "int8": False}}
+SUM = "(Tensor[4, 5] float16 strides=(1, 4), dim=1, keepdim=True)"
+TRIAGE_RECORDS = [
+    rec("opinfo/sum/float32", "passed", op="sum"),
+    *[rec(f"opinfo/sum/float16/{kind}", "failed", op="sum", kind=kind, dtype="float16",
+          message="values differ",
+          info={"sample": SUM.replace("dim=1", f"dim={i}"), "sample_index": i,
+                "tolerance": {"category": "reduction", "atol": 1e-3, "rtol": 1e-3}},
+          mismatch={"what": "values differ", "max_abs_error": 0.5, "max_rel_error": 0.25, "atol": 1e-3,
+                    "rtol": 1e-3, "mismatched": 2, "total": 20, "first_index": [0, 1], "first_expected": 2.0,
+                    "first_actual": 2.5},
+          repro=f"torchcts run --device cpu --case 'opinfo/sum/float16/{kind}' --sample {i}",
+          repro_script=f"torchcts repro opinfo/sum/float16/{kind} --run results/r")
+      for i, kind in enumerate(("forward", "method"))],
+    rec("opinfo/exp/float32", "error", op="exp", message="NotImplementedError: Could not run 'aten::exp' with "
+        "arguments from the 'cpu' backend <script>alert(1)</script>"),
+    rec("opinfo/sum/bfloat16", "not_claimed", message="bfloat16 not claimed"),
+    rec("opinfo/sum/int8", "not_claimed", message="int8 not claimed"),
+]
+
+
+def test_report_groups_failures_by_cluster_with_what_to_act_on(tmp_path):
+    from torchcts.results import html
+    from torchcts.results.repro import SCRIPT, safe_name
+
+    script = tmp_path / "repro" / safe_name("opinfo/sum/float16/forward") / SCRIPT
+    script.parent.mkdir(parents=True)
+    script.write_text("# repro")
+    page = render_html({**RUN, "manifest": CLAIMS}, TRIAGE_RECORDS, tmp_path)
+    # clusters largest first, each naming what its failures share
+    assert page.index("mismatch in sum: values differ") < page.index("missing kernel: aten::exp")
+    assert "shared by all 2: <b>dtype float16, input shape [4, 5], non-contiguous, keepdim=True</b>" in page
+    assert "dim=0" not in page.split("shared by all 2:", 1)[1].split("</div>", 1)[0]  # what differs is left out
+    # the sample, expected vs actual, error metrics and tolerance of each failure
+    assert "sample 0: (Tensor[4, 5] float16 strides=(1, 4), dim=0, keepdim=True)" in page
+    assert "expected <code>2.0</code>, got <code>2.5</code>" in page and "max abs <b>0.5</b>" in page
+    assert "tolerance: atol 0.001 · rtol 0.001 (reduction)" in page
+    # a copy button per command; the script folder's link where `torchcts repro` wrote one
+    assert "data-copy='torchcts run --device cpu --case &#x27;opinfo/sum/float16/forward&#x27; --sample 0'" in page
+    assert f"href='repro/{safe_name('opinfo/sum/float16/forward')}/repro.py'" in page
+    assert "data-copy='torchcts repro opinfo/sum/float16/method --run results/r'" in page
+    # the matrix has a column per claimed dtype; the unclaimed ones are one line
+    matrix = page.split("id='matrix'", 1)[1].split("</table>", 1)[0]
+    assert "<th>float16</th>" in matrix and "<th>float32</th>" in matrix and "bfloat16" not in matrix
+    unclaimed = page.split("id='unclaimed-dtypes'", 1)[1].split("</p>", 1)[0]
+    assert "none of whose cases ran (cases): " in unclaimed and "int8 (1)" in unclaimed and "bfloat16 (1)" in unclaimed
+    # charts: pass rate per suite and level, and the worst error per op against its tolerance
+    assert "<svg id='suite-chart'" in page and "<svg id='level-chart'" in page
+    assert "<svg id='error-chart'" in page and "500 x tol" in page
+    assert excess({"max_abs_error": float("inf"), "atol": 1e-4}) == float("inf")  # off the scale, not "exact"
+    assert excess({"max_abs_error": 38.0, "atol": 0.0, "rtol": 0.0}) is None  # exact: any difference fails
+    assert excess({"max_abs_error": 0.5, "atol": 0.0, "max_rel_error": 0.2, "rtol": 0.1}) == 2.0
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
+    # another part of the report adds its own section with one call
+    saved = list(html.SECTIONS)
+    try:
+        html.add_section(html.Section("coverage", "Coverage", lambda report: f"{len(report.records)} records"),
+                         before="matrix-section")
+        page = render_html(RUN, TRIAGE_RECORDS)
+        assert "<section id='coverage'><h2>Coverage</h2>6 records</section>" in page
+        assert page.index("id='coverage'") < page.index("id='matrix'")
+    finally:
+        html.SECTIONS[:] = saved
+
+
 def test_report_renders_in_headless_chromium(tmp_path):
-    run = _fake_run(tmp_path, "r", RECORDS)
-    write_artifacts(run, {**RUN, "name": "r"}, RECORDS)
+    """The page in a real browser: a screenshot, its script ran, nothing on the console. Opened as
+    a user would, `scripts/render_report.py results/latest`; in CI (CI=true) it never skips."""
+    if shutil.which("chromium") is None:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("CI=true but chromium is missing: .ci/run installs it (apt-get install -y chromium)")
+        pytest.skip("chromium not installed (apt-get install -y chromium); CI runs this test")
+    results = tmp_path / "results"
+    run = _fake_run(results, "r", TRIAGE_RECORDS)
+    write_artifacts(run, {**RUN, "name": "r", "manifest": CLAIMS}, TRIAGE_RECORDS)
+    rundir.point_latest(results, run)
     script = Path(__file__).resolve().parents[1] / "scripts" / "render_report.py"
-    r = subprocess.run([sys.executable, str(script), str(run), "--out", str(tmp_path / "shot.png")],
-                       capture_output=True, text=True, timeout=180)
+    r = subprocess.run([sys.executable, str(script), "results/latest", "--out", str(tmp_path / "shot.png")],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "filter says: 3 of 3 shown" in r.stdout  # the page's script ran in the browser
-    assert (tmp_path / "shot.png").stat().st_size > 10_000
-    assert json.loads((run / "run.json").read_text())["name"] == "r"
+    assert "script ran: yes; failure rows: 3; clusters: 2; filter says: 3 of 3 shown" in r.stdout
+    assert "console messages: 0" in r.stdout
+    shot = (tmp_path / "shot.png").read_bytes()
+    assert shot.startswith(b"\x89PNG") and len(shot) > 10_000
+    # the console check is real: a page whose script throws is caught
+    (tmp_path / "bad.html").write_text("<html><body><script>document.body.dataset.x=1; notDefined();</script>")
+    r = subprocess.run([sys.executable, str(script), str(tmp_path / "bad.html")], capture_output=True, text=True,
+                       timeout=180)
+    assert r.returncode == 1 and "Uncaught ReferenceError: notDefined is not defined" in r.stdout, r.stdout
 
 
 def test_scorecard_sections_and_regressions_since_previous(tmp_path):
@@ -202,6 +280,27 @@ def test_not_run_cases_and_the_slowest_are_listed_in_every_report(tmp_path):
     records = [*RECORDS, rec("opinfo/sub/float32", "not_run"), rec("opinfo/div/float32", "passed", duration_s=9.5)]
     md, page = render_markdown(RUN, records), render_html(RUN, records)
     assert "## Not run (1)" in md and "- `opinfo/sub/float32`" in md
-    assert "<h2>Not run (1)</h2>" in page and "<ul id='not-run'><li><code>opinfo/sub/float32</code></li></ul>" in page
-    slow = page.split("id=\"slowest\"", 1)[1]
+    assert "<h2>Not run</h2><p>1 cases: planned" in page
+    assert "<ul id='not-run'><li><code>opinfo/sub/float32</code></li></ul>" in page
+    slow = page.split("id='slowest'", 1)[1]
     assert slow.index("opinfo/div/float32") < slow.index("opinfo/add/float32") and "9.500" in slow
+
+
+def test_latest_is_a_link_or_a_file_and_every_command_takes_both(tmp_path, monkeypatch, cli):
+    results = tmp_path / "results"
+    old, new = (_fake_run(results, name, [rec("a/x/float32", "passed")]) for name in ("r1", "r2"))
+    rundir.point_latest(results, new)
+    assert os.readlink(results / "latest") == "r2" and (results / "latest" / "run.json").is_file()
+    monkeypatch.chdir(tmp_path)
+    for form in ("link", "file"):
+        want = new if form == "link" else old
+        for ref, root in (("results/latest", results), ("latest", results), (None, results), ("results", results)):
+            assert rundir.resolve_run(ref, root).resolve() == want, (form, ref)  # the run's own folder
+        assert cli(["report", "results/latest"]) == 0 and (want / "report.html").is_file()
+        assert cli(["compare", "r1", "results/latest"]) == 0
+        assert cli(["expectations", "update", "results/latest", "-o", f"p-{form}.py"]) == 0
+        # where the file system refuses symlinks, `latest` is a one-line file naming the run
+        monkeypatch.setattr(os, "symlink", lambda *a, **k: (_ for _ in ()).throw(OSError("no symlinks here")))
+        rundir.point_latest(results, old)
+        assert not (results / "latest").is_symlink() and (results / "latest").read_text() == "r1\n"
+    assert sorted(p.name for p in results.iterdir()) == ["latest", "r1", "r2"]  # no temporary left

@@ -86,10 +86,13 @@ def test_faulty_backend_ledger_strict_flaky_triage_and_repro(tmp_path, monkeypat
     assert cli(["report", "--triage"]) == 0
     out = capsys.readouterr().out
     assert "triage: 3 failing cases in 3 clusters" in out and "mismatch in aten::add: values differ" in out
+    assert "scorecard" not in out and out.startswith("triage:")  # only the clusters
 
     # the standalone repro of the mismatch: only torch and the backend import, in an empty folder
     assert cli(["repro", ADD, "--run", run_dir.name]) == 0
     script = run_dir / "repro" / "operators__elementwise__add__float32" / "repro.py"
+    assert cli(["report", str(Path("results") / "latest")]) == 0  # the link (or file) names the run
+    assert "href='repro/operators__elementwise__add__float32/repro.py'" in (run_dir / "report.html").read_text()
     assert "torchcts" not in script.read_text().split('"""', 2)[2].replace(ADD, "")
     empty = tmp_path / "empty"
     empty.mkdir()

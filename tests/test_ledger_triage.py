@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from torchcts.results.shared_args import sample_features, shared, shared_line
 from torchcts.results.signatures import normalise_message, signature_of
 from torchcts.results.triage import clusters, render_markdown, render_text
 
@@ -76,3 +77,36 @@ def test_renderings_rank_and_name_the_clusters():
     md = "\n".join(render_markdown(records))
     assert "## Triage" in md and "| 2 | missing kernel: aten::sub.Tensor |" in md
     assert render_text([]) == "triage: no failures" and render_markdown([]) == []
+
+
+def _mism(case_id: str, dtype: str, sample: str, **info) -> dict:
+    return {"id": case_id, "status": "failed", "ops": ["aten::sum"], "op": "sum", "dtype": dtype, "kind": "forward",
+            "message": "values differ: 1/4", "mismatch": {"what": "values differ"},
+            "info": {"sample": sample, "sample_index": 0, "op": "sum", **info}}
+
+
+def test_sample_features_read_kwargs_layouts_and_shapes():
+    feats = sample_features("(Tensor[4, 5] float32 strides=(1, 4) offset=2, 1, dim=(0, 1), keepdim=True, "
+                            "out=Tensor[0] float32)")
+    assert feats["kw keepdim"] == "keepdim=True" and feats["kw dim"] == "dim=(0, 1)"
+    assert feats["arg 1"] == "arg 1=1" and feats["input shape"] == "input shape [4, 5]"
+    assert {"non-contiguous", "storage offset"} <= set(feats) and "empty" not in feats
+    assert "input 0-dim" in sample_features("(Tensor[] float16, Tensor[] float16)")
+    assert sample_features("(Tensor[0, 3] int64)")["empty"] == "empty tensor"
+
+
+def test_each_cluster_names_what_all_its_failures_share():
+    records = [_mism("opinfo/sum/bfloat16/forward", "bfloat16", "(Tensor[4, 5] bfloat16 strides=(1, 4), dim=1, keepdim=True)"),
+               _mism("opinfo/sum/bfloat16/method", "bfloat16", "(Tensor[3] bfloat16 strides=(2,), keepdim=True, dim=0)"),
+               _mism("opinfo/sum/bfloat16/out", "bfloat16", "(Tensor[2, 2] bfloat16 strides=(1, 2), keepdim=True)")]
+    (c,) = clusters(records)
+    assert set(c.shared) == {"dtype bfloat16", "kind forward", "non-contiguous", "keepdim=True"}
+    assert c.to_json()["shared"] == c.shared
+    assert "shared by all 3: " in render_text(records) and "keepdim=True" in render_text(records)
+    assert "non-contiguous" in "\n".join(render_markdown(records))
+    # a hand-written case's details count too; what differs (dim, shape) is left out
+    hand = [{"id": f"operators/elementwise/neg/{d}", "status": "failed", "ops": ["aten::neg"], "dtype": d,
+             "kind": "elementwise", "mismatch": {"what": "values differ"}, "info": {"sample": 2, "shape": [33]}}
+            for d in ("int8", "float32")]
+    assert shared(hand) == ["kind elementwise", "shape=[33]"]
+    assert shared(hand[:1]) == [] and shared_line(hand[:1]) == ""

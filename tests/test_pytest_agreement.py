@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import latest_run, records, run_cli, start_hanging_run
 
+from torchcts.results import rundir
+
 TESTS = Path(__file__).resolve().parent
 PLANTED_ENV = {
     "TORCHCTS_EXTRA_SUITES": "planted=helpers.planted",
@@ -86,8 +88,8 @@ def test_sigint_exits_130_and_keeps_the_finished_records(tmp_path):
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            latest = tmp_path / "results" / "latest"
-            cases = latest_run(tmp_path) / "cases.jsonl" if latest.is_file() else None
+            latest = rundir.latest_run(tmp_path / "results")
+            cases = latest / "cases.jsonl" if latest is not None else None
             if cases is not None and cases.is_file() and cases.read_text().strip():
                 break
             time.sleep(0.2)

@@ -20,6 +20,11 @@ def test_init_check_run_level1(tmp_path):
     nc = [rec for rec in recs if rec["status"] == "not_claimed"]
     assert nc and all(rec["dtype"] not in ("float32", "int64", "bool") for rec in nc)
     assert (run / "summary.md").is_file()
+    # results/latest links the run, so its report opens by that path; the matrix has only claimed dtypes
+    assert (tmp_path / "results" / "latest").is_symlink()
+    page = (tmp_path / "results" / "latest" / "report.html").read_text()
+    matrix = page.split("id='matrix'", 1)[1].split("</table>", 1)[0]
+    assert "<th>float32</th>" in matrix and "<th>float16</th>" not in matrix and "id='unclaimed-dtypes'" in page
 
 
 def test_missing_device_in_ci_is_usage_error(tmp_path):

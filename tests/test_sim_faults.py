@@ -18,6 +18,7 @@ from conftest import latest_run, records, run_cli
 
 from torchcts import compat
 from torchcts.engine.selftest import ENV, SIM_MANIFEST, Outcome, fault_catalog, judge, missing_cases, run_one
+from torchcts.results import rundir
 from torchcts.results.statuses import FAILURES
 
 HERE = Path(__file__).parent
@@ -229,7 +230,7 @@ def test_selftest_cli_end_to_end(tmp_path):
     rows = {ln.split()[0]: ln.split()[1:5] for ln in r.stdout.splitlines() if ln.split()}
     assert rows["mul_complex128_segv"] == ["yes", "operators/elementwise/mul/complex128", "crashed", "yes"], r.stdout
     assert rows["sub_int16_hang"] == ["yes", "operators/elementwise/sub/int16", "timeout", "yes"], r.stdout
-    assert (tmp_path / "res" / "selftest" / "mul_complex128_segv" / "latest").is_file()
+    assert rundir.latest_run(tmp_path / "res" / "selftest" / "mul_complex128_segv") is not None
     r = run_cli("selftest", "--list", cwd=tmp_path)
     assert r.returncode == 0 and all(name in r.stdout for name in FAULTS)
 

@@ -22,7 +22,8 @@ def main(args: argparse.Namespace) -> int:
     from torchcts.results.scorecard import print_scorecard
 
     root = Path(args.results_dir)
-    out = merge_runs([rundir.resolve_run(r, root) for r in args.runs], root)
+    runs = {rundir.resolve_run(r, root).resolve(): None for r in args.runs}  # `results/*` names latest's run twice
+    out = merge_runs(list(runs), root)
     run = rundir.read_run(out)
     print_scorecard(out, run, sys.stdout)
     return EXIT_FAILURES if gate_failures(run) or run.get("missing_shards") else EXIT_OK

@@ -12,7 +12,8 @@ HELP = "rebuild reports from a run's records (default: the latest run)"
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", nargs="?", help="run folder or name (default: latest)")
     p.add_argument("--results-dir", default="results", metavar="DIR")
-    p.add_argument("--triage", action="store_true", help="print failures grouped into root-cause clusters")
+    p.add_argument("--triage", action="store_true", help="print only the failures grouped into root-cause clusters, each with the "
+                   "arguments its failures share (no scorecard)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -23,12 +24,13 @@ def main(args: argparse.Namespace) -> int:
     run_dir = rundir.resolve_run(args.run, Path(args.results_dir))
     status = rundir.read_run(run_dir).get("status")
     run, records = finalize(run_dir, "interrupted" if status in ("running", "interrupted") else status)
-    print_scorecard(run_dir, run, sys.stdout, records=records)
-    if args.triage:
+    if args.triage:  # only the clusters: the scorecard is one `torchcts report` away
         from torchcts.results.quoting import TerminalOut
         from torchcts.results.triage import render_text
 
         print(render_text(records), file=TerminalOut(sys.stdout))
+    else:
+        print_scorecard(run_dir, run, sys.stdout, records=records)
     if run.get("unreadable_records"):
         from torchcts.errors import UsageError
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torchcts.errors import UsageError
+from torchcts.results import rundir
 from torchcts.results.statuses import FAILURES
 
 ENV = "TORCHCTS_SIM_FAULT"
@@ -60,9 +61,6 @@ def run_argv(selection: list[str], results_dir: Path, *, stop_first: bool, case_
     return argv
 
 
-def _latest(results_dir: Path) -> Path | None:
-    pointer = results_dir / "latest"
-    return results_dir / pointer.read_text().strip() if pointer.is_file() else None
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -123,7 +121,7 @@ def run_one(name: str, selection: list[str], results_dir: Path, *, fault: str | 
         proc.kill()
         output, _ = proc.communicate()
         rc = None
-    out = judge(name, _latest(results_dir), rc, time.monotonic() - start, catches)
+    out = judge(name, rundir.latest_run(results_dir), rc, time.monotonic() - start, catches)
     if out.note and output:
         out.note += ": " + output.strip().splitlines()[-1][:200]
     return out

@@ -35,17 +35,18 @@ def _junit(run: dict[str, Any], records: Records) -> str:
     return render_junit(run, records)
 
 
-def _html(run: dict[str, Any], records: Records) -> str:
+def _html(run_dir: Path, run: dict[str, Any], records: Records) -> None:
+    """report.html links the repro scripts it finds in the run folder, so it gets the folder."""
     from torchcts.results.html import render_html
 
-    return render_html(run, records)
+    (run_dir / "report.html").write_text(render_html(run, records, run_dir), encoding="utf-8")
 
 
 # The repro/ folder (scripts per failure) plugs in here as one more entry.
 ARTIFACTS: list[Callable[[Path, dict[str, Any], Records], None]] = [
     _text("summary.md", _summary),
     _text("junit.xml", _junit),
-    _text("report.html", _html),
+    _html,
 ]
 
 

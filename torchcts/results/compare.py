@@ -111,7 +111,8 @@ def comparable_key(run: dict[str, Any]) -> str:
 def previous_comparable(results_root: Path, run_dir: Path) -> Path | None:
     """The newest earlier complete run in the same results folder with the same comparable key."""
     key = comparable_key(rundir.read_run(run_dir))
-    for candidate in sorted((p for p in results_root.iterdir() if p.is_dir() and p.name < run_dir.name), reverse=True):
+    for candidate in sorted((p for p in results_root.iterdir()
+                                   if p.is_dir() and not p.is_symlink() and p.name < run_dir.name), reverse=True):
         try:
             run = rundir.read_run(candidate)
         except (OSError, ValueError):

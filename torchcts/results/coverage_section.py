@@ -48,7 +48,7 @@ def render_coverage_section(run: dict[str, Any], records: list[dict[str, Any]]) 
     if not isinstance(cov, dict) or not isinstance(cov.get("headline"), dict):
         body = ("<p class='meta'>Coverage of implementable surfaces: run <code>torchcts coverage report "
                 f"{_e(run.get('name') or 'RUN')}</code> (it reads the dispatcher) and this page shows it.</p>")
-        return f"<h2>Dispatcher coverage</h2><div id='coverage'>{head}{body}</div>"
+        return f"<div id='coverage'>{head}{body}</div>"
     h = cov["headline"]
     headline = (f"<p><b>{_e(h.get('observed'))} of {_e(h.get('implementable'))} implementable aten overloads observed "
                 f"({_e(h.get('percent'))}%)</b> · excluded {_e(h.get('excluded'))} backend-specific · "
@@ -62,7 +62,7 @@ def render_coverage_section(run: dict[str, Any], records: list[dict[str, Any]]) 
     excl = cov.get("exclusions") if isinstance(cov.get("exclusions"), list) else []
     excl_rows = "".join(f"<tr><td>{_e(e.get('reason'))}</td><td class='num'>{_e(e.get('surfaces'))}</td></tr>"
                         for e in excl if isinstance(e, dict))
-    return (f"<h2>Dispatcher coverage</h2><div id='coverage'>{headline}{head}"
+    return (f"<div id='coverage'>{headline}{head}"
             "<table id='coverage-kinds'><thead><tr><th>kind</th><th>implementable</th><th>observed</th><th>%</th>"
             f"</tr></thead><tbody>{rows}</tbody></table>"
             "<details><summary>excluded families</summary><table id='coverage-exclusions'><thead><tr><th>reason</th>"

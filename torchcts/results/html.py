@@ -1,22 +1,28 @@
-"""report.html: one self-contained page (inline CSS and JS, no network) built from case records."""
+"""report.html: the page an engineer opens first, one self-contained file (inline CSS, JS and SVG,
+no network) built from run.json and the case records.
+
+The page is a list of sections (`SECTIONS`); another report part adds its own with one call,
+`add_section(Section(...))`, and its render function gets the same `ReportInput`. The failures
+(results/html_failures.py) and charts (results/html_charts.py) live in their own modules.
+"""
 
 from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from torchcts.manifest.schema import DTYPES
 from torchcts.results.coverage_section import render_coverage_section
-from torchcts.results.failure import details, rel_error_text
+from torchcts.results.html_charts import error_chart, pass_counts, pass_rate_chart, rate_color
+from torchcts.results.html_failures import COLORS, failures_section
 from torchcts.results.quoting import html_text
-from torchcts.results.statuses import EXECUTED, FAILURES, ORDER, PASSING
+from torchcts.results.statuses import EXECUTED, ORDER
 from torchcts.results.summary import NOT_RUN_NOTE, by, failures, not_run, slowest, totals
-
-COLORS = {
-    "passed": "#2e7d32", "xfailed": "#6a8f3a", "xpassed": "#c77c02", "failed": "#c62828", "error": "#ad1457",
-    "crashed": "#6a1b9a", "timeout": "#4527a0", "flaky": "#ef6c00", "not_claimed": "#78909c",
-    "filtered": "#90a4ae", "not_applicable": "#9e9e9e", "pending": "#8d6e63", "not_run": "#5d4037",
-}
+from torchcts.results.triage import op_of
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;background:#fafafa}
@@ -25,14 +31,30 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px}
 .badges{display:flex;flex-wrap:wrap;gap:8px;margin-top:12px}
 .badge{color:#fff;border-radius:6px;padding:8px 12px;font-size:14px;min-width:90px}
 .badge b{display:block;font-size:22px}
+.charts{display:flex;flex-wrap:wrap;gap:16px}
+figure.chart{display:inline-block;margin:0;background:#fff;border:1px solid #ddd;border-radius:4px;padding:6px}
+figure.chart figcaption{font-size:13px;color:#444;margin-bottom:4px;max-width:580px}
 table{border-collapse:collapse;font-size:13px;background:#fff}
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
-th{background:#f0f0f0;position:sticky;top:0}
+th{background:#f0f0f0}
 td.num{text-align:right} td.cell{text-align:center;min-width:70px;color:#111}
 td.empty{background:#f4f4f4;color:#999}
-.msg{min-width:300px;max-width:560px;white-space:pre-wrap;word-break:break-word}
-.ctx{color:#555;font-size:12px;margin-top:4px}
-code.repro{font-size:12px;white-space:pre-wrap;word-break:break-all;display:block;min-width:220px}
+.msg{max-width:640px;white-space:pre-wrap;word-break:break-word;margin-top:4px}
+.ctx{color:#555;font-size:12px;margin-top:2px}
+td.case{min-width:320px;max-width:660px} td.metrics{min-width:230px;max-width:320px;font-size:12px}
+td.repro-cell{min-width:280px;max-width:460px}
+.ea code{background:#f5f5f5}
+.cmd{display:flex;gap:6px;align-items:flex-start;margin-bottom:4px}
+code.repro{font-size:12px;white-space:pre-wrap;word-break:break-all;display:block;flex:1}
+button.copy{font-size:11px;padding:1px 6px;cursor:pointer}
+.script{font-size:12px;color:#555}
+details.cluster{background:#fff;border:1px solid #ddd;border-left:4px solid #c62828;border-radius:4px;
+ margin:8px 0;padding:6px 10px}
+details.cluster>summary{cursor:pointer;font-weight:600}
+details.cluster .count{display:inline-block;min-width:28px;background:#c62828;color:#fff;border-radius:10px;
+ text-align:center;padding:0 6px;margin-right:4px}
+details.cluster .shown{color:#777;font-weight:normal;font-size:12px}
+.shared{margin:4px 0 6px;font-size:13px}
 .controls{margin:8px 0;display:flex;gap:8px;align-items:center}
 .controls input{padding:4px 8px;width:320px}
 .validation{background:#fff3cd;border:1px solid #e0c36b;padding:6px 10px;border-radius:4px;display:inline-block}
@@ -41,16 +63,40 @@ details pre{white-space:pre-wrap;font-size:12px;max-width:700px}
 
 JS = """
 function applyFilter(){
-  var q=document.getElementById('q').value.toLowerCase();
-  var st=document.getElementById('st').value;
-  var rows=document.querySelectorAll('#failures tbody tr'); var shown=0;
-  rows.forEach(function(r){
-    var ok=(!q||r.textContent.toLowerCase().indexOf(q)>=0)&&(!st||r.dataset.status===st);
-    r.style.display=ok?'':'none'; if(ok)shown++;
+  var q=document.getElementById('q'), st=document.getElementById('st');
+  if(!q||!st){return;}
+  var text=q.value.toLowerCase(), want=st.value, total=0, shown=0;
+  document.querySelectorAll('details.cluster').forEach(function(c){
+    var rows=c.querySelectorAll('tbody tr'), here=0;
+    rows.forEach(function(r){
+      var ok=(!text||(c.textContent+' '+r.textContent).toLowerCase().indexOf(text)>=0)&&(!want||r.dataset.status===want);
+      r.style.display=ok?'':'none'; if(ok){here++;}
+    });
+    total+=rows.length; shown+=here;
+    c.style.display=here?'':'none';
+    c.querySelector('.shown').textContent=here<rows.length?'('+here+' shown)':'';
   });
-  document.getElementById('shown').textContent=shown+' of '+rows.length+' shown';
+  document.getElementById('shown').textContent=shown+' of '+total+' shown';
 }
-document.addEventListener('DOMContentLoaded',applyFilter);
+function copyText(button){
+  var text=button.dataset.copy, done=function(){button.textContent='copied';
+    setTimeout(function(){button.textContent='copy';},1500);};
+  var fallback=function(){var area=document.createElement('textarea'); area.value=text;
+    document.body.appendChild(area); area.select();
+    try{document.execCommand('copy');done();}catch(e){button.textContent='select and copy';}
+    document.body.removeChild(area);};
+  if(navigator.clipboard&&window.isSecureContext){navigator.clipboard.writeText(text).then(done,fallback);}
+  else{fallback();}
+}
+document.addEventListener('DOMContentLoaded',function(){
+  var q=document.getElementById('q'), st=document.getElementById('st');
+  if(q){q.addEventListener('input',applyFilter);} if(st){st.addEventListener('change',applyFilter);}
+  document.addEventListener('click',function(ev){
+    var b=ev.target.closest?ev.target.closest('button.copy'):null; if(b){copyText(b);}
+  });
+  applyFilter();
+  document.body.setAttribute('data-report-ready','1');
+});
 """
 
 
@@ -58,46 +104,78 @@ def _e(value: Any) -> str:
     return html_text("" if value is None else value)
 
 
-def _rate_color(rate: float) -> str:
-    """Red (0%) through amber to green (100%)."""
-    return f"hsl({int(120 * rate)},65%,{72 - 10 * rate:.0f}%)"
+@dataclass
+class ReportInput:
+    """What every section renders from: run.json, the final records, the run folder (None for a
+    page rendered without one) and the failing cases whose repro script is in its repro/ folder."""
+    run: dict[str, Any]
+    records: list[dict[str, Any]]
+    run_dir: Path | None = None
+    scripts: set[str] = field(default_factory=set)
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.3g}"
-    return _e(v)
+@dataclass(frozen=True)
+class Section:
+    id: str
+    title: str
+    render: Callable[[ReportInput], str]  # the section's HTML body; '' leaves the section out
 
 
-def _pass_counts(counts: dict[str, int]) -> tuple[int, int]:
-    """(cases that pass, cases that ran) of a group's status counts."""
-    return sum(counts.get(s, 0) for s in PASSING), sum(counts.get(s, 0) for s in EXECUTED)
+def claimed_dtypes(run: dict[str, Any]) -> set[str] | None:
+    """The dtypes the run's manifest claims; None when run.json names none (an older run)."""
+    supported = (run.get("manifest") or {}).get("supported_dtypes")
+    if not isinstance(supported, dict):
+        return None
+    return {str(d) for d, claimed in supported.items() if claimed}
 
 
-def _matrix(records: list[dict[str, Any]], row_key: str = "suite") -> str:
+def _dtype_order(name: str) -> tuple[int, str]:
+    return (DTYPES.index(name) if name in DTYPES else len(DTYPES), name)
+
+
+def _not_executed(counts: Counter[str]) -> str:
+    """A cell none of whose cases ran: 'not claimed', 'n/a' or 'not run' (mixed: 'not run')."""
+    kinds = set(counts)
+    return {frozenset({"not_claimed"}): "not claimed", frozenset({"not_applicable"}): "n/a"}.get(frozenset(kinds), "not run")
+
+
+def _matrix(report: ReportInput) -> str:
+    """Suite x dtype pass rates, a column per claimed dtype (and any dtype that ran); the dtypes
+    nobody claimed, whose cases are all recorded not_claimed, are counted in one line below."""
     cells: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
-    for r in records:
-        cells[(str(r.get(row_key)), str(r.get("dtype") or "-"))][r.get("status", "error")] += 1
-    rows = sorted({k[0] for k in cells})
-    cols = sorted({k[1] for k in cells})
-    out = [f"<table id='matrix'><thead><tr><th>{_e(row_key)} / dtype</th>"]
-    out += [f"<th>{_e(c)}</th>" for c in cols]
+    per_dtype: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in report.records:
+        dtype = str(r.get("dtype") or "-")
+        cells[(str(r.get("suite")), dtype)][r.get("status", "error")] += 1
+        per_dtype[dtype][r.get("status", "error")] += 1
+    claimed = claimed_dtypes(report.run)
+    cols = sorted((d for d, counts in per_dtype.items()
+                   if claimed is None or d in claimed or d == "-" or any(counts.get(s) for s in EXECUTED)),
+                  key=_dtype_order)
+    unclaimed = sorted((d for d in per_dtype if d not in cols), key=_dtype_order)
+    out = ["<table id='matrix'><thead><tr><th>suite / dtype</th>"]
+    out += [f"<th>{'no dtype' if c == '-' else _e(c)}</th>" for c in cols]
     out.append("</tr></thead><tbody>")
-    for row in rows:
+    for row in sorted({k[0] for k in cells}):
         out.append(f"<tr><th>{_e(row)}</th>")
         for col in cols:
             counts = cells.get((row, col), Counter())
-            ok, executed = _pass_counts(counts)
+            ok, executed = pass_counts(counts)
             title = ", ".join(f"{s} {n}" for s, n in sorted(counts.items()))
             if not executed:
-                label = "" if not counts else "not run"
+                label = "" if not counts else _not_executed(counts)
                 out.append(f"<td class='cell empty' title='{_e(title)}'>{label}</td>")
                 continue
             rate = ok / executed
-            out.append(f"<td class='cell' style='background:{_rate_color(rate)}' title='{_e(title)}'>"
+            out.append(f"<td class='cell' style='background:{rate_color(rate)}' title='{_e(title)}'>"
                        f"{ok}/{executed}<br><small>{100 * rate:.0f}%</small></td>")
         out.append("</tr>")
     out.append("</tbody></table>")
+    if unclaimed:
+        listed = ", ".join(f"<span title='{_e(', '.join(f'{s} {n}' for s, n in sorted(per_dtype[d].items())))}'>"
+                           f"{_e(d)} ({sum(per_dtype[d].values())})</span>" for d in unclaimed)
+        out.append(f"<p id='unclaimed-dtypes' class='ctx'>Dtypes the manifest does not claim, none of whose cases "
+                   f"ran (cases): {listed}</p>")
     return "".join(out)
 
 
@@ -107,7 +185,7 @@ def _status_table(records: list[dict[str, Any]], key: str) -> str:
     out = [f"<table id='by-{_e(key)}'><thead><tr><th>{_e(key)}</th>"]
     out += [f"<th>{_e(s)}</th>" for s in statuses] + ["<th>pass rate</th></tr></thead><tbody>"]
     for k, g in sorted(groups.items(), key=lambda kv: (len(kv[0]), kv[0])):
-        ok, executed = _pass_counts(g)
+        ok, executed = pass_counts(g)
         rate = f"{100 * ok / executed:.0f}%" if executed else "-"
         out.append(f"<tr><th>{_e(k)}</th>" + "".join(f"<td class='num'>{g.get(s, 0)}</td>" for s in statuses)
                    + f"<td class='num'>{rate}</td></tr>")
@@ -115,39 +193,69 @@ def _status_table(records: list[dict[str, Any]], key: str) -> str:
     return "".join(out)
 
 
-def _failure_rows(fails: list[dict[str, Any]]) -> str:
-    out = []
-    for r in fails:
-        m = r.get("mismatch") or {}
-        how = r.get("signal") or (f"exit {r['exit_code']}" if "exit_code" in r and r.get("status") == "crashed" else "")
-        detail = r.get("output_tail") or r.get("traceback") or ""
-        more = "".join(f"<div class='ctx'>{_e(line)}</div>" for line in details(r))
-        more += f"<details><summary>output</summary><pre>{_e(detail)}</pre></details>" if detail else ""
-        out.append(
-            f"<tr data-status='{_e(r.get('status'))}'><td style='color:{COLORS.get(r.get('status', ''), '#000')}'>"
-            f"<b>{_e(r.get('status'))}</b></td><td><code>{_e(r['id'])}</code></td><td>{_e(r.get('suite'))}</td>"
-            f"<td>{_e(r.get('dtype'))}</td><td class='msg'>{_e(r.get('message', ''))}{more}</td>"
-            f"<td class='num'>{_fmt(m.get('max_abs_error'))}</td><td class='num'>{_e(rel_error_text(m))}</td>"
-            f"<td class='num'>{_e(m.get('mismatched', ''))}{'/' + _e(m['total']) if m.get('total') else ''}</td>"
-            f"<td>{_e(how)}</td><td class='num'>{_fmt(r.get('duration_s'))}</td>"
-            f"<td><code class='repro'>{_e(r.get('repro', ''))}</code></td></tr>"
-        )
-    return "".join(out)
+def _overview(report: ReportInput) -> str:
+    levels = dict(sorted(by(report.records, "level").items(), key=lambda kv: (len(kv[0]), kv[0])))
+    charts = (pass_rate_chart("suite-chart", "pass rate per suite (of the cases that ran)", by(report.records, "suite"))
+              + pass_rate_chart("level-chart", "pass rate per level", {f"level {k}": v for k, v in levels.items()}))
+    return f"<div class='charts'>{charts}</div>" if charts else ""
 
 
-def _not_run(records: list[dict[str, Any]], limit: int = 200) -> str:
+def _failures(report: ReportInput) -> str:
+    return failures_section(report.records, report.scripts)
+
+
+def _errors(report: ReportInput) -> str:
+    return error_chart(failures(report.records), op_of)
+
+
+def _not_run(report: ReportInput, limit: int = 200) -> str:
     """Planned cases without a result (a killed or interrupted run), listed so none vanish."""
-    ids = [r["id"] for r in not_run(records)]
+    ids = [r["id"] for r in not_run(report.records)]
     if not ids:
         return ""
     more = f"<li>... and {len(ids) - limit} more (junit.xml lists every case)</li>" if len(ids) > limit else ""
-    return (f"<h2>Not run ({len(ids)})</h2><p>{_e(NOT_RUN_NOTE)}.</p>"
+    return (f"<p>{len(ids)} cases: {_e(NOT_RUN_NOTE.lower())}.</p>"
             f"<ul id='not-run'>" + "".join(f"<li><code>{_e(i)}</code></li>" for i in ids[:limit]) + more + "</ul>")
 
 
-def render_html(run: dict[str, Any], records: list[dict[str, Any]]) -> str:
+def _slowest(report: ReportInput) -> str:
+    rows = "".join(f"<tr><td><code>{_e(r['id'])}</code></td><td>{_e(r.get('status'))}</td>"
+                   f"<td class='num'>{float(r['duration_s']):.3f}</td></tr>" for r in slowest(report.records, 10))
+    return (f"<table id='slowest'><thead><tr><th>case</th><th>status</th><th>s</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
+
+
+SECTIONS: list[Section] = [
+    Section("overview", "Pass rate by suite and level", _overview),
+    Section("failures", "Failures by root cause", _failures),
+    Section("errors", "Error magnitude against tolerance", _errors),
+    Section("matrix-section", "Pass rate by suite and claimed dtype", _matrix),
+    Section("levels", "By level", lambda report: _status_table(report.records, "level")),
+    Section("not-run-section", "Not run", _not_run),
+    Section("coverage", "Dispatcher coverage", lambda report: render_coverage_section(report.run, report.records)),
+    Section("slowest-section", "Slowest cases", _slowest),
+]
+
+
+def add_section(section: Section, before: str | None = None) -> None:
+    """Add a section to every report from now on (before the section with id `before`, else last);
+    a section with the same id is replaced."""
+    SECTIONS[:] = [s for s in SECTIONS if s.id != section.id]
+    ids = [s.id for s in SECTIONS]
+    SECTIONS.insert(ids.index(before) if before in ids else len(SECTIONS), section)
+
+
+def repro_scripts(run_dir: Path | None, records: list[dict[str, Any]]) -> set[str]:
+    """Failing cases whose standalone script `torchcts repro` wrote into the run's repro/ folder."""
+    if run_dir is None or not (run_dir / "repro").is_dir():
+        return set()
+    from torchcts.results.repro import SCRIPT, safe_name
+
+    return {r["id"] for r in failures(records) if (run_dir / "repro" / safe_name(r["id"]) / SCRIPT).is_file()}
+
+
+def _header(run: dict[str, Any], records: list[dict[str, Any]]) -> str:
     t = totals(records)
-    fails = failures(records)
     dev = run.get("device", {})
     torch_v = (run.get("torch") or {}).get("torch", "")
     badges = "".join(
@@ -155,39 +263,32 @@ def render_html(run: dict[str, Any], records: list[dict[str, Any]]) -> str:
     )
     if run.get("filtered"):
         badges += f"<div class='badge' style='background:{COLORS['filtered']}'><b>{run['filtered']}</b>filtered</div>"
-    validation = ("<p class='validation'>Validation run: checks the harness on CPU; never backend evidence.</p>"
-                  if run.get("validation") else "")
+    notes = ("<p class='validation'>Validation run: checks the harness on CPU; never backend evidence.</p>"
+             if run.get("validation") else "")
     if run.get("unreadable_records"):
-        validation += (f"<p class='validation' id='unreadable'>{_e(run['unreadable_records'])} unreadable records in "
-                       f"cases.jsonl, not in the totals: {_e('; '.join(run.get('record_problems') or []))}</p>")
-    options = "".join(f"<option value='{_e(s)}'>{_e(s)}</option>" for s in FAILURES if t.get(s))
-    slow = slowest(records, 10)
-    slow_rows = "".join(f"<tr><td><code>{_e(r['id'])}</code></td><td>{_e(r.get('status'))}</td>"
-                        f"<td class='num'>{float(r['duration_s']):.3f}</td></tr>" for r in slow)
-    data = json.dumps({"name": run.get("name"), "status": run.get("status"), "totals": t})
+        notes += (f"<p class='validation' id='unreadable'>{_e(run['unreadable_records'])} unreadable records in "
+                  f"cases.jsonl, not in the totals: {_e('; '.join(run.get('record_problems') or []))}</p>")
+    return (f"<h1>TorchCTS report — device <code>{_e(dev.get('type'))}</code></h1>\n"
+            f"<div class='meta'>run <code>{_e(run.get('name'))}</code> · gate <code>{_e(run.get('gate'))}</code> · "
+            f"torch {_e(torch_v)} · torchcts {_e(run.get('torchcts'))} · {_e(run.get('status'))} · "
+            f"{_e(run.get('started'))} → {_e(run.get('ended'))} · manifest "
+            f"{_e((run.get('manifest_hash') or '')[:12])}</div>\n{notes}\n<div class='badges' id='totals'>{badges}</div>")
+
+
+def render_html(run: dict[str, Any], records: list[dict[str, Any]], run_dir: Path | None = None) -> str:
+    report = ReportInput(run, records, run_dir, repro_scripts(run_dir, records))
+    body = []
+    for section in SECTIONS:
+        html = section.render(report)
+        if html:
+            body.append(f"<section id='{_e(section.id)}'><h2>{_e(section.title)}</h2>{html}</section>")
+    data = json.dumps({"name": run.get("name"), "status": run.get("status"), "totals": totals(records)})
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>TorchCTS {_e(run.get('name'))}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>{CSS}</style><script>{JS}</script></head><body>
-<h1>TorchCTS report — device <code>{_e(dev.get('type'))}</code></h1>
-<div class="meta">run <code>{_e(run.get('name'))}</code> · gate <code>{_e(run.get('gate'))}</code> ·
-torch {_e(torch_v)} · torchcts {_e(run.get('torchcts'))} · {_e(run.get('status'))} ·
-{_e(run.get('started'))} → {_e(run.get('ended'))} · manifest {_e((run.get('manifest_hash') or '')[:12])}</div>
-{validation}
-<div class="badges" id="totals">{badges}</div>
-<h2>Pass rate by suite and dtype</h2>{_matrix(records)}
-<h2>By level</h2>{_status_table(records, "level")}
-<h2>Failures ({len(fails)})</h2>
-<div class="controls"><input id="q" placeholder="filter: case id, op, message..." oninput="applyFilter()">
-<select id="st" onchange="applyFilter()"><option value="">all statuses</option>{options}</select>
-<span id="shown"></span></div>
-<table id="failures"><thead><tr><th>status</th><th>case</th><th>suite</th><th>dtype</th><th>message</th>
-<th>max abs err</th><th>max rel err</th><th>mismatched</th><th>signal</th><th>s</th><th>repro</th></tr></thead>
-<tbody>{_failure_rows(fails)}</tbody></table>
-{_not_run(records)}
-{render_coverage_section(run, records)}
-<h2>Slowest cases</h2><table id="slowest"><thead><tr><th>case</th><th>status</th><th>s</th></tr></thead>
-<tbody>{slow_rows}</tbody></table>
+{_header(run, records)}
+{chr(10).join(body)}
 <script type="application/json" id="torchcts-data">{_e(data)}</script>
 </body></html>
 """

@@ -37,9 +37,10 @@ def check_results_root(results_root: Path) -> None:
                              "pass another --results-dir")
         if parent.exists():
             break
-    if (results_root / LATEST).is_dir():
-        raise UsageError(f"{results_root / LATEST} is a folder, but TorchCTS keeps the newest run's name in that "
-                         "file: move the folder away or pass another --results-dir")
+    pointer = results_root / LATEST
+    if pointer.is_dir() and not pointer.is_symlink():
+        raise UsageError(f"{pointer} is a folder, but TorchCTS keeps a link to (or the name of) the newest run "
+                         "there: move the folder away or pass another --results-dir")
 
 
 def new_run_dir(results_root: Path) -> Path:
@@ -77,29 +78,64 @@ def read_run(run_dir: Path) -> dict[str, Any]:
 
 
 def point_latest(results_root: Path, run_dir: Path) -> None:
-    """`results/latest` names the newest run (a one-line file, portable where symlinks are not)."""
-    (results_root / LATEST).write_text(run_dir.name + "\n", encoding="utf-8")
+    """`results/latest` is a relative symlink to the newest run, so `results/latest/report.html` opens;
+    where the file system refuses symlinks (Windows without the privilege, some mounts) it is a
+    one-line file naming the run. Replaced atomically either way; `latest_run` reads both."""
+    pointer = results_root / LATEST
+    tmp = results_root / f".{LATEST}.{secrets.token_hex(3)}"
+    try:
+        os.symlink(run_dir.name, tmp, target_is_directory=True)
+    except (OSError, NotImplementedError):
+        tmp.write_text(run_dir.name + "\n", encoding="utf-8")
+    try:
+        os.replace(tmp, pointer)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def latest_run(results_root: Path) -> Path | None:
+    """The run `results_root/latest` points to, as `results_root/<name>` (symlink or one-line file);
+    None when there is none, or it names anything but a run folder directly under results_root.
+    The one reader of `latest`: every command, script and test resolves it here."""
+    pointer = results_root / LATEST
+    try:
+        raw = os.readlink(pointer) if pointer.is_symlink() else pointer.read_bytes().decode("utf-8", "replace")
+    except OSError:  # absent, or a folder (check_results_root names that problem)
+        return None
+    name = raw.strip()
+    run = results_root / name
+    if name and Path(name).name == name and name not in (".", "..") and (run / RUN_JSON).is_file():
+        return run
+    return None
+
+
+def is_latest_pointer(path: Path) -> bool:
+    """Whether `path` is a results folder's `latest` (given as a run, e.g. `results/latest`)."""
+    return path.name == LATEST and (path.is_symlink() or path.is_file())
 
 
 def resolve_run(ref: str | None, results_root: Path = Path("results")) -> Path:
-    """A run given as a run folder, a run name under results/, a results folder (its latest run),
-    or None for the latest under results_root."""
+    """A run given as a run folder, `results/latest` (the link or the file), a run name under
+    results/, a results folder (its latest run), or None for the latest under results_root.
+    `latest` always resolves to the run's own folder, so its name is the run's."""
     from torchcts.errors import UsageError
 
     if ref:
         for candidate in (Path(ref), results_root / ref):
-            if (candidate / RUN_JSON).is_file():
+            if is_latest_pointer(candidate):
+                run = latest_run(candidate.parent)
+                if run is not None:
+                    return run
+            elif (candidate / RUN_JSON).is_file():
                 return candidate
-        if (Path(ref) / LATEST).is_file():  # a results folder: its latest run
+        if (Path(ref) / LATEST).exists() or (Path(ref) / LATEST).is_symlink():  # a results folder
             return resolve_run(None, Path(ref))
         raise UsageError(f"no run at '{ref}': pass a run folder (containing run.json), a run name under "
-                         f"'{results_root}', or a results folder (its latest run)")
-    pointer = results_root / LATEST
-    if pointer.is_file():
-        name = pointer.read_bytes().decode("utf-8", "replace").strip()
-        run = results_root / name
-        if name and Path(name).name == name and name not in (".", "..") and (run / RUN_JSON).is_file():
-            return run
+                         f"'{results_root}', 'results/latest', or a results folder (its latest run)")
+    run = latest_run(results_root)
+    if run is not None:
+        return run
     raise UsageError(f"no runs under '{results_root}': run 'torchcts run --device D' first or pass RUN")
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchcts.results.quoting import md_code, md_text
+from torchcts.results.shared_args import shared
 from torchcts.results.signatures import bucket_of, normalise_message, signature_of
 from torchcts.results.statuses import FAILURES
 
@@ -25,18 +26,25 @@ class Cluster:
     ops: Counter[str] = field(default_factory=Counter)
     dtypes: Counter[str] = field(default_factory=Counter)
     example: str = ""
+    records: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
     def count(self) -> int:
         return len(self.cases)
 
+    @property
+    def shared(self) -> list[str]:
+        """The arguments, dtype and layout every failure of the cluster shares (results/shared_args.py)."""
+        return shared(self.records)
+
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "bucket": self.bucket, "count": self.count, "ops": dict(self.ops),
                 "dtypes": dict(self.dtypes), "example_case": self.cases[0] if self.cases else None,
-                "example_message": self.example}
+                "example_message": self.example, "shared": self.shared}
 
 
-def _op(record: dict[str, Any]) -> str:
+def op_of(record: dict[str, Any]) -> str:
+    """The op a failure counts under: its OpInfo name, else its first aten op, else its suite."""
     ops = record.get("ops") or []
     return str(record.get("op") or (ops[0] if ops else record.get("suite") or "?"))
 
@@ -51,7 +59,7 @@ def cluster_key(record: dict[str, Any]) -> tuple[str, str]:
     if bucket == "missing_kernel":
         return f"missing kernel: {sig.partition(': ')[2]}", bucket
     if bucket == "mismatch":
-        return f"mismatch in {_op(record)}: {sig.partition(': ')[2]}", bucket
+        return f"mismatch in {op_of(record)}: {sig.partition(': ')[2]}", bucket
     if bucket in ("crash", "timeout"):
         detail = normalise_message(str(record.get("message") or ""))
         return f"{bucket}: {detail}" if detail else bucket, bucket
@@ -67,14 +75,15 @@ def clusters(records: list[dict[str, Any]]) -> list[Cluster]:
         title, bucket = cluster_key(r)
         c = found.setdefault(title, Cluster(title, bucket, example=str(r.get("message") or "")[:300]))
         c.cases.append(r["id"])
-        c.ops[_op(r)] += 1
+        c.records.append(r)
+        c.ops[op_of(r)] += 1
         if r.get("dtype"):
             c.dtypes[str(r["dtype"])] += 1
     return sorted(found.values(), key=lambda c: (-c.count, c.title))
 
 
 def failures_by_op(records: list[dict[str, Any]]) -> list[tuple[str, int]]:
-    counts = Counter(_op(r) for r in records if r.get("status") in FAILURES)
+    counts = Counter(op_of(r) for r in records if r.get("status") in FAILURES)
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
@@ -94,6 +103,8 @@ def render_text(records: list[dict[str, Any]], limit: int = 30) -> str:
     for i, c in enumerate(found[:limit], 1):
         lines.append(f"{i:3}. [{c.count} cases] {c.title}")
         lines.append(f"       ops: {_top(c.ops)}" + (f"; dtypes: {_top(c.dtypes)}" if c.dtypes else ""))
+        if c.shared:
+            lines.append(f"       shared by all {c.count}: {', '.join(c.shared)}")
         lines.append(f"       e.g. {c.cases[0]}: {c.example[:160]}")
     if len(found) > limit:
         lines.append(f"  ... and {len(found) - limit} smaller clusters")
@@ -106,10 +117,12 @@ def render_markdown(records: list[dict[str, Any]], limit: int = 20) -> list[str]
     found = clusters(records)
     if not found:
         return []
-    lines = ["## Triage: root-cause clusters", "", "| cases | cluster | ops | example |", "| ---: | --- | --- | --- |"]
+    lines = ["## Triage: root-cause clusters", "", "| cases | cluster | ops | shared by all | example |",
+             "| ---: | --- | --- | --- | --- |"]
     for c in found[:limit]:
-        lines.append(f"| {c.count} | {md_text(c.title)} | {md_text(_top(c.ops, 4))} | {md_code(c.cases[0])} |")
+        lines.append(f"| {c.count} | {md_text(c.title)} | {md_text(_top(c.ops, 4))} | {md_text(', '.join(c.shared))} "
+                     f"| {md_code(c.cases[0])} |")
     if len(found) > limit:
-        lines.append(f"| | ... {len(found) - limit} more clusters (`torchcts report --triage`) | | |")
+        lines.append(f"| | ... {len(found) - limit} more clusters (`torchcts report --triage`) | | | |")
     lines.append("")
     return lines
