@@ -111,12 +111,32 @@ def non_interactive() -> bool:
 
 
 def require_device(args: argparse.Namespace) -> None:
+    from torchcts.backends.devices import ROCM_FIX, ROCM_NAMES
+
+    if args.device in ROCM_NAMES:  # before the manifest's device is compared with it
+        raise UsageError(f"'{args.device}' is not a device: {ROCM_FIX}")
     if args.validation:
         return
     if not args.device:
+        named = manifest_device(args.manifest)
+        fix = f"the manifest names '{named}': add --device {named}" if named else "pass e.g. --device cuda"
         if non_interactive():
-            raise UsageError("--device is required in a non-interactive run (CI set or no TTY): pass e.g. --device cuda")
-        raise UsageError("no --device given: pass the device under test, e.g. --device cuda (or --validation)")
+            raise UsageError(f"--device is required in a non-interactive run (CI set or no TTY); {fix}")
+        raise UsageError(f"no --device given: {fix} (or --validation)")
+
+
+def manifest_device(path: str | None) -> str | None:
+    """The device_name of the manifest a run would load (None when there is none or it does not load),
+    for the missing --device error."""
+    from torchcts.errors import ManifestError
+    from torchcts.manifest.load import find_manifest, load_manifest
+
+    if path is None and find_manifest() is None:
+        return None
+    try:
+        return load_manifest(path).device_name
+    except (ManifestError, UsageError, OSError):
+        return None
 
 
 _PATH_FLAGS = {"--manifest", "--results-dir", "--store", "--output", "-o", "--run", "--shard-durations"}
