@@ -29,7 +29,7 @@ def main(args: argparse.Namespace) -> int:
     setup = prepare(run_request(args))
     skipped = setup.result.skipped
     summary = summarize(skip_record(d.case, d.status, d.reason) for d in skipped)
-    lines = [f"{len(setup.result.to_run)} cases would run; {headline(summary).replace('did not run', 'would not')}; "
+    lines = [f"{len(setup.result.to_run)} cases would run; {headline(summary, 'would not')}; "
              f"{setup.result.filtered} filtered", *render_text(summary, args.top)]
     if args.details:
         lines += [f"{d.status:15} {d.case.id}  ({d.reason})" for d in skipped]

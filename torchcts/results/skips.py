@@ -101,9 +101,10 @@ def sections(s: SkipSummary, top: int = 10) -> list[tuple[str, list[tuple[str, i
     return out
 
 
-def headline(s: SkipSummary) -> str:
+def headline(s: SkipSummary, verb: str = "did not run") -> str:
+    """`20 cases did not run (4 not_claimed, 16 not_applicable)`."""
     parts = ", ".join(f"{s.by_status[k]} {k}" for k in SKIPPED if s.by_status.get(k))
-    return f"{s.total} cases did not run ({parts})" if s.total else "every selected case ran or was filtered"
+    return f"{s.total} cases {verb}" + (f" ({parts})" if parts else "")
 
 
 def render_text(s: SkipSummary, top: int = 10) -> list[str]:
