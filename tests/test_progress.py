@@ -3,6 +3,7 @@ injected clock instead of real waits."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from types import SimpleNamespace
 
@@ -122,36 +123,36 @@ def _letter(plugin, status=("failed", "F", "FAILED")):
     return outcome.result[1]
 
 
-def test_plugin_on_a_terminal_replaces_pytests_dots_and_names_failures() -> None:
-    primary, replica = os.openpty()
-    with os.fdopen(replica, "w") as stream:
+@contextlib.contextmanager
+def _started(tty: bool):
+    """A ProgressPlugin started on a pseudo-terminal or a pipe; yields it, pytest's fake reporter
+    and the descriptor to read what it wrote."""
+    reader, writer = os.openpty() if tty else os.pipe()
+    with os.fdopen(writer, "w") as stream:
         session, tr = _session(stream)
         plugin = P.ProgressPlugin(planned=5)
         plugin.pytest_sessionstart(session)
         try:
-            assert plugin.progress is not None and plugin.progress.tty
-            assert _letter(plugin) == "" and tr._show_progress_info is False
-            plugin.pytest_runtest_logstart("torchcts::opinfo/add/float32/forward", None)
-            assert "opinfo/add/float32/forward" in plugin.progress.running
-            plugin.recorded({"id": "opinfo/add/float32/forward", "status": "failed"}, failure=True)
-            assert plugin.progress.done == 1 and plugin.progress.failed == 1
-            assert b"failed opinfo/add/float32/forward" in os.read(primary, 4096)
+            yield plugin, tr, reader
         finally:
             plugin.pytest_sessionfinish(session)
-    os.close(primary)
+    os.close(reader)
+
+
+def test_plugin_on_a_terminal_replaces_pytests_dots_and_names_failures() -> None:
+    with _started(tty=True) as (plugin, tr, reader):
+        assert plugin.progress is not None and plugin.progress.tty
+        assert _letter(plugin) == "" and tr._show_progress_info is False
+        plugin.pytest_runtest_logstart("torchcts::opinfo/add/float32/forward", None)
+        assert "opinfo/add/float32/forward" in plugin.progress.running
+        plugin.recorded({"id": "opinfo/add/float32/forward", "status": "failed"}, failure=True)
+        assert plugin.progress.done == 1 and plugin.progress.failed == 1
+        assert b"failed opinfo/add/float32/forward" in os.read(reader, 4096)
 
 
 def test_plugin_off_a_terminal_keeps_pytests_output_and_counts_what_was_collected() -> None:
-    read_fd, write_fd = os.pipe()
-    with os.fdopen(write_fd, "w") as stream:
-        session, tr = _session(stream)
-        plugin = P.ProgressPlugin(planned=5)
-        plugin.pytest_sessionstart(session)
-        try:
-            assert plugin.progress is not None and not plugin.progress.tty
-            assert _letter(plugin) == "F" and tr._show_progress_info is True
-            plugin.pytest_xdist_node_collection_finished(None, ["a", "b", "c"])  # -k kept 3 of 5
-            assert plugin.progress.total == 3
-        finally:
-            plugin.pytest_sessionfinish(session)
-    os.close(read_fd)
+    with _started(tty=False) as (plugin, tr, _):
+        assert plugin.progress is not None and not plugin.progress.tty
+        assert _letter(plugin) == "F" and tr._show_progress_info is True
+        plugin.pytest_xdist_node_collection_finished(None, ["a", "b", "c"])  # -k kept 3 of 5
+        assert plugin.progress.total == 3

@@ -5,20 +5,10 @@ from __future__ import annotations
 
 import pytest
 from conftest import run_cli
+from test_foundation_devices import _one_error_line as _err_line
 from test_foundation_manifest import good_py
 
 from torchcts.backends import devices
-
-
-@pytest.fixture
-def ci(monkeypatch):
-    monkeypatch.setenv("CI", "true")
-
-
-def _err_line(capsys) -> str:
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1, lines
-    return lines[0]
 
 
 @pytest.mark.parametrize("flags", [[], ["--no-import"]])
@@ -57,7 +47,8 @@ def test_check_manifest_with_the_real_sim_backend_names_its_device(tmp_path):
     assert "registers the device 'sim', not 'simm': set device_name to 'sim' and run with --device sim" in r.stderr
 
 
-def test_missing_device_names_the_manifests_device(workdir, cli, capsys, ci):
+def test_missing_device_names_the_manifests_device(workdir, cli, capsys, monkeypatch):
+    monkeypatch.setenv("CI", "true")
     (workdir / "manifest.py").write_text(good_py(device_name='"npu"', backend_import='"torch_npu"'))
     assert cli(["show-skips"]) == 2
     assert _err_line(capsys).endswith(
@@ -68,7 +59,8 @@ def test_missing_device_names_the_manifests_device(workdir, cli, capsys, ci):
 
 
 @pytest.mark.parametrize("device", ["hip", "rocm"])
-def test_rocm_names_are_not_devices_even_with_a_manifest(workdir, cli, capsys, ci, device):
+def test_rocm_names_are_not_devices_even_with_a_manifest(workdir, cli, capsys, monkeypatch, device):
+    monkeypatch.setenv("CI", "true")
     assert cli(["init", "--backend", "rocm"]) == 0
     capsys.readouterr()
     assert cli(["run", "--device", device]) == 2
