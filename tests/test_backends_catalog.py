@@ -27,6 +27,7 @@ PRESETS = {
     "rocm": ("cuda", None),
     "MPS": ("mps", None),
     "xpu": ("xpu", None),
+    "hip": ("cuda", None),
 }
 
 
@@ -64,10 +65,41 @@ def test_init_backend_preset_passes_check_manifest(backend, workdir, cli, capsys
         assert f"backend_import '{module}' failed to import" in capsys.readouterr().err
 
 
-def test_init_unknown_backend_uses_the_name_as_device(workdir, cli):
-    assert cli(["init", "--backend", "my_accel"]) == 0
+def test_init_unknown_backend_uses_the_name_as_device_and_needs_its_module(workdir, cli, capsys):
+    # without a terminal nothing is asked: no manifest with backend_import None, the fix named
+    assert cli(["init", "--backend", "my_accel"]) == 2
+    assert "pass --import MODULE" in capsys.readouterr().err and not (workdir / "manifest.py").exists()
+    assert cli(["init", "--backend", "my_accel", "--import", "my_accel_pkg"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 'my_accel' is not in the catalog" in err and "'my_accel_pkg' is not installed here" in err
     m = load_manifest()
-    assert (m.device_name, m.backend_import) == ("my_accel", None)
+    assert (m.device_name, m.backend_import) == ("my_accel", "my_accel_pkg")
+
+
+def test_init_asks_for_the_module_on_a_terminal(workdir, cli, capsys, monkeypatch):
+    import io
+
+    import torchcts.cli.common as common
+
+    monkeypatch.setattr(common, "non_interactive", lambda: False)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("my_accel_pkg\n"))
+    assert cli(["init", "--backend", "my_accel"]) == 0
+    assert "backend_import" in capsys.readouterr().err
+    assert load_manifest().backend_import == "my_accel_pkg"
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n"))  # nothing typed: nothing written
+    assert cli(["init", "--backend", "other_accel", "-o", "other.py"]) == 2
+    assert not (workdir / "other.py").exists()
+
+
+def test_init_warns_about_directml_and_maps_hip_to_cuda(workdir, cli, capsys):
+    assert cli(["init", "--backend", "directml"]) == 0
+    err = capsys.readouterr().err
+    assert "torch-directml (torch_directml) stops at PyTorch 2.3.1, outside TorchCTS's supported range (2.7.0" in err
+    assert cli(["init", "--backend", "hip", "--force"]) == 0
+    assert "ROCm runs as --device cuda" in capsys.readouterr().err
+    assert load_manifest().device_name == "cuda"
+    assert cli(["init", "--backend", "npu", "--force"]) == 0
+    assert "warning" not in capsys.readouterr().err
 
 
 def test_importable_does_not_import(tmp_path, monkeypatch):

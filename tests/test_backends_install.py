@@ -198,3 +198,21 @@ def test_no_torch_installed_plans_an_install(fake_machine, cli, capsys, monkeypa
     out = capsys.readouterr().out
     assert "installed: no torch in this environment" in out and "plan: wheel family cu130" in out
     assert "dry run: nothing installed" in out
+
+
+@pytest.mark.parametrize(("torch_version", "family"), [("2.7.1", "rocm6.3"), ("2.9.1", "rocm6.4"),
+                                                       ("2.10.0", "rocm7.1"), ("2.13.0", "rocm7.2")])
+def test_family_rocm_is_the_newest_rocm_for_the_torch_version(torch_version, family):
+    plan = plan_install(Signals("Linux", "x86_64"), "rocm", torch_version)
+    assert plan.family == family and f"{family} is the newest ROCm family" in plan.reasons[0]
+    assert plan.command[-1] == f"{INDEX}/{family}" and not plan.notes
+    newer = plan_install(Signals("Linux", "x86_64"), "rocm", "2.20.0")
+    assert newer.family == "rocm7.2" and any("no ROCm family is known for torch 2.20.0" in n for n in newer.notes)
+
+
+def test_cli_family_rocm_dry_run_and_hip(fake_machine, cli, capsys):
+    assert cli(["install", "--family", "rocm", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "plan: wheel family rocm7.2" in out and "torch==2.13.0+rocm7.2" in out and not fake_machine.calls
+    assert cli(["install", "--family", "hip", "--dry-run"]) == 2
+    assert "the wheel family is rocm, the device --device cuda" in capsys.readouterr().err

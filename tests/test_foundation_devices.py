@@ -50,7 +50,7 @@ def test_unavailable_device_with_manifest(workdir, cli, capsys, ci):
 
 def test_rocm_is_a_gate_not_a_device(workdir, cli, capsys, ci):
     assert cli(["run", "--device", "rocm"]) == 2
-    assert "run with --device cuda" in _one_error_line(capsys)
+    assert "ROCm runs as --device cuda" in _one_error_line(capsys)
 
 
 def test_backend_import_failure_in_run_is_one_line(workdir, cli, capsys, ci):

@@ -105,3 +105,20 @@ def test_run_with_newer_torch_warns_one_line(workdir, cli, capsys, monkeypatch):
 ])
 def test_build_family(fields, family):
     assert compat.build_family(*fields) == family
+
+
+def test_output_piped_into_head_is_not_an_internal_error(monkeypatch, capsys):
+    """`torchcts show-skips --details | head` closes the pipe: exit 0, no traceback (BrokenPipeError
+    is an OSError, so its handler must come first)."""
+    import sys
+
+    from torchcts.cli import backends
+    from torchcts.cli.main import main
+
+    def closed_pipe(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(backends, "main", closed_pipe)
+    monkeypatch.setattr(sys, "stderr", sys.stderr)  # main() silences stderr; put it back afterwards
+    assert main(["backends"]) == 0
+    assert "internal error" not in capsys.readouterr().err

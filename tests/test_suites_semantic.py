@@ -70,10 +70,14 @@ def test_level_and_suite_selection(sel: Selection, levels: set[int]) -> None:
 def test_show_skips_lists_unclaimed(tmp_path: Path) -> None:
     r = run_cli("init", "--template", "minimal", "--backend", "cpu", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    r = run_cli("show-skips", "--device", "cpu", "--suite", "dtypes", "--suite", "rng", "--level", "3", "--all",
+    r = run_cli("show-skips", "--device", "cpu", "--suite", "dtypes", "--suite", "rng", "--level", "3", "--details",
                 cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = r.stdout
+    # the summary first: counts per unclaimed dtype and capability (results/skips.py)
+    summary = out.split("(--details")[0] if "(--details" in out else out.split("dtypes/")[0]
+    assert "not claimed, by capability" in summary and "  rng" not in summary.split("by capability")[0]
+    assert "float16" in summary.split("by capability")[0]
     # minimal claims float32/int64/bool and not rng: a pair with an unclaimed dtype is listed
     assert "dtypes/promotion/add/float32-float16  (dtype float16 not in supported_dtypes)" in out
     assert "rng/manual_seed/rand/float32  (capability 'rng' not claimed)" in out

@@ -20,6 +20,7 @@ class InTreeDevice:
     gate: str
     build: str
     note: str
+    aliases: tuple[str, ...] = ()  # other names users type for it (`hip` for rocm)
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class PrivateUse1Backend:
     description: str
     caveat: str
     ecosystem_example: bool = False
+    max_torch: str | None = None  # the newest PyTorch its project supports, where it stopped
 
 
 IN_TREE: tuple[InTreeDevice, ...] = (
@@ -42,7 +44,7 @@ IN_TREE: tuple[InTreeDevice, ...] = (
                  "harness checks (--validation), local development, the CPU reference, CPU-build backend packs"),
     InTreeDevice("cuda", "cuda", "cuda", "a CUDA wheel (cu118 ... cu130)", "NVIDIA GPUs"),
     InTreeDevice("rocm", "cuda", "rocm", "a ROCm wheel (rocm6.x)",
-                 "AMD GPUs: HIP devices appear as 'cuda'; runs record the backend gate 'rocm'"),
+                 "AMD GPUs: HIP devices appear as 'cuda'; runs record the backend gate 'rocm'", aliases=("hip",)),
     InTreeDevice("mps", "mps", "mps", "the macOS wheel (default)",
                  "Apple GPUs; crashes are isolated by subprocess and never forgiven; "
                  "--validation forces cpu and is never MPS evidence"),
@@ -65,7 +67,7 @@ PRIVATEUSE1: tuple[PrivateUse1Backend, ...] = (
                     "from torch_directml.device() and keeps the generic name 'privateuseone'",
         caveat="Microsoft documents support only up to PyTorch 2.3.1, below TorchCTS's minimum 2.7.0: "
                "an ecosystem example, not a validation target unless a compatible build appears",
-        ecosystem_example=True,
+        ecosystem_example=True, max_torch="2.3.1",
     ),
     PrivateUse1Backend(
         key="webgpu", project="torch-webgpu", import_name="torch_webgpu", pip_name="torch-webgpu",
@@ -109,9 +111,25 @@ def preset_for(name: str) -> tuple[str, str | None] | None:
     if entry is not None:
         return entry.device, entry.import_name
     for dev in IN_TREE:
-        if _norm(name) == dev.name:
+        if _norm(name) in (dev.name, *dev.aliases):
             return dev.device, None
     return None
+
+
+def support_warning(name: str) -> str | None:
+    """A warning for a catalog backend whose project stopped before TorchCTS's supported PyTorch
+    range (DirectML: 2.3.1); None for the others and for unknown names."""
+    from torchcts.compat import MIN_TORCH
+
+    entry = find_backend(name)
+    if entry is None or not entry.max_torch:
+        return None
+    newest = tuple(int(x) for x in entry.max_torch.split("."))
+    if newest >= MIN_TORCH:
+        return None
+    return (f"{entry.project} ({entry.import_name}) stops at PyTorch {entry.max_torch}, outside TorchCTS's "
+            f"supported range ({'.'.join(map(str, MIN_TORCH))} and newer): the manifest is written, but a run "
+            "needs a build of it for the PyTorch under test")
 
 
 def importable(module: str) -> bool:

@@ -35,6 +35,45 @@ def import_backend(module: str | None) -> None:
         ) from None
 
 
+ROCM_NAMES = ("rocm", "hip")
+ROCM_FIX = "ROCm runs as --device cuda (the rocm backend gate): PyTorch's ROCm builds expose HIP devices as 'cuda'"
+
+
+def missing_import_problem(device: str, backend_import: str | None) -> str | None:
+    """Why a manifest's device cannot work, known without importing anything: not shipped by
+    PyTorch and nothing to import registers it; the text after "device_name 'X': "."""
+    if device in IN_TREE_DEVICES or backend_import:
+        return None
+    if device in ROCM_NAMES:
+        return f"{ROCM_FIX}; set device_name to 'cuda'"
+    from torchcts.backends.catalog import find_backend
+
+    entry = find_backend(device)
+    module = entry.import_name if entry else "MODULE"
+    known = f" ({entry.import_name} for {entry.project})" if entry else ""
+    return (f"not an in-tree device ({', '.join(IN_TREE_DEVICES)}) and no backend_import registers it: set "
+            f"backend_import to the module that registers '{device}'{known} (`torchcts init --backend {device} "
+            f"--import {module}` writes it)")
+
+
+def registration_problem(device: str, backend_import: str | None) -> str | None:
+    """After importing torch and `backend_import`: why this process has no device `device`, naming
+    the device name the backend did register as the fix; None when the name is registered (also
+    by PyTorch's own autoloading of installed backends)."""
+    if device in IN_TREE_DEVICES:
+        return None
+    registered = privateuse1_name()
+    if device == registered:
+        return None
+    if not backend_import or device in ROCM_NAMES:
+        return missing_import_problem(device, None)
+    if registered == "privateuseone":
+        return (f"backend_import '{backend_import}' registers no device name (PrivateUse1 is still "
+                f"'privateuseone'): use device_name 'privateuseone', or import the module that registers '{device}'")
+    return (f"backend_import '{backend_import}' registers the device '{registered}', not '{device}': "
+            f"set device_name to '{registered}' and run with --device {registered}")
+
+
 def available_devices() -> list[str]:
     """Device types usable in this process, for error messages."""
     from torchcts.compat import device_available
@@ -54,8 +93,8 @@ def resolve_device(name: str, backend_import: str | None = None) -> DeviceInfo:
 
     The CPU with no backend to import needs no torch here: collection-only commands stay fast.
     """
-    if name == "rocm":
-        raise UsageError("'rocm' is a backend gate, not a device: ROCm builds run with --device cuda")
+    if name in ROCM_NAMES:
+        raise UsageError(f"'{name}' is not a device: {ROCM_FIX}")
     if name == "cpu" and not backend_import:
         return DeviceInfo("cpu", "cpu", 1, _cpu_model())
     import torch
@@ -65,12 +104,9 @@ def resolve_device(name: str, backend_import: str | None = None) -> DeviceInfo:
     import_backend(backend_import)
     if name == "cpu":
         return DeviceInfo("cpu", "cpu", 1, _cpu_model())
-    known = (*IN_TREE_DEVICES, privateuse1_name())
-    if name not in known:
-        hint = " (set backend_import in the manifest to the package that registers it)" if not backend_import else ""
-        raise UsageError(
-            f"unknown device '{name}'{hint}; available here: {', '.join(available_devices())}"
-        )
+    problem = registration_problem(name, backend_import)
+    if problem is not None:
+        raise UsageError(f"unknown device '{name}': {problem}; available here: {', '.join(available_devices())}")
     try:
         ok = device_available(name)
     except Exception as exc:  # noqa: BLE001

@@ -20,6 +20,12 @@ CUDA_FAMILIES: dict[str, tuple[int, int]] = {"cu118": (11, 8), "cu126": (12, 6),
 FIXED_FAMILIES = ("cpu", *CUDA_FAMILIES, "xpu", "default")
 ROCM_PATTERN = re.compile(r"rocm\d+\.\d+(\.\d+)?")
 DEFAULT_ROCM = "rocm6.4"
+# The newest ROCm wheel family published for each torch release (PyTorch's RELEASE.md, "Release
+# Compatibility Matrix", column Stable ROCm): what `--family rocm` installs.
+NEWEST_ROCM: dict[tuple[int, int], str] = {
+    (2, 7): "rocm6.3", (2, 8): "rocm6.4", (2, 9): "rocm6.4", (2, 10): "rocm7.1",
+    (2, 11): "rocm7.2", (2, 12): "rocm7.2", (2, 13): "rocm7.2",
+}
 # Families published only for part of the supported range: (first, last) torch (major, minor).
 FAMILY_TORCH_RANGE: dict[str, tuple[tuple[int, int] | None, tuple[int, int] | None]] = {
     "cu118": (None, (2, 7)),
@@ -50,11 +56,24 @@ def index_url(family: str) -> str | None:
 
 
 def check_family(family: str) -> None:
-    if family == "auto" or family in FIXED_FAMILIES or ROCM_PATTERN.fullmatch(family):
+    if family in ("auto", "rocm") or family in FIXED_FAMILIES or ROCM_PATTERN.fullmatch(family):
         return
+    hint = " (HIP is ROCm's runtime: the wheel family is rocm, the device --device cuda)" if family == "hip" else ""
     raise UsageError(
-        f"unknown wheel family '{family}' for --family; use auto, {', '.join(FIXED_FAMILIES)} or rocmX.Y (e.g. rocm6.4)"
+        f"unknown wheel family '{family}' for --family{hint}; use auto, {', '.join(FIXED_FAMILIES)}, rocm (the newest "
+        "for the torch version) or rocmX.Y (e.g. rocm6.4)"
     )
+
+
+def newest_rocm(version: str, notes: list[str]) -> str:
+    """The newest ROCm family published for this torch release (NEWEST_ROCM)."""
+    v2 = parse_version(version)[:2]
+    if v2 in NEWEST_ROCM:
+        return NEWEST_ROCM[v2]
+    newest = max(NEWEST_ROCM)
+    notes.append(f"no ROCm family is known for torch {version}; {NEWEST_ROCM[newest]} is the newest known (torch "
+                 f"{newest[0]}.{newest[1]}): check {INDEX} and pass --family rocmX.Y")
+    return NEWEST_ROCM[newest if v2 > newest else min(NEWEST_ROCM)]
 
 
 def choose_family(s: Signals) -> tuple[str, str, list[str]]:
@@ -134,11 +153,14 @@ def plan_install(
     """The plan for these signals and flags; an installed torch is kept unless a flag asks otherwise."""
     check_family(family)
     notes: list[str] = []
+    version = _torch_version(torch_version, notes)
     if family == "auto":
         chosen, confidence, reasons = choose_family(signals)
+    elif family == "rocm":
+        chosen = newest_rocm(version, notes)
+        confidence, reasons = "high", [f"--family rocm: {chosen} is the newest ROCm family published for torch {version}"]
     else:
         chosen, confidence, reasons = family, "high", [f"--family {family} given"]
-    version = _torch_version(torch_version, notes)
     first, last = FAMILY_TORCH_RANGE.get(chosen, (None, None))
     v2 = parse_version(version)[:2]
     if (first and v2 < first) or (last and v2 > last):

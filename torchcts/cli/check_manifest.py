@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torchcts.manifest.schema import Manifest
 
 HELP = "validate a manifest and list every problem (exit 2 if any)"
 
@@ -13,12 +17,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from torchcts.backends.devices import import_backend
     from torchcts.manifest.load import load_manifest
 
     manifest = load_manifest(args.path)
-    if not args.no_import:
-        import_backend(manifest.backend_import)
+    check_device(manifest, imports=not args.no_import)
     if manifest.expectations:  # only then is the case registry built
         from torchcts.errors import ManifestError
         from torchcts.results.ledger_match import registry_problems
@@ -34,3 +36,20 @@ def main(args: argparse.Namespace) -> int:
     if manifest.expectations:
         print(f"  expectations: {len(manifest.expectations)} ledger entries")
     return 0
+
+
+def check_device(manifest: Manifest, imports: bool) -> None:
+    """The device must be one a run can use: in-tree, or registered by backend_import. Importing
+    the backend (the default) also catches a device_name the backend does not register (a typo),
+    naming the registered one; with --no-import only a missing backend_import is caught."""
+    from torchcts.backends.devices import import_backend, missing_import_problem, registration_problem
+    from torchcts.backends.gates import IN_TREE_DEVICES
+    from torchcts.errors import ManifestError
+
+    device = manifest.device_name
+    problem = missing_import_problem(device, manifest.backend_import)
+    if imports and (device not in IN_TREE_DEVICES or manifest.backend_import):
+        import_backend(manifest.backend_import)
+        problem = registration_problem(device, manifest.backend_import)
+    if problem:
+        raise ManifestError([f"device_name '{device}': {problem}"], manifest.source)

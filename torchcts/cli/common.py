@@ -33,7 +33,10 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--case", action="append", default=[], metavar="ID", help="case id or glob (repeatable)")
     p.add_argument("--max-samples", type=int, metavar="N", help="cap on OpInfo samples per case")
     p.add_argument("--sample", type=int, metavar="N", help="run only OpInfo sample index N (from a failure's repro)")
-    p.add_argument("--shard", metavar="I/N", help="run shard I of N")
+    p.add_argument("--shard", metavar="I/N", help="run shard I of N; auto: from GitLab's CI_NODE_INDEX/CI_NODE_TOTAL "
+                   "or a Kubernetes Indexed Job's JOB_COMPLETION_INDEX (docs/ci.md)")
+    p.add_argument("--shard-count", type=int, metavar="N",
+                   help="with --shard auto on a Kubernetes Indexed Job: the number of shards (or TORCHCTS_SHARD_COUNT)")
     p.add_argument("--shard-durations", metavar="RUN", help="balance shards by the case durations of an earlier run")
     p.add_argument("--validation", action="store_true", help="check the harness: forces cpu and a broad fixed claim set")
     p.add_argument("--results-dir", default="results", metavar="DIR", help="where run folders go (default: results)")
@@ -59,7 +62,7 @@ def run_request(args: argparse.Namespace) -> RunRequest:
 
 
 def selection_from_args(args: argparse.Namespace) -> Selection:
-    from torchcts.engine.selection import Selection, parse_level_range, parse_shard
+    from torchcts.engine.selection import Selection, parse_level_range
     from torchcts.levels import check_level
     from torchcts.manifest.schema import dtype_name
 
@@ -90,9 +93,27 @@ def selection_from_args(args: argparse.Namespace) -> Selection:
         level_range=parse_level_range(args.level_range) if args.level_range else None,
         max_samples=args.max_samples,
         sample=getattr(args, "sample", None),
-        shard=parse_shard(args.shard) if args.shard else None,
+        shard=shard_from_args(args),
         shard_durations=_durations(args),
     )
+
+
+def shard_from_args(args: argparse.Namespace) -> tuple[int, int] | None:
+    """`--shard I/N`, or `--shard auto` read from the CI engine's variables (engine/shard.py)."""
+    from torchcts.engine.selection import parse_shard
+
+    count = getattr(args, "shard_count", None)
+    if count is not None and args.shard != "auto":
+        raise UsageError("--shard-count only counts shards for --shard auto: pass --shard auto with it, or --shard I/N")
+    if count is not None and count < 1:
+        raise UsageError("--shard-count must be a positive number of shards")
+    if args.shard != "auto":
+        return parse_shard(args.shard) if args.shard else None
+    from torchcts.engine.shard import shard_from_env
+
+    index, total, source = shard_from_env(os.environ, count)
+    print(f"torchcts: shard {index}/{total} ({source})", file=sys.stderr)
+    return index, total
 
 
 def _durations(args: argparse.Namespace) -> dict[str, float] | None:
@@ -111,12 +132,32 @@ def non_interactive() -> bool:
 
 
 def require_device(args: argparse.Namespace) -> None:
+    from torchcts.backends.devices import ROCM_FIX, ROCM_NAMES
+
+    if args.device in ROCM_NAMES:  # before the manifest's device is compared with it
+        raise UsageError(f"'{args.device}' is not a device: {ROCM_FIX}")
     if args.validation:
         return
     if not args.device:
+        named = manifest_device(args.manifest)
+        fix = f"the manifest names '{named}': add --device {named}" if named else "pass e.g. --device cuda"
         if non_interactive():
-            raise UsageError("--device is required in a non-interactive run (CI set or no TTY): pass e.g. --device cuda")
-        raise UsageError("no --device given: pass the device under test, e.g. --device cuda (or --validation)")
+            raise UsageError(f"--device is required in a non-interactive run (CI set or no TTY); {fix}")
+        raise UsageError(f"no --device given: {fix} (or --validation)")
+
+
+def manifest_device(path: str | None) -> str | None:
+    """The device_name of the manifest a run would load (None when there is none or it does not load),
+    for the missing --device error."""
+    from torchcts.errors import ManifestError
+    from torchcts.manifest.load import find_manifest, load_manifest
+
+    if path is None and find_manifest() is None:
+        return None
+    try:
+        return load_manifest(path).device_name
+    except (ManifestError, UsageError, OSError):
+        return None
 
 
 _PATH_FLAGS = {"--manifest", "--results-dir", "--store", "--output", "-o", "--run", "--shard-durations"}

@@ -69,6 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         _error_line(str(exc))
         return EXIT_USAGE
+    except BrokenPipeError:  # output piped into `head`: not an error of ours (before OSError, its base)
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush at exit
+        return 0
     except OSError as exc:
         if exc.errno not in ENVIRONMENT_ERRNOS:
             return _internal(exc)
@@ -76,9 +79,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error_line(f"cannot write or read{where}: {exc.strerror or exc}: free space, fix the permissions, "
                     "or pass another --results-dir / --store")
         return EXIT_USAGE
-    except BrokenPipeError:  # output piped into `head` and the like: not an error of ours
-        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush at exit
-        return 0
     except KeyboardInterrupt:
         print("torchcts: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

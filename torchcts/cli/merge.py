@@ -25,5 +25,8 @@ def main(args: argparse.Namespace) -> int:
     runs = {rundir.resolve_run(r, root).resolve(): None for r in args.runs}  # `results/*` names latest's run twice
     out = merge_runs(list(runs), root)
     run = rundir.read_run(out)
+    from torchcts.results.step_summary import append_step_summary
+
+    append_step_summary(out)  # a GitHub Actions fan-in job shows the merged summary
     print_scorecard(out, run, sys.stdout)
     return EXIT_FAILURES if gate_failures(run) or run.get("missing_shards") else EXIT_OK

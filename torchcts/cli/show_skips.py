@@ -3,29 +3,37 @@
 from __future__ import annotations
 
 import argparse
-from collections import Counter
 
-HELP = "list what would not run (not claimed, not applicable) and why, without running"
+HELP = "summarise what would not run (not claimed, not applicable) and why, without running"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     from torchcts.cli.common import add_selection_args
 
     add_selection_args(p)
-    p.add_argument("--all", action="store_true", help="list every case, not only a summary per reason")
+    p.add_argument("--details", "--all", dest="details", action="store_true",
+                   help="also list every case that would not run, with its reason")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="rows in the reason and op tables (default 10)")
 
 
 def main(args: argparse.Namespace) -> int:
     from torchcts.cli.common import run_request
     from torchcts.engine.setup import prepare
+    from torchcts.errors import UsageError
+    from torchcts.results.quoting import terminal
+    from torchcts.results.records import skip_record
+    from torchcts.results.skips import headline, render_text, summarize
 
+    if args.top < 1:
+        raise UsageError("--top must be a positive number of rows")
     setup = prepare(run_request(args))
     skipped = setup.result.skipped
-    print(f"{len(setup.result.to_run)} cases would run; {len(skipped)} would not; {setup.result.filtered} filtered")
-    reasons = Counter((d.status, d.reason) for d in skipped)
-    for (status, reason), n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
-        print(f"  {status:15} {n:6}  {reason}")
-    if args.all:
-        for d in skipped:
-            print(f"{d.status:15} {d.case.id}  ({d.reason})")
+    summary = summarize(skip_record(d.case, d.status, d.reason) for d in skipped)
+    lines = [f"{len(setup.result.to_run)} cases would run; {headline(summary, 'would not')}; "
+             f"{setup.result.filtered} filtered", *render_text(summary, args.top)]
+    if args.details:
+        lines += [f"{d.status:15} {d.case.id}  ({d.reason})" for d in skipped]
+    elif skipped:
+        lines.append("(--details lists every case)")
+    print(terminal("\n".join(lines)))
     return 0

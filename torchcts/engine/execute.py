@@ -138,6 +138,9 @@ def execute(
     if rundir.WRITE_FAILURES:  # the file system refused a record (full, read-only): exit 2, one line
         raise rundir.WRITE_FAILURES[-1]
     run, records = finalize(run_dir, "interrupted" if interrupted else "complete")
+    from torchcts.results.step_summary import append_step_summary
+
+    append_step_summary(run_dir)  # GitHub Actions: the summary on the job's page
 
     from torchcts.results.compare import regressions_line
     from torchcts.results.scorecard import print_scorecard

@@ -19,6 +19,7 @@ from torchcts import compat
 from torchcts.cases.model import Case, NotApplicable, Pending
 from torchcts.engine.lean import skip_exit_gc
 from torchcts.engine.probe import CaseProbe, worker_name
+from torchcts.engine.progress import ProgressPlugin
 from torchcts.oracle.mismatch import OracleMismatch
 from torchcts.results.plan import read_plan
 from torchcts.results.records import base_record, record_repro, skip_record
@@ -116,6 +117,7 @@ def pytest_configure(config: pytest.Config) -> None:
     else:  # controller, or the only process with -n 0
         recorder = Recorder(state, Path(work_dir) if work_dir else None, config.getoption("--torchcts-attempt"))
         config.pluginmanager.register(recorder, "torchcts-recorder")
+        config.pluginmanager.register(recorder.progress, "torchcts-progress")
 
 
 def _report_from_rootdir(config: pytest.Config) -> None:
@@ -328,13 +330,11 @@ class Recorder:
         self.work_dir = work_dir
         self.annotate = RecordAnnotator(state.spec, state.run_dir, attempt, state.plan)  # ledger, flaky, repro_script
         self.writer = RecordWriter(state.run_dir)
-        self.tr: Any = None  # pytest's terminal reporter, for the progress line
-        self._done = self._failed = 0
+        self.progress = ProgressPlugin(int(state.spec.get("planned") or 0))  # engine/progress.py
         self._counted = 0  # reports pytest counts as failed (what -x / --maxfail stop on)
         self._interrupt: BaseException | None = None
         self._recorded: set[str] = set()
         self._rescheduled: set[str] = set()
-        self._t0 = self._last = time.monotonic()
 
     def _case(self, case_id: str) -> Case | None:
         return self.state.plan().get(case_id)
@@ -365,6 +365,7 @@ class Recorder:
         if not details.pop("started") and crashitem not in self._rescheduled and hasattr(sched, "mark_test_pending"):
             self._rescheduled.add(crashitem)  # it never ran: not its fault; run it on another worker
             sched.mark_test_pending(crashitem)
+            self.progress.forget(case.id)
             return
         if case.id in self._recorded:  # last record per id wins: this one replaces its earlier result
             details["message"] += "; its checks had finished, so the crash came after them (teardown or deferred work)"
@@ -384,7 +385,7 @@ class Recorder:
             record = self.annotate(record)
             self.writer.append(record)
             self._recorded.add(record["id"])
-            self._progress(record["status"])
+            self.progress.recorded(record, record["status"] in FAILURES)
             align_report(report, record, self.state.strict)
             self._counted += report.failed
         yield
@@ -407,21 +408,3 @@ class Recorder:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         else:
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-
-    PROGRESS_EVERY_S = 15.0
-
-    def _progress(self, status: str) -> None:
-        """Every few seconds on long runs: cases done of planned, rate, failures so far."""
-        now = time.monotonic()
-        self._done += 1
-        self._failed += status in FAILURES
-        if now - self._last < self.PROGRESS_EVERY_S or self.tr is None:
-            return
-        self._last = now
-        rate = self._done / max(now - self._t0, 1e-9)
-        self.tr.write_line(f"[torchcts] {self._done}/{self.state.spec.get('planned', '?')} cases, "
-                           f"{rate:.1f}/s, {self._failed} failing")
-
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        self.tr = session.config.pluginmanager.get_plugin("terminalreporter")
-

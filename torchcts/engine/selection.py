@@ -169,7 +169,7 @@ def select(cases: Iterable[Case], manifest: Manifest, sel: Selection) -> Selecti
             filtered += 1
     if not decisions:
         raise UsageError(f"the selection matches no case ({_describe(sel, lo, hi)}): widen it, e.g. a higher "
-                         "--level or another --dtype; `torchcts show-skips --all` lists the cases")
+                         "--level or another --dtype; `torchcts show-skips --details` lists the cases")
     moved = 0
     if sel.shard is not None:
         from torchcts.engine.shard import shard_decisions

@@ -100,3 +100,51 @@ def cost_table_from(records: list[dict[str, Any]]) -> dict[str, dict[str, float]
             acc[0] += seconds
             acc[1] += 1
     return {t: {k: round(s / n, 4) for k, (s, n) in sorted(v.items())} for t, v in sums.items()}
+
+
+# `--shard auto`: the shard index and count from the CI engine running this job, never a scheduler
+# of ours. Each source: (engine, index variable, its base (0 or 1), count variable or None: the count
+# then comes from --shard-count or TORCHCTS_SHARD_COUNT). The first source whose index is set wins.
+AUTO_SOURCES: tuple[tuple[str, str, int, str | None], ...] = (
+    ("GitLab CI (parallel:)", "CI_NODE_INDEX", 1, "CI_NODE_TOTAL"),
+    ("a Kubernetes Indexed Job", "JOB_COMPLETION_INDEX", 0, None),
+)
+COUNT_VAR = "TORCHCTS_SHARD_COUNT"
+
+
+def _int(value: str, name: str) -> int:
+    from torchcts.errors import UsageError
+
+    try:
+        return int(value.strip())
+    except ValueError:
+        raise UsageError(f"--shard auto: {name}={value!r} is not a whole number; fix the job's variables") from None
+
+
+def shard_from_env(env: Mapping[str, str], count: int | None = None) -> tuple[int, int, str]:
+    """(index 1-based, count, where they came from) for `--shard auto`; UsageError naming the fix
+    when no source is set or its values do not make a shard. `count` is --shard-count."""
+    from torchcts.errors import UsageError
+
+    for engine, index_var, base, count_var in AUTO_SOURCES:
+        if not env.get(index_var, "").strip():
+            continue
+        index = _int(env[index_var], index_var) + 1 - base
+        if count_var is not None:
+            if not env.get(count_var, "").strip():
+                raise UsageError(f"--shard auto: {index_var} is set but {count_var} is not; pass --shard I/N instead")
+            total, total_from = _int(env[count_var], count_var), count_var
+        elif count is not None:
+            total, total_from = count, "--shard-count"
+        elif env.get(COUNT_VAR, "").strip():
+            total, total_from = _int(env[COUNT_VAR], COUNT_VAR), COUNT_VAR
+        else:
+            raise UsageError(f"--shard auto: {engine} gives {index_var} but not the shard count: pass --shard-count N "
+                             f"(the Job's completions) or set {COUNT_VAR}")
+        if not 1 <= index <= total:
+            raise UsageError(f"--shard auto: {index_var}={env[index_var].strip()} (counted from {base}) is not one of "
+                             f"{total} shards ({total_from}); check the job's parallelism")
+        return index, total, f"{engine}: {index_var}, {total_from}"
+    names = ", ".join(sorted({v for _, i, _, c in AUTO_SOURCES for v in (i, c) if v}))
+    raise UsageError(f"--shard auto found no shard variables ({names}): run it under GitLab `parallel:` or a Kubernetes "
+                     "Indexed Job, or pass --shard I/N (e.g. from a GitHub Actions matrix)")

@@ -119,6 +119,6 @@ def registry_problems(entries: list[dict[str, Any]], cases: Iterable[dict[str, A
         if not any(matcher(c) for c in known):
             problems.append(
                 f"match {entry.get('match')!r} names no known case under expectations[{i}].match: "
-                "check the case id glob or selector (`torchcts show-skips --all` lists case ids)"
+                "check the case id glob or selector (`torchcts show-skips --details` lists case ids)"
             )
     return problems

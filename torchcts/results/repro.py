@@ -177,7 +177,7 @@ def _find_in_registry(case_id: str) -> Case:
             if case.id == case_id:
                 return case
     raise UsageError(f"no case '{case_id}': pass an exact case id (see the run's cases.jsonl or "
-                     "`torchcts show-skips --all`)")
+                     "`torchcts show-skips --details`)")
 
 
 def target_from_run(case_id: str, run_dir: Path) -> ReproTarget:

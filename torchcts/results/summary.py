@@ -8,6 +8,7 @@ from typing import Any
 
 from torchcts.results.failure import details
 from torchcts.results.quoting import md_code, md_text, one_line
+from torchcts.results.skips import render_markdown as skip_summary
 from torchcts.results.statuses import FAILURES, ORDER, STATUSES
 
 
@@ -59,6 +60,7 @@ def render_markdown(run: dict[str, Any], records: list[dict[str, Any]], first_fa
         "| --- | ---: |",
         *[f"| {k} | {v} |" for k, v in t.items()],
         "",
+        *skip_summary(records),
     ]
     for key in ("level", "suite", "dtype"):
         groups = by(records, key)

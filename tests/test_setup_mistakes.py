@@ -1,0 +1,67 @@
+"""Setup mistakes caught before a run: a device nothing registers, a device-name typo, a missing
+--device in CI, ROCm asked for as a device (cli/check_manifest.py, backends/devices.py)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import run_cli
+from test_foundation_devices import _one_error_line as _err_line
+from test_foundation_manifest import good_py
+
+from torchcts.backends import devices
+
+
+@pytest.mark.parametrize("flags", [[], ["--no-import"]])
+def test_check_manifest_rejects_a_device_nothing_registers(workdir, cli, capsys, flags):
+    (workdir / "manifest.py").write_text(good_py(device_name='"npu"'))
+    assert cli(["check-manifest", *flags]) == 2
+    line = _err_line(capsys)
+    assert "device_name 'npu': not an in-tree device" in line
+    assert "set backend_import to the module that registers 'npu' (torch_npu for Ascend" in line
+
+
+def test_check_manifest_names_the_device_the_backend_registers(workdir, cli, capsys, monkeypatch):
+    (workdir / "quiet_backend.py").write_text("")  # imports fine; registration is faked below
+    monkeypatch.syspath_prepend(str(workdir))
+    (workdir / "manifest.py").write_text(good_py(device_name='"npuu"', backend_import='"quiet_backend"'))
+    monkeypatch.setattr(devices, "privateuse1_name", lambda: "npu")
+    assert cli(["check-manifest"]) == 2
+    assert "backend_import 'quiet_backend' registers the device 'npu', not 'npuu': set device_name to 'npu'" in \
+        _err_line(capsys)
+    assert cli(["check-manifest", "--no-import"]) == 0  # nothing imported: a typo cannot be seen
+    monkeypatch.setattr(devices, "privateuse1_name", lambda: "privateuseone")
+    assert cli(["check-manifest"]) == 2
+    assert "registers no device name" in _err_line(capsys)
+    monkeypatch.setattr(devices, "privateuse1_name", lambda: "npuu")
+    assert cli(["check-manifest"]) == 0
+    # a backend PyTorch autoloads registers its name without backend_import
+    (workdir / "manifest.py").write_text(good_py(device_name='"npuu"'))
+    assert cli(["check-manifest"]) == 0
+
+
+def test_check_manifest_with_the_real_sim_backend_names_its_device(tmp_path):
+    """The sim registers 'sim' through PrivateUse1 (a subprocess: it renames PrivateUse1 for good)."""
+    (tmp_path / "manifest.py").write_text(good_py(device_name='"simm"', backend_import='"torchcts.sim"'))
+    r = run_cli("check-manifest", cwd=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "registers the device 'sim', not 'simm': set device_name to 'sim' and run with --device sim" in r.stderr
+
+
+def test_missing_device_names_the_manifests_device(workdir, cli, capsys, monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    (workdir / "manifest.py").write_text(good_py(device_name='"npu"', backend_import='"torch_npu"'))
+    assert cli(["show-skips"]) == 2
+    assert _err_line(capsys).endswith(
+        "--device is required in a non-interactive run (CI set or no TTY); the manifest names 'npu': add --device npu")
+    (workdir / "manifest.py").write_text("manifest = {")  # a broken manifest: the generic hint
+    assert cli(["run"]) == 2
+    assert "pass e.g. --device cuda" in _err_line(capsys)
+
+
+@pytest.mark.parametrize("device", ["hip", "rocm"])
+def test_rocm_names_are_not_devices_even_with_a_manifest(workdir, cli, capsys, monkeypatch, device):
+    monkeypatch.setenv("CI", "true")
+    assert cli(["init", "--backend", "rocm"]) == 0
+    capsys.readouterr()
+    assert cli(["run", "--device", device]) == 2
+    assert f"'{device}' is not a device: ROCm runs as --device cuda (the rocm backend gate)" in _err_line(capsys)
