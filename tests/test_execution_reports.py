@@ -304,3 +304,20 @@ def test_latest_is_a_link_or_a_file_and_every_command_takes_both(tmp_path, monke
         rundir.point_latest(results, old)
         assert not (results / "latest").is_symlink() and (results / "latest").read_text() == "r1\n"
     assert sorted(p.name for p in results.iterdir()) == ["latest", "r1", "r2"]  # no temporary left
+
+
+def test_latest_copied_as_a_folder_by_an_artifact_upload_still_resolves(tmp_path):
+    """GitHub's upload-artifact follows links: a downloaded shard folder holds `latest/` as a copy."""
+    import shutil
+
+    from torchcts.errors import UsageError
+
+    results = tmp_path / "results"
+    run = _fake_run(results, "r1", [rec("a/x/float32", "passed")])
+    shutil.copytree(run, results / "latest")
+    assert rundir.resolve_run(str(results)) == run and rundir.resolve_run(str(results / "latest")) == run
+    shutil.rmtree(run)  # only the copy came along: the copy is the run
+    assert rundir.resolve_run(str(results)) == results / "latest"
+    (results / "latest" / "run.json").write_text("{not json")
+    with pytest.raises(UsageError):
+        rundir.resolve_run(str(results))

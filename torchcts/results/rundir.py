@@ -99,6 +99,8 @@ def latest_run(results_root: Path) -> Path | None:
     None when there is none, or it names anything but a run folder directly under results_root.
     The one reader of `latest`: every command, script and test resolves it here."""
     pointer = results_root / LATEST
+    if pointer.is_dir() and not pointer.is_symlink():
+        return _copied_latest(results_root, pointer)
     try:
         raw = os.readlink(pointer) if pointer.is_symlink() else pointer.read_bytes().decode("utf-8", "replace")
     except OSError:  # absent, or a folder (check_results_root names that problem)
@@ -110,9 +112,22 @@ def latest_run(results_root: Path) -> Path | None:
     return None
 
 
+def _copied_latest(results_root: Path, pointer: Path) -> Path | None:
+    """`latest` as a folder: an artifact upload that followed the link (GitHub's upload-artifact
+    does) copied the run into it. The run folder of the same name when it came along, else the copy."""
+    try:
+        name = json.loads((pointer / RUN_JSON).read_text(encoding="utf-8")).get("name")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if isinstance(name, str) and Path(name).name == name and name not in ("", ".", "..", LATEST) \
+            and (results_root / name / RUN_JSON).is_file():
+        return results_root / name
+    return pointer
+
+
 def is_latest_pointer(path: Path) -> bool:
     """Whether `path` is a results folder's `latest` (given as a run, e.g. `results/latest`)."""
-    return path.name == LATEST and (path.is_symlink() or path.is_file())
+    return path.name == LATEST and (path.is_symlink() or path.is_file() or path.is_dir())
 
 
 def resolve_run(ref: str | None, results_root: Path = Path("results")) -> Path:
