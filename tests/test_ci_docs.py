@@ -15,6 +15,7 @@ from conftest import records, run_cli
 from torchcts.cli.common import selection_from_args
 from torchcts.cli.main import build_parser
 from torchcts.engine.shard import COUNT_VAR
+from torchcts.results import rundir
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "ci.md"
 SMALL = ["--op", "add", "--dtype", "float32"]
@@ -138,7 +139,8 @@ def test_gitlab_example_end_to_end(tmp_path, cli, monkeypatch):
     pattern = shlex.split(lines["merge"])
     assert pattern[2] == "results/shard-*" and len(merge) == 2
     assert cli([*pattern[1:2], *merge, *pattern[3:]]) == 0
-    merged = tmp_path / "merged" / (tmp_path / "merged" / "latest").read_text().strip()
+    merged = rundir.latest_run(tmp_path / "merged")
+    assert merged is not None
     ran = sorted(r["id"] for r in records(merged) if r["status"] == "passed")
     whole = run_request_ids(["run", "--device", "cpu", "--level", "1", *SMALL])
     assert ran == whole and ran, ran
