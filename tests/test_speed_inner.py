@@ -65,19 +65,20 @@ def test_plain_manifest_run_never_imports_torch_in_the_controller(tmp_path):
     assert out.stdout.strip() == "False"
 
 
-def test_probe_names_the_worker_and_sees_a_case_raise_the_memory_peak():
-    """In a fresh process: maxrss is a high-water mark, so in a test worker that already peaked
-    higher (an earlier test) a case's 64 MB would not raise it."""
-    code = ("from torchcts.engine.probe import CaseProbe\n"
-            "probe = CaseProbe('gw3')\n"
-            "block = bytearray(64 * 2**20)\n"
-            "block[:: 4096] = b'x' * len(block[:: 4096])  # touch every page so it is resident\n"
-            "fields = probe.fields()\n"
-            "print(fields['worker'], fields['cpu_s'], fields['rss_grew_mb'], fields['maxrss_mb'])\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    worker, cpu_s, grew, peak = out.stdout.split()
-    assert worker == "gw3" and float(cpu_s) >= 0
-    assert float(grew) >= 32 and float(peak) >= float(grew)
+def test_probe_names_the_worker_and_sees_a_case_raise_the_memory_peak(monkeypatch):
+    """maxrss is a high-water mark, inherited across fork and exec on Linux, so a real allocation
+    cannot be relied on to raise it inside a test worker: the probe's arithmetic is checked on a
+    scripted mark, and the real reading is checked for sanity."""
+    from torchcts.engine import probe as probe_mod
+
+    assert probe_mod._maxrss_mb() > 0
+    marks = iter([500.0, 564.0])
+    monkeypatch.setattr(probe_mod, "_maxrss_mb", lambda: next(marks))
+    probe = probe_mod.CaseProbe("gw3")
+    sum(range(10**5))  # some CPU time
+    fields = probe.fields()
+    assert fields["worker"] == "gw3" and fields["cpu_s"] >= 0 and fields["started_at"] > 0
+    assert fields["rss_grew_mb"] == 64.0 and fields["maxrss_mb"] == 564.0
 
 
 def test_shards_without_durations_balance_estimated_cost_not_count(monkeypatch):
