@@ -200,7 +200,6 @@ class ProgressPlugin:
         self.progress: Progress | None = None
         self._out: TerminalOut | None = None
         self._ticker: Ticker | None = None
-        self._quiet_letters = False
 
     def pytest_sessionstart(self, session: Any) -> None:
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -222,16 +221,14 @@ class ProgressPlugin:
                 self._out.write(text)
 
         self.progress = Progress(self.planned, tty=tty, write=write, width=getattr(tw, "fullwidth", 80))
-        if tty:  # the status line replaces pytest's dots and percentages
-            self._quiet_letters = True
-            if hasattr(tr, "_show_progress_info"):
-                tr._show_progress_info = False
+        if tty and hasattr(tr, "_show_progress_info"):  # the status line replaces pytest's dots and percentages
+            tr._show_progress_info = False
         self._ticker = Ticker(self.progress).start()
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_report_teststatus(self, report: Any, config: Any):  # noqa: ANN201
         outcome = yield
-        if self._quiet_letters:
+        if self.progress is not None and self.progress.tty:  # on a terminal the status line replaces the letters
             category, _, word = outcome.get_result()
             outcome.force_result((category, "", word))
 
