@@ -2,7 +2,8 @@
 
 `started_at` (epoch seconds) and `worker` let bench/bench.py compute how busy each worker was and
 the run's cases/s; `cpu_s` (the worker's CPU seconds in the case, all its threads) is a cost that a
-loaded machine inflates far less than `duration_s`, so --shard's estimates come from it; `maxrss_mb` (the worker's resident-set high-water mark after the case) and
+loaded machine inflates far less than `duration_s` (--shard's estimates, engine/shard.py, still
+come from `duration_s`); `maxrss_mb` (the worker's resident-set high-water mark after the case) and
 `rss_grew_mb` (how much this case raised it) say which case made a run's memory peak. Two
 getrusage calls and two clock reads per case: a few microseconds.
 """
