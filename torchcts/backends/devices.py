@@ -39,6 +39,12 @@ ROCM_NAMES = ("rocm", "hip")
 ROCM_FIX = "ROCm runs as --device cuda (the rocm backend gate): PyTorch's ROCm builds expose HIP devices as 'cuda'"
 
 
+def reject_rocm_name(name: str | None) -> None:
+    """'rocm' and 'hip' name no device (a ROCm build's HIP devices are 'cuda'): UsageError naming the fix."""
+    if name in ROCM_NAMES:
+        raise UsageError(f"'{name}' is not a device: {ROCM_FIX}")
+
+
 def missing_import_problem(device: str, backend_import: str | None) -> str | None:
     """Why a manifest's device cannot work, known without importing anything: not shipped by
     PyTorch and nothing to import registers it; the text after "device_name 'X': "."""
@@ -93,8 +99,7 @@ def resolve_device(name: str, backend_import: str | None = None) -> DeviceInfo:
 
     The CPU with no backend to import needs no torch here: collection-only commands stay fast.
     """
-    if name in ROCM_NAMES:
-        raise UsageError(f"'{name}' is not a device: {ROCM_FIX}")
+    reject_rocm_name(name)
     if name == "cpu" and not backend_import:
         return DeviceInfo("cpu", "cpu", 1, _cpu_model())
     import torch

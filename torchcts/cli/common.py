@@ -132,10 +132,9 @@ def non_interactive() -> bool:
 
 
 def require_device(args: argparse.Namespace) -> None:
-    from torchcts.backends.devices import ROCM_FIX, ROCM_NAMES
+    from torchcts.backends.devices import reject_rocm_name
 
-    if args.device in ROCM_NAMES:  # before the manifest's device is compared with it
-        raise UsageError(f"'{args.device}' is not a device: {ROCM_FIX}")
+    reject_rocm_name(args.device)  # before the manifest's device is compared with it
     if args.validation:
         return
     if not args.device:
