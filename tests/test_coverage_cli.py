@@ -47,3 +47,16 @@ def test_report_markdown_and_json(cli, workdir, capsys):
     assert "foreach" in fams and "add" not in fams[:3]
     counts = [f["uncovered"] for f in data["largest_uncovered_families"]]
     assert counts == sorted(counts, reverse=True)
+
+
+def test_manifest_backend_is_imported_before_counting_with_and_without_a_run(cli, workdir, capsys):
+    """--manifest imports its backend_import first (PrivateUse1 kernels register on import): a module
+    that does not import is the user's error, for the static report, the inventory and `report RUN`."""
+    from test_coverage_observed import _tiny_run
+    from test_foundation_manifest import good_py
+
+    (workdir / "m.py").write_text(good_py(backend_import='"no_such_backend_module"'))
+    run = _tiny_run(workdir)
+    for argv in (["report", "--suite", "operators"], ["inventory", "--suite", "operators"], ["report", str(run)]):
+        assert cli(["coverage", *argv, "--manifest", "m.py"]) == 2, argv
+        assert "backend_import 'no_such_backend_module' failed to import" in capsys.readouterr().err, argv

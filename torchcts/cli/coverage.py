@@ -100,16 +100,12 @@ def main(args: argparse.Namespace) -> int:
         return collect(collect_request(args))
     if command == "verify-evidence":
         return _verify(args)
-    from torchcts.coverage.inventory import build_inventory
-
     if command == "report" and args.run:
         return _observed_report(args)
-    args.device = args.device or "cpu"
-    if args.manifest:
-        from torchcts.backends.devices import import_backend
-        from torchcts.manifest.load import load_manifest
+    from torchcts.coverage.inventory import build_inventory
 
-        import_backend(load_manifest(args.manifest).backend_import)
+    args.device = args.device or "cpu"
+    _import_manifest_backend(args)
     inv = build_inventory(args.device, args.suite or None)
     if command == "inventory":
         return _inventory(args, inv)
@@ -153,14 +149,19 @@ def _observed_report(args: argparse.Namespace) -> int:
     if args.suite or args.device:
         raise UsageError("coverage report RUN counts what the run's cases dispatched on the run's device: "
                          "drop --suite/--device, or drop RUN for the static plan")
+    _import_manifest_backend(args)
+    run_dir, summary = report_run(args.run, top=args.top, results_root=Path(args.results_dir))
+    _emit(args, json.dumps(summary, indent=1, sort_keys=True) + "\n" if args.json else render_markdown(summary, run_dir.name))
+    return EXIT_OK
+
+
+def _import_manifest_backend(args: argparse.Namespace) -> None:
+    """--manifest: its backend_import first, so PrivateUse1 kernels are registered when counted."""
     if args.manifest:
         from torchcts.backends.devices import import_backend
         from torchcts.manifest.load import load_manifest
 
         import_backend(load_manifest(args.manifest).backend_import)
-    run_dir, summary = report_run(args.run, top=args.top, results_root=Path(args.results_dir))
-    _emit(args, json.dumps(summary, indent=1, sort_keys=True) + "\n" if args.json else render_markdown(summary, run_dir.name))
-    return EXIT_OK
 
 
 def _emit(args: argparse.Namespace, text: str) -> None:
