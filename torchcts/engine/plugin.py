@@ -41,6 +41,7 @@ class RunState:
         self._plan: dict[str, Case] | None = None
         self._ledger: Any = None  # results.ledger.RunLedger, built on the first record
         self.setup_fallbacks: set[str] = set()
+        self.worker = "main"  # xdist's worker id in a worker (engine/probe.py), set by pytest_configure
         # `--manifest` as the user gave it (run.json has it scrubbed): repro lines run as printed
         self.manifest_arg: str | None = self.spec.get("manifest_arg")
 
@@ -107,6 +108,7 @@ def pytest_configure(config: pytest.Config) -> None:
     skip_exit_gc(config)  # engine/lean.py: ~1 s of CPU per worker at exit
     state = RunState(Path(run_dir))
     state.manifest_arg = config.getoption("--torchcts-manifest-arg") or state.manifest_arg
+    state.worker = worker_name(config)
     config.stash[_STATE] = state
     work_dir = config.getoption("--torchcts-work-dir")
     if hasattr(config, "workerinput"):
@@ -219,7 +221,7 @@ class CaseItem(pytest.Item):
         ctx = CaseContext(device=device, manifest=manifest, max_samples=sel.get("max_samples"), sample=sel.get("sample"),
                           validation=bool(state.spec.get("validation")))
         self.outcome = {"info": ctx.info}
-        probe = CaseProbe(worker_name(self.config))
+        probe = CaseProbe(state.worker)
         start = time.perf_counter()
         try:
             with compat.watch_fallbacks() as fallbacks:
