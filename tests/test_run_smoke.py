@@ -20,6 +20,10 @@ def test_init_check_run_level1(tmp_path):
     nc = [rec for rec in recs if rec["status"] == "not_claimed"]
     assert nc and all(rec["dtype"] not in ("float32", "int64", "bool") for rec in nc)
     assert (run / "summary.md").is_file()
+    # every executed case says which worker ran it, when, and its CPU and memory (engine/probe.py)
+    executed = [rec for rec in recs if rec["status"] == "passed"]
+    assert all(rec["worker"].startswith("gw") and rec["started_at"] > 0 and rec["maxrss_mb"] > 0
+               and rec["cpu_s"] >= 0 and "rss_grew_mb" in rec for rec in executed), executed[0]
     # results/latest links the run, so its report opens by that path; the matrix has only claimed dtypes
     assert (tmp_path / "results" / "latest").is_symlink()
     page = (tmp_path / "results" / "latest" / "report.html").read_text()
