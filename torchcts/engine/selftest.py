@@ -61,8 +61,6 @@ def run_argv(selection: list[str], results_dir: Path, *, stop_first: bool, case_
     return argv
 
 
-
-
 def _jsonl(path: Path) -> list[dict]:
     if not path.is_file():
         return []
