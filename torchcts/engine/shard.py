@@ -72,8 +72,9 @@ def cost_table() -> dict[str, dict[str, float]]:
 
 
 def estimated_cost(case: Any) -> float:
-    """Seconds this case is expected to take, relative to others: a suite missing from the table (new
-    since it was written) weighs the median suite mean; with no table every case weighs 1.0."""
+    """Seconds this case is expected to take, relative to others: a suite missing from the table (none
+    of its cases in the run it was written from) weighs the median suite mean; with no table every
+    case weighs 1.0."""
     table = cost_table()
     suite_mean = table["suite"].get(case.suite)
     if suite_mean is None:
