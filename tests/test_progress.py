@@ -37,6 +37,8 @@ def test_counts_rate_eta_and_failures() -> None:
     line = p.status_line(clock())
     assert line.startswith("[torchcts] 20/100 cases (20%), 2.0/s, ETA 40s, 3 failing, 10s in"), line
     assert "running" not in line
+    p.finished("c5", failure=True)  # its worker crashed after its result: the crash replaces it
+    assert (p.done, p.failed) == (20, 4) and p.status_line(clock()).startswith("[torchcts] 20/100 cases (20%)")
 
 
 def test_a_case_past_30_s_is_named_longest_first() -> None:

@@ -48,12 +48,23 @@ class Progress:
         self.write = write
         self.clock = clock
         self.width = max(40, width)
-        self.done = self.failed = 0
+        # Ids, not counts: a crash after a case's result replaces that result (engine/plugin.py,
+        # "last record per id wins") and must not count the case twice.
+        self._done: set[str] = set()
+        self._failing: set[str] = set()
         self.t0 = self._last = clock()
         self.running: dict[str, float] = {}  # case id -> when it started
         self._named_slow: set[str] = set()
         self._drawn = False  # a terminal line is on screen (to clear before other output)
         self.lock = threading.RLock()
+
+    @property
+    def done(self) -> int:
+        return len(self._done)
+
+    @property
+    def failed(self) -> int:
+        return len(self._failing)
 
     def started(self, case_id: str) -> None:
         with self.lock:
@@ -62,8 +73,11 @@ class Progress:
     def finished(self, case_id: str, failure: bool) -> None:
         with self.lock:
             self.running.pop(case_id, None)
-            self.done += 1
-            self.failed += failure
+            self._done.add(case_id)
+            if failure:
+                self._failing.add(case_id)
+            else:
+                self._failing.discard(case_id)
 
     def forget(self, case_id: str) -> None:
         """The case ended without a result here (its worker died and xdist reschedules it)."""
