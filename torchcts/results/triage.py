@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from torchcts.results.quoting import md_code, md_text
@@ -32,9 +33,10 @@ class Cluster:
     def count(self) -> int:
         return len(self.cases)
 
-    @property
+    @cached_property
     def shared(self) -> list[str]:
-        """The arguments, dtype and layout every failure of the cluster shares (results/shared_args.py)."""
+        """The arguments, dtype and layout every failure of the cluster shares (results/shared_args.py).
+        Parses every record's sample, so computed once: read after `clusters` filled the cluster."""
         return shared(self.records)
 
     def to_json(self) -> dict[str, Any]:
