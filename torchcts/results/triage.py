@@ -23,15 +23,14 @@ from torchcts.results.statuses import FAILURES
 class Cluster:
     title: str
     bucket: str
-    cases: list[str] = field(default_factory=list)
     ops: Counter[str] = field(default_factory=Counter)
     dtypes: Counter[str] = field(default_factory=Counter)
     example: str = ""
-    records: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    records: list[dict[str, Any]] = field(default_factory=list, repr=False)  # its failing records
 
     @property
     def count(self) -> int:
-        return len(self.cases)
+        return len(self.records)
 
     @cached_property
     def shared(self) -> list[str]:
@@ -41,7 +40,7 @@ class Cluster:
 
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "bucket": self.bucket, "count": self.count, "ops": dict(self.ops),
-                "dtypes": dict(self.dtypes), "example_case": self.cases[0] if self.cases else None,
+                "dtypes": dict(self.dtypes), "example_case": self.records[0]["id"] if self.records else None,
                 "example_message": self.example, "shared": self.shared}
 
 
@@ -76,7 +75,6 @@ def clusters(records: list[dict[str, Any]]) -> list[Cluster]:
             continue
         title, bucket = cluster_key(r)
         c = found.setdefault(title, Cluster(title, bucket, example=str(r.get("message") or "")[:300]))
-        c.cases.append(r["id"])
         c.records.append(r)
         c.ops[op_of(r)] += 1
         if r.get("dtype"):
@@ -107,7 +105,7 @@ def render_text(records: list[dict[str, Any]], limit: int = 30) -> str:
         lines.append(f"       ops: {_top(c.ops)}" + (f"; dtypes: {_top(c.dtypes)}" if c.dtypes else ""))
         if c.shared:
             lines.append(f"       shared by all {c.count}: {', '.join(c.shared)}")
-        lines.append(f"       e.g. {c.cases[0]}: {c.example[:160]}")
+        lines.append(f"       e.g. {c.records[0]['id']}: {c.example[:160]}")
     if len(found) > limit:
         lines.append(f"  ... and {len(found) - limit} smaller clusters")
     lines.append("failures by op: " + ", ".join(f"{op} ({n})" for op, n in failures_by_op(records)[:15]))
@@ -123,7 +121,7 @@ def render_markdown(records: list[dict[str, Any]], limit: int = 20) -> list[str]
              "| ---: | --- | --- | --- | --- |"]
     for c in found[:limit]:
         lines.append(f"| {c.count} | {md_text(c.title)} | {md_text(_top(c.ops, 4))} | {md_text(', '.join(c.shared))} "
-                     f"| {md_code(c.cases[0])} |")
+                     f"| {md_code(c.records[0]['id'])} |")
     if len(found) > limit:
         lines.append(f"| | ... {len(found) - limit} more clusters (`torchcts report --triage`) | | | |")
     lines.append("")
