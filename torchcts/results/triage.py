@@ -87,7 +87,8 @@ def failures_by_op(records: list[dict[str, Any]]) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def _top(counter: Counter[str], n: int = 6) -> str:
+def top_counts(counter: Counter[str], n: int = 6) -> str:
+    """`add (5), sub (2), +3 more`: the n most common, and how many more."""
     items = counter.most_common(n)
     more = len(counter) - len(items)
     return ", ".join(f"{k} ({v})" for k, v in items) + (f", +{more} more" if more > 0 else "")
@@ -102,7 +103,7 @@ def render_text(records: list[dict[str, Any]], limit: int = 30) -> str:
     lines = [f"triage: {total} failing cases in {len(found)} clusters (largest first)"]
     for i, c in enumerate(found[:limit], 1):
         lines.append(f"{i:3}. [{c.count} cases] {c.title}")
-        lines.append(f"       ops: {_top(c.ops)}" + (f"; dtypes: {_top(c.dtypes)}" if c.dtypes else ""))
+        lines.append(f"       ops: {top_counts(c.ops)}" + (f"; dtypes: {top_counts(c.dtypes)}" if c.dtypes else ""))
         if c.shared:
             lines.append(f"       shared by all {c.count}: {', '.join(c.shared)}")
         lines.append(f"       e.g. {c.records[0]['id']}: {c.example[:160]}")
@@ -120,7 +121,7 @@ def render_markdown(records: list[dict[str, Any]], limit: int = 20) -> list[str]
     lines = ["## Triage: root-cause clusters", "", "| cases | cluster | ops | shared by all | example |",
              "| ---: | --- | --- | --- | --- |"]
     for c in found[:limit]:
-        lines.append(f"| {c.count} | {md_text(c.title)} | {md_text(_top(c.ops, 4))} | {md_text(', '.join(c.shared))} "
+        lines.append(f"| {c.count} | {md_text(c.title)} | {md_text(top_counts(c.ops, 4))} | {md_text(', '.join(c.shared))} "
                      f"| {md_code(c.records[0]['id'])} |")
     if len(found) > limit:
         lines.append(f"| | ... {len(found) - limit} more clusters (`torchcts report --triage`) | | | |")
