@@ -199,6 +199,8 @@ def test_report_groups_failures_by_cluster_with_what_to_act_on(tmp_path):
     assert excess({"max_abs_error": 38.0, "atol": 0.0, "rtol": 0.0}) is None  # exact: any difference fails
     assert excess({"max_abs_error": 0.5, "atol": 0.0, "max_rel_error": 0.2, "rtol": 0.1}) == 2.0
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
+    meta = page.split("<div class='meta'>", 1)[1].split("</div>", 1)[0]  # run.json without these fields
+    assert "torchcts  · complete ·  →  · manifest h1" in meta and "None" not in meta
     # another part of the report adds its own section with one call
     saved = list(html.SECTIONS)
     try:

@@ -19,7 +19,7 @@ from torchcts.manifest.schema import DTYPES
 from torchcts.results.coverage_section import render_coverage_section
 from torchcts.results.html_charts import error_chart, pass_counts, pass_rate_chart, rate_color
 from torchcts.results.html_failures import COLORS, failures_section
-from torchcts.results.quoting import html_text
+from torchcts.results.quoting import html_text as _e  # None reads as ''
 from torchcts.results.statuses import EXECUTED, ORDER
 from torchcts.results.summary import NOT_RUN_NOTE, by, failures, not_run, slowest, totals
 from torchcts.results.triage import op_of
@@ -98,10 +98,6 @@ document.addEventListener('DOMContentLoaded',function(){
   document.body.setAttribute('data-report-ready','1');
 });
 """
-
-
-def _e(value: Any) -> str:
-    return html_text("" if value is None else value)
 
 
 @dataclass

@@ -11,15 +11,11 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from torchcts.results.quoting import html_text
+from torchcts.results.quoting import html_text as _e  # None reads as ''
 from torchcts.results.statuses import EXECUTED, PASSING
 
 LABEL_W, BAR_W, ROW_H, TEXT_W = 150, 260, 20, 170
 MAX_BARS = 25
-
-
-def _e(value: Any) -> str:
-    return html_text("" if value is None else value)
 
 
 def rate_color(rate: float) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Collection
 from typing import Any
 
 from torchcts.results.failure import details, rel_error_text
-from torchcts.results.quoting import html_text
+from torchcts.results.quoting import html_text as _e  # None reads as ''
 from torchcts.results.triage import Cluster, clusters, top_counts
 
 COLORS = {
@@ -19,10 +19,6 @@ COLORS = {
     "filtered": "#90a4ae", "not_applicable": "#9e9e9e", "pending": "#8d6e63", "not_run": "#5d4037",
 }
 OPEN_CLUSTERS = 5  # the largest clusters start expanded, the rest collapsed
-
-
-def _e(value: Any) -> str:
-    return html_text("" if value is None else value)
 
 
 def _fmt(v: Any) -> str:
