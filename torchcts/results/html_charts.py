@@ -95,7 +95,8 @@ def worst_by_op(records: list[dict[str, Any]], op_of: Any) -> tuple[list[tuple[s
         x = excess(m)
         return (x is not None, -1.0 if x is None else x)
 
-    rows = [(op, excess(max(ms, key=key)), len(ms), max(ms, key=key)) for op, ms in found.items()]
+    worst = {op: max(ms, key=key) for op, ms in found.items()}
+    rows = [(op, excess(m), len(found[op]), m) for op, m in worst.items()]
     rows.sort(key=lambda row: (row[1] is not None, -1.0 if row[1] is None else row[1], row[0]), reverse=True)
     return rows, sorted(without - set(found))
 
