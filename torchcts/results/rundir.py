@@ -126,8 +126,9 @@ def _copied_latest(results_root: Path, pointer: Path) -> Path | None:
 
 
 def is_latest_pointer(path: Path) -> bool:
-    """Whether `path` is a results folder's `latest` (given as a run, e.g. `results/latest`)."""
-    return path.name == LATEST and (path.is_symlink() or path.is_file() or path.is_dir())
+    """Whether `path` is a results folder's `latest` (given as a run, e.g. `results/latest`): a
+    link (even a dangling one), a one-line file or a copied folder."""
+    return path.name == LATEST and (path.exists() or path.is_symlink())
 
 
 def resolve_run(ref: str | None, results_root: Path = Path("results")) -> Path:
@@ -144,7 +145,7 @@ def resolve_run(ref: str | None, results_root: Path = Path("results")) -> Path:
                     return run
             elif (candidate / RUN_JSON).is_file():
                 return candidate
-        if (Path(ref) / LATEST).exists() or (Path(ref) / LATEST).is_symlink():  # a results folder
+        if is_latest_pointer(Path(ref) / LATEST):  # a results folder
             return resolve_run(None, Path(ref))
         raise UsageError(f"no run at '{ref}': pass a run folder (containing run.json), a run name under "
                          f"'{results_root}', 'results/latest', or a results folder (its latest run)")
