@@ -250,8 +250,8 @@ def repro_scripts(run_dir: Path | None, records: list[dict[str, Any]]) -> set[st
     return {r["id"] for r in failures(records) if (run_dir / "repro" / safe_name(r["id"]) / SCRIPT).is_file()}
 
 
-def _header(run: dict[str, Any], records: list[dict[str, Any]]) -> str:
-    t = totals(records)
+def _header(run: dict[str, Any], t: dict[str, int]) -> str:
+    """Title, run facts and a badge per status count `t`."""
     dev = run.get("device", {})
     torch_v = (run.get("torch") or {}).get("torch", "")
     badges = "".join(
@@ -278,12 +278,13 @@ def render_html(run: dict[str, Any], records: list[dict[str, Any]], run_dir: Pat
         html = section.render(report)
         if html:
             body.append(f"<section id='{_e(section.id)}'><h2>{_e(section.title)}</h2>{html}</section>")
-    data = json.dumps({"name": run.get("name"), "status": run.get("status"), "totals": totals(records)})
+    t = totals(records)
+    data = json.dumps({"name": run.get("name"), "status": run.get("status"), "totals": t})
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>TorchCTS {_e(run.get('name'))}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>{CSS}</style><script>{JS}</script></head><body>
-{_header(run, records)}
+{_header(run, t)}
 {chr(10).join(body)}
 <script type="application/json" id="torchcts-data">{_e(data)}</script>
 </body></html>
