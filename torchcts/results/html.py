@@ -67,9 +67,12 @@ function applyFilter(){
   if(!q||!st){return;}
   var text=q.value.toLowerCase(), want=st.value, total=0, shown=0;
   document.querySelectorAll('details.cluster').forEach(function(c){
-    var rows=c.querySelectorAll('tbody tr'), here=0;
+    var rows=c.querySelectorAll('tbody tr'), here=0, head='';
+    // the cluster's own text (title, ops, shared arguments) matches each of its rows; its rows' does not
+    c.querySelectorAll(':scope>summary,:scope>div').forEach(function(e){head+=e.textContent+' ';});
+    head=head.toLowerCase();
     rows.forEach(function(r){
-      var ok=(!text||(c.textContent+' '+r.textContent).toLowerCase().indexOf(text)>=0)&&(!want||r.dataset.status===want);
+      var ok=(!text||(head+r.textContent.toLowerCase()).indexOf(text)>=0)&&(!want||r.dataset.status===want);
       r.style.display=ok?'':'none'; if(ok){here++;}
     });
     total+=rows.length; shown+=here;
