@@ -199,6 +199,8 @@ def test_report_groups_failures_by_cluster_with_what_to_act_on(tmp_path):
     assert excess({"max_abs_error": 38.0, "atol": 0.0, "rtol": 0.0}) is None  # exact: any difference fails
     assert excess({"max_abs_error": 0.5, "atol": 0.0, "max_rel_error": 0.2, "rtol": 0.1}) == 2.0
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
+    meta = page.split("<div class='meta'>", 1)[1].split("</div>", 1)[0]  # run.json without these fields
+    assert "torchcts  · complete ·  →  · manifest h1" in meta and "None" not in meta
     # another part of the report adds its own section with one call
     saved = list(html.SECTIONS)
     try:
@@ -230,6 +232,13 @@ def test_report_renders_in_headless_chromium(tmp_path):
     assert "console messages: 0" in r.stdout
     shot = (tmp_path / "shot.png").read_bytes()
     assert shot.startswith(b"\x89PNG") and len(shot) > 10_000
+    # the filter: a case id shows its row only; a cluster's shared argument shows all its rows
+    for query, want in (("float16/forward", "1 of 3 shown"), ("input shape [4, 5]", "2 of 3 shown")):
+        page = (run / "report.html").read_text().replace("<input id='q'", f"<input id='q' value='{query}'")
+        (tmp_path / "filtered.html").write_text(page)
+        r = subprocess.run([sys.executable, str(script), str(tmp_path / "filtered.html")], capture_output=True,
+                           text=True, timeout=180)
+        assert r.returncode == 0 and f"filter says: {want}" in r.stdout, (query, r.stdout)
     # the console check is real: a page whose script throws is caught
     (tmp_path / "bad.html").write_text("<html><body><script>document.body.dataset.x=1; notDefined();</script>")
     r = subprocess.run([sys.executable, str(script), str(tmp_path / "bad.html")], capture_output=True, text=True,

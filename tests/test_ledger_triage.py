@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchcts.results.shared_args import sample_features, shared, shared_line
+from torchcts.results.shared_args import sample_features, shared
 from torchcts.results.signatures import normalise_message, signature_of
 from torchcts.results.triage import clusters, render_markdown, render_text
 
@@ -109,4 +109,4 @@ def test_each_cluster_names_what_all_its_failures_share():
              "kind": "elementwise", "mismatch": {"what": "values differ"}, "info": {"sample": 2, "shape": [33]}}
             for d in ("int8", "float32")]
     assert shared(hand) == ["kind elementwise", "shape=[33]"]
-    assert shared(hand[:1]) == [] and shared_line(hand[:1]) == ""
+    assert shared(hand[:1]) == []

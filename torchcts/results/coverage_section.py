@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from torchcts.results.quoting import html_text as _e
-from torchcts.results.statuses import STATUSES
+from torchcts.results.statuses import EXECUTED
 
 
 def is_pending(rec: dict[str, Any]) -> bool:
@@ -26,10 +26,8 @@ def record_counts(records: list[dict[str, Any]]) -> dict[str, int]:
     names: set[str] = set()
     observed = unobserved = pending = 0
     for r in records:
-        status = str(r.get("status"))
         pending += is_pending(r)
-        info = STATUSES.get(status)
-        if info is None or not info.executed:
+        if r.get("status") not in EXECUTED:
             continue
         d = r.get("dispatched")
         if isinstance(d, list):

@@ -19,7 +19,7 @@ from torchcts.manifest.schema import DTYPES
 from torchcts.results.coverage_section import render_coverage_section
 from torchcts.results.html_charts import error_chart, pass_counts, pass_rate_chart, rate_color
 from torchcts.results.html_failures import COLORS, failures_section
-from torchcts.results.quoting import html_text
+from torchcts.results.quoting import html_text as _e  # None reads as ''
 from torchcts.results.statuses import EXECUTED, ORDER
 from torchcts.results.summary import NOT_RUN_NOTE, by, failures, not_run, slowest, totals
 from torchcts.results.triage import op_of
@@ -67,9 +67,12 @@ function applyFilter(){
   if(!q||!st){return;}
   var text=q.value.toLowerCase(), want=st.value, total=0, shown=0;
   document.querySelectorAll('details.cluster').forEach(function(c){
-    var rows=c.querySelectorAll('tbody tr'), here=0;
+    var rows=c.querySelectorAll('tbody tr'), here=0, head='';
+    // the cluster's own text (title, ops, shared arguments) matches each of its rows; its rows' does not
+    c.querySelectorAll(':scope>summary,:scope>div').forEach(function(e){head+=e.textContent+' ';});
+    head=head.toLowerCase();
     rows.forEach(function(r){
-      var ok=(!text||(c.textContent+' '+r.textContent).toLowerCase().indexOf(text)>=0)&&(!want||r.dataset.status===want);
+      var ok=(!text||(head+r.textContent.toLowerCase()).indexOf(text)>=0)&&(!want||r.dataset.status===want);
       r.style.display=ok?'':'none'; if(ok){here++;}
     });
     total+=rows.length; shown+=here;
@@ -98,10 +101,6 @@ document.addEventListener('DOMContentLoaded',function(){
   document.body.setAttribute('data-report-ready','1');
 });
 """
-
-
-def _e(value: Any) -> str:
-    return html_text("" if value is None else value)
 
 
 @dataclass
@@ -254,8 +253,8 @@ def repro_scripts(run_dir: Path | None, records: list[dict[str, Any]]) -> set[st
     return {r["id"] for r in failures(records) if (run_dir / "repro" / safe_name(r["id"]) / SCRIPT).is_file()}
 
 
-def _header(run: dict[str, Any], records: list[dict[str, Any]]) -> str:
-    t = totals(records)
+def _header(run: dict[str, Any], t: dict[str, int]) -> str:
+    """Title, run facts and a badge per status count `t`."""
     dev = run.get("device", {})
     torch_v = (run.get("torch") or {}).get("torch", "")
     badges = "".join(
@@ -282,12 +281,13 @@ def render_html(run: dict[str, Any], records: list[dict[str, Any]], run_dir: Pat
         html = section.render(report)
         if html:
             body.append(f"<section id='{_e(section.id)}'><h2>{_e(section.title)}</h2>{html}</section>")
-    data = json.dumps({"name": run.get("name"), "status": run.get("status"), "totals": totals(records)})
+    t = totals(records)
+    data = json.dumps({"name": run.get("name"), "status": run.get("status"), "totals": t})
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>TorchCTS {_e(run.get('name'))}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>{CSS}</style><script>{JS}</script></head><body>
-{_header(run, records)}
+{_header(run, t)}
 {chr(10).join(body)}
 <script type="application/json" id="torchcts-data">{_e(data)}</script>
 </body></html>

@@ -11,15 +11,11 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from torchcts.results.quoting import html_text
+from torchcts.results.quoting import html_text as _e  # None reads as ''
 from torchcts.results.statuses import EXECUTED, PASSING
 
 LABEL_W, BAR_W, ROW_H, TEXT_W = 150, 260, 20, 170
 MAX_BARS = 25
-
-
-def _e(value: Any) -> str:
-    return html_text("" if value is None else value)
 
 
 def rate_color(rate: float) -> str:
@@ -99,7 +95,8 @@ def worst_by_op(records: list[dict[str, Any]], op_of: Any) -> tuple[list[tuple[s
         x = excess(m)
         return (x is not None, -1.0 if x is None else x)
 
-    rows = [(op, excess(max(ms, key=key)), len(ms), max(ms, key=key)) for op, ms in found.items()]
+    worst = {op: max(ms, key=key) for op, ms in found.items()}
+    rows = [(op, excess(m), len(found[op]), m) for op, m in worst.items()]
     rows.sort(key=lambda row: (row[1] is not None, -1.0 if row[1] is None else row[1], row[0]), reverse=True)
     return rows, sorted(without - set(found))
 

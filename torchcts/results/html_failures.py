@@ -10,8 +10,8 @@ from collections.abc import Collection
 from typing import Any
 
 from torchcts.results.failure import details, rel_error_text
-from torchcts.results.quoting import html_text
-from torchcts.results.triage import Cluster, clusters
+from torchcts.results.quoting import html_text as _e  # None reads as ''
+from torchcts.results.triage import Cluster, clusters, top_counts
 
 COLORS = {
     "passed": "#2e7d32", "xfailed": "#6a8f3a", "xpassed": "#c77c02", "failed": "#c62828", "error": "#ad1457",
@@ -19,10 +19,6 @@ COLORS = {
     "filtered": "#90a4ae", "not_applicable": "#9e9e9e", "pending": "#8d6e63", "not_run": "#5d4037",
 }
 OPEN_CLUSTERS = 5  # the largest clusters start expanded, the rest collapsed
-
-
-def _e(value: Any) -> str:
-    return html_text("" if value is None else value)
 
 
 def _fmt(v: Any) -> str:
@@ -88,20 +84,14 @@ def failure_row(r: dict[str, Any], scripts: Collection[str]) -> str:
             f"<td class='metrics'>{_metrics(r)}</td><td class='repro-cell'>{_repro(r, scripts)}</td></tr>")
 
 
-def _top(counter: Any, n: int = 6) -> str:
-    items = counter.most_common(n)
-    more = len(counter) - len(items)
-    return ", ".join(f"{k} ({v})" for k, v in items) + (f", +{more} more" if more > 0 else "")
-
-
 def cluster_block(index: int, c: Cluster, scripts: Collection[str]) -> str:
     shared = (f"<div class='shared'>shared by all {c.count}: <b>{_e(', '.join(c.shared))}</b></div>"
               if c.shared else "")
-    dtypes = f"; dtypes: {_e(_top(c.dtypes))}" if c.dtypes else ""
+    dtypes = f"; dtypes: {_e(top_counts(c.dtypes))}" if c.dtypes else ""
     rows = "".join(failure_row(r, scripts) for r in c.records)
     return (f"<details class='cluster' data-bucket='{_e(c.bucket)}'{' open' if index < OPEN_CLUSTERS else ''}>"
             f"<summary><span class='count'>{c.count}</span> {_e(c.title)} <span class='shown'></span></summary>"
-            f"<div class='ctx'>ops: {_e(_top(c.ops))}{dtypes}</div>{shared}"
+            f"<div class='ctx'>ops: {_e(top_counts(c.ops))}{dtypes}</div>{shared}"
             f"<table class='failures'><thead><tr><th>status</th><th>case, sample and message</th>"
             f"<th>error against tolerance</th><th>reproduce</th></tr></thead><tbody>{rows}</tbody></table></details>")
 

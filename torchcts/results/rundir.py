@@ -105,10 +105,14 @@ def latest_run(results_root: Path) -> Path | None:
         raw = os.readlink(pointer) if pointer.is_symlink() else pointer.read_bytes().decode("utf-8", "replace")
     except OSError:  # absent, or a folder (check_results_root names that problem)
         return None
-    name = raw.strip()
-    run = results_root / name
-    if name and Path(name).name == name and name not in (".", "..") and (run / RUN_JSON).is_file():
-        return run
+    return _run_named(results_root, raw.strip())
+
+
+def _run_named(results_root: Path, name: Any) -> Path | None:
+    """`results_root/name` when `name` is a bare folder name (no path, not `latest`) holding run.json."""
+    if isinstance(name, str) and name and Path(name).name == name and name not in (".", "..", LATEST) \
+            and (results_root / name / RUN_JSON).is_file():
+        return results_root / name
     return None
 
 
@@ -119,15 +123,13 @@ def _copied_latest(results_root: Path, pointer: Path) -> Path | None:
         name = json.loads((pointer / RUN_JSON).read_text(encoding="utf-8")).get("name")
     except (OSError, ValueError, AttributeError):
         return None
-    if isinstance(name, str) and Path(name).name == name and name not in ("", ".", "..", LATEST) \
-            and (results_root / name / RUN_JSON).is_file():
-        return results_root / name
-    return pointer
+    return _run_named(results_root, name) or pointer
 
 
 def is_latest_pointer(path: Path) -> bool:
-    """Whether `path` is a results folder's `latest` (given as a run, e.g. `results/latest`)."""
-    return path.name == LATEST and (path.is_symlink() or path.is_file() or path.is_dir())
+    """Whether `path` is a results folder's `latest` (given as a run, e.g. `results/latest`): a
+    link (even a dangling one), a one-line file or a copied folder."""
+    return path.name == LATEST and (path.exists() or path.is_symlink())
 
 
 def resolve_run(ref: str | None, results_root: Path = Path("results")) -> Path:
@@ -144,7 +146,7 @@ def resolve_run(ref: str | None, results_root: Path = Path("results")) -> Path:
                     return run
             elif (candidate / RUN_JSON).is_file():
                 return candidate
-        if (Path(ref) / LATEST).exists() or (Path(ref) / LATEST).is_symlink():  # a results folder
+        if is_latest_pointer(Path(ref) / LATEST):  # a results folder
             return resolve_run(None, Path(ref))
         raise UsageError(f"no run at '{ref}': pass a run folder (containing run.json), a run name under "
                          f"'{results_root}', 'results/latest', or a results folder (its latest run)")

@@ -114,10 +114,3 @@ def shared(records: Iterable[dict[str, Any]]) -> list[str]:
         if not common:
             break
     return list(common.values())
-
-
-def shared_line(records: Iterable[dict[str, Any]]) -> str:
-    """`shared by all 5: dtype bfloat16, keepdim=True`; '' when they share nothing (or are one)."""
-    recs = list(records)
-    found = shared(recs)
-    return f"shared by all {len(recs)}: {', '.join(found)}" if found else ""

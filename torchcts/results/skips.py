@@ -115,7 +115,7 @@ def render_text(s: SkipSummary, top: int = 10) -> list[str]:
 
 
 def render_markdown(records: list[dict[str, Any]], top: int = 10) -> list[str]:
-    """summary.md's "Not run, and why" section; nothing when every case ran."""
+    """summary.md's "Not claimed or not applicable" section; nothing when every case ran."""
     from torchcts.results.quoting import md_text
 
     s = summarize(records)

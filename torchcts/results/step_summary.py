@@ -23,8 +23,9 @@ def append_step_summary(run_dir: Path, env: Mapping[str, str] = os.environ) -> b
     if not target or not summary.is_file():
         return False
     text = summary.read_text(encoding="utf-8", errors="replace")
-    if len(text.encode("utf-8")) > LIMIT_BYTES:
-        text = text.encode("utf-8")[:LIMIT_BYTES].decode("utf-8", "ignore").rsplit("\n", 1)[0]
+    data = text.encode("utf-8")
+    if len(data) > LIMIT_BYTES:
+        text = data[:LIMIT_BYTES].decode("utf-8", "ignore").rsplit("\n", 1)[0]
         text += f"\n\n(cut at {LIMIT_BYTES // 1024} KiB: the whole summary.md is in the run folder)"
     try:
         with open(target, "a", encoding="utf-8") as out:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from torchcts.results.quoting import md_code, md_text
@@ -22,24 +23,24 @@ from torchcts.results.statuses import FAILURES
 class Cluster:
     title: str
     bucket: str
-    cases: list[str] = field(default_factory=list)
     ops: Counter[str] = field(default_factory=Counter)
     dtypes: Counter[str] = field(default_factory=Counter)
     example: str = ""
-    records: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    records: list[dict[str, Any]] = field(default_factory=list, repr=False)  # its failing records
 
     @property
     def count(self) -> int:
-        return len(self.cases)
+        return len(self.records)
 
-    @property
+    @cached_property
     def shared(self) -> list[str]:
-        """The arguments, dtype and layout every failure of the cluster shares (results/shared_args.py)."""
+        """The arguments, dtype and layout every failure of the cluster shares (results/shared_args.py).
+        Parses every record's sample, so computed once: read after `clusters` filled the cluster."""
         return shared(self.records)
 
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "bucket": self.bucket, "count": self.count, "ops": dict(self.ops),
-                "dtypes": dict(self.dtypes), "example_case": self.cases[0] if self.cases else None,
+                "dtypes": dict(self.dtypes), "example_case": self.records[0]["id"] if self.records else None,
                 "example_message": self.example, "shared": self.shared}
 
 
@@ -74,7 +75,6 @@ def clusters(records: list[dict[str, Any]]) -> list[Cluster]:
             continue
         title, bucket = cluster_key(r)
         c = found.setdefault(title, Cluster(title, bucket, example=str(r.get("message") or "")[:300]))
-        c.cases.append(r["id"])
         c.records.append(r)
         c.ops[op_of(r)] += 1
         if r.get("dtype"):
@@ -87,7 +87,8 @@ def failures_by_op(records: list[dict[str, Any]]) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def _top(counter: Counter[str], n: int = 6) -> str:
+def top_counts(counter: Counter[str], n: int = 6) -> str:
+    """`add (5), sub (2), +3 more`: the n most common, and how many more."""
     items = counter.most_common(n)
     more = len(counter) - len(items)
     return ", ".join(f"{k} ({v})" for k, v in items) + (f", +{more} more" if more > 0 else "")
@@ -102,10 +103,10 @@ def render_text(records: list[dict[str, Any]], limit: int = 30) -> str:
     lines = [f"triage: {total} failing cases in {len(found)} clusters (largest first)"]
     for i, c in enumerate(found[:limit], 1):
         lines.append(f"{i:3}. [{c.count} cases] {c.title}")
-        lines.append(f"       ops: {_top(c.ops)}" + (f"; dtypes: {_top(c.dtypes)}" if c.dtypes else ""))
+        lines.append(f"       ops: {top_counts(c.ops)}" + (f"; dtypes: {top_counts(c.dtypes)}" if c.dtypes else ""))
         if c.shared:
             lines.append(f"       shared by all {c.count}: {', '.join(c.shared)}")
-        lines.append(f"       e.g. {c.cases[0]}: {c.example[:160]}")
+        lines.append(f"       e.g. {c.records[0]['id']}: {c.example[:160]}")
     if len(found) > limit:
         lines.append(f"  ... and {len(found) - limit} smaller clusters")
     lines.append("failures by op: " + ", ".join(f"{op} ({n})" for op, n in failures_by_op(records)[:15]))
@@ -120,8 +121,8 @@ def render_markdown(records: list[dict[str, Any]], limit: int = 20) -> list[str]
     lines = ["## Triage: root-cause clusters", "", "| cases | cluster | ops | shared by all | example |",
              "| ---: | --- | --- | --- | --- |"]
     for c in found[:limit]:
-        lines.append(f"| {c.count} | {md_text(c.title)} | {md_text(_top(c.ops, 4))} | {md_text(', '.join(c.shared))} "
-                     f"| {md_code(c.cases[0])} |")
+        lines.append(f"| {c.count} | {md_text(c.title)} | {md_text(top_counts(c.ops, 4))} | {md_text(', '.join(c.shared))} "
+                     f"| {md_code(c.records[0]['id'])} |")
     if len(found) > limit:
         lines.append(f"| | ... {len(found) - limit} more clusters (`torchcts report --triage`) | | | |")
     lines.append("")
