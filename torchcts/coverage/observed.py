@@ -171,24 +171,13 @@ def render_markdown(summary: dict[str, Any], run_name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_folder(ref: str, results_root: Path = Path("results")) -> Path:
-    """RUN as `coverage report` takes it: a run folder or name, a results folder, or its `latest`
-    pointer (a one-line file or a symlink)."""
-    from torchcts.results.rundir import resolve_run
-
-    path = Path(ref)
-    if path.name == "latest" and path.is_file() and not path.is_symlink():
-        return resolve_run(None, path.parent)
-    return resolve_run(ref, results_root)
-
-
 def report_run(ref: str, top: int = 25, results_root: Path = Path("results")) -> tuple[Path, dict[str, Any]]:
     """(run folder, summary) of `coverage report RUN`; the headline is kept in run.json and the run's
     reports are rebuilt, so report.html shows it (results/coverage_section.py)."""
     from torchcts.results import rundir
     from torchcts.results.finalize import finalize
 
-    run_dir = run_folder(ref, results_root)
+    run_dir = rundir.resolve_run(ref, results_root)  # a run folder or name, a results folder, `latest`
     run = rundir.read_run(run_dir)
     summary = summarize_run(observe_records(rundir.final_records(run_dir), str(run["device"].get("type") or "cpu")), top=top)
     if run.get("status") == "running":  # still being written (or killed: `torchcts report` closes it first)
