@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -96,7 +97,7 @@ def tree_rss_mb(pid: int) -> float:
 
 def measured_run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 7200) -> dict[str, float]:
     """Wall, CPU (user + sys of the whole process tree) and peak summed RSS of one `torchcts` command."""
-    cpu0 = _children_cpu()
+    cpu0 = children_cpu()
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "torchcts", *args], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -105,11 +106,12 @@ def measured_run(args: list[str], cwd: Path, env: dict[str, str], timeout: float
         peak = max(peak, tree_rss_mb(proc.pid))
         time.sleep(0.25)
     code = proc.wait()
-    return {"wall_s": round(time.perf_counter() - start, 2), "cpu_s": round(_children_cpu() - cpu0, 2),
+    return {"wall_s": round(time.perf_counter() - start, 2), "cpu_s": round(children_cpu() - cpu0, 2),
             "exit": code, "peak_rss_tree_mb": round(peak, 1), "load_avg_1m": round(os.getloadavg()[0], 2)}
 
 
-def _children_cpu() -> float:
+def children_cpu() -> float:
+    """CPU time (user + sys) of finished child processes: less sensitive to machine load than wall time."""
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
 
@@ -128,14 +130,12 @@ def one_op(cwd: Path, env: dict[str, str], manifest: Path, repeat: int) -> dict[
 
 
 def records(run: Path) -> list[dict]:
-    """The run's final record per case, with `planned` set on the cases its workers ran."""
+    """The run's final record per case (rundir.final_records), with `planned` set on the cases its
+    workers ran."""
+    from torchcts.results.rundir import final_records
+
     planned = {json.loads(line)["id"] for line in (run / "plan.jsonl").read_text().splitlines() if line.strip()}
-    last = {}
-    for line in (run / "cases.jsonl").read_text().splitlines():
-        if line.strip():
-            r = json.loads(line)
-            last[r["id"]] = {**r, "planned": r["id"] in planned}
-    return list(last.values())
+    return [{**r, "planned": r["id"] in planned} for r in final_records(run)]
 
 
 def executed(recs: list[dict]) -> list[dict]:
@@ -162,7 +162,7 @@ def analyse(run: Path) -> dict[str, object]:
         by_kind[key] = by_kind.get(key, 0.0) + r["duration_s"]
     out: dict[str, object] = {
         "cases_executed": len(done),
-        "statuses": dict(sorted(_count(r.get("status") for r in recs).items())),
+        "statuses": dict(sorted(Counter(str(r.get("status")) for r in recs).items())),
         "case_seconds_total": round(sum(r["duration_s"] for r in done), 1),
         "seconds_per_suite": {k: round(v, 1) for k, v in sorted(by_suite.items(), key=lambda kv: -kv[1])},
         "seconds_per_kind_top20": {k: round(v, 1) for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])[:20]},
@@ -212,13 +212,6 @@ def shard_balance(done: list[dict], count: int) -> dict[str, object]:
         loads.append(sum(took[d.case.id] for d in kept))
     mean = sum(loads) / count
     return {"shard_seconds": [round(x, 1) for x in loads], "imbalance": round(max(loads) / mean - 1, 3) if mean else 0.0}
-
-
-def _count(values) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for v in values:
-        out[str(v)] = out.get(str(v), 0) + 1
-    return out
 
 
 def _epoch(stamp: str | None) -> float | None:
