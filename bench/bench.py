@@ -249,15 +249,18 @@ def main() -> int:
                     help="write torchcts/engine/case_costs.json (--shard's cost estimates) from a full run's records")
     ap.add_argument("--output", help="also write the JSON here")
     args = ap.parse_args()
+    from torchcts.results.rundir import resolve_run  # RUN: a run folder, a results folder or `latest`
+
     if args.write_costs:
         from torchcts.engine.shard import COSTS_FILE, cost_table_from
 
-        table = cost_table_from(executed(records(Path(args.write_costs))))
+        table = cost_table_from(executed(records(resolve_run(args.write_costs))))
         COSTS_FILE.write_text(json.dumps(table, indent=0, sort_keys=True) + "\n", encoding="utf-8")
         print(f"wrote {COSTS_FILE} ({sum(len(v) for v in table.values())} entries)")
         return 0
     if args.analyse:
-        emit({"run": Path(args.analyse).name, **analyse(Path(args.analyse))}, args.output)
+        run = resolve_run(args.analyse)
+        emit({"run": run.name, **analyse(run)}, args.output)
         return 0
 
     work = Path(tempfile.mkdtemp(prefix="torchcts-bench-"))
