@@ -143,6 +143,11 @@ def executed(recs: list[dict]) -> list[dict]:
     return [r for r in recs if r["planned"]]
 
 
+def with_duration(recs: list[dict]) -> list[dict]:
+    """Executed cases with a duration (a worker that died before logging the case's start gives none)."""
+    return [r for r in executed(recs) if r.get("duration_s") is not None]
+
+
 def slowest(recs: list[dict], n: int) -> list[str]:
     top = sorted((r for r in recs if r.get("duration_s")), key=lambda r: -r["duration_s"])[:n]
     return [f"{r['id']} {r['duration_s']:.2f}s" for r in top]
@@ -152,7 +157,7 @@ def analyse(run: Path) -> dict[str, object]:
     """What a run's records say: time per suite and per case kind, slow cases, worker idle time,
     the memory peak's case, and how a 4-shard split by estimated cost would balance."""
     recs = records(run)
-    done = [r for r in executed(recs) if r.get("duration_s") is not None]
+    done = with_duration(recs)
     spec = json.loads((run / "run.json").read_text())
     by_suite: dict[str, float] = {}
     by_kind: dict[str, float] = {}
@@ -254,7 +259,7 @@ def main() -> int:
     if args.write_costs:
         from torchcts.engine.shard import COSTS_FILE, cost_table_from
 
-        table = cost_table_from(executed(records(resolve_run(args.write_costs))))
+        table = cost_table_from(with_duration(records(resolve_run(args.write_costs))))
         COSTS_FILE.write_text(json.dumps(table, indent=0, sort_keys=True) + "\n", encoding="utf-8")
         print(f"wrote {COSTS_FILE} ({sum(len(v) for v in table.values())} entries)")
         return 0
