@@ -19,7 +19,15 @@ from typing import Any
 
 from torchcts.cases.surface_exclusions import excluded_reason
 from torchcts.coverage.report import family
-from torchcts.coverage.surfaces import KERNELS, KINDS, Surface, all_surfaces, kernel_table, registration
+from torchcts.coverage.surfaces import (
+    KERNELS,
+    KINDS,
+    Surface,
+    all_surfaces,
+    dispatch_key_for_device,
+    kernel_table,
+    registration,
+)
 from torchcts.results.coverage_section import is_pending
 from torchcts.results.statuses import STATUSES
 
@@ -64,7 +72,6 @@ def observe_records(records: list[dict[str, Any]], device: str) -> RunObservatio
 
 def run_device_key(device: str) -> str:
     """The run's device's dispatch key; a device this process does not know is a PrivateUse1 backend."""
-    from torchcts.coverage.surfaces import dispatch_key_for_device
     from torchcts.errors import UsageError
 
     try:
