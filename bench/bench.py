@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -96,7 +97,7 @@ def tree_rss_mb(pid: int) -> float:
 
 def measured_run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 7200) -> dict[str, float]:
     """Wall, CPU (user + sys of the whole process tree) and peak summed RSS of one `torchcts` command."""
-    cpu0 = _children_cpu()
+    cpu0 = children_cpu()
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "torchcts", *args], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -105,11 +106,12 @@ def measured_run(args: list[str], cwd: Path, env: dict[str, str], timeout: float
         peak = max(peak, tree_rss_mb(proc.pid))
         time.sleep(0.25)
     code = proc.wait()
-    return {"wall_s": round(time.perf_counter() - start, 2), "cpu_s": round(_children_cpu() - cpu0, 2),
+    return {"wall_s": round(time.perf_counter() - start, 2), "cpu_s": round(children_cpu() - cpu0, 2),
             "exit": code, "peak_rss_tree_mb": round(peak, 1), "load_avg_1m": round(os.getloadavg()[0], 2)}
 
 
-def _children_cpu() -> float:
+def children_cpu() -> float:
+    """CPU time (user + sys) of finished child processes: less sensitive to machine load than wall time."""
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
 
@@ -128,19 +130,22 @@ def one_op(cwd: Path, env: dict[str, str], manifest: Path, repeat: int) -> dict[
 
 
 def records(run: Path) -> list[dict]:
-    """The run's final record per case, with `planned` set on the cases its workers ran."""
+    """The run's final record per case (rundir.final_records), with `planned` set on the cases its
+    workers ran."""
+    from torchcts.results.rundir import final_records
+
     planned = {json.loads(line)["id"] for line in (run / "plan.jsonl").read_text().splitlines() if line.strip()}
-    last = {}
-    for line in (run / "cases.jsonl").read_text().splitlines():
-        if line.strip():
-            r = json.loads(line)
-            last[r["id"]] = {**r, "planned": r["id"] in planned}
-    return list(last.values())
+    return [{**r, "planned": r["id"] in planned} for r in final_records(run)]
 
 
 def executed(recs: list[dict]) -> list[dict]:
     """Cases a worker ran (whatever their status), not the skip records written before the run."""
     return [r for r in recs if r["planned"]]
+
+
+def with_duration(recs: list[dict]) -> list[dict]:
+    """Executed cases with a duration (a worker that died before logging the case's start gives none)."""
+    return [r for r in executed(recs) if r.get("duration_s") is not None]
 
 
 def slowest(recs: list[dict], n: int) -> list[str]:
@@ -152,7 +157,7 @@ def analyse(run: Path) -> dict[str, object]:
     """What a run's records say: time per suite and per case kind, slow cases, worker idle time,
     the memory peak's case, and how a 4-shard split by estimated cost would balance."""
     recs = records(run)
-    done = [r for r in executed(recs) if r.get("duration_s") is not None]
+    done = with_duration(recs)
     spec = json.loads((run / "run.json").read_text())
     by_suite: dict[str, float] = {}
     by_kind: dict[str, float] = {}
@@ -162,7 +167,7 @@ def analyse(run: Path) -> dict[str, object]:
         by_kind[key] = by_kind.get(key, 0.0) + r["duration_s"]
     out: dict[str, object] = {
         "cases_executed": len(done),
-        "statuses": dict(sorted(_count(r.get("status") for r in recs).items())),
+        "statuses": dict(sorted(Counter(str(r.get("status")) for r in recs).items())),
         "case_seconds_total": round(sum(r["duration_s"] for r in done), 1),
         "seconds_per_suite": {k: round(v, 1) for k, v in sorted(by_suite.items(), key=lambda kv: -kv[1])},
         "seconds_per_kind_top20": {k: round(v, 1) for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])[:20]},
@@ -214,13 +219,6 @@ def shard_balance(done: list[dict], count: int) -> dict[str, object]:
     return {"shard_seconds": [round(x, 1) for x in loads], "imbalance": round(max(loads) / mean - 1, 3) if mean else 0.0}
 
 
-def _count(values) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for v in values:
-        out[str(v)] = out.get(str(v), 0) + 1
-    return out
-
-
 def _epoch(stamp: str | None) -> float | None:
     if not stamp:
         return None
@@ -256,15 +254,18 @@ def main() -> int:
                     help="write torchcts/engine/case_costs.json (--shard's cost estimates) from a full run's records")
     ap.add_argument("--output", help="also write the JSON here")
     args = ap.parse_args()
+    from torchcts.results.rundir import resolve_run  # RUN: a run folder, a results folder or `latest`
+
     if args.write_costs:
         from torchcts.engine.shard import COSTS_FILE, cost_table_from
 
-        table = cost_table_from(executed(records(Path(args.write_costs))))
+        table = cost_table_from(with_duration(records(resolve_run(args.write_costs))))
         COSTS_FILE.write_text(json.dumps(table, indent=0, sort_keys=True) + "\n", encoding="utf-8")
         print(f"wrote {COSTS_FILE} ({sum(len(v) for v in table.values())} entries)")
         return 0
     if args.analyse:
-        emit({"run": Path(args.analyse).name, **analyse(Path(args.analyse))}, args.output)
+        run = resolve_run(args.analyse)
+        emit({"run": run.name, **analyse(run)}, args.output)
         return 0
 
     work = Path(tempfile.mkdtemp(prefix="torchcts-bench-"))

@@ -20,9 +20,7 @@ percentage is an upper bound of the overhead on the run's wall time.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -30,25 +28,25 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench import children_cpu, emit, latest  # noqa: E402
+
 DEFAULT_ARGS = ["--validation", "--shard", "1/40"]
 
 
-def _children_cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
 def timed(args: list[str], observe: bool) -> dict[str, float]:
+    from torchcts.results.rundir import final_records
+
     env = {**os.environ, "CI": "true", "TORCHCTS_OBSERVE_DISPATCH": "1" if observe else "0",
            "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
     with tempfile.TemporaryDirectory() as cwd:
-        cpu0, start = _children_cpu(), time.perf_counter()
+        cpu0, start = children_cpu(), time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "torchcts", "run", *args], cwd=cwd, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wall, cpu = time.perf_counter() - start, _children_cpu() - cpu0
-        root = Path(cwd) / "results"
-        run = root / (root / "latest").read_text().strip()
-        recs = [json.loads(line) for line in (run / "cases.jsonl").read_text().splitlines() if line.strip()]
+        wall, cpu = time.perf_counter() - start, children_cpu() - cpu0
+        run = latest(Path(cwd))  # results/latest is a symlink (a one-line file where links fail)
+        recs = final_records(run)
         size = (run / "cases.jsonl").stat().st_size
     observed = [r for r in recs if isinstance(r.get("dispatched"), list)]
     return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "exit": proc.returncode, "records": len(recs),
@@ -99,10 +97,7 @@ def main() -> int:
     ap.add_argument("run_args", nargs="*", help="torchcts run arguments (after --)")
     a = ap.parse_args()
     if a.in_process:
-        result = in_process(a.in_process, a.repeat)
-        print(json.dumps(result, indent=1))
-        if a.output:
-            Path(a.output).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        emit(in_process(a.in_process, a.repeat), a.output)
         return 0
     args = a.run_args or DEFAULT_ARGS
     rows: dict[str, list[dict[str, float]]] = {"off": [], "on": []}
@@ -118,10 +113,7 @@ def main() -> int:
                                                min(r["wall_s"] for r in rows["off"]) - 1), 1),
         "overhead_case_time_percent": round(100 * (best["on"]["case_s"] / best["off"]["case_s"] - 1), 1),
     }
-    text = json.dumps(result, indent=1)
-    print(text)
-    if a.output:
-        Path(a.output).write_text(text + "\n", encoding="utf-8")
+    emit(result, a.output)
     return 0
 
 

@@ -21,7 +21,6 @@ narrows both runs alike (e.g. `--dtype float32 --max-samples 2` for a quick, rou
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shlex
@@ -58,11 +57,13 @@ def load() -> list[float]:
 
 def timed_run(args: list[str], work: Path, env: dict[str, str]) -> dict[str, object]:
     """One `torchcts` run: wall and CPU time, the load around it, and what its records say."""
+    from torchcts.results.rundir import final_records
+
     before, load_before = resource.getrusage(resource.RUSAGE_CHILDREN), load()
     wall, code = torchcts(args, work, env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    recs = [json.loads(line) for line in (latest(work) / "cases.jsonl").read_text().splitlines() if line.strip()]
+    recs = final_records(latest(work))
     statuses: dict[str, int] = {}
     for r in recs:
         statuses[r["status"]] = statuses.get(r["status"], 0) + 1

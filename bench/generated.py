@@ -13,7 +13,6 @@ status counts, with the most common pending reasons.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -54,9 +53,11 @@ def plan_numbers() -> dict:
 
 
 def run_numbers() -> dict:
+    from torchcts.results.rundir import final_records
+
     with tempfile.TemporaryDirectory() as tmp:
         wall, _ = torchcts(["run", "--validation", "--suite", "generated", "--level", "8"], Path(tmp), dict(os.environ))
-        recs = [json.loads(line) for line in (latest(Path(tmp)) / "cases.jsonl").read_text().splitlines()]
+        recs = final_records(latest(Path(tmp)))
     pending = Counter(r["message"].split("(first: ", 1)[-1][:80] for r in recs if r["status"] == "pending")
     return {"run_wall_s": round(wall, 1), "statuses": dict(Counter(r["status"] for r in recs)),
             "top_pending_reasons": dict(pending.most_common(10))}

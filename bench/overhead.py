@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -19,6 +18,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench import children_cpu  # noqa: E402
+
 MODES = {
     "in-process (--no-isolation)": ["--no-isolation"],
     "isolated, 1 worker (-n 1)": ["--", "-n", "1"],
@@ -35,20 +38,14 @@ def timed_run(n: int, extra: list[str]) -> tuple[float, float]:
     args = [sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--suite", "trivial"]
     args += extra + pytest_args if "--" in extra else [*extra, "--", *pytest_args]
     with tempfile.TemporaryDirectory() as cwd:
-        cpu0 = _children_cpu()
+        cpu0 = children_cpu()
         start = time.perf_counter()
         r = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
         elapsed = time.perf_counter() - start
-        cpu = _children_cpu() - cpu0
+        cpu = children_cpu() - cpu0
     if r.returncode != 0:
         raise SystemExit(f"run failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
     return elapsed, cpu
-
-
-def _children_cpu() -> float:
-    """CPU time (user + sys) of finished child processes: less sensitive to machine load than wall time."""
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
 
 
 def main() -> int:

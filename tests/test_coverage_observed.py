@@ -89,6 +89,7 @@ def _tiny_run(root: Path) -> Path:
         {"id": "a/3", "suite": "a", "status": "not_applicable", "dispatched": ["aten::mul.Tensor"]},  # not counted
         {"id": "a/4", "suite": "compiler", "status": "passed", "dispatch_unobserved": "torch.compile traces ..."},
         {"id": "g/1", "suite": "generated", "status": "not_applicable", "message": "pending: CPU rejects the inputs"},
+        {"id": "a/5", "suite": "a", "status": "passed", "dispatched": "aten::mul.Tensor"},  # malformed: not a list
     ]
     (run / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     (root / "results" / "latest").write_text(run.name + "\n")
@@ -102,7 +103,7 @@ def test_coverage_report_run_counts_executed_dispatch_and_shows_it_in_report_htm
     h = summary["headline"]
     assert h["observed_all"] == 3 and h["pending"] == 1 and h["excluded"] > 0 and h["observed"] == 3
     assert summary["by_kind"]["backward"]["implementable_observed"] == 1
-    assert summary["cases"] == {"observed": 2, "unobserved": {"torch.compile traces ...": 1}, "malformed": 0}
+    assert summary["cases"] == {"observed": 2, "unobserved": {"torch.compile traces ...": 1}, "malformed": 1}
     assert summary["by_kernel"]["native"]["observed"] + summary["by_kernel"]["composite_explicit"]["observed"] == 3
     html = (run / "report.html").read_text()
     assert "3 of" in html and "implementable aten overloads observed" in html and "1 cases pending" in html

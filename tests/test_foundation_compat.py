@@ -155,6 +155,21 @@ def test_fallback_registry():
         "privateuse1.cpp_device_guard": compat.FALLBACKS["privateuse1.cpp_device_guard"]}
 
 
+def test_nested_fallback_scopes_leave_by_identity():
+    """An inner scope that ends holding the same (equal) set as its outer one must not unhook the outer."""
+    with compat.watch_fallbacks() as outer:
+        with compat.watch_fallbacks():
+            pass
+        compat.use_fallback("opinfo.has_nondeterministic_output")
+    assert outer == {"opinfo.has_nondeterministic_output"}
+
+
+def test_python_backend_compiles_from_2_12(monkeypatch):
+    for version, compiles in (("2.7.0", False), ("2.11.1+cpu", False), ("2.12.0a0+git1234", True), ("2.13.0", True)):
+        monkeypatch.setattr(torch, "__version__", version)
+        assert compat.python_backend_compiles() is compiles, version
+
+
 def test_a_run_records_the_fallbacks_it_used(tmp_path):
     """run.json names (and describes) each fallback; the case record that used one says so."""
     import json

@@ -479,7 +479,7 @@ def python_backend_compiles() -> bool:
     wrap_tensor on any tensor subclass but a few of its own; a C++ backend's plain tensors need neither."""
     import torch
 
-    return tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 12)
+    return parse_version(torch.__version__)[:2] >= (2, 12)
 
 
 COMPILE_BACKEND_ENV = "TORCHCTS_COMPILE_BACKEND"

@@ -33,8 +33,9 @@ def resolve_op(name: str, surfaces: tuple[Surface, ...] | None = None) -> list[s
 
 @functools.lru_cache(maxsize=4)
 def _packet_covers(surfaces: tuple[Surface, ...]) -> tuple[dict[str, list[str]], frozenset[str]]:
-    packets = {op: [s.name for s in group if s.kind != "out"] for op, group in by_op(surfaces).items()}
-    return packets, frozenset(s.name for s in surfaces)
+    """`_index` as resolve_op_name takes it: each packet's overloads that naming the packet covers."""
+    packets, overloads = _index(surfaces)
+    return {op: [s.name for s in group if s.kind != "out"] for op, group in packets.items()}, overloads
 
 
 @functools.lru_cache(maxsize=4)

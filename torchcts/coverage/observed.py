@@ -19,7 +19,15 @@ from typing import Any
 
 from torchcts.cases.surface_exclusions import excluded_reason
 from torchcts.coverage.report import family
-from torchcts.coverage.surfaces import KERNELS, KINDS, Surface, all_surfaces, kernel_table, registration
+from torchcts.coverage.surfaces import (
+    KERNELS,
+    KINDS,
+    Surface,
+    all_surfaces,
+    dispatch_key_for_device,
+    kernel_table,
+    registration,
+)
 from torchcts.results.coverage_section import is_pending
 from torchcts.results.statuses import STATUSES
 
@@ -64,7 +72,6 @@ def observe_records(records: list[dict[str, Any]], device: str) -> RunObservatio
 
 def run_device_key(device: str) -> str:
     """The run's device's dispatch key; a device this process does not know is a PrivateUse1 backend."""
-    from torchcts.coverage.surfaces import dispatch_key_for_device
     from torchcts.errors import UsageError
 
     try:
@@ -171,24 +178,13 @@ def render_markdown(summary: dict[str, Any], run_name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_folder(ref: str, results_root: Path = Path("results")) -> Path:
-    """RUN as `coverage report` takes it: a run folder or name, a results folder, or its `latest`
-    pointer (a one-line file or a symlink)."""
-    from torchcts.results.rundir import resolve_run
-
-    path = Path(ref)
-    if path.name == "latest" and path.is_file() and not path.is_symlink():
-        return resolve_run(None, path.parent)
-    return resolve_run(ref, results_root)
-
-
 def report_run(ref: str, top: int = 25, results_root: Path = Path("results")) -> tuple[Path, dict[str, Any]]:
     """(run folder, summary) of `coverage report RUN`; the headline is kept in run.json and the run's
     reports are rebuilt, so report.html shows it (results/coverage_section.py)."""
     from torchcts.results import rundir
     from torchcts.results.finalize import finalize
 
-    run_dir = run_folder(ref, results_root)
+    run_dir = rundir.resolve_run(ref, results_root)  # a run folder or name, a results folder, `latest`
     run = rundir.read_run(run_dir)
     summary = summarize_run(observe_records(rundir.final_records(run_dir), str(run["device"].get("type") or "cpu")), top=top)
     if run.get("status") == "running":  # still being written (or killed: `torchcts report` closes it first)

@@ -103,7 +103,7 @@ class OracleRunner:
                     found.setdefault(name, []).append(case)
         return found
 
-    def oracle_result(self, oid: str, cases: list[Case], surface: str | None = None) -> dict[str, Any]:
+    def oracle_result(self, oid: str, cases: list[Case], surface: str) -> dict[str, Any]:
         promoted = is_promoted(oid)
         base = {"id": oid, "oracle": cases[0].oracle, "promoted": promoted}
         if not promoted and not self.run_pending:
@@ -111,7 +111,7 @@ class OracleRunner:
         outs = [(c, self.outcome(c)) for c in cases]
         counts = Counter(o.status for _, o in outs)
         base["cases"] = dict(sorted(counts.items()))
-        if surface is not None and any(o.dispatched is not None for _, o in outs):
+        if any(o.dispatched is not None for _, o in outs):
             # Observed: whether a case of this oracle really reached the device's kernel for it.
             base["dispatched"] = any(surface in o.dispatched for _, o in outs if o.dispatched is not None)
         bad = [(c, o) for c, o in outs if o.status in FAILURES]
@@ -124,7 +124,7 @@ class OracleRunner:
         status = "not_applicable" if set(counts) == {"not_applicable"} else "skipped"
         return {**base, "status": status, "reason": f"no case ran: {first.status}: {first.message}"}
 
-    def surface_result(self, cases: list[Case], surface: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    def surface_result(self, cases: list[Case], surface: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """(per-oracle results, the surface's result) for the cases covering (declaring or, observed,
         dispatching) one surface."""
         if not cases:
