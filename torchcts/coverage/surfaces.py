@@ -120,10 +120,10 @@ def dispatch_key_for_device(device: str) -> str:
     """The backend dispatch key of a device type (cpu -> CPU, a PrivateUse1 name -> PrivateUse1)."""
     import torch
 
+    from torchcts.backends.devices import reject_rocm_name
     from torchcts.errors import UsageError
 
-    if device == "rocm":
-        raise UsageError("'rocm' is a backend gate, not a device: ROCm builds run with --device cuda")
+    reject_rocm_name(device)
     try:
         return str(torch._C._dispatch_key_for_device(device))
     except Exception:  # noqa: BLE001 - torch raises RuntimeError for unknown device strings
