@@ -88,7 +88,8 @@ def _tiny_run(root: Path) -> Path:
         {"id": "a/2", "suite": "a", "status": "failed", "dispatched": ["aten::add.Tensor", "aten::_foreach_add.List"]},
         {"id": "a/3", "suite": "a", "status": "not_applicable", "dispatched": ["aten::mul.Tensor"]},  # not counted
         {"id": "a/4", "suite": "compiler", "status": "passed", "dispatch_unobserved": "torch.compile traces ..."},
-        {"id": "g/1", "suite": "generated", "status": "not_applicable", "message": "pending: CPU rejects the inputs"},
+        {"id": "g/1", "suite": "generated", "status": "pending", "message": "CPU rejects every input profile"},
+        {"id": "g/2", "suite": "generated", "status": "not_applicable", "message": "pending kernel: not a pending case"},
         {"id": "a/5", "suite": "a", "status": "passed", "dispatched": "aten::mul.Tensor"},  # malformed: not a list
     ]
     (run / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))

@@ -28,7 +28,7 @@ from torchcts.coverage.surfaces import (
     kernel_table,
     registration,
 )
-from torchcts.results.coverage_section import is_pending
+from torchcts.results.coverage_section import dispatched_names, is_pending
 from torchcts.results.statuses import STATUSES
 
 # Kernels the dispatch hook can see on the device: a surface of another kernel is not implementable there.
@@ -54,14 +54,14 @@ def observe_records(records: list[dict[str, Any]], device: str) -> RunObservatio
         info = STATUSES.get(str(rec.get("status")))
         if info is None or not info.executed:
             continue
-        names = rec.get("dispatched")
-        if names is None:
+        names = dispatched_names(rec)
+        if rec.get("dispatched") is None:
             why = rec.get("dispatch_unobserved") or (
                 "crashed or timed out: its worker died with the observation" if info.crash_like
                 else "no `dispatched` field (recorded before observation)")
             obs.unobserved[str(why)] += 1
             continue
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        if names is None:  # present but not a list of names
             obs.malformed += 1
             continue
         obs.observed_cases += 1

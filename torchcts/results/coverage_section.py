@@ -15,10 +15,17 @@ from torchcts.results.statuses import EXECUTED
 
 
 def is_pending(rec: dict[str, Any]) -> bool:
-    """A generated case waiting for a reference (status `pending`, or a reason that starts with it)."""
-    if "pending" in (rec.get("status"), rec.get("recorded_status")) or rec.get("pending"):
-        return True
-    return str(rec.get("message") or "").lower().startswith("pending")
+    """A generated case waiting for a reference: the engine records status `pending` (results/statuses.py)."""
+    return rec.get("status") == "pending"
+
+
+def dispatched_names(rec: dict[str, Any]) -> list[str] | None:
+    """The record's observed overloads, or None when it has none or they are not a list of names
+    (the one rule for report.html and `coverage report RUN`)."""
+    names = rec.get("dispatched")
+    if isinstance(names, list) and all(isinstance(n, str) for n in names):
+        return names
+    return None
 
 
 def record_counts(records: list[dict[str, Any]]) -> dict[str, int]:
@@ -29,10 +36,10 @@ def record_counts(records: list[dict[str, Any]]) -> dict[str, int]:
         pending += is_pending(r)
         if r.get("status") not in EXECUTED:
             continue
-        d = r.get("dispatched")
-        if isinstance(d, list):
+        d = dispatched_names(r)
+        if d is not None:
             observed += 1
-            names.update(n for n in d if isinstance(n, str))
+            names.update(d)
         else:
             unobserved += 1
     return {"observed_cases": observed, "unobserved_cases": unobserved, "overloads": len(names), "pending": pending}
