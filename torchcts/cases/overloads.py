@@ -20,7 +20,7 @@ from torchcts.cases.helpers import expect_raises
 from torchcts.compat import is_missing_kernel
 
 __all__ = ["CHECKED", "NO_CPU_KERNEL", "RAISES", "Synth", "build_args", "compare_overload", "functional_of", "mirror",
-           "overload_names", "qualified", "resolve", "run_overloads", "settle", "with_out"]
+           "overload_names", "qualified", "resolve", "run_overloads", "settle", "with_out", "written"]
 
 CHECKED, RAISES, NO_CPU_KERNEL = "checked", "raises", "no_cpu_kernel"
 
@@ -54,12 +54,13 @@ def resolve(name: str, overload: str) -> Any:
         return None
 
 
-def build_args(op: Any, synth: Synth, device: torch.device) -> tuple[list[Any], dict[str, Any]]:
-    """Positional and keyword arguments of `op` on `device`, one value per argument from `synth`."""
+def build_args(schema: Any, synth: Synth, device: torch.device | str) -> tuple[list[Any], dict[str, Any]]:
+    """Positional and keyword arguments of a call of `schema` on `device`, one value per argument
+    from `synth` (also the generated suite's builder: cases/schema/synth.py)."""
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     positional = True
-    for arg in op._schema.arguments:
+    for arg in schema.arguments:
         try:
             value = synth(arg, device)
         except KeyError:
@@ -74,10 +75,12 @@ def build_args(op: Any, synth: Synth, device: torch.device) -> tuple[list[Any], 
     return args, kwargs
 
 
-def written(op: Any, args: list[Any], kwargs: dict[str, Any]) -> list[Any]:
-    """The arguments the schema says the op writes (`Tensor(a!)`, `Tensor(a!)[]`), in order."""
-    return [args[i] if i < len(args) else kwargs.get(arg.name)  # positionals are a prefix (build_args)
-            for i, arg in enumerate(op._schema.arguments) if arg.alias_info is not None and arg.alias_info.is_write]
+def written(schema: Any, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The arguments passed that the schema says the call writes (`Tensor(a!)`, `Tensor(a!)[]`: self
+    of an in-place op, out=, running stats), by name in schema order."""
+    bound = {**{arg.name: v for arg, v in zip(schema.arguments, args, strict=False)}, **kwargs}  # positionals are a prefix
+    return {arg.name: bound[arg.name] for arg in schema.arguments
+            if arg.alias_info is not None and arg.alias_info.is_write and arg.name in bound}
 
 
 def _cpu(obj: Any) -> Any:
@@ -94,18 +97,18 @@ def compare_overload(ctx: CaseContext, op: Any, synth: Synth, *, category: str =
     Compared: the result and every written argument after the call (values, dtypes, shapes); when CPU
     raises, the device must raise the same exception type."""
     cpu = torch.device("cpu")
-    args, kwargs = build_args(op, synth, cpu)
+    args, kwargs = build_args(op._schema, synth, cpu)
     try:
         result = op(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - CPU's verdict is the reference
         if is_missing_kernel(exc):
             return NO_CPU_KERNEL
-        dargs, dkwargs = build_args(op, synth, ctx.device)
+        dargs, dkwargs = build_args(op._schema, synth, ctx.device)
         expect_raises(lambda: op(*dargs, **dkwargs), f"{op}: CPU raises {type(exc).__name__}", type(exc))
         return RAISES
-    expected = [_cpu(result), _cpu(written(op, args, kwargs))]
-    dargs, dkwargs = build_args(op, synth, ctx.device)
-    actual = [_cpu(op(*dargs, **dkwargs)), _cpu(written(op, dargs, dkwargs))]
+    expected = [_cpu(result), _cpu(list(written(op._schema, args, kwargs).values()))]
+    dargs, dkwargs = build_args(op._schema, synth, ctx.device)
+    actual = [_cpu(op(*dargs, **dkwargs)), _cpu(list(written(op._schema, dargs, dkwargs).values()))]
     ctx.describe(overload=str(op))
     ctx.assert_close(actual, expected, category=category)
     return CHECKED
@@ -123,7 +126,7 @@ def with_out(name: str, overload: str, synth: Synth) -> Synth:
     sibling = resolve(name, functional_of(overload))
     like: Any = None
     if sibling is not None:
-        args, kwargs = build_args(sibling, synth, torch.device("cpu"))
+        args, kwargs = build_args(sibling._schema, synth, torch.device("cpu"))
         try:
             like = sibling(*args, **kwargs)
         except Exception:  # noqa: BLE001 - the out= call itself is compared

@@ -16,6 +16,7 @@ import torch
 
 from torchcts.cases.context import CaseContext
 from torchcts.cases.model import Pending
+from torchcts.cases.overloads import written
 from torchcts.cases.schema import synth
 from torchcts.oracle.mismatch import Mismatch, OracleMismatch
 
@@ -57,12 +58,6 @@ def _reference(ctx: CaseContext, op: Any, overload: str, dtype: torch.dtype) -> 
                   f"(first: {errors[0] if errors else 'no profile'})")
 
 
-def _written(schema: Any, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
-    names = [a.name for a in schema.arguments]
-    bound = {**{names[i]: v for i, v in enumerate(args)}, **kwargs}
-    return {n: bound[n] for n in synth.written_args(schema) if n in bound}
-
-
 def _properties(value: Any) -> Any:
     """What a properties check compares: shapes, dtypes and Python types, not values."""
     if isinstance(value, torch.Tensor):
@@ -79,8 +74,8 @@ def run_surface(ctx: CaseContext, overload: str, dtype: torch.dtype, check: str 
     ctx.describe(sample=f"{overload} with {profile.describe()} {str(dtype).removeprefix('torch.')} inputs",
                  check=check if not why else f"{check}: {why}")
     actual = op(*dargs, **dkwargs)
-    actual_written = {n: v for n, v in _written(op._schema, dargs, dkwargs).items()}
-    expected_written = _written(op._schema, args, kwargs)
+    actual_written = written(op._schema, dargs, dkwargs)
+    expected_written = written(op._schema, args, kwargs)
     if check == "properties":
         got, want = _properties((actual, actual_written)), _properties((expected, expected_written))
         if got != want:
