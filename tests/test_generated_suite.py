@@ -70,6 +70,20 @@ def test_a_wrong_device_result_fails(monkeypatch):
         run_surface(_ctx(), "aten::_logcumsumexp", torch.float32)
 
 
+def test_device_inputs_are_made_for_the_accepted_profile_only(monkeypatch):
+    """CPU rejects gather's first profile (float indices): only the accepted one's inputs reach the
+    device. An in-place op's device inputs are made afresh, not CPU's (which its call overwrote)."""
+    from torchcts.cases.schema import run as run_mod
+
+    real, moved = run_mod._to, []
+    monkeypatch.setattr(run_mod, "_to", lambda v, d: moved.append(v) or real(v, d))
+    ctx = _ctx()
+    run_surface(ctx, "aten::gather", torch.float32)
+    assert "int64 indices" in ctx.info["sample"]
+    assert [v.dtype for v in moved if isinstance(v, torch.Tensor)] == [torch.float32, torch.int64]
+    run_surface(_ctx(), "aten::exp_", torch.float32)
+
+
 def test_synth_sizes_and_out_profiles():
     schema = torch.ops.aten.upsample_nearest2d.out._schema
     args, kwargs = synth.build_args(schema, "x", 0, torch.float32, synth.Profile((1, 2, 3, 3), False), "cpu")

@@ -41,18 +41,19 @@ def _first_line(exc: BaseException) -> str:
 
 def _reference(ctx: CaseContext, op: Any, overload: str, dtype: torch.dtype) -> tuple[Any, ...]:
     """(profile, CPU args, CPU kwargs, CPU result, device args, device kwargs) of the first
-    accepted profile; Pending when CPU rejects them all."""
+    accepted profile; Pending when CPU rejects them all. The device's inputs are made only for the
+    accepted profile: the same values (build_args is seeded by profile), untouched by CPU's call."""
     schema = op._schema
     errors: list[str] = []
     for k, profile in enumerate(synth.profiles(schema)):
         args, kwargs = synth.build_args(schema, overload, k, dtype, profile, "cpu")
-        dargs, dkwargs = synth.build_args(schema, overload, k, dtype, profile, ctx.device)
-        dargs, dkwargs = _to(dargs, ctx.device), {n: _to(v, ctx.device) for n, v in dkwargs.items()}
         try:
             expected = op(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - CPU's rejection is the reason the case is pending
             errors.append(_first_line(exc))
             continue
+        dargs, dkwargs = synth.build_args(schema, overload, k, dtype, profile, ctx.device)
+        dargs, dkwargs = _to(dargs, ctx.device), {n: _to(v, ctx.device) for n, v in dkwargs.items()}
         return profile, args, kwargs, expected, dargs, dkwargs
     raise Pending(f"CPU rejected all {len(errors)} generated inputs, so there is no reference "
                   f"(first: {errors[0] if errors else 'no profile'})")
