@@ -68,6 +68,36 @@ def test_unobserved_block_restores_the_observer_and_is_a_noop_without_one():
     assert mode.names() == ["aten::neg"]
 
 
+def test_surface_suites_cpu_side_is_not_observed():
+    """The CPU side of cases/overloads.py (inputs, the reference, out= sized by the functional sibling)
+    and of the generated suite (inputs made on CPU) is TorchCTS's work: on --device cpu, where the
+    observer cannot tell the two apart, only the device side's overloads are recorded."""
+    from torchcts.cases.overloads import mirror, run_overloads
+    from torchcts.cases.schema.run import run_surface
+
+    ctx = CaseContext(device=torch.device("cpu"), manifest=validation_manifest())
+
+    def ones(arg, device):
+        if arg.name == "self":
+            return torch.ones(3, device=device)
+        raise KeyError(arg.name)
+
+    calls: list[torch.device] = []
+
+    def check(dev):  # the CPU reference takes abs, the device side neg twice: the same values
+        calls.append(dev)
+        return torch.ones(3, device=dev).abs() if len(calls) == 1 else torch.ones(3, device=dev).neg().neg()
+
+    with observe.DispatchObserver("cpu") as mode:
+        run_overloads(ctx, [("exp", "out")], ones)
+        mirror(ctx, {"check": check})
+        run_surface(ctx, "aten::_logcumsumexp", torch.float32)
+    names = mode.names()
+    assert {"aten::exp.out", "aten::neg", "aten::_logcumsumexp"} <= set(names), names
+    assert "aten::exp" not in names and "aten::abs" not in names, names  # sibling sizing out=; CPU's check
+    assert not any(n.startswith("aten::rand") for n in names), names  # the generator's CPU inputs
+
+
 def test_exclusions_have_reasons_and_match_backend_families():
     from torchcts.cases.surface_exclusions import EXCLUDED, excluded_reason
 

@@ -14,9 +14,10 @@ registers its own kernel for it, in which case that kernel's op is seen), nor op
 internally, nor ops run on other threads.
 
 CPU references are not the device under test: TorchCTS's oracle code (the CPU reference of the
-helpers and of the OpInfo runner, CPU input construction, the comparison) runs inside
-`unobserved()`, which takes the mode off the stack, so on `--device cpu` (where the device filter
-cannot tell them apart) they are not counted either, and run exactly as without observation.
+helpers, of the OpInfo runner, of cases/overloads.py and of the generated suite, CPU input
+construction, the comparison) runs inside `unobserved()`, which takes the mode off the stack, so
+on `--device cpu` (where the device filter cannot tell them apart) they are not counted either,
+and run exactly as without observation.
 
 A mode changes what `isTensorSubclassLike` answers inside PyTorch's C++ composite kernels (a few
 take a functional path under a mode), and torch.compile traces differently under one: cases where

@@ -5,7 +5,9 @@ build has (from the dispatcher, when the case list is built, so the list never r
 overload's arguments from its schema with a per-suite `Synth` (argument name and type -> value on
 a device), call it on CPU and on the device under test, and compare what CPU says: the returned
 values, every argument the schema marks as written (`Tensor(a!)`), or, when CPU raises, an
-exception of the same type from the device. A CPU without a kernel gives no reference.
+exception of the same type from the device. A CPU without a kernel gives no reference. The CPU
+side (inputs, reference, out= sizing) runs unobserved: TorchCTS's work, not the device's
+(cases/observe.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import torch
 
 from torchcts.cases.context import CaseContext
 from torchcts.cases.helpers import expect_raises
+from torchcts.cases.observe import unobserved
 from torchcts.compat import is_missing_kernel
 
 __all__ = ["CHECKED", "NO_CPU_KERNEL", "RAISES", "Synth", "build_args", "compare_overload", "functional_of", "mirror",
@@ -96,10 +99,11 @@ def compare_overload(ctx: CaseContext, op: Any, synth: Synth, *, category: str =
 
     Compared: the result and every written argument after the call (values, dtypes, shapes); when CPU
     raises, the device must raise the same exception type."""
-    cpu = torch.device("cpu")
-    args, kwargs = build_args(op._schema, synth, cpu)
+    with unobserved():
+        args, kwargs = build_args(op._schema, synth, torch.device("cpu"))
     try:
-        result = op(*args, **kwargs)
+        with unobserved():
+            result = op(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - CPU's verdict is the reference
         if is_missing_kernel(exc):
             return NO_CPU_KERNEL
@@ -126,9 +130,11 @@ def with_out(name: str, overload: str, synth: Synth) -> Synth:
     sibling = resolve(name, functional_of(overload))
     like: Any = None
     if sibling is not None:
-        args, kwargs = build_args(sibling._schema, synth, torch.device("cpu"))
+        with unobserved():
+            args, kwargs = build_args(sibling._schema, synth, torch.device("cpu"))
         try:
-            like = sibling(*args, **kwargs)
+            with unobserved():
+                like = sibling(*args, **kwargs)
         except Exception:  # noqa: BLE001 - the out= call itself is compared
             like = None
     if isinstance(like, tuple) and like and isinstance(like[0], (list, tuple)):
@@ -174,7 +180,8 @@ def mirror(ctx: CaseContext, checks: dict[str, Callable[[torch.device], Any]], c
     cpu, done = torch.device("cpu"), {}
     for name, fn in checks.items():
         try:
-            expected = fn(cpu)
+            with unobserved():
+                expected = fn(cpu)
         except Exception as exc:  # noqa: BLE001 - CPU's verdict is the reference
             if is_missing_kernel(exc):
                 done[name] = "no_cpu_kernel"

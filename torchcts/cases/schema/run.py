@@ -16,6 +16,7 @@ import torch
 
 from torchcts.cases.context import CaseContext
 from torchcts.cases.model import Pending
+from torchcts.cases.observe import unobserved
 from torchcts.cases.overloads import written
 from torchcts.cases.schema import synth
 from torchcts.oracle.mismatch import Mismatch, OracleMismatch
@@ -46,13 +47,16 @@ def _reference(ctx: CaseContext, op: Any, overload: str, dtype: torch.dtype) -> 
     schema = op._schema
     errors: list[str] = []
     for k, profile in enumerate(synth.profiles(schema)):
-        args, kwargs = synth.build_args(schema, overload, k, dtype, profile, "cpu")
+        with unobserved():  # TorchCTS's work, not the device's (cases/observe.py)
+            args, kwargs = synth.build_args(schema, overload, k, dtype, profile, "cpu")
         try:
-            expected = op(*args, **kwargs)
+            with unobserved():
+                expected = op(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - CPU's rejection is the reason the case is pending
             errors.append(_first_line(exc))
             continue
-        dargs, dkwargs = synth.build_args(schema, overload, k, dtype, profile, ctx.device)
+        with unobserved():  # made on CPU; the copies to the device are the device's
+            dargs, dkwargs = synth.build_args(schema, overload, k, dtype, profile, ctx.device)
         dargs, dkwargs = _to(dargs, ctx.device), {n: _to(v, ctx.device) for n, v in dkwargs.items()}
         return profile, args, kwargs, expected, dargs, dkwargs
     raise Pending(f"CPU rejected all {len(errors)} generated inputs, so there is no reference "
