@@ -1,5 +1,5 @@
 """Observed dispatch coverage: what a case's record lists, what `coverage report RUN` counts from it,
-the report.html section, the exclusion registry, and evidence selecting the observed surfaces."""
+the report.html section, and evidence selecting the observed surfaces."""
 
 from __future__ import annotations
 
@@ -96,15 +96,6 @@ def test_surface_suites_cpu_side_is_not_observed():
     assert {"aten::exp.out", "aten::neg", "aten::_logcumsumexp"} <= set(names), names
     assert "aten::exp" not in names and "aten::abs" not in names, names  # sibling sizing out=; CPU's check
     assert not any(n.startswith("aten::rand") for n in names), names  # the generator's CPU inputs
-
-
-def test_exclusions_have_reasons_and_match_backend_families():
-    from torchcts.cases.surface_exclusions import EXCLUDED, excluded_reason
-
-    assert all(isinstance(why, str) and len(why) > 10 for why in EXCLUDED.values())
-    assert "cuDNN" in excluded_reason("aten::cudnn_convolution")
-    assert excluded_reason("aten::miopen_batch_norm.out") is not None
-    assert excluded_reason("aten::add.Tensor") is None and excluded_reason("aten::_foreach_add.List") is None
 
 
 def _tiny_run(root: Path) -> Path:
