@@ -36,6 +36,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode, _pop_mode, _push_mode
 
 from torchcts.cases.model import Case
+from torchcts.cases.ops import schema_name
 
 # `TORCHCTS_OBSERVE_DISPATCH=0` runs every case without observation (benchmarks, debugging).
 ENV = "TORCHCTS_OBSERVE_DISPATCH"
@@ -77,9 +78,7 @@ def overload_name(func: Any) -> str:
     """`aten::add.Tensor`, `aten::abs` (the default overload): the surface names of coverage/surfaces.py."""
     name = _NAMES.get(func)
     if name is None:
-        schema = func._schema
-        name = f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
-        _NAMES[func] = name
+        name = _NAMES[func] = schema_name(func._schema)
     return name
 
 

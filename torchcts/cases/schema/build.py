@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchcts.cases.model import Case
-from torchcts.cases.ops import resolve_op_name
+from torchcts.cases.ops import resolve_op_name, schema_name
 from torchcts.cases.surface_exclusions import excluded_pattern
 
 SUITE = "generated"
@@ -123,7 +123,7 @@ def aten_surfaces() -> list[Surface]:
     registered = {n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
     found: dict[str, Surface] = {}
     for s in torch._C._jit_get_all_schemas():
-        name = f"{s.name}.{s.overload_name}" if s.overload_name else s.name
+        name = schema_name(s)
         if name in registered:
             found.setdefault(name, Surface(name, s))
     return [found[n] for n in sorted(found)]
