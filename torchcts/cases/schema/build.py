@@ -175,10 +175,11 @@ def check_of(s: Surface) -> tuple[str, str]:
     return ("properties", why) if why else ("values", "")
 
 
-def requires_of(s: Surface) -> tuple[str, ...]:
+def requires_of(s: Surface, why: str) -> tuple[str, ...]:
+    """The capabilities a case needs; `why` is check_of's reason (random ops need `rng`)."""
     if s.base.startswith("_foreach_"):
         return ("foreach",)
-    if check_of(s)[1] == "random":
+    if why == "random":
         return ("rng",)
     return ("training",) if "backward" in s.base or s.base.startswith("_fused_") else ()
 
@@ -193,7 +194,7 @@ def make_case(s: Surface, dtype: str) -> Case:
     return Case(
         id=f"{SUITE}/{short}/{dtype}", suite=SUITE, level=LEVEL, runner=RUNNER,
         params={"overload": s.name, "dtype": dtype, "check": check, "category": category_of(s), "why": why},
-        ops=(s.name,), dtype=dtype, requires=requires_of(s), kind="schema",
+        ops=(s.name,), dtype=dtype, requires=requires_of(s, why), kind="schema",
     )
 
 
