@@ -43,6 +43,29 @@ def test_out_and_mutation_suites_name_the_overloads_they_call() -> None:
     assert sets <= qm and {"aten::resize_", "aten::_local_scalar_dense", "aten::t_", "aten::is_set_to"} <= qm
 
 
+def test_out_checks_call_the_out_overload_where_cpu_cannot_compute_the_functional_form(monkeypatch) -> None:
+    """cholesky of the suite's input (not positive-definite) raises on CPU: each out= check still calls
+    cholesky.out on both sides, so the device's out= must raise alike (never only CPU's functional)."""
+    import torch
+
+    from torchcts.cases.context import CaseContext
+    from torchcts.cases.suites import out_variants
+    from torchcts.manifest.templates import validation_manifest
+
+    real, calls = out_variants.resolve, []
+
+    def spy(name: str, overload: str):
+        op = real(name, overload)
+        return op if overload != "out" else lambda *a, **k: calls.append(k["out"]) or op(*a, **k)
+
+    monkeypatch.setattr(out_variants, "resolve", spy)
+    ctx = CaseContext(device=torch.device("cpu"), manifest=validation_manifest())
+    out_variants.out_case(ctx, torch.float32, "cholesky")
+    outs = ("sized", "empty", "wrong_size", "wrong_dtype", "wider_dtype")
+    assert ctx.info["checks"] == {"functional": "raises", **dict.fromkeys(outs, "raises")}, ctx.info["checks"]
+    assert len(calls) == 2 * len(outs)  # CPU's and the device's call of each check
+
+
 CLEAN = ("foreach/add/lists/float32", "foreach/pow/lists/int64", "foreach/fused/adamw/step/float32",
          "out_variants/add/out/float32", "out_variants/exp/out/int64", "special_values/erfcx/edges/float32",
          "special_values/zeta/edges/float64", "query_mutation/set_/float32", "query_mutation/resize_/int64",
