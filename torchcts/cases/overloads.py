@@ -184,15 +184,15 @@ def mirror(ctx: CaseContext, checks: dict[str, Callable[[torch.device], Any]], c
                 expected = fn(cpu)
         except Exception as exc:  # noqa: BLE001 - CPU's verdict is the reference
             if is_missing_kernel(exc):
-                done[name] = "no_cpu_kernel"
+                done[name] = NO_CPU_KERNEL
                 continue
             expect_raises(lambda fn=fn: fn(ctx.device), f"{name}: CPU raises {type(exc).__name__}", type(exc))
-            done[name] = "raises"
+            done[name] = RAISES
             continue
         ctx.describe(check=name)
         ctx.assert_close(fn(ctx.device), expected, category=category)
-        done[name] = "checked"
+        done[name] = CHECKED
     ctx.info.pop("check", None)
     ctx.info["checks"] = done
-    if not any(v != "no_cpu_kernel" for v in done.values()):
+    if all(v == NO_CPU_KERNEL for v in done.values()):
         ctx.not_applicable("CPU has no kernel for any check: no reference")
