@@ -68,6 +68,13 @@ def test_unobserved_block_restores_the_observer_and_is_a_noop_without_one():
     assert mode.names() == ["aten::neg"]
 
 
+def test_observer_dispatch_is_not_wrapped_in_dynamo_disable():
+    """PyTorch wraps a mode's __torch_dispatch__ in torch._dynamo.disable unless the mode opts out:
+    that imports dynamo at the first observed op of every worker (~2 s) and slows every op."""
+    assert not hasattr(observe.DispatchObserver.__torch_dispatch__, "__wrapped__")
+    assert observe.DispatchObserver._should_skip_dynamo() is False
+
+
 def test_surface_suites_cpu_side_is_not_observed():
     """The CPU side of cases/overloads.py (inputs, the reference, out= sized by the functional sibling)
     and of the generated suite (inputs made on CPU) is TorchCTS's work: on --device cpu, where the
