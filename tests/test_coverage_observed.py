@@ -1,5 +1,5 @@
 """Observed dispatch coverage: what a case's record lists, what `coverage report RUN` counts from it,
-the report.html section, the exclusion registry, and evidence selecting the observed surfaces."""
+the report.html section, and evidence selecting the observed surfaces."""
 
 from __future__ import annotations
 
@@ -68,13 +68,41 @@ def test_unobserved_block_restores_the_observer_and_is_a_noop_without_one():
     assert mode.names() == ["aten::neg"]
 
 
-def test_exclusions_have_reasons_and_match_backend_families():
-    from torchcts.cases.surface_exclusions import EXCLUDED, excluded_reason
+def test_observer_dispatch_is_not_wrapped_in_dynamo_disable():
+    """PyTorch wraps a mode's __torch_dispatch__ in torch._dynamo.disable unless the mode opts out:
+    that imports dynamo at the first observed op of every worker (~2 s) and slows every op."""
+    assert not hasattr(observe.DispatchObserver.__torch_dispatch__, "__wrapped__")
+    assert observe.DispatchObserver._should_skip_dynamo() is False
 
-    assert all(isinstance(why, str) and len(why) > 10 for why in EXCLUDED.values())
-    assert "cuDNN" in excluded_reason("aten::cudnn_convolution")
-    assert excluded_reason("aten::miopen_batch_norm.out") is not None
-    assert excluded_reason("aten::add.Tensor") is None and excluded_reason("aten::_foreach_add.List") is None
+
+def test_surface_suites_cpu_side_is_not_observed():
+    """The CPU side of cases/overloads.py (inputs, the reference, out= sized by the functional sibling)
+    and of the generated suite (inputs made on CPU) is TorchCTS's work: on --device cpu, where the
+    observer cannot tell the two apart, only the device side's overloads are recorded."""
+    from torchcts.cases.overloads import mirror, run_overloads
+    from torchcts.cases.schema.run import run_surface
+
+    ctx = CaseContext(device=torch.device("cpu"), manifest=validation_manifest())
+
+    def ones(arg, device):
+        if arg.name == "self":
+            return torch.ones(3, device=device)
+        raise KeyError(arg.name)
+
+    calls: list[torch.device] = []
+
+    def check(dev):  # the CPU reference takes abs, the device side neg twice: the same values
+        calls.append(dev)
+        return torch.ones(3, device=dev).abs() if len(calls) == 1 else torch.ones(3, device=dev).neg().neg()
+
+    with observe.DispatchObserver("cpu") as mode:
+        run_overloads(ctx, [("exp", "out")], ones)
+        mirror(ctx, {"check": check})
+        run_surface(ctx, "aten::_logcumsumexp", torch.float32)
+    names = mode.names()
+    assert {"aten::exp.out", "aten::neg", "aten::_logcumsumexp"} <= set(names), names
+    assert "aten::exp" not in names and "aten::abs" not in names, names  # sibling sizing out=; CPU's check
+    assert not any(n.startswith("aten::rand") for n in names), names  # the generator's CPU inputs
 
 
 def _tiny_run(root: Path) -> Path:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import latest_run, run_cli
-from test_suites_high import by_id, helper_env, write_manifest
+from test_suites_high import by_id, helper_env, run_clean, write_manifest
 
 # One or two cheap cases per class: they must pass under --validation.
 CLEAN = ("inplace_views/ops/index_add_/views/float32", "inplace_views/opinfo/add/views/float32",
@@ -20,11 +20,7 @@ CLEAN = ("inplace_views/ops/index_add_/views/float32", "inplace_views/opinfo/add
 
 
 def test_depth_cases_pass_on_cpu_validation(tmp_path: Path) -> None:
-    args = [a for case in CLEAN for a in ("--case", case)]
-    r = run_cli("run", "--validation", *args, "--no-isolation", "--", "-q", "-p", "no:cacheprovider", cwd=tmp_path)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    recs = by_id(latest_run(tmp_path))
-    assert {i: rec["status"] for i, rec in recs.items()} == dict.fromkeys(CLEAN, "passed")
+    recs = run_clean(tmp_path, CLEAN)
     assert recs["mixed_dtypes/pair/cat/others/int32"]["info"]["other_dtypes_checked"][-1] == "complex128"
 
 

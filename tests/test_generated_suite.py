@@ -29,10 +29,12 @@ def planned() -> tuple[dict[str, Case], dict[str, str]]:
 
 def test_exclusions_have_reasons_and_match_families():
     assert all(isinstance(r, str) and len(r) > 10 for r in EXCLUDED.values())
-    for name in ("aten::cudnn_convolution.out", "aten::miopen_rnn", "aten::mkldnn_linear", "aten::_mps_convolution",
-                 "aten::fbgemm_linear_fp16_weight", "aten::quantize_per_tensor", "aten::q_scale", "aten::_cufft_clear_plan_cache"):
+    for name in ("aten::cudnn_convolution.out", "aten::miopen_rnn", "aten::miopen_batch_norm.out",
+                 "aten::mkldnn_linear", "aten::_mps_convolution", "aten::fbgemm_linear_fp16_weight",
+                 "aten::quantize_per_tensor", "aten::q_scale", "aten::_cufft_clear_plan_cache"):
         assert excluded_reason(name), name
-    for name in ("aten::add.Tensor", "aten::abs", "aten::conv2d", "aten::var"):
+    assert "cuDNN" in excluded_reason("aten::cudnn_convolution")
+    for name in ("aten::add.Tensor", "aten::abs", "aten::conv2d", "aten::var", "aten::_foreach_add.List"):
         assert excluded_reason(name) is None, name
 
 
@@ -68,6 +70,20 @@ def test_a_wrong_device_result_fails(monkeypatch):
     monkeypatch.setattr(run_mod, "_to", lambda v, d: real(v, d) + 1 if isinstance(v, torch.Tensor) else real(v, d))
     with pytest.raises(OracleMismatch):
         run_surface(_ctx(), "aten::_logcumsumexp", torch.float32)
+
+
+def test_device_inputs_are_made_for_the_accepted_profile_only(monkeypatch):
+    """CPU rejects gather's first profile (float indices): only the accepted one's inputs reach the
+    device. An in-place op's device inputs are made afresh, not CPU's (which its call overwrote)."""
+    from torchcts.cases.schema import run as run_mod
+
+    real, moved = run_mod._to, []
+    monkeypatch.setattr(run_mod, "_to", lambda v, d: moved.append(v) or real(v, d))
+    ctx = _ctx()
+    run_surface(ctx, "aten::gather", torch.float32)
+    assert "int64 indices" in ctx.info["sample"]
+    assert [v.dtype for v in moved if isinstance(v, torch.Tensor)] == [torch.float32, torch.int64]
+    run_surface(_ctx(), "aten::exp_", torch.float32)
 
 
 def test_synth_sizes_and_out_profiles():

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-from conftest import latest_run, run_cli
-from test_suites_high import by_id
+from test_suites_high import run_clean
 
 from torchcts.cases.overloads import overload_names, qualified, resolve
 
@@ -35,14 +33,37 @@ def test_every_foreach_and_special_overload_of_this_build_is_named() -> None:
 
 def test_out_and_mutation_suites_name_the_overloads_they_call() -> None:
     out = _named("out_variants")
-    assert {"aten::add.out", "aten::exp.out", "aten::atan2.out", "aten::sum.IntList_out"} - out <= {
-        "aten::sum.IntList_out"}  # sum's out= takes a dim list: outside the one/two-tensor rule
+    # (not sum.IntList_out: its out= takes a dim list, outside the one/two-tensor rule)
+    assert {"aten::add.out", "aten::exp.out", "aten::atan2.out"} <= out, out
     assert "aten::exp" in out  # the functional sibling it is compared with
     assert not any("rand" in op or "bernoulli" in op for op in out)  # random ops belong to the rng suites
     qm = _named("query_mutation")
     sets = {qualified("set_", o) for o in ("default", "source_Storage", "source_Storage_storage_offset",
                                             "source_Tensor", "source_Tensor_storage_offset") if resolve("set_", o)}
     assert sets <= qm and {"aten::resize_", "aten::_local_scalar_dense", "aten::t_", "aten::is_set_to"} <= qm
+
+
+def test_out_checks_call_the_out_overload_where_cpu_cannot_compute_the_functional_form(monkeypatch) -> None:
+    """cholesky of the suite's input (not positive-definite) raises on CPU: each out= check still calls
+    cholesky.out on both sides, so the device's out= must raise alike (never only CPU's functional)."""
+    import torch
+
+    from torchcts.cases.context import CaseContext
+    from torchcts.cases.suites import out_variants
+    from torchcts.manifest.templates import validation_manifest
+
+    real, calls = out_variants.resolve, []
+
+    def spy(name: str, overload: str):
+        op = real(name, overload)
+        return op if overload != "out" else lambda *a, **k: calls.append(k["out"]) or op(*a, **k)
+
+    monkeypatch.setattr(out_variants, "resolve", spy)
+    ctx = CaseContext(device=torch.device("cpu"), manifest=validation_manifest())
+    out_variants.out_case(ctx, torch.float32, "cholesky")
+    outs = ("sized", "empty", "wrong_size", "wrong_dtype", "wider_dtype")
+    assert ctx.info["checks"] == {"functional": "raises", **dict.fromkeys(outs, "raises")}, ctx.info["checks"]
+    assert len(calls) == 2 * len(outs)  # CPU's and the device's call of each check
 
 
 CLEAN = ("foreach/add/lists/float32", "foreach/pow/lists/int64", "foreach/fused/adamw/step/float32",
@@ -52,11 +73,7 @@ CLEAN = ("foreach/add/lists/float32", "foreach/pow/lists/int64", "foreach/fused/
 
 
 def test_surface_cases_pass_on_cpu_validation(tmp_path: Path) -> None:
-    args = [a for case in CLEAN for a in ("--case", case)]
-    r = run_cli("run", "--validation", *args, "--no-isolation", "--", "-q", "-p", "no:cacheprovider", cwd=tmp_path)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    recs = by_id(latest_run(tmp_path))
-    assert {i: rec["status"] for i, rec in recs.items()} == dict.fromkeys(CLEAN, "passed")
+    recs = run_clean(tmp_path, CLEAN)
     # the overloads really ran and were compared (not skipped as raising or missing)
     add = recs["foreach/add/lists/float32"]["info"]["overloads"]
     assert add["aten::_foreach_add_.List [layouts]"] == "checked", add
@@ -64,4 +81,3 @@ def test_surface_cases_pass_on_cpu_validation(tmp_path: Path) -> None:
     checks = recs["out_variants/add/out/float32"]["info"]["checks"]
     assert checks["wrong_size"] == checks["alias_other"] == "checked" and checks["wrong_dtype"] == "raises", checks
     assert recs["query_mutation/set_/float32"]["info"]["checks"]["storage_offset"] == "checked"
-    assert torch.float32  # the suites build cases with this PyTorch's dtypes

@@ -58,16 +58,13 @@ class CaseContext:
         name = dtype if isinstance(dtype, str) else str(dtype).removeprefix("torch.")
         return tolerance_for(category, name, self.manifest.tolerance_overrides)
 
+    @unobserved()  # the comparison is TorchCTS's work, not the device's
     def assert_close(self, actual: Any, expected: Any, *, category: str = "elementwise", dtype: Any = None,
                      atol_floor: float = 0.0) -> None:
         """Compare a device result with the CPU reference; raises OracleMismatch with metrics.
 
         Without `dtype`, each expected tensor gets the tolerance of its own dtype. `atol_floor` raises
         the absolute tolerance to what the sample's conditioning demands (oracle/conditioning.py)."""
-        with unobserved():  # the comparison is TorchCTS's work, not the device's
-            self._assert_close(actual, expected, category, dtype, atol_floor)
-
-    def _assert_close(self, actual: Any, expected: Any, category: str, dtype: Any, atol_floor: float) -> None:
         first = dtype if dtype is not None else _first_dtype(expected) or torch.float32
 
         def tol_of(dt: Any) -> Tolerance:

@@ -22,13 +22,9 @@ __all__ = [
 ]
 
 
+@unobserved()  # a CPU input, not the device's work (matters on --device cpu)
 def sample(shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
     """A deterministic CPU tensor of any dtype, with values valid for every elementwise op here."""
-    with unobserved():  # a CPU input, not the device's work (matters on --device cpu)
-        return _sample(shape, dtype, seed)
-
-
-def _sample(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     if dtype == torch.bool:
         return torch.randint(0, 2, shape, generator=g).bool()

@@ -14,9 +14,10 @@ registers its own kernel for it, in which case that kernel's op is seen), nor op
 internally, nor ops run on other threads.
 
 CPU references are not the device under test: TorchCTS's oracle code (the CPU reference of the
-helpers and of the OpInfo runner, CPU input construction, the comparison) runs inside
-`unobserved()`, which takes the mode off the stack, so on `--device cpu` (where the device filter
-cannot tell them apart) they are not counted either, and run exactly as without observation.
+helpers, of the OpInfo runner, of cases/overloads.py and of the generated suite, CPU input
+construction, the comparison) runs inside `unobserved()`, which takes the mode off the stack, so
+on `--device cpu` (where the device filter cannot tell them apart) they are not counted either,
+and run exactly as without observation.
 
 A mode changes what `isTensorSubclassLike` answers inside PyTorch's C++ composite kernels (a few
 take a functional path under a mode), and torch.compile traces differently under one: cases where
@@ -35,6 +36,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode, _pop_mode, _push_mode
 
 from torchcts.cases.model import Case
+from torchcts.cases.ops import schema_name
 
 # `TORCHCTS_OBSERVE_DISPATCH=0` runs every case without observation (benchmarks, debugging).
 ENV = "TORCHCTS_OBSERVE_DISPATCH"
@@ -76,9 +78,7 @@ def overload_name(func: Any) -> str:
     """`aten::add.Tensor`, `aten::abs` (the default overload): the surface names of coverage/surfaces.py."""
     name = _NAMES.get(func)
     if name is None:
-        schema = func._schema
-        name = f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
-        _NAMES[func] = name
+        name = _NAMES[func] = schema_name(func._schema)
     return name
 
 
@@ -89,6 +89,14 @@ class DispatchObserver(TorchDispatchMode):
         super().__init__()
         self.device_type = device_type
         self.seen: set[Any] = set()
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """False: PyTorch (2.13 measured) otherwise wraps __torch_dispatch__ in torch._dynamo.disable,
+        which imports dynamo at the first op observed (~2 s per process) and roughly doubles the
+        mode's cost per op. The guard only matters for torch.compile under the mode: the cases that
+        compile are in UNOBSERVED."""
+        return False
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}

@@ -90,6 +90,11 @@ def case_op_names(case: Any) -> list[str]:
     return [r.name if r.opinfo else str(r) for r in case_refs(case)]
 
 
+def schema_name(schema: Any) -> str:
+    """The surface name of an overload's FunctionSchema: `aten::add.Tensor`, `aten::abs` (default)."""
+    return f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
+
+
 def packet_candidates(name: str) -> list[str]:
     """The aten packets an OpInfo-style name may mean, in order (docs/coverage.md)."""
     parts = name.split(".")

@@ -5,7 +5,9 @@ build has (from the dispatcher, when the case list is built, so the list never r
 overload's arguments from its schema with a per-suite `Synth` (argument name and type -> value on
 a device), call it on CPU and on the device under test, and compare what CPU says: the returned
 values, every argument the schema marks as written (`Tensor(a!)`), or, when CPU raises, an
-exception of the same type from the device. A CPU without a kernel gives no reference.
+exception of the same type from the device. A CPU without a kernel gives no reference. The CPU
+side (inputs, reference, out= sizing) runs unobserved: TorchCTS's work, not the device's
+(cases/observe.py).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ import torch
 
 from torchcts.cases.context import CaseContext
 from torchcts.cases.helpers import expect_raises
+from torchcts.cases.observe import unobserved
 from torchcts.compat import is_missing_kernel
 
 __all__ = ["CHECKED", "NO_CPU_KERNEL", "RAISES", "Synth", "build_args", "compare_overload", "functional_of", "mirror",
-           "overload_names", "qualified", "resolve", "run_overloads", "settle", "with_out"]
+           "overload_names", "qualified", "resolve", "run_overloads", "settle", "with_out", "written"]
 
 CHECKED, RAISES, NO_CPU_KERNEL = "checked", "raises", "no_cpu_kernel"
 
@@ -54,12 +57,13 @@ def resolve(name: str, overload: str) -> Any:
         return None
 
 
-def build_args(op: Any, synth: Synth, device: torch.device) -> tuple[list[Any], dict[str, Any]]:
-    """Positional and keyword arguments of `op` on `device`, one value per argument from `synth`."""
+def build_args(schema: Any, synth: Synth, device: torch.device | str) -> tuple[list[Any], dict[str, Any]]:
+    """Positional and keyword arguments of a call of `schema` on `device`, one value per argument
+    from `synth` (also the generated suite's builder: cases/schema/synth.py)."""
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     positional = True
-    for arg in op._schema.arguments:
+    for arg in schema.arguments:
         try:
             value = synth(arg, device)
         except KeyError:
@@ -74,10 +78,12 @@ def build_args(op: Any, synth: Synth, device: torch.device) -> tuple[list[Any], 
     return args, kwargs
 
 
-def written(op: Any, args: list[Any], kwargs: dict[str, Any]) -> list[Any]:
-    """The arguments the schema says the op writes (`Tensor(a!)`, `Tensor(a!)[]`), in order."""
-    return [args[i] if i < len(args) else kwargs.get(arg.name)  # positionals are a prefix (build_args)
-            for i, arg in enumerate(op._schema.arguments) if arg.alias_info is not None and arg.alias_info.is_write]
+def written(schema: Any, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The arguments passed that the schema says the call writes (`Tensor(a!)`, `Tensor(a!)[]`: self
+    of an in-place op, out=, running stats), by name in schema order."""
+    bound = {**{arg.name: v for arg, v in zip(schema.arguments, args, strict=False)}, **kwargs}  # positionals are a prefix
+    return {arg.name: bound[arg.name] for arg in schema.arguments
+            if arg.alias_info is not None and arg.alias_info.is_write and arg.name in bound}
 
 
 def _cpu(obj: Any) -> Any:
@@ -93,19 +99,20 @@ def compare_overload(ctx: CaseContext, op: Any, synth: Synth, *, category: str =
 
     Compared: the result and every written argument after the call (values, dtypes, shapes); when CPU
     raises, the device must raise the same exception type."""
-    cpu = torch.device("cpu")
-    args, kwargs = build_args(op, synth, cpu)
+    with unobserved():
+        args, kwargs = build_args(op._schema, synth, torch.device("cpu"))
     try:
-        result = op(*args, **kwargs)
+        with unobserved():
+            result = op(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - CPU's verdict is the reference
         if is_missing_kernel(exc):
             return NO_CPU_KERNEL
-        dargs, dkwargs = build_args(op, synth, ctx.device)
+        dargs, dkwargs = build_args(op._schema, synth, ctx.device)
         expect_raises(lambda: op(*dargs, **dkwargs), f"{op}: CPU raises {type(exc).__name__}", type(exc))
         return RAISES
-    expected = [_cpu(result), _cpu(written(op, args, kwargs))]
-    dargs, dkwargs = build_args(op, synth, ctx.device)
-    actual = [_cpu(op(*dargs, **dkwargs)), _cpu(written(op, dargs, dkwargs))]
+    expected = [_cpu(result), _cpu(list(written(op._schema, args, kwargs).values()))]
+    dargs, dkwargs = build_args(op._schema, synth, ctx.device)
+    actual = [_cpu(op(*dargs, **dkwargs)), _cpu(list(written(op._schema, dargs, dkwargs).values()))]
     ctx.describe(overload=str(op))
     ctx.assert_close(actual, expected, category=category)
     return CHECKED
@@ -123,9 +130,11 @@ def with_out(name: str, overload: str, synth: Synth) -> Synth:
     sibling = resolve(name, functional_of(overload))
     like: Any = None
     if sibling is not None:
-        args, kwargs = build_args(sibling, synth, torch.device("cpu"))
+        with unobserved():
+            args, kwargs = build_args(sibling._schema, synth, torch.device("cpu"))
         try:
-            like = sibling(*args, **kwargs)
+            with unobserved():
+                like = sibling(*args, **kwargs)
         except Exception:  # noqa: BLE001 - the out= call itself is compared
             like = None
     if isinstance(like, tuple) and like and isinstance(like[0], (list, tuple)):
@@ -171,18 +180,19 @@ def mirror(ctx: CaseContext, checks: dict[str, Callable[[torch.device], Any]], c
     cpu, done = torch.device("cpu"), {}
     for name, fn in checks.items():
         try:
-            expected = fn(cpu)
+            with unobserved():
+                expected = fn(cpu)
         except Exception as exc:  # noqa: BLE001 - CPU's verdict is the reference
             if is_missing_kernel(exc):
-                done[name] = "no_cpu_kernel"
+                done[name] = NO_CPU_KERNEL
                 continue
             expect_raises(lambda fn=fn: fn(ctx.device), f"{name}: CPU raises {type(exc).__name__}", type(exc))
-            done[name] = "raises"
+            done[name] = RAISES
             continue
         ctx.describe(check=name)
         ctx.assert_close(fn(ctx.device), expected, category=category)
-        done[name] = "checked"
+        done[name] = CHECKED
     ctx.info.pop("check", None)
     ctx.info["checks"] = done
-    if not any(v != "no_cpu_kernel" for v in done.values()):
+    if all(v == NO_CPU_KERNEL for v in done.values()):
         ctx.not_applicable("CPU has no kernel for any check: no reference")

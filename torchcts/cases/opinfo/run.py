@@ -43,17 +43,12 @@ def call(fn: Callable[..., Any], sample: Any, **extra: Any) -> Any:
     return fn(sample.input, *sample.args, **sample.kwargs, **extra)
 
 
+@unobserved()
 def reference(fn: Callable[..., Any], sample: Any, transform: Callable[[Any], Any] | None = None,
               seen: Callable[[Any], None] | None = None, **extra: Any) -> Any:
     """The CPU result on a private copy of the sample (transformed like the device's, if given;
     `seen` gets that copy before the call); _Skip when the CPU rejects the sample. Not observed:
     the CPU reference is TorchCTS's work, not the device's (cases/observe.py)."""
-    with unobserved():
-        return _reference(fn, sample, transform, seen, **extra)
-
-
-def _reference(fn: Callable[..., Any], sample: Any, transform: Callable[[Any], Any] | None,
-               seen: Callable[[Any], None] | None, **extra: Any) -> Any:
     try:
         cpu = copy_sample(sample, "cpu")
         cpu = transform(cpu) if transform is not None else cpu

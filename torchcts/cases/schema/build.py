@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchcts.cases.model import Case
-from torchcts.cases.ops import resolve_op_name
+from torchcts.cases.ops import resolve_op_name, schema_name
 from torchcts.cases.surface_exclusions import excluded_pattern
 
 SUITE = "generated"
@@ -123,7 +123,7 @@ def aten_surfaces() -> list[Surface]:
     registered = {n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
     found: dict[str, Surface] = {}
     for s in torch._C._jit_get_all_schemas():
-        name = f"{s.name}.{s.overload_name}" if s.overload_name else s.name
+        name = schema_name(s)
         if name in registered:
             found.setdefault(name, Surface(name, s))
     return [found[n] for n in sorted(found)]
@@ -175,10 +175,11 @@ def check_of(s: Surface) -> tuple[str, str]:
     return ("properties", why) if why else ("values", "")
 
 
-def requires_of(s: Surface) -> tuple[str, ...]:
+def requires_of(s: Surface, why: str) -> tuple[str, ...]:
+    """The capabilities a case needs; `why` is check_of's reason (random ops need `rng`)."""
     if s.base.startswith("_foreach_"):
         return ("foreach",)
-    if check_of(s)[1] == "random":
+    if why == "random":
         return ("rng",)
     return ("training",) if "backward" in s.base or s.base.startswith("_fused_") else ()
 
@@ -193,7 +194,7 @@ def make_case(s: Surface, dtype: str) -> Case:
     return Case(
         id=f"{SUITE}/{short}/{dtype}", suite=SUITE, level=LEVEL, runner=RUNNER,
         params={"overload": s.name, "dtype": dtype, "check": check, "category": category_of(s), "why": why},
-        ops=(s.name,), dtype=dtype, requires=requires_of(s), kind="schema",
+        ops=(s.name,), dtype=dtype, requires=requires_of(s, why), kind="schema",
     )
 
 

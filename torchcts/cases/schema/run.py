@@ -16,6 +16,8 @@ import torch
 
 from torchcts.cases.context import CaseContext
 from torchcts.cases.model import Pending
+from torchcts.cases.observe import unobserved
+from torchcts.cases.overloads import written
 from torchcts.cases.schema import synth
 from torchcts.oracle.mismatch import Mismatch, OracleMismatch
 
@@ -40,27 +42,25 @@ def _first_line(exc: BaseException) -> str:
 
 def _reference(ctx: CaseContext, op: Any, overload: str, dtype: torch.dtype) -> tuple[Any, ...]:
     """(profile, CPU args, CPU kwargs, CPU result, device args, device kwargs) of the first
-    accepted profile; Pending when CPU rejects them all."""
+    accepted profile; Pending when CPU rejects them all. The device's inputs are made only for the
+    accepted profile: the same values (build_args is seeded by profile), untouched by CPU's call."""
     schema = op._schema
     errors: list[str] = []
     for k, profile in enumerate(synth.profiles(schema)):
-        args, kwargs = synth.build_args(schema, overload, k, dtype, profile, "cpu")
-        dargs, dkwargs = synth.build_args(schema, overload, k, dtype, profile, ctx.device)
-        dargs, dkwargs = _to(dargs, ctx.device), {n: _to(v, ctx.device) for n, v in dkwargs.items()}
+        with unobserved():  # TorchCTS's work, not the device's (cases/observe.py)
+            args, kwargs = synth.build_args(schema, overload, k, dtype, profile, "cpu")
         try:
-            expected = op(*args, **kwargs)
+            with unobserved():
+                expected = op(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - CPU's rejection is the reason the case is pending
             errors.append(_first_line(exc))
             continue
+        with unobserved():  # made on CPU; the copies to the device are the device's
+            dargs, dkwargs = synth.build_args(schema, overload, k, dtype, profile, ctx.device)
+        dargs, dkwargs = _to(dargs, ctx.device), {n: _to(v, ctx.device) for n, v in dkwargs.items()}
         return profile, args, kwargs, expected, dargs, dkwargs
     raise Pending(f"CPU rejected all {len(errors)} generated inputs, so there is no reference "
                   f"(first: {errors[0] if errors else 'no profile'})")
-
-
-def _written(schema: Any, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
-    names = [a.name for a in schema.arguments]
-    bound = {**{names[i]: v for i, v in enumerate(args)}, **kwargs}
-    return {n: bound[n] for n in synth.written_args(schema) if n in bound}
 
 
 def _properties(value: Any) -> Any:
@@ -79,8 +79,8 @@ def run_surface(ctx: CaseContext, overload: str, dtype: torch.dtype, check: str 
     ctx.describe(sample=f"{overload} with {profile.describe()} {str(dtype).removeprefix('torch.')} inputs",
                  check=check if not why else f"{check}: {why}")
     actual = op(*dargs, **dkwargs)
-    actual_written = {n: v for n, v in _written(op._schema, dargs, dkwargs).items()}
-    expected_written = _written(op._schema, args, kwargs)
+    actual_written = written(op._schema, dargs, dkwargs)
+    expected_written = written(op._schema, args, kwargs)
     if check == "properties":
         got, want = _properties((actual, actual_written)), _properties((expected, expected_written))
         if got != want:

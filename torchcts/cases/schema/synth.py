@@ -26,11 +26,12 @@ seeded by the overload name and the profile).
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from torchcts.cases import overloads
 
 SHAPES: tuple[tuple[int, ...], ...] = ((3, 3), (2, 3, 3), (1, 2, 3, 3), (3,), (1, 2, 3, 3, 3), ())
 INDEX_NAMES = frozenset({
@@ -46,10 +47,6 @@ STRINGS: dict[str, str] = {
     "reduce": "sum", "approximate": "none", "rounding_mode": "floor", "padding": "valid", "indexing": "ij",
     "UPLO": "L", "interpolation": "linear", "side": "left", "padding_mode": "zeros", "ord": "fro",
 }
-# The value of a required argument is omitted from the call: the default applies.
-_OMIT = object()
-
-
 class Unsupported(Exception):
     """The generator cannot make a value of this argument's type: no case for the overload."""
 
@@ -63,18 +60,6 @@ class Profile:
     def describe(self) -> str:
         return (f"shape {list(self.shape)}" + (", int64 indices" if self.int_index else "")
                 + (f", {self.out_dtype} out" if self.out_dtype else ""))
-
-
-def _is_tensor(t: Any) -> bool:
-    return str(t) == "Tensor"
-
-
-def _inner(t: Any) -> Any:
-    return t.getElementType() if hasattr(t, "getElementType") else None
-
-
-def _is_write(arg: Any) -> bool:
-    return bool(arg.alias_info is not None and arg.alias_info.is_write)
 
 
 def unsupported(schema: Any) -> str | None:
@@ -182,23 +167,16 @@ def _scalar(arg: Any, dtype: torch.dtype) -> Any:
 
 def build_args(schema: Any, overload: str, k: int, dtype: torch.dtype, profile: Profile,
                device: torch.device | str) -> tuple[list[Any], dict[str, Any]]:
-    """Positional args and kwargs of one call, on CPU (the Device arguments name `device`)."""
+    """Positional args and kwargs of one call, on CPU (the Device arguments name `device`); an
+    argument with a default keeps it (overloads.build_args places the others)."""
     make = _Maker(overload, k, dtype, profile)
-    args: list[Any] = []
-    kwargs: dict[str, Any] = {}
-    for arg in schema.arguments:
-        value = _OMIT if arg.has_default_value() else _value(arg, make, profile, dtype, device)
-        if value is _OMIT:
-            continue
-        if arg.kwarg_only or kwargs or len(args) != _position(schema, arg):
-            kwargs[arg.name] = value
-        else:
-            args.append(value)
-    return args, kwargs
 
+    def value(arg: Any, dev: torch.device | str) -> Any:
+        if arg.has_default_value():
+            raise KeyError(arg.name)  # omitted: the default applies
+        return _value(arg, make, profile, dtype, dev)
 
-def _position(schema: Any, arg: Any) -> int:
-    return [a.name for a in schema.arguments].index(arg.name)
+    return overloads.build_args(schema, value, device)
 
 
 def _value(arg: Any, make: _Maker, profile: Profile, dtype: torch.dtype, device: torch.device | str) -> Any:
@@ -226,15 +204,3 @@ def _value(arg: Any, make: _Maker, profile: Profile, dtype: torch.dtype, device:
     if text == "List[number]":
         return [2, 2]
     return _scalar(arg, dtype)
-
-
-def written_args(schema: Any) -> list[str]:
-    """Names of the arguments the call mutates (self of an in-place op, out=, running stats)."""
-    return [a.name for a in schema.arguments if _is_write(a)]
-
-
-def iter_calls(schema: Any, overload: str, dtype: torch.dtype,
-               device: torch.device | str) -> Iterator[tuple[Profile, list[Any], dict[str, Any]]]:
-    for k, profile in enumerate(profiles(schema)):
-        args, kwargs = build_args(schema, overload, k, dtype, profile, device)
-        yield profile, args, kwargs

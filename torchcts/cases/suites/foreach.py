@@ -134,7 +134,7 @@ def _fused() -> dict[str, list[tuple[str, str]]]:
 
 
 def foreach_case(ctx: CaseContext, dtype: torch.dtype, family: str) -> None:
-    run_family(ctx, dtype, family, _families()[family], tuple(LAYOUTS))
+    run_family(ctx, dtype, family, FAMILIES[family], tuple(LAYOUTS))
 
 
 def fused_case(ctx: CaseContext, dtype: torch.dtype, family: str) -> None:
@@ -150,15 +150,20 @@ def fused_case(ctx: CaseContext, dtype: torch.dtype, family: str) -> None:
         # first-step path (buffer = gradient), the others both.
         later = dtype not in (torch.float16, torch.bfloat16)
         flags = ({"is_first_step": True}, {"maximize": True, "is_first_step": not later})
-    run_family(ctx, dtype, family, _fused()[family], ("dense",), flags)
+    run_family(ctx, dtype, family, FUSED_FAMILIES[family], ("dense",), flags)
+
+
+# Read from the dispatcher once per process (when the module is imported), not once per case.
+FAMILIES = _families()
+FUSED_FAMILIES = _fused()
 
 
 def _register() -> None:
-    for family, overloads in _families().items():
+    for family, overloads in FAMILIES.items():
         SUITE.case(f"{family.removeprefix('_foreach_')}", level=LEVEL, dtypes=DTYPES,
                    requires=("foreach",), ops=tuple(qualified(n, o) for n, o in overloads),
                    params={"lists": {"family": family}})(foreach_case)
-    for family, overloads in _fused().items():
+    for family, overloads in FUSED_FAMILIES.items():
         SUITE.case(f"fused/{family.removeprefix('_fused_')}", level=LEVEL, dtypes=FLOATING,
                    requires=("training", "foreach"), ops=tuple(qualified(n, o) for n, o in overloads),
                    params={"step": {"family": family}})(fused_case)

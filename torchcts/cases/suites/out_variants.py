@@ -7,9 +7,11 @@ warning when it had elements), an out of another dtype is cast into or refused b
 device must raise, and out may alias an input. The ops are read from the dispatcher when the
 case list is built: every `aten::X.*out` overload whose required arguments, besides `out`, are
 `self` (and `other`) tensors, with the functional overload of the same arguments; random ops
-(tagged nondeterministic_seeded) are left to the rng suites. Each case runs the checks (CHECKS) on CPU and
-on the device and compares what CPU did: the value returned (and that it is `out` itself), out's
-shape, dtype and values, whether a resize warning was emitted, or CPU's exception type.
+(tagged nondeterministic_seeded) are left to the rng suites. Each case runs the checks (out_case:
+functional, sized, empty, wrong_size, wrong_dtype, wider_dtype, alias_*) on CPU and on the device
+and compares what CPU did: the value returned (and that it is `out` itself), out's shape, dtype
+and values, whether a resize warning was emitted, or CPU's exception type. The outs are made like
+CPU's functional result; where CPU cannot compute it, like an empty tensor of the inputs' dtype.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 import torch
 
 from torchcts.cases.api import CaseContext, CaseSet, expect_raises, sample
+from torchcts.cases.observe import unobserved
 from torchcts.cases.overloads import mirror, overload_names, qualified, resolve
 
 SUITE = CaseSet("out_variants")
@@ -85,10 +88,18 @@ def out_case(ctx: CaseContext, dtype: torch.dtype, case: str) -> None:
     def result(dev: torch.device) -> torch.Tensor:
         return fn(*_inputs(dtype, n, dev))
 
+    try:
+        with unobserved():  # CPU's result sizes the outs: TorchCTS's work, not the device's
+            like: torch.Tensor | None = result(torch.device("cpu"))
+    except Exception:  # noqa: BLE001 - "functional" below compares CPU's exception
+        like = None
+    # Where CPU cannot compute the functional form, the outs are made like an empty tensor of the
+    # inputs' dtype: the out= overload still runs on both sides (and the device must raise alike).
+    model = like if like is not None else torch.empty(0, dtype=dtype)
+
     def with_out(make: Callable[[torch.Tensor, torch.device], torch.Tensor]) -> Callable[[torch.device], Any]:
         def check(dev: torch.device) -> Any:
-            like = result(torch.device("cpu"))
-            return _call(op, _inputs(dtype, n, dev), make(like, dev))
+            return _call(op, _inputs(dtype, n, dev), make(model, dev))
         return check
 
     def other_dtype(like: torch.Tensor) -> torch.dtype:
@@ -109,10 +120,6 @@ def out_case(ctx: CaseContext, dtype: torch.dtype, case: str) -> None:
         "wider_dtype": with_out(lambda like, dev: torch.zeros_like(
             like, dtype=torch.float64 if like.is_floating_point() else like.dtype, device=dev)),
     }
-    try:
-        like = result(torch.device("cpu"))
-    except Exception:  # noqa: BLE001 - "functional" above compares CPU's exception
-        like = None
     inputs = _inputs(dtype, n, torch.device("cpu"))
     for k in range(n):  # out aliasing an input: defined where no resize or cast is needed
         if like is not None and (like.shape, like.dtype) == (inputs[k].shape, inputs[k].dtype):
@@ -120,7 +127,7 @@ def out_case(ctx: CaseContext, dtype: torch.dtype, case: str) -> None:
     category = next((c for prefix, c in CATEGORY_PREFIXES if name.startswith(prefix)), "elementwise")
     mirror(ctx, checks, category)
     if ctx.device.type != "cpu" and ctx.info["checks"]["sized"] == "checked":
-        cpu_out = torch.empty_like(result(torch.device("cpu")))
+        cpu_out = torch.empty_like(model)
         expect_raises(lambda: op(*_inputs(dtype, n, ctx.device), out=cpu_out), "out= on the CPU for device inputs")
         ctx.info["checks"]["wrong_device"] = "raises"
 

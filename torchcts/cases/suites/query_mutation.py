@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from torchcts.cases.api import ALL_DTYPES, CaseContext, CaseSet, same_storage, sample
-from torchcts.cases.overloads import mirror, resolve
+from torchcts.cases.overloads import mirror, qualified, resolve
 from torchcts.compat import is_missing_kernel
 
 SUITE = CaseSet("query_mutation")
@@ -218,7 +218,7 @@ def view_mutation(ctx: CaseContext, dtype: torch.dtype, mutation: str) -> None:
 
 for _op, (_name, _overload, _) in VIEW_MUTATIONS.items():
     SUITE.case(f"view_mutation/{_op}", level=LEVEL, dtypes=("float32", "int64"),
-               ops=(f"aten::{_name}" if _overload == "default" else f"aten::{_name}.{_overload}",),
+               ops=(qualified(_name, _overload),),
                params={"views": {"mutation": _op}})(view_mutation)
 
 
