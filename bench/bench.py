@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,8 @@ from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from overhead import children_cpu  # noqa: E402  (the lower module: overhead never imports bench)
 
 
 def torchcts(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 7200) -> tuple[float, int]:
@@ -108,12 +109,6 @@ def measured_run(args: list[str], cwd: Path, env: dict[str, str], timeout: float
     code = proc.wait()
     return {"wall_s": round(time.perf_counter() - start, 2), "cpu_s": round(children_cpu() - cpu0, 2),
             "exit": code, "peak_rss_tree_mb": round(peak, 1), "load_avg_1m": round(os.getloadavg()[0], 2)}
-
-
-def children_cpu() -> float:
-    """CPU time (user + sys) of finished child processes: less sensitive to machine load than wall time."""
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
 
 
 def one_op(cwd: Path, env: dict[str, str], manifest: Path, repeat: int) -> dict[str, object]:

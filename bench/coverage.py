@@ -30,7 +30,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench import children_cpu, emit, latest  # noqa: E402
+from overhead import children_cpu  # noqa: E402
+
+from bench import emit, latest  # noqa: E402
 
 DEFAULT_ARGS = ["--validation", "--shard", "1/40"]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -20,13 +21,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench import children_cpu  # noqa: E402
 
 MODES = {
     "in-process (--no-isolation)": ["--no-isolation"],
     "isolated, 1 worker (-n 1)": ["--", "-n", "1"],
     "isolated, default workers": [],
 }
+
+
+def children_cpu() -> float:
+    """CPU time (user + sys) of finished child processes: less sensitive to machine load than wall time."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def timed_run(n: int, extra: list[str]) -> tuple[float, float]:
