@@ -50,11 +50,36 @@ def test_matrix_rank_out_is_unobserved_because_observing_changes_its_result(monk
     case = Case("opinfo/linalg.matrix_rank/float32/out", "opinfo", 3, "torchcts.cases.opinfo.run:run",
                 {"op": "linalg.matrix_rank", "variant": "", "kind": "out", "dtype": "float32"}, dtype="float32")
     assert _run(case).dispatch_unobserved is not None  # passes: no OracleMismatch
-    monkeypatch.setattr(observe, "UNOBSERVED", {})
+    monkeypatch.setattr(observe, "UNOBSERVED", {})  # without the entry, the verdict net still catches it
+    ctx = _run(case)
+    assert "changed this case's result" in ctx.dispatch_unobserved and "observer_changed_result" in ctx.info
+
+
+def _probe(body: str) -> Case:
+    return Case(f"observedprobe/{body}/float32", "observedprobe", 1, f"helpers.observed_cases:{body}",
+                {"dtype": "float32"}, ops=("aten::neg",), dtype="float32")
+
+
+def test_a_failure_only_the_observer_causes_passes_with_the_reason_recorded():
+    """The observer is ours: it must never fail a correct backend (complex linalg_pinv under any mode)."""
+    ctx = _run(_probe("fails_only_observed"))
+    assert ctx.dispatched is None and "changed this case's result" in ctx.dispatch_unobserved
+    assert "OracleMismatch" in ctx.info["observer_changed_result"]
+
+
+def test_a_backend_failure_still_fails_and_a_nondeterministic_one_is_not_forgiven():
+    from helpers import observed_cases
+
     from torchcts.oracle.compare import OracleMismatch
 
     with pytest.raises(OracleMismatch):
-        _run(case)
+        _run(_probe("fails_always"))
+    observed_cases.CALLS.clear()
+    ctx = CaseContext(device=torch.device("cpu"), manifest=validation_manifest(), validation=True)
+    with pytest.raises(OracleMismatch):  # failed observed, passed unobserved, passed observed: a flake
+        run_case(_probe("fails_once"), ctx)
+    assert observed_cases.CALLS == [True, False, True]
+    assert "nondeterministic" in ctx.info and ctx.dispatched and "aten::neg" in ctx.dispatched
 
 
 def test_unobserved_block_restores_the_observer_and_is_a_noop_without_one():
