@@ -180,12 +180,12 @@ def running_in(folder: Path) -> list[tuple[int, str]]:
     return found
 
 
-def stop_all() -> list[int]:
-    """Ask every server of this user to stop (each ends once its workers have); their pids."""
+def stop_all(folder: Path | None = None) -> list[int]:
+    """Ask every server of this user (or in `folder`) to stop (each ends once its workers have); their pids."""
     import signal
 
     stopped = []
-    for pid, _ in running():
+    for pid, _ in running() if folder is None else running_in(folder):
         try:
             os.kill(pid, signal.SIGTERM)
             stopped.append(pid)

@@ -497,6 +497,25 @@ def become_worker(request: dict[str, Any]) -> dict[str, Any]:
     return main.__dict__
 
 
+def quick_exit() -> None:
+    """A worker's normal end without the interpreter's teardown: after xdist's worker has returned,
+    wait for threads and run atexit functions as Py_Finalize would, flush, and leave without
+    destroying ~3,500 modules (seconds of wall time the controller waits for at the end of a run)."""
+    import atexit
+    import threading
+
+    shutdown = getattr(threading, "_shutdown", None)
+    if callable(shutdown):
+        shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(0)
+
+
 def serve_main(sock_path: str, profile: str, idle_s: float) -> dict[str, Any] | None:
     """Run the server; in a forked child, return its worker's namespace and request instead."""
     import fcntl
@@ -528,6 +547,7 @@ def main(argv: list[str]) -> None:
         if job is not None:
             namespace = become_worker(job["request"])
             exec(compile(job["request"]["argv"][-1], "<string>", "exec"), namespace)  # noqa: S102
+            quick_exit()
     else:
         sys.exit("usage: zygote.py launch SOCKET ARGS... | serve SOCKET PROFILE IDLE_S")
 
