@@ -37,7 +37,7 @@ def start(env: dict[str, str], profile: str = "bare", idle_s: float = 60, second
     while not warm.listening(path):
         assert time.monotonic() < deadline, Path(path + ".log").read_text() if Path(path + ".log").exists() else ""
         time.sleep(0.05)
-    [(pid, _)] = warm.running_in(Path(path).parent)
+    [pid] = [pid for pid, name in warm.running_in(Path(path).parent) if name == Path(path).name]
     return path, pid
 
 
@@ -106,10 +106,12 @@ def test_another_environment_or_changed_files_get_a_fresh_worker(server_env, tmp
     assert launch(path, ppid, env).stdout.strip() != str(server)  # no server: fresh, no hang
 
 
-def test_idle_server_exits_and_one_server_per_key(server_env):
-    path, server = start(server_env, idle_s=0.5)
-    warm.start_server(path, "bare", server_env, 0.5)  # a second one for the key exits at once
+def test_one_server_per_key_and_an_idle_one_exits(server_env):
+    path, server = start(server_env)
+    warm.start_server(path, "bare", server_env)  # a second one for the key exits at once
     assert [pid for pid, _ in warm.running_in(Path(path).parent)] == [server]
+    assert warm.stop_all(Path(path).parent) == [server]
+    path, server = start({**server_env, "TORCH_IDLE_TEST": "1"}, idle_s=0.5)
     deadline = time.monotonic() + 30
     while _alive(server):
         assert time.monotonic() < deadline, "the idle server did not exit"

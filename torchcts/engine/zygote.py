@@ -90,26 +90,29 @@ def send_msg(sock: socket.socket, obj: Any, fds: list[int] | None = None) -> Non
 
 
 def recv_msg(sock: socket.socket, maxfds: int = 0) -> tuple[Any, list[int]]:
-    """One message (and up to `maxfds` descriptors); EOFError when the peer closed first."""
+    """One message (and up to `maxfds` descriptors, which come with its first byte); reads exactly
+    its bytes, so a message sent right after it stays in the socket. EOFError: the peer closed."""
     fds: list[int] = []
-    if maxfds:
-        buf, fds, _flags, _addr = socket.recv_fds(sock, 65536, maxfds)
-    else:
-        buf = sock.recv(65536)
     try:
-        while len(buf) < 4 or len(buf) < 4 + struct.unpack("!I", buf[:4])[0]:
-            if not buf and not fds:
-                raise EOFError
-            more = sock.recv(65536)
-            if not more:
-                raise EOFError
-            buf += more
+        if maxfds:
+            head, fds, _flags, _addr = socket.recv_fds(sock, 4, maxfds)
+        else:
+            head = sock.recv(4)
+        head = _exactly(sock, head, 4)
+        return json.loads(_exactly(sock, b"", struct.unpack("!I", head)[0])), fds
     except BaseException:
         for fd in fds:
             os.close(fd)
         raise
-    size = struct.unpack("!I", buf[:4])[0]
-    return json.loads(buf[4:4 + size]), fds
+
+
+def _exactly(sock: socket.socket, got: bytes, size: int) -> bytes:
+    while len(got) < size:
+        more = sock.recv(size - len(got))
+        if not more:
+            raise EOFError
+        got += more
+    return got
 
 
 # --- the launcher ------------------------------------------------------------------------------
@@ -165,7 +168,8 @@ def exit_like(status: int) -> None:
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         except (ImportError, ValueError, OSError):
             pass
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # those two cannot be caught, nor reset
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
         os._exit(128 + sig)
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
@@ -188,7 +192,10 @@ def preload(profile: str) -> str | None:
     for name in PROFILES[profile]:
         if name in ACCELERATOR_PROBES and _accelerator_build():
             continue  # its import would initialise CUDA/ROCm, which a forked child cannot use
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue  # a build without it: a worker that needs it finds out as a fresh one would
         problem = fork_hazard()
         if problem:
             return f"importing {name} {problem}"
@@ -280,6 +287,7 @@ class Server:
         sys.argv = ["-c"]  # as a worker's `python -c`: modules may read it at import
         sys.path[:] = self.path  # without '': what is imported never depends on a folder
         os.chdir("/")
+        start_env = dict(os.environ)
         try:
             hazard = preload(self.profile)
         except BaseException as exc:  # noqa: BLE001 - any failure: no server; the reason is kept
@@ -288,6 +296,9 @@ class Server:
         if hazard:
             self.note(hazard)
             return
+        # What the imports set in os.environ (inductor sets TORCHINDUCTOR_CACHE_DIR): as a fresh
+        # worker's imports would, from the same key variables
+        self.import_env = {k: v for k, v in os.environ.items() if start_env.get(k) != v}
         self.stamps = module_stamps()
         self.names = {name for name in sys.modules if "." not in name}
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -457,7 +468,7 @@ class Server:
             self.listener.close()
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
-        raise Forked(request)
+        raise Forked({**request, "env": {**request["env"], **self.import_env}})
 
 
 def _read(fd: int) -> bytes:
