@@ -110,7 +110,10 @@ def test_one_server_per_key_and_an_idle_one_exits(server_env):
     path, server = start(server_env)
     warm.start_server(path, "bare", server_env)  # a second one for the key exits at once
     assert [pid for pid, _ in warm.running_in(Path(path).parent)] == [server]
-    assert warm.stop_all(Path(path).parent) == [server]
+    listed = run_cli("warm", env=server_env)
+    assert listed.returncode == 0 and f"pid {server} " in listed.stdout
+    stopped = run_cli("warm", "--stop", env=server_env)
+    assert stopped.returncode == 0 and "stopped 1 warm worker server" in stopped.stdout
     path, server = start({**server_env, "TORCH_IDLE_TEST": "1"}, idle_s=0.5)
     deadline = time.monotonic() + 30
     while _alive(server):

@@ -271,6 +271,7 @@ class Server:
         self.path = fresh_path()
         self.children: dict[int, socket.socket | None] = {}  # worker pid -> its launcher
         self.stopping = False
+        self.stop_asked = False
         self.listener: socket.socket | None = None
         self.conns: set[socket.socket] = set()
 
@@ -317,8 +318,8 @@ class Server:
         os.set_blocking(wake_w, False)
         signal.set_wakeup_fd(wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)
-        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-            signal.signal(sig, lambda *_: self.stop())
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):  # `torchcts warm --stop`
+            signal.signal(sig, lambda *_: setattr(self, "stop_asked", True))
         sel = selectors.DefaultSelector()
         sel.register(listener, selectors.EVENT_READ)
         sel.register(wake_r, selectors.EVENT_READ)
@@ -336,6 +337,8 @@ class Server:
                 else:
                     self.serve(item.fileobj)  # type: ignore[arg-type]
             self.reap()
+            if self.stop_asked:
+                self.stop()
             now = time.monotonic()
             if self.children or self.conns:
                 last = now
@@ -366,7 +369,8 @@ class Server:
     def accept(self) -> None:
         import selectors
 
-        assert self.listener is not None
+        if self.listener is None:
+            return
         try:
             conn, _ = self.listener.accept()
         except OSError:
