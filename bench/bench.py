@@ -8,7 +8,8 @@ cases/s and worker idle time with 1 and 2 workers; with --full the whole default
 wall, CPU, seconds per suite and per case kind, slowest cases, cases over 30 s, peak RSS of the
 whole process tree and the case at the workers' peak, and the 4-shard balance by estimated cost.
 
-    python bench/bench.py                 # one-op, scaling (a few minutes)
+    python bench/bench.py                 # one-op (cold and warm workers), scaling (a few minutes)
+    python bench/bench.py --one-op        # only the one-op numbers
     python bench/bench.py --full          # also the complete template at level 8 (10+ minutes)
     python bench/bench.py --analyse RUN   # only what an existing run folder's records say
 """
@@ -96,9 +97,26 @@ def tree_rss_mb(pid: int) -> float:
         return 0.0
 
 
+def warm_server_cpu(env: dict[str, str]) -> float:
+    """CPU seconds of the finished workers of the warm worker servers under env's TORCHCTS_WARM_DIR:
+    forked workers are the server's children, not the command's (engine/warm.py)."""
+    from torchcts.engine.warm import running_in
+
+    total = 0.0
+    folder = env.get("TORCHCTS_WARM_DIR")
+    for pid, _ in running_in(Path(folder)) if folder else []:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")  # cutime, cstime
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
 def measured_run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 7200) -> dict[str, float]:
-    """Wall, CPU (user + sys of the whole process tree) and peak summed RSS of one `torchcts` command."""
-    cpu0 = children_cpu()
+    """Wall, CPU (user + sys of the whole process tree, forked warm workers included) and peak summed
+    RSS of one `torchcts` command."""
+    cpu0 = children_cpu() + warm_server_cpu(env)
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "torchcts", *args], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -107,14 +125,21 @@ def measured_run(args: list[str], cwd: Path, env: dict[str, str], timeout: float
         peak = max(peak, tree_rss_mb(proc.pid))
         time.sleep(0.25)
     code = proc.wait()
-    return {"wall_s": round(time.perf_counter() - start, 2), "cpu_s": round(children_cpu() - cpu0, 2),
+    wall = time.perf_counter() - start
+    time.sleep(0.2)  # the server reaps the last worker after the launcher's exit status is relayed
+    return {"wall_s": round(wall, 2), "cpu_s": round(children_cpu() + warm_server_cpu(env) - cpu0, 2),
             "exit": code, "peak_rss_tree_mb": round(peak, 1), "load_avg_1m": round(os.getloadavg()[0], 2)}
 
 
-def one_op(cwd: Path, env: dict[str, str], manifest: Path, repeat: int) -> dict[str, object]:
-    """Shell-to-exit of the inner-loop command, median of `repeat` (after one warm-up run)."""
-    args = ["run", "--device", "cpu", "--manifest", str(manifest), "--op", "add", "--dtype", "float32"]
+def one_op(cwd: Path, env: dict[str, str], manifest: Path, repeat: int, warm: bool) -> dict[str, object]:
+    """Shell-to-exit of the inner-loop command, median of `repeat` (after one warm-up run), with fresh
+    workers (cold) or workers forked from a warm worker server that the warm-up run started."""
+    args = ["run", "--device", "cpu", "--manifest", str(manifest), "--op", "add", "--dtype", "float32",
+            "--warm" if warm else "--no-warm"]
     measured_run(args, cwd, env)  # warm-up: the case cache and inductor's cache are written once
+    if warm:
+        wait_for_warm_server(env)
+        measured_run(args, cwd, env)  # the first run on forked workers writes what the first compile does
     runs = [measured_run(args, cwd, env) for _ in range(repeat)]
     recs = records(latest(cwd))
     return {"command": "torchcts " + " ".join(args).replace(str(manifest), "complete.py"),
@@ -122,6 +147,18 @@ def one_op(cwd: Path, env: dict[str, str], manifest: Path, repeat: int) -> dict[
             "cpu_s_median": statistics.median(r["cpu_s"] for r in runs),
             "walls": [r["wall_s"] for r in runs], "load_avg_1m": [r["load_avg_1m"] for r in runs],
             "cases": len(executed(recs)), "slowest": slowest(recs, 5)}
+
+
+def wait_for_warm_server(env: dict[str, str], seconds: float = 600) -> None:
+    """Until the warm worker server a `--warm` run started listens (its imports take seconds)."""
+    from torchcts.engine.warm import listening, socket_path
+
+    path = socket_path("full", env)
+    deadline = time.monotonic() + seconds
+    while not listening(path):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"no warm worker server listened at {path} after {seconds:g} s (see {path}.log)")
+        time.sleep(0.2)
 
 
 def records(run: Path) -> list[dict]:
@@ -243,6 +280,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5, help="one-op runs for the median (default 5)")
     ap.add_argument("--scaling", default="--level 2 --dtype float32",
                     help="selection for the 1- vs 2-worker comparison (default: %(default)s)")
+    ap.add_argument("--one-op", action="store_true", help="only the one-op numbers (cold and warm) and first result")
     ap.add_argument("--analyse", metavar="RUN", help="only print what an existing run folder's records say")
     ap.add_argument("--overhead", action="store_true", help="also the per-case harness overhead (bench/overhead.py)")
     ap.add_argument("--write-costs", metavar="RUN",
@@ -265,6 +303,7 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="torchcts-bench-"))
     env = {**os.environ, "CI": "true", "TORCHCTS_CACHE_DIR": str(work / "cache"), "PYTHONUNBUFFERED": "1",
+           "TORCHCTS_WARM_DIR": str(work / "warm"),
            "PYTHONPATH": os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH", "")) if p)}
     out: dict[str, object] = {"python": platform.python_version(), "cpus": os.cpu_count(),
                               "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -277,9 +316,18 @@ def main() -> int:
                     "--output", str(manifest)], cwd=work, env=env, check=True, stdout=subprocess.DEVNULL)
 
     out["collect_level8_s"] = measured_run(["show-skips", "--device", "cpu", "--manifest", str(manifest)], work, env)
-    out["one_op"] = one_op(work, env, manifest, args.repeat)
-    out["first_result_one_op_s"] = first_result_seconds(
-        work, env, ["run", "--device", "cpu", "--manifest", str(manifest), "--op", "add", "--dtype", "float32"])
+    out["one_op_cold"] = one_op(work, env, manifest, args.repeat, warm=False)  # fresh workers (CI's default)
+    out["one_op_warm"] = one_op(work, env, manifest, args.repeat, warm=True)  # a terminal's default
+    one = ["run", "--device", "cpu", "--manifest", str(manifest), "--op", "add", "--dtype", "float32"]
+    out["first_result_one_op_s"] = {"cold": first_result_seconds(work, env, [*one, "--no-warm"]),
+                                    "warm": first_result_seconds(work, env, [*one, "--warm"])}
+    from torchcts.engine.warm import stop_all
+
+    stop_all(Path(env["TORCHCTS_WARM_DIR"]))
+    if args.one_op:
+        out["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+        emit(out, args.output)
+        return 0
     out["scaling"] = scaling(work, env, args.scaling.split())
     if args.overhead:
         from overhead import MODES, timed_run  # the marginal-cost method: (T(large) - T(small)) / delta

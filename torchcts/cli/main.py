@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "backends": "torchcts.cli.backends",
     "compare": "torchcts.cli.compare",
     "selftest": "torchcts.cli.selftest",
+    "warm": "torchcts.cli.warm",
 }
 
 

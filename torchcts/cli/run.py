@@ -24,6 +24,10 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help=f"per-case time limit; a case past it is recorded timeout (default {DEFAULT_TIMEOUT_S:g}, 0: none)")
     p.add_argument("--no-isolation", action="store_true",
                    help="run cases in this process instead of replaceable workers (a crash ends the run)")
+    p.add_argument("--warm", action=argparse.BooleanOptionalAction, default=None,
+                   help="fork workers from a background server that has already imported torch (seconds "
+                        "faster per run; default: on in a terminal, off when CI is set; TORCHCTS_WARM=1/0; "
+                        "it exits after 15 idle minutes or on 'torchcts warm --stop')")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -41,4 +45,4 @@ def main(args: argparse.Namespace) -> int:
     setup = prepare(request)
     intent = command_intent("run", args.argv)
     return execute(setup, Path(args.results_dir), intent, args.pytest_args,
-                   isolation=not args.no_isolation, timeout=args.timeout or None)
+                   isolation=not args.no_isolation, timeout=args.timeout or None, warm=args.warm)

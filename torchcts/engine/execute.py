@@ -106,6 +106,7 @@ def execute(
     *,
     isolation: bool = True,
     timeout: float | None = None,
+    warm: bool | None = None,
 ) -> int:
     import tempfile
 
@@ -127,8 +128,12 @@ def execute(
     write_plan(run_dir, setup.result.to_run)
 
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # see RUN_PLUGINS; workers and reruns inherit it
+    from torchcts.engine.warm import plugins  # workers forked from a pre-imported server (engine/warm.py)
+
+    warm_plugins = plugins(warm, isolation, setup.device.type, setup.manifest.backend_import)
     with tempfile.TemporaryDirectory(prefix="torchcts-workers-") as work_dir, sigterm_as_interrupt():
-        code = pytest.main(pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir), setup.manifest_arg))
+        code = pytest.main(pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir), setup.manifest_arg),
+                           plugins=warm_plugins)
         interrupted = code == pytest.ExitCode.INTERRUPTED
         if setup.rerun_failures and not interrupted:
             from torchcts.engine.rerun import rerun_failures

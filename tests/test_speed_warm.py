@@ -1,0 +1,160 @@
+"""Warm workers (engine/warm.py, engine/zygote.py): a forked worker behaves as a fresh one would,
+exits as it did, never runs on a stale or foreign server, and a planted crash is still isolated."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from conftest import latest_run, records, run_cli
+
+from torchcts.engine import warm
+
+pytestmark = pytest.mark.skipif(warm.unavailable() is not None, reason=f"warm workers: {warm.unavailable()}")
+
+
+@pytest.fixture
+def server_env():
+    """A private socket folder short enough for AF_UNIX; every server started in it is stopped."""
+    folder = tempfile.mkdtemp(prefix="tw", dir="/tmp")
+    env = {**os.environ, "CI": "true", "TORCHCTS_WARM_DIR": folder}
+    yield env
+    for pid, _ in warm.running_in(Path(folder)):
+        os.kill(pid, signal.SIGKILL)
+
+
+def start(env: dict[str, str], profile: str = "bare", idle_s: float = 60, seconds: float = 120) -> tuple[str, int]:
+    """Start a server and wait until it listens; (socket path, server pid)."""
+    path = warm.socket_path(profile, env)
+    warm.start_server(path, profile, env, idle_s)
+    deadline = time.monotonic() + seconds
+    while not warm.listening(path):
+        assert time.monotonic() < deadline, Path(path + ".log").read_text() if Path(path + ".log").exists() else ""
+        time.sleep(0.05)
+    [pid] = [pid for pid, name in warm.running_in(Path(path).parent) if name == Path(path).name]
+    return path, pid
+
+
+def launch(path: str, code: str, env: dict[str, str], **kw) -> subprocess.CompletedProcess:
+    """What execnet does with `--tx popen//python=<launcher>`: CMD -u -c CODE."""
+    cmd = [sys.executable, warm.ZYGOTE, "launch", path, "-u", "-c", code]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, **kw)
+
+
+def test_forked_worker_gets_the_launchers_io_folder_env_and_exit_status(server_env, tmp_path):
+    path, server = start(server_env)
+    env = {**server_env, "TORCHCTS_SOMETHING": "seen"}  # not in the key: passed through to the worker
+    r = launch(path, "import os, sys; print(os.getppid(), os.getcwd(), os.environ['TORCHCTS_SOMETHING'], "
+                     "sys.argv, sys.path[0] == '', sys.stdin.readline().strip()); sys.exit(7)",
+               env, cwd=tmp_path, input="from stdin\n")
+    assert r.returncode == 7, r.stderr
+    assert r.stdout.split() == [str(server), str(tmp_path), "seen", "['-c']", "True", "from", "stdin"]
+    crash = launch(path, "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", server_env)
+    assert crash.returncode == -signal.SIGSEGV  # the launcher dies by the worker's signal
+    aborted = launch(path, "import os; os.abort()", server_env)
+    assert aborted.returncode == -signal.SIGABRT
+    assert Path(path + ".log").read_text().count("forked worker") == 3
+
+
+def test_a_killed_launcher_takes_its_worker_with_it(server_env):
+    path, _ = start(server_env)
+    proc = subprocess.Popen([sys.executable, warm.ZYGOTE, "launch", path, "-u", "-c",
+                             "import os, time; print(os.getpid(), flush=True); time.sleep(60)"],
+                            env=server_env, stdout=subprocess.PIPE, text=True)
+    worker = int(proc.stdout.readline())
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 20
+    while _alive(worker):
+        assert time.monotonic() < deadline, "the forked worker outlived its launcher"
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_another_environment_or_changed_files_get_a_fresh_worker(server_env, tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("")  # imported by the server at start: one of its files
+    env = {**server_env, "PYTHONPATH": os.pathsep.join([str(site), server_env.get("PYTHONPATH", "")])}
+    path, server = start(env)
+    ppid = "import os; print(os.getppid())"
+    assert launch(path, ppid, env).stdout.strip() == str(server)
+    other = launch(path, ppid, {**env, "TORCH_SOMETHING": "1"})  # a variable torch may read at import
+    assert other.returncode == 0 and other.stdout.strip() != str(server)  # a fresh python, not a fork
+    time.sleep(0.01)
+    (site / "sitecustomize.py").write_text("# changed\n")
+    stale = launch(path, ppid, env)
+    assert stale.returncode == 0 and stale.stdout.strip() != str(server)
+    deadline = time.monotonic() + 20  # the stale server stops listening and exits
+    while _alive(server):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert not Path(path).exists()
+    assert launch(path, ppid, env).stdout.strip() != str(server)  # no server: fresh, no hang
+
+
+def test_one_server_per_key_and_an_idle_one_exits(server_env):
+    path, server = start(server_env)
+    warm.start_server(path, "bare", server_env)  # a second one for the key exits at once
+    assert [pid for pid, _ in warm.running_in(Path(path).parent)] == [server]
+    listed = run_cli("warm", env=server_env)
+    assert listed.returncode == 0 and f"pid {server} " in listed.stdout
+    stopped = run_cli("warm", "--stop", env=server_env)
+    assert stopped.returncode == 0 and "stopped 1 warm worker server" in stopped.stdout
+    path, server = start({**server_env, "TORCH_IDLE_TEST": "1"}, idle_s=0.5)
+    deadline = time.monotonic() + 30
+    while _alive(server):
+        assert time.monotonic() < deadline, "the idle server did not exit"
+        time.sleep(0.1)
+    assert not Path(path).exists()
+
+
+def test_when_warm_workers_are_wanted(monkeypatch):
+    monkeypatch.delenv(warm.ENV, raising=False)
+    monkeypatch.setenv("CI", "true")
+    assert not warm.wanted(None) and warm.wanted(True)
+    monkeypatch.setenv(warm.ENV, "1")
+    assert warm.wanted(None) and not warm.wanted(False)
+    monkeypatch.setenv(warm.ENV, "0")
+    monkeypatch.delenv("CI")
+    assert not warm.wanted(None)
+    assert warm.profile_for("cpu", None) == "full"
+    assert warm.profile_for("cpu", "my_backend") == warm.profile_for("sim", "torchcts.sim") == "base"
+
+
+def test_planted_crashes_are_isolated_on_forked_workers(server_env, tmp_path):
+    """Planted segfault, exit and hang (test_execution_isolation's suite) on workers forked from a
+    full server: each is recorded with its evidence, replaced by another forked worker, and the
+    cases around them pass."""
+    from test_execution_isolation import PLANTED_ENV
+
+    env = {**server_env, **PLANTED_ENV}
+    path, _ = start(env, profile="full", seconds=300)
+    picked = [arg for name in ("a_ok", "b_segfault", "c_ok", "d_hang", "g_exit", "i_ok") for arg in ("--case", f"planted/{name}/*")]
+    r = run_cli("run", "--device", "cpu", *picked, "--timeout", "3", "--warm", "--", "-p", "no:benchmark",
+                cwd=tmp_path, env=env, timeout=300)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    recs = {rec["id"].split("/")[1]: rec for rec in records(latest_run(tmp_path))}
+    assert {k: v["status"] for k, v in recs.items()} == {
+        "a_ok": "passed", "b_segfault": "crashed", "c_ok": "passed", "d_hang": "timeout", "g_exit": "crashed",
+        "i_ok": "passed"}
+    seg = recs["b_segfault"]
+    assert seg["signal"] == "SIGSEGV" and "Segmentation fault" in seg["output_tail"] and "b_segfault" in seg["output_tail"]
+    assert recs["g_exit"]["exit_code"] == 7 and "exit code 7" in recs["g_exit"]["message"]
+    assert recs["d_hang"]["timeout_s"] == 3 and "time.sleep(600)" in recs["d_hang"]["output_tail"]
+    forks = Path(path + ".log").read_text().count("forked worker")
+    assert forks >= 4, forks  # the first workers and a replacement per crash and timeout, all forked
+    assert "warm workers unavailable" not in r.stderr and "starting a warm worker server" not in r.stderr

@@ -1,0 +1,207 @@
+"""Warm workers: xdist workers forked from a server that has already imported torch (engine/zygote.py).
+
+When: on for interactive use (stdin is a terminal and no `CI` variable), off in CI;
+`torchcts run --warm/--no-warm` or TORCHCTS_WARM=1/0 force it. Linux only (macOS frameworks and
+Windows have no safe fork after these imports). A run never waits for the server: when none is
+listening for this run's key, the run starts one in the background and uses fresh workers; the
+following runs fork from it. A server exits after IDLE_S without workers, when a file of a module
+it imported changes, or on `torchcts warm --stop`. Its socket lives in a private per-user folder
+(0700): $XDG_RUNTIME_DIR/torchcts-warm, else <tmp>/torchcts-warm-<uid> (TORCHCTS_WARM_DIR moves it).
+
+Crash isolation is unchanged: xdist still starts one process per worker (the launcher), which
+exits exactly as its forked worker did; engine/isolation.py reads the same logs and statuses.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from torchcts.engine import zygote
+
+ENV = "TORCHCTS_WARM"
+IDLE_S = 900.0  # a server with no worker for 15 minutes exits
+RETRY_S = 600.0  # a server that found forking unsafe is not started again for this long (its .why file)
+ZYGOTE = str(Path(zygote.__file__).resolve())
+
+
+def wanted(flag: bool | None) -> bool:
+    """--warm/--no-warm, else TORCHCTS_WARM, else interactive use (a terminal, not CI)."""
+    if flag is not None:
+        return flag
+    env = os.environ.get(ENV, "").strip().lower()
+    if env in ("1", "true", "yes", "on"):
+        return True
+    if env in ("0", "false", "no", "off"):
+        return False
+    if os.environ.get("CI"):
+        return False
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def profile_for(device_type: str, backend_import: str | None) -> str:
+    """What the server may import before the fork: everything for a plain CPU run; with a backend
+    module only what a fresh worker imports before the backend anyway (engine/zygote.py)."""
+    return "full" if device_type == "cpu" and not backend_import else "base"
+
+
+def unavailable() -> str | None:
+    """Why this machine cannot have warm workers, or None."""
+    if not sys.platform.startswith("linux"):
+        return f"they need Linux (this is {sys.platform})"
+    if not hasattr(os, "fork") or not hasattr(__import__("socket"), "send_fds"):
+        return "this Python has no fork() or descriptor passing"
+    if "//" in sys.executable or "//" in ZYGOTE:
+        return "the Python path contains '//'"  # execnet's spec syntax cannot carry it
+    return None
+
+
+def server_dir(env: dict[str, str] | None = None) -> Path:
+    """The per-user private folder of the servers' sockets (created 0700; refused if not ours)."""
+    env = os.environ if env is None else env
+    given = env.get("TORCHCTS_WARM_DIR")
+    if given:
+        folder = Path(given)
+    elif env.get("XDG_RUNTIME_DIR") and os.path.isdir(env["XDG_RUNTIME_DIR"]):
+        folder = Path(env["XDG_RUNTIME_DIR"]) / "torchcts-warm"
+    else:
+        folder = Path(tempfile.gettempdir()) / f"torchcts-warm-{os.getuid()}"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
+        raise OSError(f"{folder} is not a private folder of this user")
+    return folder
+
+
+def socket_path(profile: str, env: dict[str, str] | None = None) -> str:
+    """The socket of the server for `profile` and the environment workers get (os.environ)."""
+    env = dict(os.environ) if env is None else env
+    path = str(server_dir(env) / f"{zygote.key(env, profile)}.sock")
+    if len(path.encode()) > 100:  # AF_UNIX paths are limited to ~107 bytes
+        raise OSError(f"the socket path would be too long: {path}")
+    return path
+
+
+def listening(path: str) -> bool:
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except OSError:
+        return False
+    finally:
+        sock.close()
+    return True
+
+
+def start_server(path: str, profile: str, env: dict[str, str] | None = None,
+                 idle_s: float = IDLE_S) -> None:
+    """Start a detached server for `path` (it exits at once if another holds the key's lock). It
+    starts here, so that relative PYTHONPATH entries resolve as in the workers, then leaves."""
+    with open(path + ".log", "ab") as log:
+        subprocess.run([sys.executable, "-u", ZYGOTE, "serve", path, profile, f"{idle_s:g}"],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                       start_new_session=True, close_fds=True, env=env, check=False, timeout=60)
+
+
+def launcher_command(path: str) -> str:
+    return " ".join(shlex.quote(part) for part in (sys.executable, ZYGOTE, "launch", path))
+
+
+class WarmWorkers:
+    """Controller plugin: xdist's popen workers start through the launcher when a server listens."""
+
+    def __init__(self, profile: str) -> None:
+        self.profile = profile
+
+    def pytest_xdist_setupnodes(self, config: Any, specs: list[Any]) -> None:
+        popen = [s for s in specs if s.popen and not s.python and not s.via]
+        if not popen:
+            return
+        try:
+            path = socket_path(self.profile)
+        except OSError as exc:
+            notice(f"no private folder for their sockets ({exc})")
+            return
+        if listening(path):
+            for spec in popen:
+                spec.python = launcher_command(path)
+            return
+        why = Path(path + ".why")
+        if why.is_file() and time.time() - why.stat().st_mtime < RETRY_S:
+            notice(why.read_text(encoding="utf-8", errors="replace").strip())
+            return
+        start_server(path, self.profile)
+        print("torchcts: starting a warm worker server in the background: later runs start faster "
+              "(torchcts warm --stop ends it; --no-warm does without)", file=sys.stderr)
+
+
+def notice(why: str) -> None:
+    print(f"torchcts: note: warm workers unavailable ({why}); using fresh workers", file=sys.stderr)
+
+
+def plugins(flag: bool | None, isolation: bool, device_type: str, backend_import: str | None) -> list[Any]:
+    """The pytest plugins `torchcts run` adds for warm workers: none when off or unavailable."""
+    if not isolation or not wanted(flag):
+        return []
+    why = unavailable()
+    if why:
+        if flag:  # asked for explicitly: say why not
+            notice(why)
+        return []
+    return [WarmWorkers(profile_for(device_type, backend_import))]
+
+
+def running() -> list[tuple[int, str]]:
+    """(pid, socket name) of each server of this user that holds its key's lock."""
+    try:
+        return running_in(server_dir())
+    except OSError:
+        return []
+
+
+def running_in(folder: Path) -> list[tuple[int, str]]:
+    found = []
+    for lock in sorted(folder.glob("*.sock.lock")):
+        pid = _holder(lock)
+        if pid:
+            found.append((pid, lock.name[: -len(".lock")]))
+    return found
+
+
+def stop_all(folder: Path | None = None) -> list[int]:
+    """Ask every server of this user (or in `folder`) to stop (each ends once its workers have); their pids."""
+    import signal
+
+    stopped = []
+    for pid, _ in running() if folder is None else running_in(folder):
+        try:
+            os.kill(pid, signal.SIGTERM)
+            stopped.append(pid)
+        except OSError:
+            pass
+    return stopped
+
+
+def _holder(lock: Path) -> int | None:
+    """The pid of the server holding `lock`, from /proc/locks (Linux), else None."""
+    try:
+        ino = lock.stat().st_ino
+        for line in Path("/proc/locks").read_text().splitlines():
+            fields = line.split()
+            if len(fields) > 5 and fields[1] == "FLOCK" and fields[5].rsplit(":", 1)[-1] == str(ino):
+                return int(fields[4])
+    except (OSError, ValueError):
+        return None
+    return None
