@@ -113,7 +113,9 @@ class Surface:
 
     @property
     def is_out(self) -> bool:
-        return any(a.is_out for a in self.schema.arguments) and "backward" not in self.base
+        from torchcts.coverage.surfaces import writes_out
+
+        return writes_out(self.schema)
 
 
 def aten_surfaces() -> list[Surface]:
