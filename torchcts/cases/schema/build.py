@@ -132,11 +132,16 @@ def aten_surfaces() -> list[Surface]:
 
 
 def covered(surfaces: list[Surface], cases: Iterable[Case]) -> set[str]:
-    """The surfaces some case names (cases/ops.py: resolve_op_name)."""
+    """The surfaces some case names (cases/ops.py: resolve_op_name), except that a random op is
+    covered only by a case naming its exact overload: a packet name (`aten::randint_like`, OpInfo's
+    `bernoulli`) says which distribution a case draws from, not which of its generator, Tensor-bound
+    or dtype overloads it calls, so those get a generated properties case of their own."""
+    from torchcts.coverage.surfaces import surface_kind
+
     packets: dict[str, list[str]] = {}
     for s in surfaces:
         packets.setdefault(s.name.split(".", 1)[0], [])
-        if not s.is_out:
+        if not s.is_out and surface_kind(s.schema) != "rng":
             packets[s.name.split(".", 1)[0]].append(s.name)
     overloads = frozenset(s.name for s in surfaces)
     names = {name for case in cases for name in case.covered_ops}
