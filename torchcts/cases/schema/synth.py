@@ -239,7 +239,7 @@ def _outs_like_sibling(schema: Any, made: dict[str, Any]) -> dict[str, Any] | No
             return torch.zeros(like.shape, dtype=like.dtype)
         return [empty(t) for t in like] if isinstance(like, list) else None
 
-    return {a.name: empty(r) for a, r in zip([a for a in schema.arguments if a.is_out], results)}
+    return {a.name: empty(r) for a, r in zip([a for a in schema.arguments if a.is_out], results, strict=False)}
 
 
 def _from_recipe(spec: Any, arg: Any, make: _Maker, recipe: recipes.Recipe) -> Any:
