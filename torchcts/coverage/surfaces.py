@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from torchcts.cases.ops import is_random, writes_out
+
 # Surface kind -> what it means. The first matching rule of surface_kind() wins, in this order.
 KINDS: dict[str, str] = {
     "backward": "a gradient kernel (name contains 'backward')",
@@ -44,10 +46,6 @@ KERNELS = {
     "missing": "no kernel: calling it on the device raises NotImplementedError",
 }
 
-_RNG_PREFIXES = ("rand", "dropout", "native_dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout",
-                 "fused_dropout", "bernoulli", "normal", "multinomial", "poisson", "binomial", "standard_gamma",
-                 "sample_dirichlet", "rrelu")
-
 
 @dataclass(frozen=True)
 class Surface:
@@ -75,7 +73,7 @@ def surface_kind(schema: Any) -> str:
     tensor_out = any(_has_type(r.type, "Tensor") for r in schema.returns)
     if "backward" in base:
         return "backward"
-    if any(_has_type(a.type, "Generator") for a in args) or plain.startswith(_RNG_PREFIXES):
+    if is_random(schema):
         return "rng"
     if any(getattr(a, "is_out", False) for a in args) or (schema.is_mutable and schema.overload_name.endswith("out")):
         return "out"
@@ -90,13 +88,6 @@ def surface_kind(schema: Any) -> str:
     if not tensor_out:
         return "query"
     return "functional"
-
-
-def writes_out(schema: Any) -> bool:
-    """An out= overload: naming its packet (`aten::bernoulli`) never covers it, whatever its kind
-    (a random op's out= is kind rng), so the static plan and the generated suite (cases/schema/build.py)
-    agree on which overloads a case calls. A backward's `grad_input` overload is the exception."""
-    return any(getattr(a, "is_out", False) for a in schema.arguments) and "backward" not in schema.name
 
 
 def _full_name(schema: Any) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchcts.cases.model import Case
-from torchcts.cases.ops import resolve_op_name, schema_name
+from torchcts.cases.ops import is_random, resolve_op_name, schema_name, writes_out
 from torchcts.cases.surface_exclusions import excluded_pattern
 
 SUITE = "generated"
@@ -113,8 +113,6 @@ class Surface:
 
     @property
     def is_out(self) -> bool:
-        from torchcts.coverage.surfaces import writes_out
-
         return writes_out(self.schema)
 
 
@@ -136,12 +134,10 @@ def covered(surfaces: list[Surface], cases: Iterable[Case]) -> set[str]:
     covered only by a case naming its exact overload: a packet name (`aten::randint_like`, OpInfo's
     `bernoulli`) says which distribution a case draws from, not which of its generator, Tensor-bound
     or dtype overloads it calls, so those get a generated properties case of their own."""
-    from torchcts.coverage.surfaces import surface_kind
-
     packets: dict[str, list[str]] = {}
     for s in surfaces:
         packets.setdefault(s.name.split(".", 1)[0], [])
-        if not s.is_out and surface_kind(s.schema) != "rng":
+        if not s.is_out and (not is_random(s.schema) or "backward" in s.base):  # kind rng (coverage/surfaces.py)
             packets[s.name.split(".", 1)[0]].append(s.name)
     overloads = frozenset(s.name for s in surfaces)
     names = {name for case in cases for name in case.covered_ops}
