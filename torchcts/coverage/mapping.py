@@ -5,7 +5,7 @@ refs `--op` selection and ledger op selectors match):
 
 - `aten::NAME.OVERLOAD` covers exactly that overload.
 - `aten::NAME` covers every overload of the packet NAME except its out= overloads (kind `out`, or
-  any other kind with an out= argument, such as a random op's `bernoulli.out`; surfaces.writes_out):
+  any other kind with an out= argument, such as a random op's `bernoulli.out`; cases/ops.py: writes_out):
   `aten::add` covers add.Tensor and add.Scalar, not add.out (name `aten::add.out` to claim it). In-place is a
   different packet (`aten::add_`), so it is never covered implicitly either.
 - Any other name is an OpInfo-style name, resolved to the first aten packet among: the name itself,
