@@ -141,7 +141,8 @@ def _tiny_run(root: Path) -> Path:
         {"id": "a/2", "suite": "a", "status": "failed", "dispatched": ["aten::add.Tensor", "aten::_foreach_add.List"]},
         {"id": "a/3", "suite": "a", "status": "not_applicable", "dispatched": ["aten::mul.Tensor"]},  # not counted
         {"id": "a/4", "suite": "compiler", "status": "passed", "dispatch_unobserved": "torch.compile traces ..."},
-        {"id": "g/1", "suite": "generated", "status": "pending", "message": "CPU rejects every input profile"},
+        {"id": "g/1", "suite": "generated", "status": "pending", "message": "CPU rejects every input profile",
+         "ops": ["aten::nll_loss_forward"]},
         {"id": "g/2", "suite": "generated", "status": "not_applicable", "message": "pending kernel: not a pending case"},
         {"id": "a/5", "suite": "a", "status": "passed", "dispatched": "aten::mul.Tensor"},  # malformed: not a list
     ]
@@ -172,6 +173,20 @@ def test_coverage_report_run_counts_executed_dispatch_and_shows_it_in_report_htm
     (run / "run.json").write_text(json.dumps({**spec, "status": "running"}))
     assert cli(["coverage", "report", str(run), "--json"]) == 0
     assert "coverage" not in json.loads((run / "run.json").read_text())
+
+
+def test_coverage_report_run_lists_unobserved_surfaces_with_their_pending_case(cli, workdir, capsys):
+    _tiny_run(workdir)
+    assert cli(["coverage", "report", "results/latest", "--json"]) == 0
+    unobserved = {u["surface"]: u for u in json.loads(capsys.readouterr().out)["unobserved"]}
+    assert "aten::add.Tensor" not in unobserved and "aten::_foreach_add.List" not in unobserved
+    assert unobserved["aten::nll_loss_forward"]["pending"] == "CPU rejects every input profile"
+    assert unobserved["aten::mul.Tensor"]["kind"] == "functional" and "pending" not in unobserved["aten::mul.Tensor"]
+    assert cli(["coverage", "report", "results/latest", "--list-unobserved"]) == 0
+    text = capsys.readouterr().out
+    assert "## Unobserved implementable surfaces" in text
+    assert "| aten::nll_loss_forward | functional | native | CPU rejects every input profile |" in text
+    assert cli(["coverage", "report", "--list-unobserved"]) == 2  # a static plan has no run to list
 
 
 def test_evidence_default_selection_adds_observed_surfaces(cli, workdir, monkeypatch, capsys):

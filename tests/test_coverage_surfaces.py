@@ -67,8 +67,19 @@ def test_registration_native_composite_missing():
     assert registration("aten::add.out", absent)["kernel"] == "missing"
 
 
+def test_composite_wrapper_of_a_missing_kernel_is_missing():
+    """A generated composite out= wrapper calls its functional op: CUDA-only there means missing on CPU."""
+    reg = registration("aten::_masked_scale.out", "CPU")
+    assert reg["kernel"] == "missing" and reg["calls_missing"] == "aten::_masked_scale"
+    assert registration("aten::convolution_overrideable", "CPU")["kernel"] == "missing"  # raises until registered
+    assert registration("aten::zeros.out", "CPU")["kernel"] in ("native", "composite_explicit")
+    assert "calls_missing" not in registration("aten::zeros", "CPU")
+
+
 def test_case_op_rule():
     assert set(resolve_op("aten::add")) == {"aten::add.Tensor", "aten::add.Scalar"}  # out= excluded
+    # a random op's out= overload is kind rng, not out: naming the packet still does not cover it
+    assert "aten::bernoulli.out" not in resolve_op("aten::bernoulli") and "aten::bernoulli.p" in resolve_op("aten::bernoulli")
     assert resolve_op("aten::add.out") == ["aten::add.out"]
     assert resolve_op("aten::abs") == ["aten::abs"]
     assert "aten::add_.Tensor" not in resolve_op("add")

@@ -58,8 +58,8 @@ def _ctx() -> CaseContext:
 def test_cases_run_against_cpu_and_pend_without_a_reference():
     run_surface(_ctx(), "aten::abs.out", torch.float32)
     run_surface(_ctx(), "aten::_cdist_forward", torch.float32, category="matmul")
-    with pytest.raises(Pending, match="CPU rejected all"):
-        run_surface(_ctx(), "aten::_amp_update_scale", torch.float32)
+    with pytest.raises(Pending, match="CPU rejected all"):  # lengths must stay on the CPU: no generator
+        run_surface(_ctx(), "aten::_pack_padded_sequence", torch.float32)
 
 
 def test_a_wrong_device_result_fails(monkeypatch):
@@ -93,12 +93,43 @@ def test_synth_sizes_and_out_profiles():
     assert any(p.out_dtype == "int64" for p in synth.profiles(torch.ops.aten.max.dim_max._schema))
 
 
+@pytest.mark.parametrize("overload, recipe", [
+    ("aten::slow_conv_dilated2d", "conv2d"), ("aten::convolution_backward", "conv2d"),
+    ("aten::nll_loss_forward", "nll_loss"), ("aten::upsample_nearest2d.vec", "upsample2d"),
+    ("aten::select_backward", "select"), ("aten::_native_multi_head_attention", "attention"),
+])
+def test_family_recipes_give_inputs_cpu_accepts(overload, recipe):
+    """These families pended (CPU rejected every single-shape profile); their recipe's arguments agree."""
+    ctx = _ctx()
+    run_surface(ctx, overload, torch.float32, category="conv" if "conv" in overload else "reduction")
+    assert ctx.info["sample"].startswith(f"{overload} with recipe {recipe},"), ctx.info["sample"]
+
+
+def test_recipes_are_named_once_and_each_matches_an_aten_op():
+    from torchcts.cases.schema import recipes
+
+    assert len({r.name for r in recipes.RECIPES}) == len(recipes.RECIPES)
+    bases = {s.base for s in build.aten_surfaces()}
+    for r in recipes.RECIPES:
+        assert any(recipes.recipe_for(b) is r for b in bases), r.name  # no typo, not shadowed by an earlier one
+
+
+def test_out_dtypes_like_the_functional_sibling():
+    """max.dim_max writes values and indices: one dtype for every out fits neither; the sibling's result does."""
+    schema = torch.ops.aten.max.dim_max._schema
+    assert synth.sibling_of(schema) is torch.ops.aten.max.dim
+    _, kwargs = synth.build_args(schema, "x", 0, torch.float32, synth.Profile((3, 3), False, "like"), "cpu")
+    assert (kwargs["max"].dtype, kwargs["max_values"].dtype) == (torch.float32, torch.int64)
+    assert kwargs["max"].shape == (3,)
+    run_surface(_ctx(), "aten::max.dim_max", torch.float32)
+
+
 def test_pending_is_visible_never_a_pass_never_a_failure(tmp_path):
     info = STATUSES["pending"]
     assert "pending" not in PASSING and "pending" not in FAILURES and not info.executed
-    r = run_cli("run", "--validation", "--level", "8", "--no-isolation", "--case", "generated/_amp_update_scale/float32",
+    r = run_cli("run", "--validation", "--level", "8", "--no-isolation", "--case", "generated/_pack_padded_sequence/float32",
                 "--case", "generated/_cdist_forward/float32", "--", "-q", "-p", "no:cacheprovider", cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     status = {rec["id"]: rec["status"] for rec in records(latest_run(tmp_path))}
-    assert status == {"generated/_amp_update_scale/float32": "pending", "generated/_cdist_forward/float32": "passed"}
+    assert status == {"generated/_pack_padded_sequence/float32": "pending", "generated/_cdist_forward/float32": "passed"}
     assert "pending" in (latest_run(tmp_path) / "summary.md").read_text()

@@ -95,6 +95,26 @@ def schema_name(schema: Any) -> str:
     return f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
 
 
+def writes_out(schema: Any) -> bool:
+    """An out= overload: naming its packet (`aten::bernoulli`) never covers it, whatever its kind
+    (a random op's out= is kind rng), so the static plan (coverage/mapping.py) and the generated
+    suite (cases/schema/build.py) agree on which overloads a case calls. A backward's
+    `grad_input` overload is the exception."""
+    return any(getattr(a, "is_out", False) for a in schema.arguments) and "backward" not in schema.name
+
+
+RNG_PREFIXES = ("rand", "dropout", "native_dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout",
+                "fused_dropout", "bernoulli", "normal", "multinomial", "poisson", "binomial", "standard_gamma",
+                "sample_dirichlet", "rrelu")
+
+
+def is_random(schema: Any) -> bool:
+    """Draws random numbers: takes a Generator, or a rand*/dropout/bernoulli/normal family op (the
+    surface kind `rng`, coverage/surfaces.py)."""
+    plain = schema.name.split("::", 1)[-1].strip("_")
+    return any("Generator" in str(a.type) for a in schema.arguments) or plain.startswith(RNG_PREFIXES)
+
+
 def packet_candidates(name: str) -> list[str]:
     """The aten packets an OpInfo-style name may mean, in order (docs/coverage.md)."""
     parts = name.split(".")

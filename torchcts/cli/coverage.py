@@ -47,7 +47,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                      "with RUN, the run's device)")
     _suite_arg(rep, "count only cases of this suite (default: all)")
     rep.add_argument("--top", type=int, default=25, metavar="N", help="families listed (default 25)")
-    rep.add_argument("--json", action="store_true", help="JSON instead of Markdown")
+    rep.add_argument("--json", action="store_true", help="JSON instead of Markdown (with RUN: lists every unobserved surface)")
+    rep.add_argument("--list-unobserved", action="store_true",
+                     help="with RUN: list every unobserved implementable surface, its kind, kernel and pending case")
     rep.add_argument("--output", "-o", metavar="PATH", help="write to PATH instead of stdout")
     _backend_arg(rep)
 
@@ -102,6 +104,8 @@ def main(args: argparse.Namespace) -> int:
         return _verify(args)
     if command == "report" and args.run:
         return _observed_report(args)
+    if command == "report" and args.list_unobserved:
+        raise UsageError("--list-unobserved lists what a run did not dispatch: give RUN (a run folder or results/latest)")
     from torchcts.coverage.inventory import build_inventory
 
     args.device = args.device or "cpu"
@@ -151,7 +155,7 @@ def _observed_report(args: argparse.Namespace) -> int:
                          "drop --suite/--device, or drop RUN for the static plan")
     _import_manifest_backend(args)
     run_dir, summary = report_run(args.run, top=args.top, results_root=Path(args.results_dir))
-    _emit(args, json.dumps(summary, indent=1, sort_keys=True) + "\n" if args.json else render_markdown(summary, run_dir.name))
+    _emit(args, json.dumps(summary, indent=1, sort_keys=True) + "\n" if args.json else render_markdown(summary, run_dir.name, args.list_unobserved))
     return EXIT_OK
 
 

@@ -4,8 +4,9 @@ The rule, applied to each op name a case declares (`Case.covered_ops`, from `cas
 refs `--op` selection and ledger op selectors match):
 
 - `aten::NAME.OVERLOAD` covers exactly that overload.
-- `aten::NAME` covers every overload of the packet NAME except its out= overloads: `aten::add`
-  covers add.Tensor and add.Scalar, not add.out (name `aten::add.out` to claim it). In-place is a
+- `aten::NAME` covers every overload of the packet NAME except its out= overloads (kind `out`, or
+  any other kind with an out= argument, such as a random op's `bernoulli.out`; cases/ops.py: writes_out):
+  `aten::add` covers add.Tensor and add.Scalar, not add.out (name `aten::add.out` to claim it). In-place is a
   different packet (`aten::add_`), so it is never covered implicitly either.
 - Any other name is an OpInfo-style name, resolved to the first aten packet among: the name itself,
   dots replaced by underscores (`linalg.norm` -> linalg_norm), the last component
@@ -35,7 +36,7 @@ def resolve_op(name: str, surfaces: tuple[Surface, ...] | None = None) -> list[s
 def _packet_covers(surfaces: tuple[Surface, ...]) -> tuple[dict[str, list[str]], frozenset[str]]:
     """`_index` as resolve_op_name takes it: each packet's overloads that naming the packet covers."""
     packets, overloads = _index(surfaces)
-    return {op: [s.name for s in group if s.kind != "out"] for op, group in packets.items()}, overloads
+    return {op: [s.name for s in group if s.kind != "out" and not s.writes_out] for op, group in packets.items()}, overloads
 
 
 @functools.lru_cache(maxsize=4)

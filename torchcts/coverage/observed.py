@@ -45,12 +45,17 @@ class RunObservation:
     unobserved: Counter = field(default_factory=Counter)  # reason -> executed cases not observed
     malformed: int = 0  # records whose `dispatched` is not a list of names
     pending: int = 0
+    pending_ops: dict[str, str] = field(default_factory=dict)  # op a pending case names -> its reason
 
 
 def observe_records(records: list[dict[str, Any]], device: str) -> RunObservation:
     obs = RunObservation(device)
     for rec in records:
-        obs.pending += is_pending(rec)
+        if is_pending(rec):
+            obs.pending += 1
+            why = str(rec.get("reason") or rec.get("message") or "pending")
+            for op in rec.get("ops") or ():
+                obs.pending_ops.setdefault(str(op), why)
         info = STATUSES.get(str(rec.get("status")))
         if info is None or not info.executed:
             continue
@@ -133,6 +138,9 @@ def summarize_run(obs: RunObservation, top: int = 25, surfaces: tuple[Surface, .
         "by_kernel": by_kernel,
         "exclusions": [{"reason": r, "surfaces": n} for r, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))],
         "largest_unobserved_families": uncovered[:top],
+        "unobserved": [{"surface": s.name, "kind": s.kind, "kernel": kernel[s.name],
+                        **({"pending": obs.pending_ops[s.name]} if s.name in obs.pending_ops else {})}
+                       for s in implementable if s.name not in seen],
         "observed_unknown": sorted(n for n in seen if n not in known),  # not an overload of this build
     }
 
@@ -144,7 +152,7 @@ def headline_line(summary: dict[str, Any]) -> str:
             f"{h['missing']} without a kernel for {summary['dispatch_key']}; {h['pending']} cases pending")
 
 
-def render_markdown(summary: dict[str, Any], run_name: str) -> str:
+def render_markdown(summary: dict[str, Any], run_name: str, list_unobserved: bool = False) -> str:
     c = summary["cases"]
     lines = [
         "# TorchCTS observed dispatcher coverage",
@@ -173,6 +181,11 @@ def render_markdown(summary: dict[str, Any], run_name: str) -> str:
               "| --- | ---: | ---: | --- |"]
     lines += [f"| {f['family']} | {f['unobserved']} | {f['surfaces']} | {', '.join(f['examples'])} |"
               for f in summary["largest_unobserved_families"]]
+    if list_unobserved:
+        lines += ["", f"## Unobserved implementable surfaces ({len(summary['unobserved'])})", "",
+                  "| surface | kind | kernel | pending case |", "| --- | --- | --- | --- |"]
+        lines += [f"| {u['surface']} | {u['kind']} | {u['kernel']} | {u.get('pending', '')[:160]} |"
+                  for u in summary["unobserved"]]
     if c["unobserved"]:
         lines += ["", "## Cases not observed", ""] + [f"- {n} cases: {why}" for why, n in c["unobserved"].items()]
     return "\n".join(lines) + "\n"

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from torchcts.cases.ops import is_random, writes_out
+
 # Surface kind -> what it means. The first matching rule of surface_kind() wins, in this order.
 KINDS: dict[str, str] = {
     "backward": "a gradient kernel (name contains 'backward')",
@@ -44,10 +46,6 @@ KERNELS = {
     "missing": "no kernel: calling it on the device raises NotImplementedError",
 }
 
-_RNG_PREFIXES = ("rand", "dropout", "native_dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout",
-                 "fused_dropout", "bernoulli", "normal", "multinomial", "poisson", "binomial", "standard_gamma",
-                 "sample_dirichlet", "rrelu")
-
 
 @dataclass(frozen=True)
 class Surface:
@@ -56,6 +54,7 @@ class Surface:
     overload: str  # "Tensor", or "" for the default overload
     kind: str
     schema: str
+    writes_out: bool = False  # an out= overload (not a backward's grad_input): naming its packet never covers it
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "op": self.op, "overload": self.overload, "kind": self.kind, "schema": self.schema}
@@ -74,7 +73,7 @@ def surface_kind(schema: Any) -> str:
     tensor_out = any(_has_type(r.type, "Tensor") for r in schema.returns)
     if "backward" in base:
         return "backward"
-    if any(_has_type(a.type, "Generator") for a in args) or plain.startswith(_RNG_PREFIXES):
+    if is_random(schema):
         return "rng"
     if any(getattr(a, "is_out", False) for a in args) or (schema.is_mutable and schema.overload_name.endswith("out")):
         return "out"
@@ -112,7 +111,7 @@ def all_surfaces() -> tuple[Surface, ...]:
         if s is None:  # registered without a schema visible to the JIT: keep it, kind unknown
             out.append(Surface(name, op, overload, "functional", ""))
             continue
-        out.append(Surface(name, op, overload, surface_kind(s), str(s)))
+        out.append(Surface(name, op, overload, surface_kind(s), str(s), writes_out(s)))
     return tuple(out)
 
 
@@ -168,17 +167,66 @@ def registration(name: str, device_key: str, table: dict[str, frozenset[str]] | 
     if device_key not in table:
         table = {**table, **kernel_table((device_key,))}
     keys = kernel_keys(name, table)
+    delegate = None
     if device_key in keys:
         kernel = "native"
     elif any(k in keys for k in COMPOSITE_EXPLICIT):
         kernel = "composite_explicit"
+        delegate = _dead_delegate(name, device_key, table)
+        if delegate is not None:
+            kernel = "missing"
     elif COMPOSITE_IMPLICIT in keys:
         kernel = "composite_implicit"
     elif has_backend_fallback(device_key):
         kernel = "fallback"
     else:
         kernel = "missing"
-    return {"dispatch_key": device_key, "kernel": kernel, "keys": keys}
+    out = {"dispatch_key": device_key, "kernel": kernel, "keys": keys}
+    if delegate is not None:
+        out["calls_missing"] = delegate
+    return out
+
+
+def _delegate_of(name: str) -> str | None:
+    """The overload a generated CompositeExplicitAutograd wrapper calls: an out= overload's
+    functional sibling (`X.out` -> `X`, `X.Y_out` -> `X.Y`), a functional op's in-place form (`X` ->
+    `X_`, for in-place-only kernels); None when the name says nothing."""
+    op, _, overload = name.partition(".")
+    if overload == "out":
+        return op
+    if overload.endswith("_out"):
+        return f"{op}.{overload.removesuffix('_out')}"
+    if not op.endswith("_"):
+        return f"{op}_.{overload}" if overload else f"{op}_"
+    return None
+
+
+def _dead_delegate(name: str, device_key: str, table: dict[str, frozenset[str]]) -> str | None:
+    """Why a composite_explicit surface cannot run on the device, or None: an `*_overrideable`
+    op (its composite kernel only raises until a backend registers one), or the overload its
+    generated wrapper calls has no kernel (neither the device's, composite, nor a fallback)."""
+    if "_overrideable" in name:
+        return "itself (its composite kernel raises until a backend registers one)"
+    target = _delegate_of(name)
+    if target is None or not any(target in names for names in table.values()) and not _known(target):
+        return None
+    keys = kernel_keys(target, table)
+    if device_key in keys or COMPOSITE_IMPLICIT in keys or any(k in keys for k in COMPOSITE_EXPLICIT):
+        return None
+    return None if has_backend_fallback(device_key) else target
+
+
+def _known(name: str) -> bool:
+    import torch
+
+    return name in _all_op_names(torch.__version__)
+
+
+@functools.lru_cache(maxsize=1)
+def _all_op_names(_version: str) -> frozenset[str]:
+    import torch
+
+    return frozenset(torch._C._dispatch_get_all_op_names())
 
 
 def by_op(surfaces: Iterable[Surface]) -> dict[str, list[Surface]]:

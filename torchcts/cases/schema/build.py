@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchcts.cases.model import Case
-from torchcts.cases.ops import resolve_op_name, schema_name
+from torchcts.cases.ops import is_random, resolve_op_name, schema_name, writes_out
 from torchcts.cases.surface_exclusions import excluded_pattern
 
 SUITE = "generated"
@@ -113,7 +113,7 @@ class Surface:
 
     @property
     def is_out(self) -> bool:
-        return any(a.is_out for a in self.schema.arguments) and "backward" not in self.base
+        return writes_out(self.schema)
 
 
 def aten_surfaces() -> list[Surface]:
@@ -130,11 +130,14 @@ def aten_surfaces() -> list[Surface]:
 
 
 def covered(surfaces: list[Surface], cases: Iterable[Case]) -> set[str]:
-    """The surfaces some case names (cases/ops.py: resolve_op_name)."""
+    """The surfaces some case names (cases/ops.py: resolve_op_name), except that a random op is
+    covered only by a case naming its exact overload: a packet name (`aten::randint_like`, OpInfo's
+    `bernoulli`) says which distribution a case draws from, not which of its generator, Tensor-bound
+    or dtype overloads it calls, so those get a generated properties case of their own."""
     packets: dict[str, list[str]] = {}
     for s in surfaces:
         packets.setdefault(s.name.split(".", 1)[0], [])
-        if not s.is_out:
+        if not s.is_out and (not is_random(s.schema) or "backward" in s.base):  # kind rng (coverage/surfaces.py)
             packets[s.name.split(".", 1)[0]].append(s.name)
     overloads = frozenset(s.name for s in surfaces)
     names = {name for case in cases for name in case.covered_ops}

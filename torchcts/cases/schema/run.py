@@ -5,11 +5,14 @@ accepted: the case is `pending` with CPU's reason (the generator could not make 
 there is no reference; never a pass). The device must accept what CPU accepts; its results, and
 every argument the schema says the call writes (self of an in-place op, out=, running stats), are
 compared with CPU's: values with the tolerance category of the case, or, for a `properties`
-case (random, uninitialised or device-dependent results), only shapes, dtypes and Python types.
+case (random, uninitialised or device-dependent results), only shapes, dtypes and Python types,
+plus, for a random op, its support (SUPPORT: in [0, 1), 0 or 1, a permutation ...).
 """
 
 from __future__ import annotations
 
+import fnmatch
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -72,6 +75,44 @@ def _properties(value: Any) -> Any:
     return type(value).__name__
 
 
+def _unit(t: torch.Tensor) -> bool:
+    return bool(((t >= 0) & (t < 1)).all())
+
+
+def _permutation(t: torch.Tensor) -> bool:
+    return bool(torch.equal(t.sort().values.to(torch.int64), torch.arange(t.numel())))
+
+
+# A random result's support, which the draws of any correct generator respect (first glob over the
+# op name wins): checked on the device's result whenever CPU's result respects it too.
+SUPPORT: tuple[tuple[str, str, Callable[[torch.Tensor], bool]], ...] = (
+    ("randperm*", "a permutation of 0..n-1", _permutation),
+    ("randn*", "finite", lambda t: bool(t.isfinite().all())),
+    ("randint*", "integral values", lambda t: bool((t == t.round()).all()) if t.is_floating_point() else True),
+    ("rand*", "in [0, 1)", _unit),
+    ("uniform*", "in [0, 1)", _unit),
+    ("bernoulli*", "0 or 1", lambda t: bool(((t == 0) | (t == 1)).all())),
+)
+
+
+def _check_support(overload: str, actual: Any, expected: Any) -> None:
+    base = overload.removeprefix("aten::").split(".", 1)[0]
+    rule = next((r for r in SUPPORT if fnmatch.fnmatchcase(base, r[0])), None)
+    first = [(a, e) for a, e in zip(_tensors(actual), _tensors(expected), strict=False) if a.numel()][:1]
+    if rule is None or not first:
+        return
+    device_result, cpu_result = first[0][0].cpu(), first[0][1]
+    if rule[2](cpu_result) and not rule[2](device_result):
+        raise OracleMismatch(Mismatch(f"random result not {rule[1]} (CPU's is)",
+                                      extra={"actual": repr(device_result.flatten()[:8].tolist())}))
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    return [t for v in value for t in _tensors(v)] if isinstance(value, (list, tuple)) else []
+
+
 def run_surface(ctx: CaseContext, overload: str, dtype: torch.dtype, check: str = "values",
                 category: str = "reduction", why: str = "") -> None:
     op = overload_of(overload)
@@ -86,6 +127,8 @@ def run_surface(ctx: CaseContext, overload: str, dtype: torch.dtype, check: str 
         if got != want:
             raise OracleMismatch(Mismatch("shapes, dtypes or types differ from CPU's",
                                           extra={"actual": repr(got)[:300], "expected": repr(want)[:300]}))
+        if why == "random":
+            _check_support(overload, actual, expected)
         return
     ctx.assert_close(actual, expected, category=category)
     ctx.assert_close(actual_written, expected_written, category=category)

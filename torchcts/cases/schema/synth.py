@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from torchcts.cases import overloads
+from torchcts.cases.schema import recipes
 
 SHAPES: tuple[tuple[int, ...], ...] = ((3, 3), (2, 3, 3), (1, 2, 3, 3), (3,), (1, 2, 3, 3, 3), ())
 INDEX_NAMES = frozenset({
@@ -41,8 +42,10 @@ INDEX_NAMES = frozenset({
 INDEX_OUTS = frozenset({"indices", "argmax", "max_indices", "min_indices", "inverse", "counts", "index"})
 SIZE_NAMES = frozenset({"size", "sizes", "shape", "output_size", "input_size", "self_sizes", "input_sizes",
                         "sym_sizes", "out_size", "grad_input_size"})
-# out= dtypes tried after the case's own (comparisons, argmax-likes, int32 counts).
-OUT_DTYPES = ("bool", "int64", "int32")
+# out= dtypes tried after the case's own: "like" (each out the dtype of the functional sibling's
+# result in its place: values and indices, a sign and a log-abs, a result and an int32 info), then
+# one dtype for every out (comparisons, argmax-likes, int32 counts).
+OUT_DTYPES = ("like", "bool", "int64", "int32")
 STRINGS: dict[str, str] = {
     "reduce": "sum", "approximate": "none", "rounding_mode": "floor", "padding": "valid", "indexing": "ij",
     "UPLO": "L", "interpolation": "linear", "side": "left", "padding_mode": "zeros", "ord": "fro",
@@ -56,9 +59,11 @@ class Profile:
     shape: tuple[int, ...]
     int_index: bool  # index-like tensors are int64 (else the case's dtype)
     out_dtype: str | None = None  # out= tensors of this dtype (else the case's, int64 for indices)
+    recipe: str = ""  # a family recipe's name (recipes.py): its arguments win
 
     def describe(self) -> str:
-        return (f"shape {list(self.shape)}" + (", int64 indices" if self.int_index else "")
+        return ((f"recipe {self.recipe}, " if self.recipe else "") + f"shape {list(self.shape)}"
+                + (", int64 indices" if self.int_index else "")
                 + (f", {self.out_dtype} out" if self.out_dtype else ""))
 
 
@@ -88,11 +93,13 @@ def _check_type(arg: Any) -> None:
 
 
 def profiles(schema: Any) -> list[Profile]:
-    """The inputs to try, most widely accepted first."""
+    """The inputs to try, most widely accepted first: a family recipe's (recipes.py), then the generic ones."""
     has_index = any(arg.name in INDEX_NAMES for arg in schema.arguments)
     modes = (False, True) if has_index else (False,)
     outs = (None, *OUT_DTYPES) if any(arg.is_out for arg in schema.arguments) else (None,)
-    return [Profile(shape, m, o) for shape in SHAPES for o in outs for m in modes]
+    recipe = recipes.recipe_for(schema.name.removeprefix("aten::"))
+    first = [Profile(recipe.shape, True, o, recipe.name) for o in outs] if recipe else []
+    return first + [Profile(shape, m, o) for shape in SHAPES for o in outs for m in modes]
 
 
 def seed_of(overload: str, k: int) -> int:
@@ -115,14 +122,14 @@ class _Maker:
         return torch.randint(0, high, shape, generator=self.gen).to(dtype)
 
     def data(self, name: str) -> torch.Tensor:
-        if name == "mask":
+        if name in ("mask", "condition"):
             return self.tensor(self.profile.shape, torch.bool)
         if self.profile.int_index and name in INDEX_NAMES:
             return self.tensor(self.profile.shape, torch.int64, high=2)
         return self.tensor(self.profile.shape, self.dtype)
 
     def out(self, name: str) -> torch.Tensor:
-        if self.profile.out_dtype:
+        if self.profile.out_dtype and self.profile.out_dtype != "like":
             return torch.empty(0, dtype=getattr(torch, self.profile.out_dtype))
         return torch.empty(0, dtype=torch.int64 if name in INDEX_OUTS else self.dtype)
 
@@ -170,13 +177,86 @@ def build_args(schema: Any, overload: str, k: int, dtype: torch.dtype, profile: 
     """Positional args and kwargs of one call, on CPU (the Device arguments name `device`); an
     argument with a default keeps it (overloads.build_args places the others)."""
     make = _Maker(overload, k, dtype, profile)
+    made: dict[str, Any] = {}
+
+    recipe = recipes.by_name(profile.recipe) if profile.recipe else None
 
     def value(arg: Any, dev: torch.device | str) -> Any:
-        if arg.has_default_value():
+        if recipe is not None and arg.name in recipe.args:  # a recipe's value wins, even over a default
+            made[arg.name] = _from_recipe(recipe.args[arg.name], arg, make, recipe)
+        elif arg.has_default_value():
             raise KeyError(arg.name)  # omitted: the default applies
-        return _value(arg, make, profile, dtype, dev)
+        else:
+            made[arg.name] = _value(arg, make, profile, dtype, dev)
+        return made[arg.name]
 
-    return overloads.build_args(schema, value, device)
+    args, kwargs = overloads.build_args(schema, value, device)
+    if profile.out_dtype != "like":
+        return args, kwargs
+    outs = _outs_like_sibling(schema, made)
+    if outs is None:
+        return args, kwargs
+    return overloads.build_args(schema, lambda arg, _dev: outs[arg.name] if arg.name in outs else _made(made, arg),
+                                device)
+
+
+def _made(made: dict[str, Any], arg: Any) -> Any:
+    if arg.name not in made:
+        raise KeyError(arg.name)
+    return made[arg.name]
+
+
+def sibling_of(schema: Any) -> Any:
+    """The functional overload of an out= overload's packet taking exactly its other arguments (by
+    name) and returning one tensor per out argument, or None."""
+    packet = getattr(torch.ops.aten, schema.name.removeprefix("aten::"), None)
+    outs = [a for a in schema.arguments if a.is_out]
+    names = [a.name for a in schema.arguments if not a.is_out]
+    for name in (packet.overloads() if packet is not None else ()):
+        other = getattr(packet, name)._schema
+        if (not any(a.is_out for a in other.arguments) and [a.name for a in other.arguments] == names
+                and len(other.returns) == len(outs)):
+            return getattr(packet, name)
+    return None
+
+
+def _outs_like_sibling(schema: Any, made: dict[str, Any]) -> dict[str, Any] | None:
+    """Each out= argument -> a zero tensor (list) of the shape and dtype of the functional sibling's CPU
+    result in its place; None when there is no sibling or CPU rejects its call."""
+    sibling = sibling_of(schema)
+    if sibling is None:
+        return None
+    try:
+        with torch.no_grad():
+            args, kwargs = overloads.build_args(sibling._schema, lambda arg, _dev: _made(made, arg), "cpu")
+            result = sibling(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - the out= call's own profiles say what CPU accepts
+        return None
+    results = result if isinstance(result, tuple) else (result,)
+
+    def empty(like: Any) -> Any:
+        if isinstance(like, torch.Tensor):  # sized (some kernels never resize), zeros: never uninitialised
+            return torch.zeros(like.shape, dtype=like.dtype)
+        return [empty(t) for t in like] if isinstance(like, list) else None
+
+    return {a.name: empty(r) for a, r in zip([a for a in schema.arguments if a.is_out], results, strict=False)}
+
+
+def _from_recipe(spec: Any, arg: Any, make: _Maker, recipe: recipes.Recipe) -> Any:
+    if isinstance(spec, recipes.T):
+        dtype = getattr(torch, spec.dtype) if spec.dtype else make.dtype
+        if spec.values is not None:
+            return torch.tensor(spec.values, dtype=dtype)
+        if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+            return make.tensor(spec.shape, dtype)
+        return torch.randint(spec.low, spec.high, spec.shape, generator=make.gen).to(dtype)
+    if isinstance(spec, list) and str(arg.type) == "Tensor":  # lengths given as a list, taken as a tensor
+        return torch.tensor(spec, dtype=torch.int64)
+    if isinstance(spec, list):
+        return [_from_recipe(v, arg, make, recipe) if isinstance(v, recipes.T) else v for v in spec]
+    if isinstance(spec, int) and not isinstance(spec, bool) and str(arg.type) in ("List[int]", "Optional[List[int]]"):
+        return [spec] * (arg.N or recipe.spatial)
+    return spec
 
 
 def _value(arg: Any, make: _Maker, profile: Profile, dtype: torch.dtype, device: torch.device | str) -> Any:
