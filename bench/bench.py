@@ -194,6 +194,7 @@ def analyse(run: Path) -> dict[str, object]:
         out["peak_rss_case"] = top["id"]
         out["largest_rss_jump"] = f"{grew['id']} +{grew.get('rss_grew_mb')} MB"
     out["shard_balance_4"] = shard_balance(done, 4)
+    out["shard_balance_4_by_cpu"] = shard_balance([r for r in done if r.get("cpu_s") is not None], 4, "cpu_s")
     return out
 
 
@@ -208,9 +209,10 @@ def totals(done: list[dict], field: str, key) -> dict[str, str]:  # noqa: ANN001
     return {k: f"{t:.1f} s / {n} = {1000 * t / n:.1f} ms" for k, (t, n) in ranked}
 
 
-def shard_balance(done: list[dict], count: int) -> dict[str, object]:
+def shard_balance(done: list[dict], count: int, field: str = "duration_s") -> dict[str, object]:
     """Split the executed cases as `--shard I/4` would without durations (estimated cost per case
-    kind), then weigh each shard by what its cases really took: max/mean - 1 is the imbalance."""
+    kind), then weigh each shard by what its cases really took (`field`: wall seconds, or CPU
+    seconds, which a loaded machine inflates less): max/mean - 1 is the imbalance."""
     from torchcts.cases.model import Case
     from torchcts.engine.selection import Decision
     from torchcts.engine.shard import shard_decisions
@@ -218,7 +220,7 @@ def shard_balance(done: list[dict], count: int) -> dict[str, object]:
     decisions = [Decision(Case(id=r["id"], suite=r["suite"], level=r.get("level") or 1, runner="m:f",
                                kind=r.get("kind") or "", params={"op": r["op"]} if r.get("op") else {}), "run")
                  for r in done]
-    took = {r["id"]: r["duration_s"] for r in done}
+    took = {r["id"]: r[field] for r in done}
     loads = []
     for i in range(1, count + 1):
         kept, _ = shard_decisions(decisions, i, count)
