@@ -191,21 +191,23 @@ def analyse(run: Path) -> dict[str, object]:
     recs = records(run)
     done = with_duration(recs)
     spec = json.loads((run / "run.json").read_text())
-    by_suite: dict[str, float] = {}
-    by_kind: dict[str, float] = {}
-    for r in done:
-        by_suite[r["suite"]] = by_suite.get(r["suite"], 0.0) + r["duration_s"]
-        key = f"{r['suite']}/{r.get('kind') or '-'}"
-        by_kind[key] = by_kind.get(key, 0.0) + r["duration_s"]
     out: dict[str, object] = {
         "cases_executed": len(done),
         "statuses": dict(sorted(Counter(str(r.get("status")) for r in recs).items())),
+        "threads": dict(sorted(Counter(str(r.get("threads")) for r in done).items())),  # engine/threads.py
         "case_seconds_total": round(sum(r["duration_s"] for r in done), 1),
-        "seconds_per_suite": {k: round(v, 1) for k, v in sorted(by_suite.items(), key=lambda kv: -kv[1])},
-        "seconds_per_kind_top20": {k: round(v, 1) for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])[:20]},
-        "slowest": slowest(done, 10),
-        "over_30s": [r["id"] for r in done if r["duration_s"] > 30],
+        "case_cpu_s_total": round(sum(r.get("cpu_s") or 0.0 for r in done), 1),
     }
+    for field, name in (("duration_s", "seconds"), ("cpu_s", "cpu_s")):  # CPU: what load inflates least
+        by_suite = totals(done, field, lambda r: r["suite"])
+        by_kind = totals(done, field, lambda r: f"{r['suite']}/{r.get('kind') or '-'}")
+        out[f"{name}_per_suite"] = by_suite
+        out[f"{name}_per_kind_top20"] = dict(list(by_kind.items())[:20])
+    out["slowest"] = slowest(done, 10)
+    out["slowest_cpu"] = [f"{r['id']} {r['cpu_s']:.2f} CPU-s" for r in
+                          sorted((r for r in done if r.get("cpu_s")), key=lambda r: -r["cpu_s"])[:10]]
+    out["over_30s"] = [r["id"] for r in done if r["duration_s"] > 30]
+    out["over_30_cpu_s"] = [r["id"] for r in done if (r.get("cpu_s") or 0) > 30]
     timed = [r for r in done if r.get("started_at") and r.get("worker")]
     if timed:
         t0 = min(r["started_at"] for r in timed)
@@ -229,12 +231,25 @@ def analyse(run: Path) -> dict[str, object]:
         out["peak_rss_case"] = top["id"]
         out["largest_rss_jump"] = f"{grew['id']} +{grew.get('rss_grew_mb')} MB"
     out["shard_balance_4"] = shard_balance(done, 4)
+    out["shard_balance_4_by_cpu"] = shard_balance([r for r in done if r.get("cpu_s") is not None], 4, "cpu_s")
     return out
 
 
-def shard_balance(done: list[dict], count: int) -> dict[str, object]:
+def totals(done: list[dict], field: str, key) -> dict[str, str]:  # noqa: ANN001
+    """"total s / cases = mean ms per case" of `field` per key (suite, or suite/kind), largest total first."""
+    acc: dict[str, list[float]] = {}
+    for r in done:
+        entry = acc.setdefault(key(r), [0.0, 0])
+        entry[0] += r.get(field) or 0.0
+        entry[1] += 1
+    ranked = sorted(acc.items(), key=lambda kv: -kv[1][0])
+    return {k: f"{t:.1f} s / {n} = {1000 * t / n:.1f} ms" for k, (t, n) in ranked}
+
+
+def shard_balance(done: list[dict], count: int, field: str = "duration_s") -> dict[str, object]:
     """Split the executed cases as `--shard I/4` would without durations (estimated cost per case
-    kind), then weigh each shard by what its cases really took: max/mean - 1 is the imbalance."""
+    kind), then weigh each shard by what its cases really took (`field`: wall seconds, or CPU
+    seconds, which a loaded machine inflates less): max/mean - 1 is the imbalance."""
     from torchcts.cases.model import Case
     from torchcts.engine.selection import Decision
     from torchcts.engine.shard import shard_decisions
@@ -242,7 +257,7 @@ def shard_balance(done: list[dict], count: int) -> dict[str, object]:
     decisions = [Decision(Case(id=r["id"], suite=r["suite"], level=r.get("level") or 1, runner="m:f",
                                kind=r.get("kind") or "", params={"op": r["op"]} if r.get("op") else {}), "run")
                  for r in done]
-    took = {r["id"]: r["duration_s"] for r in done}
+    took = {r["id"]: r[field] for r in done}
     loads = []
     for i in range(1, count + 1):
         kept, _ = shard_decisions(decisions, i, count)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from conftest import latest_run, records, run_cli
 
 
@@ -24,6 +26,12 @@ def test_init_check_run_level1(tmp_path):
     executed = [rec for rec in recs if rec["status"] == "passed"]
     assert all(rec["worker"].startswith("gw") and rec["started_at"] > 0 and rec["maxrss_mb"] > 0
                and rec["cpu_s"] >= 0 and "rss_grew_mb" in rec for rec in executed), executed[0]
+    # ... and the torch threads it ran with: cores // workers, unless the user set OMP_NUM_THREADS (engine/threads.py)
+    threads = json.loads((run / "run.json").read_text())["threads"]
+    if threads["per_worker"] is not None:
+        assert threads["workers"] >= 1 and {rec["threads"] for rec in executed} == {threads["per_worker"]}, threads
+    else:
+        assert "set by the user" in threads["source"], threads
     # results/latest links the run, so its report opens by that path; the matrix has only claimed dtypes
     assert (tmp_path / "results" / "latest").is_symlink()
     page = (tmp_path / "results" / "latest" / "report.html").read_text()

@@ -118,7 +118,9 @@ def execute(
     run_dir = rundir.new_run_dir(results_root)
     extra = pytest_extra_args(user_args, isolation, timeout, len(setup.result.to_run))
     spec = run_spec(setup, run_dir, intent)
-    spec.update(isolation=isolation, timeout_s=timeout)
+    from torchcts.engine.threads import describe
+
+    spec.update(isolation=isolation, timeout_s=timeout, threads=describe([*extra, *user_args]))
     rundir.write_json_atomic(run_dir / rundir.RUN_JSON, spec)
     rundir.point_latest(results_root, run_dir)
     writer = rundir.RecordWriter(run_dir)

@@ -42,6 +42,7 @@ class RunState:
         self._ledger: Any = None  # results.ledger.RunLedger, built on the first record
         self.setup_fallbacks: set[str] = set()
         self.worker = "main"  # xdist's worker id in a worker (engine/probe.py), set by pytest_configure
+        self.threads: int | None = None  # torch's threads in this worker (engine/threads.py), None: as is
         # `--manifest` as the user gave it (run.json has it scrubbed): repro lines run as printed
         self.manifest_arg: str | None = self.spec.get("manifest_arg")
 
@@ -80,8 +81,10 @@ class RunState:
             import torch
 
             from torchcts.backends.devices import import_backend
+            from torchcts.engine import threads
             from torchcts.manifest.schema import Manifest
 
+            threads.apply(self.threads)  # before the backend or any case starts a parallel region
             manifest = Manifest.from_json(self.spec["manifest"])
             with compat.watch_fallbacks() as setup:  # e.g. how a Python backend registered
                 import_backend(manifest.backend_import)
@@ -112,6 +115,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_STATE] = state
     work_dir = config.getoption("--torchcts-work-dir")
     if hasattr(config, "workerinput"):
+        from torchcts.engine import threads
+
+        state.threads = threads.worker_threads(config.workerinput.get("workercount"))
+        threads.export(state.threads)  # before torch is imported: cores // workers, unless the user chose
         if work_dir:
             from torchcts.engine.isolation import WorkerWatch
 

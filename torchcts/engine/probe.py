@@ -4,8 +4,9 @@
 the run's cases/s; `cpu_s` (the worker's CPU seconds in the case, all its threads) is a cost that a
 loaded machine inflates far less than `duration_s` (--shard's estimates, engine/shard.py, still
 come from `duration_s`); `maxrss_mb` (the worker's resident-set high-water mark after the case) and
-`rss_grew_mb` (how much this case raised it) say which case made a run's memory peak. Two
-getrusage calls and two clock reads per case: a few microseconds.
+`rss_grew_mb` (how much this case raised it) say which case made a run's memory peak; `threads` is
+torch's intra-op thread count the case ran with (engine/threads.py). Two getrusage calls and two
+clock reads per case: a few microseconds.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import resource
 import sys
 import time
 from typing import Any
+
+from torchcts.engine.threads import intra_op_threads
 
 # ru_maxrss is KiB on Linux, bytes on macOS.
 _RSS_TO_MB = 1 / (1024 * 1024) if sys.platform == "darwin" else 1 / 1024
@@ -36,7 +39,8 @@ class CaseProbe:
         after = _maxrss_mb()
         return {"started_at": round(self.started_at, 3), "worker": self.worker,
                 "cpu_s": round(time.process_time() - self.cpu_before, 4),
-                "maxrss_mb": round(after, 1), "rss_grew_mb": round(after - self.rss_before, 1)}
+                "maxrss_mb": round(after, 1), "rss_grew_mb": round(after - self.rss_before, 1),
+                "threads": intra_op_threads()}
 
 
 def worker_name(config: Any) -> str:

@@ -22,11 +22,10 @@ from torchcts.cases.observe import unobserved
 from torchcts.cases.opinfo.samples import (
     copy_sample,
     describe_sample,
-    generate,
     inject_special_values,
     lookup,
     mentions_device,
-    select_samples,
+    selected_samples,
     tensors_of,
 )
 from torchcts.oracle.categories import tolerance_category
@@ -68,12 +67,15 @@ def fail(what: str, **extra: Any) -> None:
     raise OracleMismatch(Mismatch(what, extra=extra))
 
 
-def each_sample(ctx: CaseContext, samples: Any, body: Callable[[Any], None]) -> None:
-    """Run body over the selected samples (one index, or the first max_samples); body raises
+def each_sample(ctx: CaseContext, op: Any, dtype: torch.dtype | None, body: Callable[[Any], None], *,
+                requires_grad: bool = False, errors: bool = False) -> None:
+    """Run body over the op's selected samples (one index, or the first max_samples); body raises
     _Skip for a sample it cannot check. NotApplicable when no sample could be checked."""
     ran, skipped = 0, {}
     index = getattr(ctx, "sample", None)
-    for i, sample in select_samples(samples, getattr(ctx, "max_samples", None), index):
+    device = None if errors else ctx.device
+    for i, sample in selected_samples(op, dtype, getattr(ctx, "max_samples", None), index,
+                                      requires_grad=requires_grad, errors=errors, device=device):
         real = getattr(sample, "sample_input", sample)
         ctx.describe(sample_index=i, sample=describe_sample(real), repro=_repro(ctx, i))
         try:
@@ -186,7 +188,7 @@ def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[...,
         actual = device_call()
         check_output(ctx, op, actual, expected, sample, device_call, category)
 
-    each_sample(ctx, generate(op, dtype, device=ctx.device), body)
+    each_sample(ctx, op, dtype, body)
 
 
 def _noncontiguous(dev_sample: Any) -> Any:
@@ -225,7 +227,7 @@ def run_inplace(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
             return
         ctx.assert_close(dev.input, cpu.input, category=category, atol_floor=conditioned(ctx, op, sample))
 
-    each_sample(ctx, generate(op, dtype, device=ctx.device), body)
+    each_sample(ctx, op, dtype, body)
 
 
 def _zeros_like_tree(obj: Any, device: torch.device | str) -> Any:
@@ -263,7 +265,7 @@ def run_out(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
             return
         ctx.assert_close(out, cpu_out, category=category, atol_floor=conditioned(ctx, op, sample))
 
-    each_sample(ctx, generate(op, dtype, device=ctx.device), body)
+    each_sample(ctx, op, dtype, body)
 
 
 def run_errors(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
@@ -286,7 +288,7 @@ def run_errors(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
             return
         fail("did not raise", expected=f"{type(cpu_exc).__name__}: {_line(cpu_exc)}")
 
-    each_sample(ctx, generate(op, None, errors=True), body)
+    each_sample(ctx, op, None, body, errors=True)
 
 
 def _line(exc: BaseException) -> str:
@@ -323,7 +325,7 @@ def run_backward(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
             return
         ctx.assert_close(actual, expected, category="backward", atol_floor=conditioned(ctx, op, sample, backward=True))
 
-    each_sample(ctx, generate(op, dtype, requires_grad=True, device=ctx.device), body)
+    each_sample(ctx, op, dtype, body, requires_grad=True)
 
 
 def run(ctx: CaseContext, *, op: str, variant: str = "", kind: str, dtype: torch.dtype) -> None:

@@ -124,6 +124,30 @@ def _explicit_device(sample: Any) -> Any:
     return sample
 
 
+# The last few (op, dtype, ...) sample lists of this process: an op's forward, method, inplace, out,
+# noncontiguous and special_values cases at one dtype use the same samples, and the plan puts them
+# next to each other, so a worker generates them once instead of six times (sample generation was
+# about a tenth of an OpInfo case's CPU). Sound because no runner changes a sample: every use goes
+# through copy_sample, inject_special_values (a copy) or reads it; generation is seeded, so the
+# list is the one a fresh process (a repro) generates.
+_RECENT: dict[tuple[Any, ...], list[tuple[int, Any]]] = {}
+RECENT_KEPT = 2  # backward's requires-grad samples sit between an op's dtypes; memory stays small
+
+
+def selected_samples(op: Any, dtype: torch.dtype | None, max_samples: int | None, index: int | None, *,
+                     requires_grad: bool = False, errors: bool = False,
+                     device: torch.device | str | None = None) -> list[tuple[int, Any]]:
+    """select_samples(generate(...)), reusing this process's recent identical request."""
+    key = (op.name, op.variant_test_name, dtype, requires_grad, errors, str(device), max_samples, index)
+    hit = _RECENT.pop(key, None)
+    if hit is None:
+        hit = select_samples(generate(op, dtype, requires_grad, errors, device), max_samples, index)
+    _RECENT[key] = hit  # most recent last
+    while len(_RECENT) > RECENT_KEPT:
+        del _RECENT[next(iter(_RECENT))]
+    return hit
+
+
 def select_samples(samples: Any, max_samples: int | None, index: int | None) -> list[tuple[int, Any]]:
     """(index, sample) pairs: only `index` when given, else the first `max_samples`. Generated
     up front, so running random ops between samples cannot change the later ones."""
@@ -174,11 +198,54 @@ class _Copier:
         return out
 
 
+# Leaves that hold no tensor: pytree would give them back unchanged (torch.Size is a pytree node of
+# ints, rebuilt equal). Anything else that is not a tensor or a plain list/tuple/dict goes to pytree.
+_ATOMS = (bool, int, float, complex, str, bytes, type(None), type(Ellipsis), slice, range, torch.dtype,
+          torch.device, torch.layout, torch.memory_format, torch.Size, torch.Tensor)
+
+
+def _plain_leaves(obj: Any, out: list[Any]) -> bool:
+    """Append obj's leaves (tensors and atoms) to `out` if obj is built of plain lists, tuples and
+    dicts only (the common sample); False when pytree must walk it (namedtuples, OrderedDicts, ...)."""
+    kind = type(obj)
+    if kind is list or kind is tuple:
+        return all(_plain_leaves(x, out) for x in obj)
+    if kind is dict:
+        return all(_plain_leaves(x, out) for x in obj.values())
+    if isinstance(obj, (_ATOMS, HostArg)):
+        out.append(obj)
+        return True
+    return False
+
+
+def _plain_map(obj: Any, fn: Any) -> Any:
+    kind = type(obj)
+    if kind is list:
+        return [_plain_map(x, fn) for x in obj]
+    if kind is tuple:
+        return tuple(_plain_map(x, fn) for x in obj)
+    if kind is dict:
+        return {k: _plain_map(v, fn) for k, v in obj.items()}
+    return fn(obj)
+
+
+def leaves_of(obj: Any) -> list[Any]:
+    """pytree.tree_leaves(obj), without pytree's per-node cost when obj is plain (it is ~10x slower)."""
+    out: list[Any] = []
+    return out if _plain_leaves(obj, out) else pytree.tree_leaves(obj)
+
+
 def copy_sample(sample: Any, device: torch.device | str) -> Any:
     """A deep copy of a SampleInput on `device` (input, args, kwargs; a `device` kwarg follows)."""
-    leaves, spec = pytree.tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))
-    copier = _Copier(torch.device(device), [x for x in leaves if isinstance(x, torch.Tensor)])
-    inp, args, kwargs = pytree.tree_unflatten([_copy_leaf(x, copier) for x in leaves], spec)
+    tree = (sample.input, tuple(sample.args), dict(sample.kwargs))
+    leaves: list[Any] = []
+    if _plain_leaves(tree, leaves):
+        copier = _Copier(torch.device(device), [x for x in leaves if isinstance(x, torch.Tensor)])
+        inp, args, kwargs = _plain_map(tree, lambda x: _copy_leaf(x, copier))
+    else:
+        leaves, spec = pytree.tree_flatten(tree)
+        copier = _Copier(torch.device(device), [x for x in leaves if isinstance(x, torch.Tensor)])
+        inp, args, kwargs = pytree.tree_unflatten([_copy_leaf(x, copier) for x in leaves], spec)
     if "device" in kwargs:
         kwargs["device"] = copier.device
     return sample.__class__(
@@ -199,12 +266,12 @@ def _copy_leaf(x: Any, copier: _Copier) -> Any:
 
 def mentions_device(sample: Any) -> bool:
     """Whether the sample's arguments name a device (then outputs may legitimately live elsewhere)."""
-    leaves = pytree.tree_leaves((sample.args, {k: v for k, v in sample.kwargs.items() if k != "device"}))
+    leaves = leaves_of((tuple(sample.args), {k: v for k, v in sample.kwargs.items() if k != "device"}))
     return any(isinstance(x, torch.device) or (isinstance(x, str) and x in ("cpu", "meta")) for x in leaves)
 
 
 def tensors_of(obj: Any) -> list[torch.Tensor]:
-    return [x for x in pytree.tree_leaves(obj) if isinstance(x, torch.Tensor)]
+    return [x for x in leaves_of(obj) if isinstance(x, torch.Tensor)]
 
 
 def _short(x: Any) -> str:

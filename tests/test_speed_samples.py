@@ -1,0 +1,105 @@
+"""CPU per OpInfo case (issue 21): samples generated once per op and dtype in a worker, copied without
+pytree's per-node cost; neither may change what a case computes."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+import torch
+from torch.utils import _pytree as pytree
+
+from torchcts.cases.context import CaseContext
+from torchcts.cases.opinfo import samples as S
+from torchcts.cases.opinfo.run import run
+from torchcts.manifest.templates import validation_manifest
+
+
+@pytest.fixture(autouse=True)
+def fresh_recent():
+    S._RECENT.clear()
+    yield
+    S._RECENT.clear()
+
+
+def _tensors(x):
+    return [t for t in pytree.tree_leaves(x) if isinstance(t, torch.Tensor)]
+
+
+def _same_tree(a, b):
+    la, sa = pytree.tree_flatten(a)
+    lb, sb = pytree.tree_flatten(b)
+    assert sa == sb
+    for x, y in zip(la, lb, strict=True):
+        if isinstance(x, torch.Tensor):
+            assert (x.shape, x.stride(), x.storage_offset(), x.dtype, x.requires_grad) == (
+                y.shape, y.stride(), y.storage_offset(), y.dtype, y.requires_grad)
+            assert torch.equal(x, y)
+        else:
+            assert type(x) is type(y) and (x == y or x is y)
+
+
+Pair = collections.namedtuple("Pair", "a b")
+
+
+@pytest.mark.parametrize("tree", [
+    (torch.ones(2), [1, 2.5, None], {"k": torch.zeros(1), "d": torch.float32, "s": torch.Size([2, 3])}),
+    (torch.ones(1), (Pair(torch.ones(1), 2),), {}),  # a namedtuple: pytree's walk
+    (collections.OrderedDict(a=torch.ones(1)), ("cpu", slice(0, 2), ...), {"h": S.HostArg(torch.ones(1))}),
+    torch.max(torch.ones(2, 3), dim=1),  # a return type (structseq)
+])
+def test_leaves_are_pytrees_leaves(tree):
+    got = S.leaves_of(tree)
+    want = pytree.tree_leaves(tree)
+    assert [t for t in got if isinstance(t, torch.Tensor)] == [t for t in want if isinstance(t, torch.Tensor)]
+    assert all(any(g is w for w in want) or isinstance(g, torch.Size) for g in got)
+
+
+@pytest.mark.parametrize("op", ["add", "index_put", "expand", "nn.functional.conv2d", "as_strided", "tensor_split"])
+def test_plain_copy_equals_pytree_copy(op, monkeypatch):
+    info = S.lookup(op)
+    samples = [s for _, s in S.select_samples(S.generate(info, torch.float32, device="cpu"), 6, None)]
+    fast = [S.copy_sample(s, "cpu") for s in samples]
+    monkeypatch.setattr(S, "_plain_leaves", lambda obj, out: False)
+    slow = [S.copy_sample(s, "cpu") for s in samples]
+    for f, s, orig in zip(fast, slow, samples, strict=True):
+        _same_tree((f.input, f.args, f.kwargs), (s.input, s.args, s.kwargs))
+        assert not any(a is b for a in _tensors((f.input, f.args)) for b in _tensors((orig.input, orig.args)))
+
+
+def test_an_op_and_dtype_is_generated_once_and_equals_a_fresh_generation(monkeypatch):
+    calls = []
+    real = S.generate
+    monkeypatch.setattr(S, "generate", lambda *a, **k: calls.append(a[1:]) or real(*a, **k))
+    add, mul = S.lookup("add"), S.lookup("mul")
+    first = S.selected_samples(add, torch.float32, None, None, device="cpu")
+    assert S.selected_samples(add, torch.float32, None, None, device="cpu") is first and len(calls) == 1
+    S.selected_samples(add, torch.float32, None, None, requires_grad=True, device="cpu")
+    S.selected_samples(add, torch.float32, 2, None, device="cpu")  # another max_samples: its own list
+    assert len(calls) == 3 and len(S._RECENT) == S.RECENT_KEPT
+    S.selected_samples(mul, torch.float64, None, None, device="cpu")
+    S.selected_samples(add, torch.float32, None, None, device="cpu")  # evicted: generated again
+    assert len(calls) == 5
+    fresh = S.select_samples(real(add, torch.float32, device="cpu"), None, None)
+    assert [i for i, _ in first] == [i for i, _ in fresh]
+    for (_, a), (_, b) in zip(first, fresh, strict=True):
+        _same_tree((a.input, a.args, a.kwargs), (b.input, b.args, b.kwargs))
+
+
+@pytest.mark.parametrize("op", ["add", "addcmul", "nn.functional.layer_norm", "index_add", "clamp"])
+def test_no_kind_changes_the_samples_the_next_kind_reuses(op):
+    """The soundness of the reuse: after every kind of the op ran on CPU, its cached samples still
+    equal a fresh generation (a runner that wrote into a sample would make the next case wrong)."""
+    info = S.lookup(op)
+    for kind in ("forward", "method", "inplace", "out", "noncontiguous", "special_values", "backward"):
+        ctx = CaseContext(device=torch.device("cpu"), manifest=validation_manifest())
+        try:
+            run(ctx, op=op, kind=kind, dtype=torch.float32)
+        except Exception:  # noqa: BLE001 - not applicable kinds; only the samples matter here
+            pass
+    assert S._RECENT
+    for (name, variant, dtype, grad, errors, device, max_samples, index), cached in S._RECENT.items():
+        assert (name, variant) == (info.name, info.variant_test_name)
+        fresh = S.select_samples(S.generate(info, dtype, grad, errors, device), max_samples, index)
+        for (_, a), (_, b) in zip(cached, fresh, strict=True):
+            _same_tree((a.input, a.args, a.kwargs), (b.input, b.args, b.kwargs))
