@@ -61,3 +61,21 @@ def test_run_json_says_where_the_count_came_from():
     user = threads.describe(["-n", "2"], env={"OMP_NUM_THREADS": "4"})
     assert user["per_worker"] is None and user["source"] == "OMP_NUM_THREADS=4 (set by the user; left as is)"
     assert threads.describe([], env={})["source"].startswith("torch's default")
+
+
+def test_the_controller_exports_the_workers_threads_for_the_run_and_restores_its_environment():
+    """Exported before workers (or the warm-worker server, engine/warm.py) start: OpenMP reads the
+    wait policy when torch loads, so a forked worker could not set it itself."""
+    env: dict[str, str] = {"KEEP": "1"}
+    with threads.exported(["-n", "2"], env):
+        assert env["OMP_WAIT_POLICY"] == threads.WAIT_POLICY and env[threads.MARK_VAR] == env["OMP_NUM_THREADS"]
+        # the workers see TorchCTS's choice, not the user's, and take its count
+        assert threads.user_setting(env) is None
+        assert threads.worker_threads(2, env=env, cores=64) == int(env[threads.MARK_VAR])
+    assert env == {"KEEP": "1"}
+    user = {"OMP_NUM_THREADS": "3"}
+    with threads.exported(["-n", "2"], user):
+        assert user == {"OMP_NUM_THREADS": "3"}  # the user's choice is left alone
+    for args in (["-n", "0"], []):
+        with threads.exported(args, env):
+            assert env == {"KEEP": "1"}  # one process runs everything: torch's default

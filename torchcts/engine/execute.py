@@ -118,7 +118,7 @@ def execute(
     run_dir = rundir.new_run_dir(results_root)
     extra = pytest_extra_args(user_args, isolation, timeout, len(setup.result.to_run))
     spec = run_spec(setup, run_dir, intent)
-    from torchcts.engine.threads import describe
+    from torchcts.engine.threads import describe, exported
 
     spec.update(isolation=isolation, timeout_s=timeout, threads=describe([*extra, *user_args]))
     rundir.write_json_atomic(run_dir / rundir.RUN_JSON, spec)
@@ -133,7 +133,8 @@ def execute(
     from torchcts.engine.warm import plugins  # workers forked from a pre-imported server (engine/warm.py)
 
     warm_plugins = plugins(warm, isolation, setup.device.type, setup.manifest.backend_import)
-    with tempfile.TemporaryDirectory(prefix="torchcts-workers-") as work_dir, sigterm_as_interrupt():
+    with (tempfile.TemporaryDirectory(prefix="torchcts-workers-") as work_dir, sigterm_as_interrupt(),
+          exported([*extra, *user_args])):
         code = pytest.main(pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir), setup.manifest_arg),
                            plugins=warm_plugins)
         interrupted = code == pytest.ExitCode.INTERRUPTED

@@ -18,12 +18,16 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from typing import Any
 
 COUNT_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 WAIT_VAR, WAIT_POLICY = "OMP_WAIT_POLICY", "PASSIVE"
 USER_VARS = (*COUNT_VARS, WAIT_VAR)
+# Set by the controller next to the variables it exported for its workers (`exported`): they are
+# TorchCTS's choice, not the user's, and the value is the per-worker count.
+MARK_VAR = "TORCHCTS_THREADS"
 
 
 def available_cores() -> int:
@@ -36,6 +40,8 @@ def available_cores() -> int:
 
 def user_setting(env: Mapping[str, str]) -> str | None:
     """`NAME=value` of the thread variable the user set (torch reads it itself), or None."""
+    if env.get(MARK_VAR, "").strip():
+        return None  # the controller exported them for this run (`exported`)
     for name in USER_VARS:
         if env.get(name, "").strip():
             return f"{name}={env[name].strip()}"
@@ -51,6 +57,9 @@ def worker_threads(workers: int | None, env: Mapping[str, str] | None = None, co
     """The count a worker of `workers` sets, or None when it leaves torch as it is (the user chose,
     or one process runs everything)."""
     env = os.environ if env is None else env
+    mark = _int(env.get(MARK_VAR, "").strip() or "x")
+    if mark:
+        return mark
     if user_setting(env) is not None or not workers:
         return None
     return per_worker(available_cores() if cores is None else cores, workers)
@@ -128,3 +137,28 @@ def describe(pytest_args: list[str], env: Mapping[str, str] | None = None) -> di
                 "source": "torch's default: one process runs every case"}
     return {"per_worker": per_worker(cores, workers), "cores": cores, "workers": workers,
             "source": f"{cores} cores // {workers} workers", "wait_policy": WAIT_POLICY}
+
+
+@contextmanager
+def exported(pytest_args: list[str], env: MutableMapping[str, str] | None = None) -> Iterator[None]:
+    """The controller's environment for one run's workers: their thread variables (with MARK_VAR)
+    set before any worker or warm-worker server starts, so OpenMP reads the wait policy when torch
+    loads in either (a forked worker cannot change it later, engine/warm.py); restored afterwards."""
+    env = os.environ if env is None else env
+    workers = workers_in_args(pytest_args)
+    count = None if user_setting(env) is not None or not workers else per_worker(available_cores(), workers)
+    if count is None:
+        yield
+        return
+    names = (*USER_VARS, MARK_VAR)
+    saved = {name: env.get(name) for name in names}
+    export(count, env)
+    env[MARK_VAR] = str(count)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
