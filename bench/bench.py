@@ -150,14 +150,16 @@ def one_op(cwd: Path, env: dict[str, str], manifest: Path, repeat: int, warm: bo
 
 
 def wait_for_warm_server(env: dict[str, str], seconds: float = 600) -> None:
-    """Until the warm worker server a `--warm` run started listens (its imports take seconds)."""
-    from torchcts.engine.warm import listening, socket_path
+    """Until a warm worker server that a `--warm` run started (in env's TORCHCTS_WARM_DIR) listens.
+    Found by its lock, not by recomputing its key: the run exports thread variables of its own
+    (engine/threads.py) before it starts the server, so the key is the run's, not this env's."""
+    from torchcts.engine.warm import listening, running_in
 
-    path = socket_path("full", env)
+    folder = Path(env["TORCHCTS_WARM_DIR"])
     deadline = time.monotonic() + seconds
-    while not listening(path):
+    while not any(listening(str(folder / name)) for _, name in running_in(folder)):
         if time.monotonic() > deadline:
-            raise SystemExit(f"no warm worker server listened at {path} after {seconds:g} s (see {path}.log)")
+            raise SystemExit(f"no warm worker server listened in {folder} after {seconds:g} s (see its *.log)")
         time.sleep(0.2)
 
 

@@ -101,3 +101,49 @@ def test_shards_without_durations_balance_estimated_cost_not_count(monkeypatch):
     assert heavy == [2, 2, 2, 2]
     again = [shard.shard_decisions(list(reversed(decisions)), i, 4)[0] for i in range(1, 5)]
     assert [{d.case.id for d in p} for p in parts] == [{d.case.id for d in p} for p in again]  # order-free
+
+
+def _decided(result):
+    return [(d.case, d.status, d.reason) for d in result.decisions], result.filtered, result.sharded_out
+
+
+def _prepare(path, **selection):
+    from torchcts.engine.selection import Selection
+    from torchcts.engine.setup import RunRequest, prepare
+
+    return prepare(RunRequest(device="cpu", manifest=str(path), selection=Selection(**selection))).result
+
+
+def test_selection_memo_returns_what_selecting_returns_and_misses_on_any_change(tmp_path, monkeypatch):
+    """The rerun of a command reuses its selection (engine/selection_memo.py): exactly select()'s
+    result; another manifest, flag or shard is another key; a foreign file is a miss, not a result."""
+    from torchcts.engine import selection_memo, setup
+
+    monkeypatch.setenv("TORCHCTS_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "manifest.py"
+    path.write_text(render_python("complete", "cpu"))
+    first = _decided(_prepare(path, ops=["add"], dtypes=["float32"]))
+    files = list((tmp_path / "cache" / "selections").glob("*.marshal"))
+    assert len(files) == 1 and first[0] and first[1] > 0
+    real_select = setup.select
+    monkeypatch.setattr(setup, "select", lambda *a: pytest.fail("a rerun must hit the memo"))
+    assert _decided(_prepare(path, ops=["add"], dtypes=["float32"])) == first
+    monkeypatch.setattr(setup, "select", real_select)
+    # Other flags, another shard, other claims: each selects afresh, and gets what select() gets.
+    for extra in ({"ops": ["add"], "dtypes": ["float64"]}, {"ops": ["add"], "dtypes": ["float32"], "shard": (1, 2)}):
+        assert _decided(_prepare(path, **extra)) != first
+    path.write_text(render_python("complete", "cpu").replace("torch.float32: True", "torch.float32: False"))
+    unclaimed = _decided(_prepare(path, ops=["add"], dtypes=["float32"]))
+    def runs(decided):
+        return sum(status == "run" for _, status, _ in decided[0])
+
+    assert unclaimed != first and runs(unclaimed) < runs(first) - 50
+    assert len(list((tmp_path / "cache" / "selections").glob("*.marshal"))) == 4
+    # A file that is not exactly ours (edited, truncated, another format) is a miss.
+    key_file = files[0]
+    for junk in (b"", b"not marshal", __import__("marshal").dumps(("x", [], 0, 0, []))):
+        key_file.write_bytes(junk)
+        assert selection_memo.load(key_file.stem) is None
+    monkeypatch.setenv("TORCHCTS_NO_CACHE", "1")
+    assert selection_memo.memo_key(setup.load_claims("cpu", str(path)), __import__(
+        "torchcts.engine.selection", fromlist=["Selection"]).Selection()) is None

@@ -62,6 +62,23 @@ def test_forked_worker_gets_the_launchers_io_folder_env_and_exit_status(server_e
     assert Path(path + ".log").read_text().count("forked worker") == 3
 
 
+@pytest.mark.main_only
+def test_full_server_warms_inductor_and_freezes_its_heap(server_env):
+    """A forked worker of a full server starts with inductor's per-process caches filled (vector-ISA
+    probes, torch's source hash, the precompiled header of one real compilation, engine/zygote.py:
+    WARMUPS), no compiled frame left in dynamo, and the imported heap frozen out of the collector."""
+    path, server = start(server_env, profile="full", seconds=300)
+    code = ("import gc, os, torch, torch._dynamo; from torch._inductor import cpu_vec_isa, codecache; "
+            "print(os.getppid(), cpu_vec_isa.valid_vec_isa_list.cache_info().currsize, "
+            "codecache._precompile_header.cache_info().currsize, gc.get_freeze_count() > 100000, "
+            "len(torch._dynamo.eval_frame.cached_backends))")
+    r = launch(path, code, server_env)
+    assert r.returncode == 0, r.stderr
+    ppid, isas, headers, frozen, backends = r.stdout.split()
+    assert (int(ppid), isas, frozen, backends) == (server, "1", "True", "0"), r.stdout
+    assert int(headers) >= 1, r.stdout
+
+
 def test_a_killed_launcher_takes_its_worker_with_it(server_env):
     path, _ = start(server_env)
     proc = subprocess.Popen([sys.executable, warm.ZYGOTE, "launch", path, "-u", "-c",

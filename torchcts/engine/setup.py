@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from torchcts.backends.devices import DeviceInfo, resolve_device
 from torchcts.cases.registry import iter_cases
 from torchcts.compat import check_torch_version
+from torchcts.engine import selection_memo
 from torchcts.engine.selection import Selection, SelectionResult, select
 from torchcts.errors import UsageError
 from torchcts.manifest.load import find_manifest, load_manifest
@@ -74,7 +75,12 @@ def prepare(request: RunRequest) -> RunSetup:
     if selection.max_samples is None:
         selection.max_samples = manifest.max_samples
     device = resolve_device("cpu" if request.validation else request.device, manifest.backend_import)
-    result = select(iter_cases(selection.suites or None), manifest, selection)
+    key = selection_memo.memo_key(manifest, selection)
+    result = selection_memo.load(key) if key else None
+    if result is None:
+        result = select(iter_cases(selection.suites or None), manifest, selection)
+        if key:
+            selection_memo.store(key, result)
     return RunSetup(manifest, device, selection, result, request.validation,
                     request.strict_expectations, request.rerun_failures,
                     None if request.validation else request.manifest)
