@@ -70,8 +70,10 @@ def first_result_seconds(cwd: Path, env: dict[str, str], args: list[str]) -> flo
     return round(found, 2) if found is not None else None
 
 
-def tree_rss_mb(pid: int) -> float:
-    """Resident memory of `pid` and all its descendants (Linux /proc), in MB; 0 elsewhere."""
+def tree_memory_mb(pid: int) -> tuple[float, float]:
+    """(RSS, PSS) of `pid` and all its descendants (Linux /proc), in MB; zeros elsewhere. Summed
+    RSS counts the pages processes share (torch's libraries, a warm server's heap) once per
+    process; PSS divides each shared page among its sharers, so it adds up to the memory used."""
     try:
         parents = {}
         for entry in os.listdir("/proc"):
@@ -86,15 +88,18 @@ def tree_rss_mb(pid: int) -> float:
             kids = [p for p, pp in parents.items() if pp in frontier and p not in tree]
             tree.update(kids)
             frontier = kids
-        pages = 0
+        pages, pss_kb = 0, 0
         for p in tree:
             try:
                 pages += int(Path(f"/proc/{p}/statm").read_text().split()[1])
+                for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+                    if line.startswith("Pss:"):
+                        pss_kb += int(line.split()[1])
             except (OSError, ValueError, IndexError):
                 continue
-        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20, pss_kb / 1024
     except OSError:
-        return 0.0
+        return 0.0, 0.0
 
 
 def warm_server_cpu(env: dict[str, str]) -> float:
@@ -120,15 +125,16 @@ def measured_run(args: list[str], cwd: Path, env: dict[str, str], timeout: float
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "torchcts", *args], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    peak = 0.0
+    peak = peak_pss = 0.0
     while proc.poll() is None and time.perf_counter() - start < timeout:
-        peak = max(peak, tree_rss_mb(proc.pid))
+        rss, pss = tree_memory_mb(proc.pid)
+        peak, peak_pss = max(peak, rss), max(peak_pss, pss)
         time.sleep(0.25)
     code = proc.wait()
     wall = time.perf_counter() - start
     time.sleep(0.2)  # the server reaps the last worker after the launcher's exit status is relayed
     return {"wall_s": round(wall, 2), "cpu_s": round(children_cpu() + warm_server_cpu(env) - cpu0, 2),
-            "exit": code, "peak_rss_tree_mb": round(peak, 1), "load_avg_1m": round(os.getloadavg()[0], 2)}
+            "exit": code, "peak_rss_tree_mb": round(peak, 1), "peak_pss_tree_mb": round(peak_pss, 1), "load_avg_1m": round(os.getloadavg()[0], 2)}
 
 
 def one_op(cwd: Path, env: dict[str, str], manifest: Path, repeat: int, warm: bool) -> dict[str, object]:
@@ -208,8 +214,13 @@ def analyse(run: Path) -> dict[str, object]:
     out["slowest"] = slowest(done, 10)
     out["slowest_cpu"] = [f"{r['id']} {r['cpu_s']:.2f} CPU-s" for r in
                           sorted((r for r in done if r.get("cpu_s")), key=lambda r: -r["cpu_s"])[:10]]
-    out["over_30s"] = [r["id"] for r in done if r["duration_s"] > 30]
-    out["over_30_cpu_s"] = [r["id"] for r in done if (r.get("cpu_s") or 0) > 30]
+    from torchcts.cases.opinfo.slow import SLOW_CASES  # each case over 30 s needs a reason there
+
+    def why(r: dict) -> str:
+        return SLOW_CASES.get(r["id"], "NO REASON RECORDED (torchcts/cases/opinfo/slow.py)")
+
+    out["over_30s"] = {r["id"]: why(r) for r in done if r["duration_s"] > 30}
+    out["over_30_cpu_s"] = {r["id"]: why(r) for r in done if (r.get("cpu_s") or 0) > 30}
     timed = [r for r in done if r.get("started_at") and r.get("worker")]
     if timed:
         t0 = min(r["started_at"] for r in timed)

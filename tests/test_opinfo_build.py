@@ -221,3 +221,13 @@ def test_the_runner_widens_only_normalization_samples_by_their_conditioning(op_d
         run(ctx, op=op, kind="forward", dtype=torch.float32)
         floors[op] = ctx.info.get("conditioned_atol")
     assert floors["nn.functional.layer_norm"] > 0 and floors["add"] is None, floors
+
+
+def test_slow_case_reasons_name_real_cases():
+    """Each reason in cases/opinfo/slow.py is for a case this PyTorch's OpInfo suite has (a renamed
+    op would leave a reason for nothing and a slow case without one)."""
+    from torchcts.cases.opinfo.slow import SLOW_CASES
+    from torchcts.cases.registry import suite_cases
+
+    ids = {c.id for c in suite_cases("opinfo")}
+    assert SLOW_CASES and all(case_id in ids and len(why) > 40 for case_id, why in SLOW_CASES.items())

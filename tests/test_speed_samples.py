@@ -103,3 +103,22 @@ def test_no_kind_changes_the_samples_the_next_kind_reuses(op):
         fresh = S.select_samples(S.generate(info, dtype, grad, errors, device), max_samples, index)
         for (_, a), (_, b) in zip(cached, fresh, strict=True):
             _same_tree((a.input, a.args, a.kwargs), (b.input, b.args, b.kwargs))
+
+
+def test_large_sample_lists_are_not_kept(monkeypatch):
+    """A list over RECENT_MAX_BYTES is generated again rather than held (grid_sampler_3d's float64
+    samples took a worker past 1.9 GB); a small one is reused."""
+    op = S.lookup("add")
+    small = S.selected_samples(op, torch.float32, None, None)
+    assert S.selected_samples(op, torch.float32, None, None) is small
+    size = S._nbytes(small)
+    assert size == sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+                        for _, s in small for t in _tensors((s.input, s.args, s.kwargs))}.values())
+    monkeypatch.setattr(S, "RECENT_MAX_BYTES", size - 1)
+    S._RECENT.clear()
+    first = S.selected_samples(op, torch.float32, None, None)
+    again = S.selected_samples(op, torch.float32, None, None)
+    assert again is not first and not S._RECENT
+    for (i, a), (j, b) in zip(first, again, strict=True):  # the same seeded samples, generated again
+        assert i == j
+        _same_tree((a.input, a.args, a.kwargs), (b.input, b.args, b.kwargs))

@@ -205,3 +205,22 @@ def test_frames_only_test_fn_lookup_gives_the_same_answer():
         assert _LookupProbe.seen == [_LookupProbe.test_probe, _LookupProbe.test_probe]
     finally:
         common_utils.extract_test_fn = core.extract_test_fn = before
+
+
+def test_cost_table_keeps_the_cases_its_means_misjudge():
+    """One op's slow dtype gets its own entry (its estimate from the means would be far off), a
+    worker's first case (it pays the imports) and cases near their estimate do not."""
+    from torchcts.engine import shard
+
+    recs = [{"id": f"opinfo/op{i}/float32/forward", "suite": "opinfo", "kind": "forward", "op": f"op{i}",
+             "duration_s": 0.05, "worker": "gw0", "started_at": 10.0 + i} for i in range(40)]
+    recs += [{"id": f"opinfo/slow/{dt}/backward", "suite": "opinfo", "kind": "backward", "op": "slow",
+              "duration_s": s, "worker": "gw1", "started_at": 100.0 + s} for dt, s in
+             (("float32", 2.0), ("float64", 2.2), ("bfloat16", 2.1), ("float16", 60.0))]
+    recs[0]["duration_s"] = 5.0  # gw0's first case: the OpInfo database's import
+    table = shard.cost_table_from(recs)
+    assert table["case"]["opinfo/slow/float16/backward"] == 60.0
+    assert not any(k.startswith("opinfo/op") for k in table["case"])  # gw0's first and the cheap ones
+    case = Case(id="opinfo/slow/float16/backward", suite="opinfo", level=8, runner="m:f", kind="backward",
+                params={"op": "slow"})
+    assert abs(shard._from_means(table, case) - 60.0) > 30  # what the means alone would say

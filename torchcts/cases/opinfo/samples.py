@@ -131,7 +131,10 @@ def _explicit_device(sample: Any) -> Any:
 # through copy_sample, inject_special_values (a copy) or reads it; generation is seeded, so the
 # list is the one a fresh process (a repro) generates.
 _RECENT: dict[tuple[Any, ...], list[tuple[int, Any]]] = {}
-RECENT_KEPT = 2  # backward's requires-grad samples sit between an op's dtypes; memory stays small
+RECENT_KEPT = 2  # backward's requires-grad samples sit between an op's dtypes
+# A list larger than this is not kept: regenerating it costs less than holding it. Without the
+# bound, grid_sampler_3d's float64 lists (~280 MB each) took a worker past 1.9 GB of RSS.
+RECENT_MAX_BYTES = 32 * 2**20
 
 
 def selected_samples(op: Any, dtype: torch.dtype | None, max_samples: int | None, index: int | None, *,
@@ -142,10 +145,23 @@ def selected_samples(op: Any, dtype: torch.dtype | None, max_samples: int | None
     hit = _RECENT.pop(key, None)
     if hit is None:
         hit = select_samples(generate(op, dtype, requires_grad, errors, device), max_samples, index)
+        if _nbytes(hit) > RECENT_MAX_BYTES:
+            return hit
     _RECENT[key] = hit  # most recent last
     while len(_RECENT) > RECENT_KEPT:
         del _RECENT[next(iter(_RECENT))]
     return hit
+
+
+def _nbytes(samples: list[tuple[int, Any]]) -> int:
+    """Bytes of the samples' tensors' storages (each storage once)."""
+    seen: dict[tuple[int, str], int] = {}
+    for _, sample in samples:
+        for t in tensors_of((sample.input, sample.args, sample.kwargs)):
+            if t.layout == torch.strided and t.device.type != "meta":
+                storage = t.untyped_storage()
+                seen[(storage.data_ptr(), str(t.device))] = storage.nbytes()
+    return sum(seen.values())
 
 
 def select_samples(samples: Any, max_samples: int | None, index: int | None) -> list[tuple[int, Any]]:
