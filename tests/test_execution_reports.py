@@ -144,6 +144,9 @@ def test_isolation_arguments():
     assert not any(a == "-n" for a in pytest_extra_args(["-n", "0"], True, 300, 10))
     assert not any(a == "-n" for a in pytest_extra_args([], False, 300, 10))
     assert pytest_extra_args(["--timeout=5"], False, 300, 10) == []
+    # work stealing unless the user chose a distribution mode
+    assert "--dist=worksteal" in pytest_extra_args([], True, 300, 10)
+    assert not any(a.startswith("--dist") for a in pytest_extra_args(["--dist", "loadfile"], True, 300, 10))
 
 
 CLAIMS = {"supported_dtypes": {"float32": True, "float16": True, "bfloat16": False, "int8": False}}

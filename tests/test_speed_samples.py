@@ -122,3 +122,12 @@ def test_large_sample_lists_are_not_kept(monkeypatch):
     for (i, a), (j, b) in zip(first, again, strict=True):  # the same seeded samples, generated again
         assert i == j
         _same_tree((a.input, a.args, a.kwargs), (b.input, b.args, b.kwargs))
+
+
+def test_error_inputs_are_sized_and_kept_too():
+    """ErrorInput wraps its SampleInput (`.sample_input`): the size check must read through it (it
+    once raised AttributeError and turned 215 `errors` cases of a level-8 run into harness errors)."""
+    op = S.lookup("cov")
+    first = S.selected_samples(op, None, None, None, errors=True)
+    assert first and hasattr(first[0][1], "sample_input") and S._nbytes(first) > 0
+    assert S.selected_samples(op, None, None, None, errors=True) is first

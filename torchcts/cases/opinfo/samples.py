@@ -157,6 +157,7 @@ def _nbytes(samples: list[tuple[int, Any]]) -> int:
     """Bytes of the samples' tensors' storages (each storage once)."""
     seen: dict[tuple[int, str], int] = {}
     for _, sample in samples:
+        sample = getattr(sample, "sample_input", sample)  # an ErrorInput wraps its SampleInput
         for t in tensors_of((sample.input, sample.args, sample.kwargs)):
             if t.layout == torch.strided and t.device.type != "meta":
                 storage = t.untyped_storage()
