@@ -243,6 +243,12 @@ def analyse(run: Path) -> dict[str, object]:
         out["worker_peak_rss_mb"] = top["maxrss_mb"]
         out["peak_rss_case"] = top["id"]
         out["largest_rss_jump"] = f"{grew['id']} +{grew.get('rss_grew_mb')} MB"
+    held = [r for r in done if r.get("rss_mb") is not None]  # after each case, freed heap returned
+    if held:
+        top = max(held, key=lambda r: r["rss_mb"])
+        out["worker_rss_after_case_max_mb"] = f"{top['rss_mb']} ({top['id']})"
+        out["worker_rss_at_end_mb"] = {w: max((r for r in held if r.get("worker") == w), key=lambda r: r["started_at"])["rss_mb"]
+                                       for w in sorted({r.get("worker") for r in held if r.get("started_at")})}
     out["shard_balance_4"] = shard_balance(done, 4)
     out["shard_balance_4_by_cpu"] = shard_balance([r for r in done if r.get("cpu_s") is not None], 4, "cpu_s")
     return out

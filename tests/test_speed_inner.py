@@ -147,3 +147,26 @@ def test_selection_memo_returns_what_selecting_returns_and_misses_on_any_change(
     monkeypatch.setenv("TORCHCTS_NO_CACHE", "1")
     assert selection_memo.memo_key(setup.load_claims("cpu", str(path)), __import__(
         "torchcts.engine.selection", fromlist=["Selection"]).Selection()) is None
+
+
+def test_release_memory_trims_once_the_resident_set_grew(monkeypatch):
+    """engine/probe.py: malloc_trim(0) only after TRIM_MB of growth since the last release; the
+    record's rss_mb is the resident set after it."""
+    from torchcts.engine import probe
+
+    rss, trims = [500.0], []
+
+    def trim(pad):
+        trims.append(pad)
+        rss[0] = 420.0
+
+    monkeypatch.setattr(probe, "_current_rss_mb", lambda: rss[0])
+    monkeypatch.setattr(probe, "_TRIM", trim)
+    monkeypatch.setattr(probe, "_released_at", [])
+    assert probe.release_memory() == 500.0 and not trims  # the first case sets the mark
+    rss[0] = 500.0 + probe.TRIM_MB - 1
+    assert probe.release_memory() == rss[0] and not trims
+    rss[0] = 500.0 + probe.TRIM_MB + 1
+    assert probe.release_memory() == 420.0 and trims == [0]
+    rss[0] = 430.0
+    assert probe.release_memory() == 430.0 and trims == [0]  # measured from the new mark

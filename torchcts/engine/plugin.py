@@ -18,7 +18,7 @@ import pytest
 from torchcts import compat
 from torchcts.cases.model import Case, NotApplicable, Pending
 from torchcts.engine.lean import skip_exit_gc
-from torchcts.engine.probe import CaseProbe, worker_name
+from torchcts.engine.probe import CaseProbe, release_memory, worker_name
 from torchcts.engine.progress import ProgressPlugin
 from torchcts.oracle.mismatch import OracleMismatch
 from torchcts.results.plan import read_plan
@@ -255,6 +255,9 @@ class CaseItem(pytest.Item):
             self.outcome["compat_fallbacks"] = sorted(state.setup_fallbacks | fallbacks) or None
             # The aten overloads that reached the device (cases/observe.py), or why not observed.
             self.outcome.update(dispatched=ctx.dispatched, dispatch_unobserved=ctx.dispatch_unobserved)
+            rss = release_memory()  # the worker's resident set after the case, freed heap returned
+            if rss is not None:
+                self.outcome["rss_mb"] = round(rss, 1)
         self.outcome["status"] = "passed"
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
