@@ -72,13 +72,14 @@ def test_an_op_and_dtype_is_generated_once_and_equals_a_fresh_generation(monkeyp
     real = S.generate
     monkeypatch.setattr(S, "generate", lambda *a, **k: calls.append(a[1:]) or real(*a, **k))
     add, mul = S.lookup("add"), S.lookup("mul")
-    first = S.selected_samples(add, torch.float32, None, None, device="cpu")
-    assert S.selected_samples(add, torch.float32, None, None, device="cpu") is first and len(calls) == 1
-    S.selected_samples(add, torch.float32, None, None, requires_grad=True, device="cpu")
-    S.selected_samples(add, torch.float32, 2, None, device="cpu")  # another max_samples: its own list
+    first = list(S.selected_samples(add, torch.float32, None, None, device="cpu"))
+    again = S.selected_samples(add, torch.float32, None, None, device="cpu")
+    assert isinstance(again, list) and again == first and len(calls) == 1  # the kept list itself
+    list(S.selected_samples(add, torch.float32, None, None, requires_grad=True, device="cpu"))
+    list(S.selected_samples(add, torch.float32, 2, None, device="cpu"))  # another max_samples: its own list
     assert len(calls) == 3 and len(S._RECENT) == S.RECENT_KEPT
-    S.selected_samples(mul, torch.float64, None, None, device="cpu")
-    S.selected_samples(add, torch.float32, None, None, device="cpu")  # evicted: generated again
+    list(S.selected_samples(mul, torch.float64, None, None, device="cpu"))
+    list(S.selected_samples(add, torch.float32, None, None, device="cpu"))  # evicted: generated again
     assert len(calls) == 5
     fresh = S.select_samples(real(add, torch.float32, device="cpu"), None, None)
     assert [i for i, _ in first] == [i for i, _ in fresh]
@@ -109,16 +110,17 @@ def test_large_sample_lists_are_not_kept(monkeypatch):
     """A list over RECENT_MAX_BYTES is generated again rather than held (grid_sampler_3d's float64
     samples took a worker past 1.9 GB); a small one is reused."""
     op = S.lookup("add")
-    small = S.selected_samples(op, torch.float32, None, None)
-    assert S.selected_samples(op, torch.float32, None, None) is small
+    small = list(S.selected_samples(op, torch.float32, None, None))
+    assert S.selected_samples(op, torch.float32, None, None) == small
     size = S._nbytes(small)
     assert size == sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
                         for _, s in small for t in _tensors((s.input, s.args, s.kwargs))}.values())
     monkeypatch.setattr(S, "RECENT_MAX_BYTES", size - 1)
     S._RECENT.clear()
-    first = S.selected_samples(op, torch.float32, None, None)
+    first = list(S.selected_samples(op, torch.float32, None, None))
     again = S.selected_samples(op, torch.float32, None, None)
-    assert again is not first and not S._RECENT
+    assert not isinstance(again, list) and not S._RECENT  # made again, one sample at a time
+    again = list(again)
     for (i, a), (j, b) in zip(first, again, strict=True):  # the same seeded samples, generated again
         assert i == j
         _same_tree((a.input, a.args, a.kwargs), (b.input, b.args, b.kwargs))
@@ -128,6 +130,32 @@ def test_error_inputs_are_sized_and_kept_too():
     """ErrorInput wraps its SampleInput (`.sample_input`): the size check must read through it (it
     once raised AttributeError and turned 215 `errors` cases of a level-8 run into harness errors)."""
     op = S.lookup("cov")
-    first = S.selected_samples(op, None, None, None, errors=True)
+    first = list(S.selected_samples(op, None, None, None, errors=True))
     assert first and hasattr(first[0][1], "sample_input") and S._nbytes(first) > 0
-    assert S.selected_samples(op, None, None, None, errors=True) is first
+    assert S.selected_samples(op, None, None, None, errors=True) == first
+
+
+@pytest.mark.parametrize("op", ["add", "nn.functional.dropout", "grid_sampler_2d"])
+def test_samples_made_one_at_a_time_equal_an_up_front_generation(op):
+    """Whatever random numbers a case draws between samples (random ops, dropout), sample N is the
+    one a repro generates up front; and the case's own random stream is not moved by generation."""
+    import random
+
+    import numpy
+
+    info = S.lookup(op)
+    fresh = S.select_samples(S.generate(info, torch.float32), None, None)
+    torch.manual_seed(123)
+    lazy = []
+    for item in S.selected_samples(info, torch.float32, None, None):
+        lazy.append(item)
+        torch.rand(1000), random.random(), numpy.random.rand(7)  # what a case body may draw
+    assert [i for i, _ in lazy] == [i for i, _ in fresh]
+    for (_, a), (_, b) in zip(lazy, fresh, strict=True):
+        _same_tree((a.input, a.args, a.kwargs), (b.input, b.args, b.kwargs))
+    torch.manual_seed(123)
+    expected = [torch.rand(1000) for _ in lazy]
+    torch.manual_seed(123)
+    S._RECENT.clear()
+    drawn = [torch.rand(1000) for _ in S.selected_samples(info, torch.float32, None, None)]
+    assert all(torch.equal(x, y) for x, y in zip(drawn, expected, strict=True))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
@@ -132,49 +133,113 @@ def _explicit_device(sample: Any) -> Any:
 # list is the one a fresh process (a repro) generates.
 _RECENT: dict[tuple[Any, ...], list[tuple[int, Any]]] = {}
 RECENT_KEPT = 2  # backward's requires-grad samples sit between an op's dtypes
-# A list larger than this is not kept: regenerating it costs less than holding it. Without the
-# bound, grid_sampler_3d's float64 lists (~280 MB each) took a worker past 1.9 GB of RSS.
+# A list larger than this is not kept: regenerating it costs less than holding it (grid_sampler_3d's
+# float64 lists are ~280 MB each).
 RECENT_MAX_BYTES = 32 * 2**20
 
 
 def selected_samples(op: Any, dtype: torch.dtype | None, max_samples: int | None, index: int | None, *,
                      requires_grad: bool = False, errors: bool = False,
-                     device: torch.device | str | None = None) -> list[tuple[int, Any]]:
-    """select_samples(generate(...)), reusing this process's recent identical request."""
+                     device: torch.device | str | None = None) -> Iterable[tuple[int, Any]]:
+    """select_samples(generate(...)) one sample at a time, reusing this process's recent identical
+    request. Samples are made as the caller asks for them, so a case holds one sample, not the op's
+    whole list (grid_sampler_3d float64: 280 MB); each is made under the generation's own random
+    state, so whatever the caller runs between samples, sample N is the one an up-front generation
+    (a repro) makes."""
     key = (op.name, op.variant_test_name, dtype, requires_grad, errors, str(device), max_samples, index)
     hit = _RECENT.pop(key, None)
     if hit is None:
-        hit = select_samples(generate(op, dtype, requires_grad, errors, device), max_samples, index)
-        if _nbytes(hit) > RECENT_MAX_BYTES:
-            return hit
-    _RECENT[key] = hit  # most recent last
-    while len(_RECENT) > RECENT_KEPT:
-        del _RECENT[next(iter(_RECENT))]
+        return _generated(key, op, dtype, max_samples, index, requires_grad, errors, device)
+    _remember(key, hit)
     return hit
 
 
-def _nbytes(samples: list[tuple[int, Any]]) -> int:
+def _remember(key: tuple[Any, ...], samples: list[tuple[int, Any]]) -> None:
+    _RECENT[key] = samples  # most recent last
+    while len(_RECENT) > RECENT_KEPT:
+        del _RECENT[next(iter(_RECENT))]
+
+
+def _generated(key: tuple[Any, ...], op: Any, dtype: torch.dtype | None, max_samples: int | None,
+               index: int | None, requires_grad: bool, errors: bool,
+               device: torch.device | str | None) -> Iterator[tuple[int, Any]]:
+    outer = _rng_state()
+    numbered = iter(_numbered(generate(op, dtype, requires_grad, errors, device), max_samples, index))
+    inner = _rng_state()  # seeded by generate(); sample_inputs draws from it lazily
+    _set_rng_state(outer)
+    kept: list[tuple[int, Any]] | None = []
+    storages: dict[tuple[int, str], int] = {}
+    while True:
+        outer = _rng_state()
+        _set_rng_state(inner)
+        try:
+            item = next(numbered)
+        except StopIteration:
+            break
+        finally:
+            inner = _rng_state()
+            _set_rng_state(outer)
+        if kept is not None:
+            kept.append(item)
+            _add_storages(storages, item[1])
+            if sum(storages.values()) > RECENT_MAX_BYTES:
+                kept = None
+        yield item
+    if kept is not None:
+        _remember(key, kept)
+
+
+def _rng_state() -> tuple[Any, Any, Any]:
+    import random
+
+    import numpy
+
+    return torch.random.default_generator.get_state(), random.getstate(), numpy.random.get_state()
+
+
+def _set_rng_state(state: tuple[Any, Any, Any]) -> None:
+    import random
+
+    import numpy
+
+    torch.random.default_generator.set_state(state[0])
+    random.setstate(state[1])
+    numpy.random.set_state(state[2])
+
+
+def _add_storages(seen: dict[tuple[int, str], int], sample: Any) -> None:
+    sample = getattr(sample, "sample_input", sample)  # an ErrorInput wraps its SampleInput
+    for t in tensors_of((sample.input, sample.args, sample.kwargs)):
+        if t.layout == torch.strided and t.device.type != "meta":
+            storage = t.untyped_storage()
+            seen[(storage.data_ptr(), str(t.device))] = storage.nbytes()
+
+
+def _nbytes(samples: Iterable[tuple[int, Any]]) -> int:
     """Bytes of the samples' tensors' storages (each storage once)."""
     seen: dict[tuple[int, str], int] = {}
     for _, sample in samples:
-        sample = getattr(sample, "sample_input", sample)  # an ErrorInput wraps its SampleInput
-        for t in tensors_of((sample.input, sample.args, sample.kwargs)):
-            if t.layout == torch.strided and t.device.type != "meta":
-                storage = t.untyped_storage()
-                seen[(storage.data_ptr(), str(t.device))] = storage.nbytes()
+        _add_storages(seen, sample)
     return sum(seen.values())
+
+
+def _numbered(samples: Any, max_samples: int | None, index: int | None) -> Iterator[tuple[int, Any]]:
+    """(index, sample) pairs as select_samples gives them, made as they are asked for."""
+    numbered = enumerate(samples)
+    if index is None:
+        yield from itertools.islice(numbered, max_samples)
+        return
+    for i, s in numbered:
+        if i == index:
+            yield i, s
+            return
+    raise NotApplicable(f"no sample with index {index}")
 
 
 def select_samples(samples: Any, max_samples: int | None, index: int | None) -> list[tuple[int, Any]]:
     """(index, sample) pairs: only `index` when given, else the first `max_samples`. Generated
     up front, so running random ops between samples cannot change the later ones."""
-    numbered = enumerate(samples)
-    if index is not None:
-        for i, s in numbered:
-            if i == index:
-                return [(i, s)]
-        raise NotApplicable(f"no sample with index {index}")
-    return list(itertools.islice(numbered, max_samples))
+    return list(_numbered(samples, max_samples, index))
 
 
 def _storage_key(t: torch.Tensor) -> tuple[int, torch.dtype] | None:
