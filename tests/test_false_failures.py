@@ -164,5 +164,6 @@ def test_every_template_at_level_8_on_cpu_has_no_failure(tmp_path, index):
                 "--shard", f"{index + 1}/16", "--", "-n", "0", "-q", cwd=tmp_path, timeout=600)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     got = _statuses(tmp_path)
-    assert sum(v == "passed" for v in got.values()) >= 5, got
+    # >= 1: a shard of a small template can be a few heavy cases (the cost table's outliers weigh alone)
+    assert sum(v == "passed" for v in got.values()) >= 1, got
     assert not {k: v for k, v in got.items() if v in ("failed", "error", "crashed", "timeout", "xpassed")}

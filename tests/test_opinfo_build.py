@@ -223,6 +223,7 @@ def test_the_runner_widens_only_normalization_samples_by_their_conditioning(op_d
     assert floors["nn.functional.layer_norm"] > 0 and floors["add"] is None, floors
 
 
+@pytest.mark.main_only  # measured on the main PyTorch; older OpInfo databases lack some of these cases
 def test_slow_case_reasons_name_real_cases():
     """Each reason in cases/opinfo/slow.py is for a case this PyTorch's OpInfo suite has (a renamed
     op would leave a reason for nothing and a slow case without one)."""
