@@ -231,7 +231,7 @@ def test_a_cached_case_list_notes_its_build_fallbacks_again(tmp_path, monkeypatc
     assert first == again == {"opinfo.has_nondeterministic_output"}
 
     (path,) = tmp_path.glob("s-*")
-    path.write_bytes(marshal.dumps((cache._FIELDS, [], ["no.such.fallback"])))
+    path.write_bytes(marshal.dumps((cache.FIELDS, [], ["no.such.fallback"])))
     assert cache._load(path) is None
     assert cache.cached_cases("s", lambda: [case]) == [case]  # rebuilt
 

@@ -379,7 +379,7 @@ def test_cache_entry_of_the_wrong_shape_is_a_miss(tmp_path, monkeypatch):
 
     monkeypatch.setenv("TORCHCTS_CACHE_DIR", str(tmp_path))
     path = tmp_path / "x.marshal"
-    fields = cache._FIELDS
+    fields = cache.FIELDS
     for bad in ((fields, [("id",) * len(fields)], []), (fields, 5, []), [1, 2], {"a": 1}, (fields, [(1, 2)], []),
                 (fields, [], [3])):
         path.write_bytes(marshal.dumps(bad))

@@ -52,7 +52,7 @@ def source_key() -> str:
 
 
 # Rows are field tuples in this order; a file written for other fields is a miss, not an error.
-_FIELDS = tuple(f.name for f in dataclasses.fields(Case))
+FIELDS = tuple(f.name for f in dataclasses.fields(Case))
 # Cache files of other keys untouched this long are deleted when a new one is written.
 _STALE_S = 7 * 24 * 3600
 
@@ -63,13 +63,13 @@ def _load(path: Path) -> tuple[list[Case], list[str]] | None:
     try:
         with open(path, "rb") as fh:
             fields, rows, fallbacks = marshal.loads(fh.read())  # load() on a file reads in tiny pieces: 10x slower
-        if tuple(fields) != _FIELDS or not isinstance(rows, (list, tuple)) or not isinstance(fallbacks, (list, tuple)):
+        if tuple(fields) != FIELDS or not isinstance(rows, (list, tuple)) or not isinstance(fallbacks, (list, tuple)):
             return None
         cases = [Case(*row) for row in rows]
     except (OSError, ValueError, TypeError, EOFError):
         return None
     # A fallback compat.py does not register (an edited or foreign file) is a miss, not a KeyError.
-    ok = all(_well_formed(c) for c in cases) and all(isinstance(f, str) and f in compat.FALLBACKS for f in fallbacks)
+    ok = all(well_formed(c) for c in cases) and all(isinstance(f, str) and f in compat.FALLBACKS for f in fallbacks)
     return (cases, list(fallbacks)) if ok else None
 
 
@@ -77,7 +77,7 @@ def _strs(value: object) -> bool:
     return isinstance(value, tuple) and all(isinstance(v, str) for v in value)
 
 
-def _well_formed(c: Case) -> bool:
+def well_formed(c: Case) -> bool:
     """A cached case of the right shape: anything else (an edited or foreign file) is a miss."""
     return (isinstance(c.id, str) and isinstance(c.suite, str) and type(c.level) is int and isinstance(c.runner, str)
             and isinstance(c.params, dict) and _strs(c.ops) and _strs(c.dtypes) and _strs(c.requires)
@@ -85,13 +85,18 @@ def _well_formed(c: Case) -> bool:
             and isinstance(c.not_applicable, (str, type(None))))
 
 
+def case_row(case: Case) -> tuple:
+    """The case as a tuple of plain values in FIELDS order (what marshal stores; Case(*row) reads it)."""
+    return tuple(dict(case.params) if name == "params" else getattr(case, name) for name in FIELDS)
+
+
 def _store(path: Path, cases: list[Case], fallbacks: list[str]) -> None:
-    rows = [tuple(dict(c.params) if name == "params" else getattr(c, name) for name in _FIELDS) for c in cases]
+    rows = [case_row(c) for c in cases]
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
-            fh.write(marshal.dumps((_FIELDS, rows, fallbacks)))
+            fh.write(marshal.dumps((FIELDS, rows, fallbacks)))
         os.replace(tmp, path)
         _prune(path.parent, keep=path)
     except (OSError, ValueError):

@@ -11,6 +11,7 @@ clock reads per case: a few microseconds.
 
 from __future__ import annotations
 
+import os
 import resource
 import sys
 import time
@@ -20,14 +21,6 @@ from torchcts.engine.threads import intra_op_threads
 
 # ru_maxrss is KiB on Linux, bytes on macOS.
 _RSS_TO_MB = 1 / (1024 * 1024) if sys.platform == "darwin" else 1 / 1024
-
-
-try:
-    import os as _os
-
-    _PAGE_MB = _os.sysconf("SC_PAGE_SIZE") / 2**20
-except (ValueError, OSError, AttributeError):
-    _PAGE_MB = 4096 / 2**20
 
 
 def _maxrss_mb() -> float:
@@ -62,7 +55,7 @@ _released_at: list[float] = []
 def _current_rss_mb() -> float | None:
     try:
         with open("/proc/self/statm", "rb") as fh:
-            return int(fh.read().split()[1]) * _PAGE_MB
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
     except (OSError, ValueError, IndexError):
         return None
 

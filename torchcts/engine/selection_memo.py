@@ -13,7 +13,6 @@ compatibility fallbacks that building the case lists took (run.json names them).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import marshal
@@ -22,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from torchcts import compat
+from torchcts.cases.cache import FIELDS, case_row, well_formed
 from torchcts.cases.model import Case
 from torchcts.engine.selection import Decision, Selection, SelectionResult
 from torchcts.manifest.schema import Manifest
@@ -59,23 +59,20 @@ def _path(key: str) -> Path:
     return cache_dir() / "selections" / f"{key}.marshal"
 
 
-_FIELDS = ("id", "suite", "level", "runner", "params", "ops", "dtype", "dtypes", "requires", "oracle", "kind",
-           "not_applicable")
-
-
 def load(key: str) -> SelectionResult | None:
     """The memoised result for `key`, or None (a miss, or a file that is not exactly ours)."""
     path = _path(key)
     try:
         with open(path, "rb") as fh:
             fields, rows, filtered, sharded_out, fallbacks = marshal.loads(fh.read())
-        if tuple(fields) != _FIELDS or tuple(f.name for f in dataclasses.fields(Case)) != _FIELDS:
+        if tuple(fields) != FIELDS:
             return None
         decisions = []
         for status, reason, row in rows:
-            if status not in _STATUSES or not isinstance(reason, str):
+            case = Case(*row)
+            if status not in _STATUSES or not isinstance(reason, str) or not well_formed(case):
                 return None
-            decisions.append(Decision(Case(*row), status, reason))
+            decisions.append(Decision(case, status, reason))
         if type(filtered) is not int or type(sharded_out) is not int or not decisions:
             return None
         if not all(isinstance(f, str) and f in compat.FALLBACKS for f in fallbacks):
@@ -90,14 +87,13 @@ def load(key: str) -> SelectionResult | None:
 
 def store(key: str, result: SelectionResult) -> None:
     """Write the result for `key` (best effort: a read-only cache only costs speed)."""
-    rows = [(d.status, d.reason, tuple(dict(d.case.params) if f == "params" else getattr(d.case, f) for f in _FIELDS))
-            for d in result.decisions]
+    rows = [(d.status, d.reason, case_row(d.case)) for d in result.decisions]
     path = _path(key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
-            fh.write(marshal.dumps((_FIELDS, rows, result.filtered, result.sharded_out, compat.fallbacks_used())))
+            fh.write(marshal.dumps((FIELDS, rows, result.filtered, result.sharded_out, compat.fallbacks_used())))
         os.replace(tmp, path)
         old = sorted(path.parent.glob("*.marshal"), key=lambda p: p.stat().st_mtime, reverse=True)[_KEEP:]
         for stale in old:

@@ -16,6 +16,7 @@ import heapq
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 COSTS_FILE = Path(__file__).with_name("case_costs.json")
@@ -117,8 +118,6 @@ def cost_table_from(records: list[dict[str, Any]]) -> dict[str, dict[str, float]
             acc[0] += seconds
             acc[1] += 1
     table = {t: {k: round(s / n, 4) for k, (s, n) in sorted(v.items())} for t, v in sums.items()}
-    from types import SimpleNamespace
-
     # A worker's first case also pays its imports (the OpInfo database, inductor): not the case's cost.
     first: dict[str, tuple[float, str]] = {}
     for r in records:
