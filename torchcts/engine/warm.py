@@ -1,4 +1,4 @@
-"""Warm workers: xdist workers forked from a server that has already imported torch (engine/zygote.py).
+"""Warm workers: xdist workers forked from a server that has already imported torch (engine/zygote/).
 
 When: on for interactive use (stdin is a terminal and no `CI` variable), off in CI;
 `torchcts run --warm/--no-warm` or TORCHCTS_WARM=1/0 force it. Linux only (macOS frameworks and
@@ -24,12 +24,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from torchcts.engine import zygote
+from torchcts.engine.zygote import keys, state
 
 ENV = "TORCHCTS_WARM"
 IDLE_S = 900.0  # a server with no worker for 15 minutes exits
 RETRY_S = 600.0  # a server that found forking unsafe is not started again for this long (its .why file)
-ZYGOTE = str(Path(zygote.__file__).resolve())
+ZYGOTE = str(Path(keys.HERE).resolve())  # the package's folder, run as a script (its __main__.py)
 
 
 def wanted(flag: bool | None) -> bool:
@@ -51,7 +51,7 @@ def wanted(flag: bool | None) -> bool:
 
 def profile_for(device_type: str, backend_import: str | None) -> str:
     """What the server may import before the fork: everything for a plain CPU run; with a backend
-    module only what a fresh worker imports before the backend anyway (engine/zygote.py)."""
+    module only what a fresh worker imports before the backend anyway (engine/zygote/preload.py)."""
     return "full" if device_type == "cpu" and not backend_import else "base"
 
 
@@ -86,7 +86,7 @@ def server_dir(env: dict[str, str] | None = None) -> Path:
 def socket_path(profile: str, env: dict[str, str] | None = None) -> str:
     """The socket of the server for `profile` and the environment workers get (os.environ)."""
     env = dict(os.environ) if env is None else env
-    path = str(server_dir(env) / f"{zygote.key(env, profile)}.sock")
+    path = str(server_dir(env) / f"{keys.key(env, profile)}.sock")
     if len(path.encode()) > 100:  # AF_UNIX paths are limited to ~107 bytes
         raise OSError(f"the socket path would be too long: {path}")
     return path
@@ -174,9 +174,27 @@ def running() -> list[tuple[int, str]]:
 def running_in(folder: Path) -> list[tuple[int, str]]:
     found = []
     for lock in sorted(folder.glob("*.sock.lock")):
-        pid = _holder(lock)
+        pid = state.holder(str(lock))  # the server wrote its pid in the lock it holds
         if pid:
             found.append((pid, lock.name[: -len(".lock")]))
+    return found
+
+
+def statuses(folder: Path | None = None) -> list[dict[str, Any]]:
+    """Each running server's status (engine/zygote/state.py): pid, key, profile, age and idle
+    seconds, workers, its latest refusals (each a time and why), and its socket name."""
+    now = time.time()
+    found = []
+    for pid, name in running() if folder is None else running_in(folder):
+        sock = str((server_dir() if folder is None else folder) / name)
+        st = state.read_status(sock)
+        started, idle_since = st.get("started"), st.get("idle_since")
+        found.append({"pid": pid, "socket": name, "key": st.get("key", name[: -len(".sock")]),
+                      "profile": st.get("profile"), "workers": st.get("workers", 0),
+                      "age_s": now - started if isinstance(started, (int, float)) else None,
+                      "idle_s": (now - idle_since if isinstance(idle_since, (int, float)) and not st.get("workers")
+                                 else 0.0),
+                      "stopping": bool(st.get("stopping")), "refusals": list(st.get("refusals") or [])})
     return found
 
 
@@ -192,16 +210,3 @@ def stop_all(folder: Path | None = None) -> list[int]:
         except OSError:
             pass
     return stopped
-
-
-def _holder(lock: Path) -> int | None:
-    """The pid of the server holding `lock`, from /proc/locks (Linux), else None."""
-    try:
-        ino = lock.stat().st_ino
-        for line in Path("/proc/locks").read_text().splitlines():
-            fields = line.split()
-            if len(fields) > 5 and fields[1] == "FLOCK" and fields[5].rsplit(":", 1)[-1] == str(ino):
-                return int(fields[4])
-    except (OSError, ValueError):
-        return None
-    return None
