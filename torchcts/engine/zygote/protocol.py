@@ -20,9 +20,12 @@ import os
 import socket
 import struct
 from dataclasses import asdict, dataclass, fields
-from multiprocessing import reduction
+from multiprocessing import AuthenticationError, reduction
 from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 from typing import Any, ClassVar
+
+__all__ = ["AuthenticationError", "ProtocolError", "LaunchRequest", "Refusal", "Accepted", "ExitStatus",
+           "connect", "accept", "send", "receive", "send_fds", "recv_fds"]
 
 
 class ProtocolError(ValueError):
