@@ -40,7 +40,8 @@ def main(args: argparse.Namespace) -> int:
 
 def describe(server: dict[str, Any]) -> str:
     """A server's status as a few lines: what it is, then its latest refusals, newest last."""
-    state = "stopping" if server["stopping"] else f"{server['workers']} worker(s)"
+    state = ("importing, not listening yet" if server["preparing"] else "stopping" if server["stopping"]
+             else f"{server['workers']} worker(s)")
     lines = [f"warm worker server pid {server['pid']} key {server['key']} ({server['profile'] or '?'} "
              f"profile): up {_duration(server['age_s'])}, idle {_duration(server['idle_s'])}, {state}"]
     refusals = server["refusals"]

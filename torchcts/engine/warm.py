@@ -182,7 +182,8 @@ def running_in(folder: Path) -> list[tuple[int, str]]:
 
 def statuses(folder: Path | None = None) -> list[dict[str, Any]]:
     """Each running server's status (engine/zygote/state.py): pid, key, profile, age and idle
-    seconds, workers, its latest refusals (each a time and why), and its socket name."""
+    seconds, workers, whether it is still importing (preparing) or stopping, its latest refusals
+    (each a time and why), and its socket name."""
     now = time.time()
     found = []
     for pid, name in running() if folder is None else running_in(folder):
@@ -194,7 +195,8 @@ def statuses(folder: Path | None = None) -> list[dict[str, Any]]:
                       "age_s": now - started if isinstance(started, (int, float)) else None,
                       "idle_s": (now - idle_since if isinstance(idle_since, (int, float)) and not st.get("workers")
                                  else 0.0),
-                      "stopping": bool(st.get("stopping")), "refusals": list(st.get("refusals") or [])})
+                      "preparing": bool(st.get("preparing")), "stopping": bool(st.get("stopping")),
+                      "refusals": list(st.get("refusals") or [])})
     return found
 
 

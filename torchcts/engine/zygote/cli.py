@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -39,13 +40,16 @@ def serve(sock_path: str, profile: str, idle_s: float) -> LaunchRequest | None:
     if lock is None:
         return None  # another server for this key is starting or running
     state.forget_why(sock_path)
-    job = prepare_and_serve(sock_path, profile, idle_s)
+    started = time.time()
+    state.write_status(sock_path, {"pid": os.getpid(), "profile": profile, "started": started,
+                                   "idle_since": started, "preparing": True})
+    job = prepare_and_serve(sock_path, profile, idle_s, started)
     if job is not None:
         lock.close()  # the worker holds no server lock
     return job
 
 
-def prepare_and_serve(sock_path: str, profile: str, idle_s: float) -> LaunchRequest | None:
+def prepare_and_serve(sock_path: str, profile: str, idle_s: float, started: float) -> LaunchRequest | None:
     """Import the profile as `python -c` in "/" would, freeze that heap, then run the loop."""
     import gc
 
@@ -74,4 +78,4 @@ def prepare_and_serve(sock_path: str, profile: str, idle_s: float) -> LaunchRequ
     # touch, and so copy, its pages.
     gc.collect()
     gc.freeze()
-    return Server(sock_path, base, idle_s, import_env).loop()
+    return Server(sock_path, base, idle_s, import_env, started).loop()

@@ -41,7 +41,7 @@ class Server:
     """A listening server: its socket, its launchers' connections and its forked workers."""
 
     def __init__(self, sock_path: str, base: checks.Baseline, idle_s: float,
-                 import_env: dict[str, str]) -> None:
+                 import_env: dict[str, str], started: float) -> None:
         self.sock_path = sock_path
         self.base = base
         self.idle_s = idle_s
@@ -51,7 +51,7 @@ class Server:
         self.events: collections.deque[tuple[str, dict[str, Any]]] = collections.deque()
         self.refusals: list[dict[str, Any]] = []
         self.stopping = False
-        self.started = time.time()
+        self.started = started  # when the process took the key's lock, before its imports
         self.last_active = self.checked = time.monotonic()
         self.listener, self.bound_ino = self.bind()
         self.authkey = state.new_authkey(sock_path)
