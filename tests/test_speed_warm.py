@@ -227,3 +227,54 @@ def test_no_function_of_the_server_is_over_40_lines():
                 if length > 40:
                     long.append(f"{path.name}:{node.lineno} {node.name} ({length} lines)")
     assert len(list(folder.glob("*.py"))) >= 8 and not long, long
+
+
+class _Writer:
+    """A terminal writer left in the middle of xdist's status line."""
+
+    def __init__(self) -> None:
+        self.width_of_current_line = len("created: 2/2 workers")
+        self.ended = 0
+
+    def line(self) -> None:
+        self.ended += 1
+        self.width_of_current_line = 0
+
+    def flush(self) -> None:
+        pass
+
+
+class _Config:
+    def __init__(self, writer: _Writer) -> None:
+        reporter = type("Reporter", (), {"_tw": writer})()
+        self.pluginmanager = type("Manager", (), {"get_plugin": staticmethod(lambda name: reporter)})()
+
+
+def test_the_starting_notice_comes_once_on_its_own_line_and_the_run_says_when_it_is_ready(
+        server_env, monkeypatch, capsys):
+    """Issue 30 item 8: while a server imports, later runs neither start another nor repeat the
+    notice; the notice ends xdist's unfinished status line first; the run that started the server
+    says at its end that it is ready."""
+    from torchcts.engine.zygote import state
+
+    monkeypatch.setenv("TORCHCTS_WARM_DIR", server_env["TORCHCTS_WARM_DIR"])
+    spec = type("Spec", (), {"popen": True, "python": None, "via": None})
+    path = warm.socket_path("bare")
+    importing = state.hold_lock(path)  # as a server still importing holds it
+    warm.WarmWorkers("bare").pytest_xdist_setupnodes(None, [spec()])
+    assert capsys.readouterr().err == "" and not Path(path).exists()
+    importing.close()
+    writer = _Writer()
+    config = _Config(writer)
+    plugin = warm.WarmWorkers("bare")
+    plugin.pytest_xdist_setupnodes(config, [spec()])
+    assert writer.ended == 1 and capsys.readouterr().err.count("starting a warm worker server") == 1
+    deadline = time.monotonic() + 60
+    while not warm.listening(path):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    plugin.pytest_unconfigure(config)
+    assert "the warm worker server is ready" in capsys.readouterr().err
+    used = spec()
+    warm.WarmWorkers("bare").pytest_xdist_setupnodes(config, [used])
+    assert used.python == warm.launcher_command(path) and capsys.readouterr().err == ""

@@ -120,19 +120,23 @@ def launcher_command(path: str) -> str:
 
 
 class WarmWorkers:
-    """Controller plugin: xdist's popen workers start through the launcher when a server listens."""
+    """Controller plugin: xdist's popen workers start through the launcher when a server listens.
+    A run that starts the server says so once, and at its end whether the server is ready."""
 
     def __init__(self, profile: str) -> None:
         self.profile = profile
+        self.config: Any = None
+        self.started: tuple[str, float] | None = None  # (socket path, when) of a server this run started
 
     def pytest_xdist_setupnodes(self, config: Any, specs: list[Any]) -> None:
         popen = [s for s in specs if s.popen and not s.python and not s.via]
         if not popen:
             return
+        self.config = config
         try:
             path = socket_path(self.profile)
         except OSError as exc:
-            notice(f"no private folder for their sockets ({exc})")
+            notice(f"no private folder for their sockets ({exc})", config)
             return
         if listening(path):
             for spec in popen:
@@ -140,15 +144,41 @@ class WarmWorkers:
             return
         why = Path(path + ".why")
         if why.is_file() and time.time() - why.stat().st_mtime < RETRY_S:
-            notice(why.read_text(encoding="utf-8", errors="replace").strip())
+            notice(why.read_text(encoding="utf-8", errors="replace").strip(), config)
             return
+        if state.holder(path + ".lock"):
+            return  # a server for this key is importing: an earlier run started it and said so
         start_server(path, self.profile)
-        print("torchcts: starting a warm worker server in the background: later runs start faster "
-              "(torchcts warm --stop ends it; --no-warm does without)", file=sys.stderr)
+        self.started = (path, time.monotonic())
+        say("torchcts: starting a warm worker server in the background: later runs start faster "
+            "(torchcts warm --stop ends it; --no-warm does without)", config)
+
+    def pytest_unconfigure(self, config: Any) -> None:
+        """The run that started the server: one line on whether later runs can use it yet."""
+        if self.started is None:
+            return
+        path, since = self.started
+        if listening(path):
+            say(f"torchcts: the warm worker server is ready (it took {time.monotonic() - since:.0f} s): "
+                "later runs fork their workers from it", config)
+        elif state.holder(path + ".lock"):
+            say("torchcts: the warm worker server is still importing; `torchcts warm --status` shows "
+                "when it is ready", config)
 
 
-def notice(why: str) -> None:
-    print(f"torchcts: note: warm workers unavailable ({why}); using fresh workers", file=sys.stderr)
+def say(text: str, config: Any = None) -> None:
+    """A line of ours on stderr, on a line of its own: after xdist's status line (which a terminal
+    leaves unfinished to redraw it), not glued onto it."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter") if config is not None else None
+    writer = getattr(reporter, "_tw", None)
+    if writer is not None and getattr(writer, "width_of_current_line", 0):
+        writer.line()
+        writer.flush()
+    print(text, file=sys.stderr, flush=True)
+
+
+def notice(why: str, config: Any = None) -> None:
+    say(f"torchcts: note: warm workers unavailable ({why}); using fresh workers", config)
 
 
 def plugins(flag: bool | None, isolation: bool, device_type: str, backend_import: str | None) -> list[Any]:
