@@ -68,7 +68,7 @@ def test_forked_worker_gets_the_launchers_io_folder_env_and_exit_status(server_e
 @pytest.mark.main_only
 def test_full_server_warms_inductor_and_freezes_its_heap(server_env):
     """A forked worker of a full server starts with inductor's per-process caches filled (vector-ISA
-    probes, torch's source hash, the precompiled header of one real compilation, engine/zygote.py:
+    probes, torch's source hash, the precompiled header of one real compilation, engine/zygote/preload.py:
     WARMUPS), no compiled frame left in dynamo, and the imported heap frozen out of the collector."""
     path, server = start(server_env, profile="full", seconds=300)
     code = ("import gc, os, torch, torch._dynamo; from torch._inductor import cpu_vec_isa, codecache; "

@@ -6,7 +6,6 @@ the environment variables that decide what an import loads); a different key is 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -53,6 +52,8 @@ def package_stamp() -> list[list[object]]:
 
 def key(env: dict[str, str], profile: str, executable: str = sys.executable) -> str:
     """What decides what the server's imports loaded; a different key is a different server."""
+    import hashlib  # here: the launcher, which imports this module, never hashes
+
     text = json.dumps([FORMAT, executable, sys.version, profile, sorted(key_env(env).items()),
                        package_stamp()])
     return hashlib.sha256(text.encode()).hexdigest()[:24]

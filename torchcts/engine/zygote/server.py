@@ -53,8 +53,9 @@ class Server:
         self.stopping = False
         self.started = started  # when the process took the key's lock, before its imports
         self.last_active = self.checked = time.monotonic()
+        self.authkey = state.new_authkey(sock_path)  # before the socket exists: launchers read it first
+        self.listener: socket.socket | None
         self.listener, self.bound_ino = self.bind()
-        self.authkey = state.new_authkey(sock_path)
         self.wake_r, self.wake_w = self.watch_signals()
         self.sel = selectors.DefaultSelector()
         self.sel.register(self.listener, selectors.EVENT_READ)
