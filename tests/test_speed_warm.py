@@ -1,8 +1,9 @@
-"""Warm workers (engine/warm.py, engine/zygote.py): a forked worker behaves as a fresh one would,
+"""Warm workers (engine/warm.py, engine/zygote/): a forked worker behaves as a fresh one would,
 exits as it did, never runs on a stale or foreign server, and a planted crash is still isolated."""
 
 from __future__ import annotations
 
+import ast
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 from conftest import latest_run, records, run_cli
 
 from torchcts.engine import warm
+from torchcts.engine.zygote import protocol
 
 pytestmark = pytest.mark.skipif(warm.unavailable() is not None, reason=f"warm workers: {warm.unavailable()}")
 
@@ -38,6 +40,7 @@ def start(env: dict[str, str], profile: str = "bare", idle_s: float = 60, second
         assert time.monotonic() < deadline, Path(path + ".log").read_text() if Path(path + ".log").exists() else ""
         time.sleep(0.05)
     [pid] = [pid for pid, name in warm.running_in(Path(path).parent) if name == Path(path).name]
+    assert Path(path + ".lock").read_text().strip() == str(pid)  # the server's pid, in the lock it holds
     return path, pid
 
 
@@ -65,7 +68,7 @@ def test_forked_worker_gets_the_launchers_io_folder_env_and_exit_status(server_e
 @pytest.mark.main_only
 def test_full_server_warms_inductor_and_freezes_its_heap(server_env):
     """A forked worker of a full server starts with inductor's per-process caches filled (vector-ISA
-    probes, torch's source hash, the precompiled header of one real compilation, engine/zygote.py:
+    probes, torch's source hash, the precompiled header of one real compilation, engine/zygote/preload.py:
     WARMUPS), no compiled frame left in dynamo, and the imported heap frozen out of the collector."""
     path, server = start(server_env, profile="full", seconds=300)
     code = ("import gc, os, torch, torch._dynamo; from torch._inductor import cpu_vec_isa, codecache; "
@@ -111,6 +114,13 @@ def test_another_environment_or_changed_files_get_a_fresh_worker(server_env, tmp
     assert launch(path, ppid, env).stdout.strip() == str(server)
     other = launch(path, ppid, {**env, "TORCH_SOMETHING": "1"})  # a variable torch may read at import
     assert other.returncode == 0 and other.stdout.strip() != str(server)  # a fresh python, not a fork
+    (tmp_path / "sitecustomize.py").write_text("")  # `python -c` here would import this one instead
+    shadowing = launch(path, ppid, env, cwd=tmp_path)
+    assert shadowing.returncode == 0 and shadowing.stdout.strip() != str(server)
+    status = run_cli("warm", "--status", env=env)
+    assert status.returncode == 0 and f"pid {server} " in status.stdout, status.stdout + status.stderr
+    assert "another environment (TORCH_SOMETHING differs)" in status.stdout, status.stdout
+    assert "sitecustomize.py in the working folder would shadow a preloaded module" in status.stdout
     time.sleep(0.01)
     (site / "sitecustomize.py").write_text("# changed\n")
     stale = launch(path, ppid, env)
@@ -183,3 +193,88 @@ def test_planted_crashes_are_isolated_on_forked_workers(server_env, tmp_path):
     forks = Path(path + ".log").read_text().count("forked worker")
     assert forks >= 4, (forks, r.stderr[-2000:], Path(path + ".log").read_text()[-2000:])  # the first workers and a replacement per crash and timeout, all forked
     assert "warm workers unavailable" not in r.stderr and "starting a warm worker server" not in r.stderr
+
+
+def test_a_launcher_without_the_authkey_is_not_served(server_env):
+    """The channel authenticates both ends: a process that cannot read the server's authkey file
+    (another user's, or a stale key) gets no fork, and the server goes on serving."""
+    path, server = start(server_env)
+    with pytest.raises(protocol.AuthenticationError):
+        protocol.connect(path, b"not the key", 10)
+    assert launch(path, "import os; print(os.getppid())", server_env).stdout.strip() == str(server)
+    assert os.stat(path + ".authkey").st_mode & 0o077 == 0
+
+
+def test_messages_carry_their_types_and_anything_else_is_refused():
+    request = protocol.LaunchRequest(argv=["-u", "-c", "pass"], cwd="/", env={"A": "1"}, path=["/x"], umask=0o22)
+    for message in (request, protocol.Refusal("why"), protocol.Accepted(12), protocol.ExitStatus(256)):
+        assert protocol.from_json(protocol.to_json(message)) == message
+    for bad in (b"{", b"[]", b'{"kind": "nope"}', b'{"kind": "accepted", "pid": "12"}',
+                b'{"kind": "exit", "status": 1, "more": 2}',
+                b'{"kind": "launch", "argv": ["-c", 1], "cwd": "/", "env": {}, "path": [], "umask": 0}'):
+        with pytest.raises(protocol.ProtocolError):
+            protocol.from_json(bad)
+
+
+def test_no_function_of_the_server_is_over_40_lines():
+    """Issue 27: the warm server stays readable: every function of engine/zygote/ fits a screen."""
+    folder = Path(protocol.__file__).parent
+    long = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > 40:
+                    long.append(f"{path.name}:{node.lineno} {node.name} ({length} lines)")
+    assert len(list(folder.glob("*.py"))) >= 8 and not long, long
+
+
+class _Writer:
+    """A terminal writer left in the middle of xdist's status line."""
+
+    def __init__(self) -> None:
+        self.width_of_current_line = len("created: 2/2 workers")
+        self.ended = 0
+
+    def line(self) -> None:
+        self.ended += 1
+        self.width_of_current_line = 0
+
+    def flush(self) -> None:
+        pass
+
+
+class _Config:
+    def __init__(self, writer: _Writer) -> None:
+        reporter = type("Reporter", (), {"_tw": writer})()
+        self.pluginmanager = type("Manager", (), {"get_plugin": staticmethod(lambda name: reporter)})()
+
+
+def test_the_starting_notice_comes_once_on_its_own_line_and_the_run_says_when_it_is_ready(
+        server_env, monkeypatch, capsys):
+    """Issue 30 item 8: while a server imports, later runs neither start another nor repeat the
+    notice; the notice ends xdist's unfinished status line first; the run that started the server
+    says at its end that it is ready."""
+    from torchcts.engine.zygote import state
+
+    monkeypatch.setenv("TORCHCTS_WARM_DIR", server_env["TORCHCTS_WARM_DIR"])
+    spec = type("Spec", (), {"popen": True, "python": None, "via": None})
+    path = warm.socket_path("bare")
+    importing = state.hold_lock(path)  # as a server still importing holds it
+    warm.WarmWorkers("bare").pytest_xdist_setupnodes(None, [spec()])
+    assert capsys.readouterr().err == "" and not Path(path).exists()
+    importing.close()
+    writer = _Writer()
+    config = _Config(writer)
+    plugin = warm.WarmWorkers("bare")
+    plugin.pytest_xdist_setupnodes(config, [spec()])
+    assert writer.ended == 1 and capsys.readouterr().err.count("starting a warm worker server") == 1
+    deadline = time.monotonic() + 60
+    while not warm.listening(path):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    plugin.pytest_unconfigure(config)
+    assert "the warm worker server is ready" in capsys.readouterr().err
+    used = spec()
+    warm.WarmWorkers("bare").pytest_xdist_setupnodes(config, [used])
+    assert used.python == warm.launcher_command(path) and capsys.readouterr().err == ""

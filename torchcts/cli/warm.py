@@ -1,14 +1,21 @@
-"""`torchcts warm`: the warm worker servers of `torchcts run --warm` (engine/warm.py): list or stop them."""
+"""`torchcts warm`: the warm worker servers of `torchcts run --warm` (engine/warm.py): list them,
+show their state and why they refused launchers (--status), or stop them."""
 
 from __future__ import annotations
 
 import argparse
+import time
+from typing import Any
 
-HELP = "list or stop (--stop) the background servers that warm `torchcts run`'s workers"
+HELP = "list, show (--status) or stop (--stop) the background servers that warm `torchcts run`'s workers"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--stop", action="store_true", help="stop them now (each ends once its workers have)")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--stop", action="store_true", help="stop them now (each ends once its workers have)")
+    what.add_argument("--status", action="store_true",
+                      help="each server's pid, key, age, idle time, and the last reasons it refused a "
+                           "launcher (which then started a fresh worker)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -18,9 +25,38 @@ def main(args: argparse.Namespace) -> int:
         stopped = warm.stop_all()
         print(f"torchcts: stopped {len(stopped)} warm worker server(s)")
         return 0
-    running = warm.running()
-    for pid, name in running:
-        print(f"warm worker server pid {pid} ({name})")
-    if not running:
+    if args.status:
+        servers = warm.statuses()
+        for server in servers:
+            print(describe(server))
+    else:
+        servers = warm.running()
+        for pid, name in servers:
+            print(f"warm worker server pid {pid} ({name})")
+    if not servers:
         print("torchcts: no warm worker server is running")
     return 0
+
+
+def describe(server: dict[str, Any]) -> str:
+    """A server's status as a few lines: what it is, then its latest refusals, newest last."""
+    state = ("importing, not listening yet" if server["preparing"] else "stopping" if server["stopping"]
+             else f"{server['workers']} worker(s)")
+    lines = [f"warm worker server pid {server['pid']} key {server['key']} ({server['profile'] or '?'} "
+             f"profile): up {_duration(server['age_s'])}, idle {_duration(server['idle_s'])}, {state}"]
+    refusals = server["refusals"]
+    if not refusals:
+        lines.append("  refused no launcher")
+    for refusal in refusals:
+        when = refusal.get("time")
+        stamp = time.strftime("%H:%M:%S", time.localtime(when)) if isinstance(when, (int, float)) else "?"
+        lines.append(f"  refused at {stamp}: {refusal.get('why', '?')}")
+    return "\n".join(lines)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min"

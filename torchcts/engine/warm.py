@@ -1,4 +1,4 @@
-"""Warm workers: xdist workers forked from a server that has already imported torch (engine/zygote.py).
+"""Warm workers: xdist workers forked from a server that has already imported torch (engine/zygote/).
 
 When: on for interactive use (stdin is a terminal and no `CI` variable), off in CI;
 `torchcts run --warm/--no-warm` or TORCHCTS_WARM=1/0 force it. Linux only (macOS frameworks and
@@ -24,12 +24,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from torchcts.engine import zygote
+from torchcts.engine.zygote import keys, state
 
 ENV = "TORCHCTS_WARM"
 IDLE_S = 900.0  # a server with no worker for 15 minutes exits
 RETRY_S = 600.0  # a server that found forking unsafe is not started again for this long (its .why file)
-ZYGOTE = str(Path(zygote.__file__).resolve())
+ZYGOTE = str(Path(keys.HERE).resolve())  # the package's folder, run as a script (its __main__.py)
 
 
 def wanted(flag: bool | None) -> bool:
@@ -51,7 +51,7 @@ def wanted(flag: bool | None) -> bool:
 
 def profile_for(device_type: str, backend_import: str | None) -> str:
     """What the server may import before the fork: everything for a plain CPU run; with a backend
-    module only what a fresh worker imports before the backend anyway (engine/zygote.py)."""
+    module only what a fresh worker imports before the backend anyway (engine/zygote/preload.py)."""
     return "full" if device_type == "cpu" and not backend_import else "base"
 
 
@@ -86,7 +86,7 @@ def server_dir(env: dict[str, str] | None = None) -> Path:
 def socket_path(profile: str, env: dict[str, str] | None = None) -> str:
     """The socket of the server for `profile` and the environment workers get (os.environ)."""
     env = dict(os.environ) if env is None else env
-    path = str(server_dir(env) / f"{zygote.key(env, profile)}.sock")
+    path = str(server_dir(env) / f"{keys.key(env, profile)}.sock")
     if len(path.encode()) > 100:  # AF_UNIX paths are limited to ~107 bytes
         raise OSError(f"the socket path would be too long: {path}")
     return path
@@ -120,19 +120,23 @@ def launcher_command(path: str) -> str:
 
 
 class WarmWorkers:
-    """Controller plugin: xdist's popen workers start through the launcher when a server listens."""
+    """Controller plugin: xdist's popen workers start through the launcher when a server listens.
+    A run that starts the server says so once, and at its end whether the server is ready."""
 
     def __init__(self, profile: str) -> None:
         self.profile = profile
+        self.config: Any = None
+        self.started: tuple[str, float] | None = None  # (socket path, when) of a server this run started
 
     def pytest_xdist_setupnodes(self, config: Any, specs: list[Any]) -> None:
         popen = [s for s in specs if s.popen and not s.python and not s.via]
         if not popen:
             return
+        self.config = config
         try:
             path = socket_path(self.profile)
         except OSError as exc:
-            notice(f"no private folder for their sockets ({exc})")
+            notice(f"no private folder for their sockets ({exc})", config)
             return
         if listening(path):
             for spec in popen:
@@ -140,15 +144,41 @@ class WarmWorkers:
             return
         why = Path(path + ".why")
         if why.is_file() and time.time() - why.stat().st_mtime < RETRY_S:
-            notice(why.read_text(encoding="utf-8", errors="replace").strip())
+            notice(why.read_text(encoding="utf-8", errors="replace").strip(), config)
             return
+        if state.holder(path + ".lock"):
+            return  # a server for this key is importing: an earlier run started it and said so
         start_server(path, self.profile)
-        print("torchcts: starting a warm worker server in the background: later runs start faster "
-              "(torchcts warm --stop ends it; --no-warm does without)", file=sys.stderr)
+        self.started = (path, time.monotonic())
+        say("torchcts: starting a warm worker server in the background: later runs start faster "
+            "(torchcts warm --stop ends it; --no-warm does without)", config)
+
+    def pytest_unconfigure(self, config: Any) -> None:
+        """The run that started the server: one line on whether later runs can use it yet."""
+        if self.started is None:
+            return
+        path, since = self.started
+        if listening(path):
+            say(f"torchcts: the warm worker server is ready (it took {time.monotonic() - since:.0f} s): "
+                "later runs fork their workers from it", config)
+        elif state.holder(path + ".lock"):
+            say("torchcts: the warm worker server is still importing; `torchcts warm --status` shows "
+                "when it is ready", config)
 
 
-def notice(why: str) -> None:
-    print(f"torchcts: note: warm workers unavailable ({why}); using fresh workers", file=sys.stderr)
+def say(text: str, config: Any = None) -> None:
+    """A line of ours on stderr, on a line of its own: after xdist's status line (which a terminal
+    leaves unfinished to redraw it), not glued onto it."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter") if config is not None else None
+    writer = getattr(reporter, "_tw", None)
+    if writer is not None and getattr(writer, "width_of_current_line", 0):
+        writer.line()
+        writer.flush()
+    print(text, file=sys.stderr, flush=True)
+
+
+def notice(why: str, config: Any = None) -> None:
+    say(f"torchcts: note: warm workers unavailable ({why}); using fresh workers", config)
 
 
 def plugins(flag: bool | None, isolation: bool, device_type: str, backend_import: str | None) -> list[Any]:
@@ -174,9 +204,29 @@ def running() -> list[tuple[int, str]]:
 def running_in(folder: Path) -> list[tuple[int, str]]:
     found = []
     for lock in sorted(folder.glob("*.sock.lock")):
-        pid = _holder(lock)
+        pid = state.holder(str(lock))  # the server wrote its pid in the lock it holds
         if pid:
             found.append((pid, lock.name[: -len(".lock")]))
+    return found
+
+
+def statuses(folder: Path | None = None) -> list[dict[str, Any]]:
+    """Each running server's status (engine/zygote/state.py): pid, key, profile, age and idle
+    seconds, workers, whether it is still importing (preparing) or stopping, its latest refusals
+    (each a time and why), and its socket name."""
+    now = time.time()
+    found = []
+    for pid, name in running() if folder is None else running_in(folder):
+        sock = str((server_dir() if folder is None else folder) / name)
+        st = state.read_status(sock)
+        started, idle_since = st.get("started"), st.get("idle_since")
+        found.append({"pid": pid, "socket": name, "key": st.get("key", name[: -len(".sock")]),
+                      "profile": st.get("profile"), "workers": st.get("workers", 0),
+                      "age_s": now - started if isinstance(started, (int, float)) else None,
+                      "idle_s": (now - idle_since if isinstance(idle_since, (int, float)) and not st.get("workers")
+                                 else 0.0),
+                      "preparing": bool(st.get("preparing")), "stopping": bool(st.get("stopping")),
+                      "refusals": list(st.get("refusals") or [])})
     return found
 
 
@@ -192,16 +242,3 @@ def stop_all(folder: Path | None = None) -> list[int]:
         except OSError:
             pass
     return stopped
-
-
-def _holder(lock: Path) -> int | None:
-    """The pid of the server holding `lock`, from /proc/locks (Linux), else None."""
-    try:
-        ino = lock.stat().st_ino
-        for line in Path("/proc/locks").read_text().splitlines():
-            fields = line.split()
-            if len(fields) > 5 and fields[1] == "FLOCK" and fields[5].rsplit(":", 1)[-1] == str(ino):
-                return int(fields[4])
-    except (OSError, ValueError):
-        return None
-    return None

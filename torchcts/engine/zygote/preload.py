@@ -1,0 +1,103 @@
+"""What a server imports before it forks (by profile), inductor's warm-ups, and what would make a
+fork unsafe afterwards."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+from collections.abc import Callable
+
+PROFILES = {
+    # a run with a backend module: only what a fresh worker imports before the backend anyway
+    "base": ("torch", "pytest", "xdist.remote", "execnet"),
+    "bare": (),  # the mechanism alone (tests)
+    # a CPU run: also the OpInfo database and torch.compile's modules (their import-time state
+    # would differ if a backend registered a PrivateUse1 device before them)
+    "full": ("torch", "pytest", "xdist.remote", "execnet", "torch.testing",
+             "torch.testing._internal.common_methods_invocations",
+             "torch._dynamo", "torch._inductor.compile_fx", "torch._inductor.codecache"),
+}
+# Modules that initialise an accelerator's runtime when imported on a build that has one
+ACCELERATOR_PROBES = ("torch.testing._internal.common_methods_invocations",)
+
+
+# Calls after the imports, each filling a cache inductor keeps for the life of a process, so that
+# a forked worker's first torch.compile does not pay for it again. Measured on a 2-core machine, of
+# a 1.7 s first compile in a forked worker: the dlopen probes of the CPU's vector ISAs (a python
+# subprocess each) 0.55 s, the hash of torch's own sources that keys inductor's caches 0.47 s, the
+# preprocessing and hashing of the precompiled C++ header (g++ -E, openssl) 0.24 s: the last only a
+# real compilation reaches, so the server compiles one tiny function (in-process: one compile
+# thread, no worker pool) and then resets dynamo. Pure functions of the build, the compiler
+# (CXX/CC/PATH are in the key) and TORCHINDUCTOR_* (TORCH*, in the key).
+def _vector_isas() -> None:
+    from torch._inductor import cpu_vec_isa
+
+    cpu_vec_isa.valid_vec_isa_list()
+
+
+def _torch_source_hash() -> None:
+    from torch._inductor import codecache
+
+    codecache.torch_key()
+
+
+def _tiny_compile() -> None:
+    import torch
+    import torch._dynamo
+    from torch._inductor import config
+
+    threads = config.compile_threads
+    config.compile_threads = 1
+    try:
+        torch.compile(lambda x: x * 2 + 1, backend="inductor")(torch.ones(4))
+    finally:
+        config.compile_threads = threads
+        torch._dynamo.reset()
+
+
+WARMUPS: dict[str, tuple[Callable[[], None], ...]] = {
+    "full": (_vector_isas, _torch_source_hash, _tiny_compile)}
+
+
+def preload(profile: str) -> str | None:
+    """Import the profile's modules and make its warm-up calls; the reason forking would be unsafe
+    afterwards, or None."""
+    for name in PROFILES[profile]:
+        if name in ACCELERATOR_PROBES and _accelerator_build():
+            continue  # its import would initialise CUDA/ROCm, which a forked child cannot use
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue  # a build without it: a worker that needs it finds out as a fresh one would
+        problem = fork_hazard()
+        if problem:
+            return f"importing {name} {problem}"
+    for warmup in WARMUPS.get(profile, ()):
+        try:
+            warmup()
+        except Exception:  # noqa: BLE001 - another PyTorch, no compiler: a worker pays as a fresh one would
+            continue
+        problem = fork_hazard()
+        if problem:
+            return f"{warmup.__name__} {problem}"
+    return None
+
+
+def _accelerator_build() -> bool:
+    torch = sys.modules.get("torch")
+    version = getattr(torch, "version", None)
+    return bool(getattr(version, "cuda", None) or getattr(version, "hip", None) or sys.platform == "darwin")
+
+
+def fork_hazard() -> str | None:
+    """A Python thread, or an initialised accelerator runtime: what a fork would break. (Native
+    OpenBLAS threads are not: OpenBLAS stops its pool around fork() with pthread_atfork.)"""
+    if threading.active_count() > 1:
+        return "started a Python thread"
+    torch = sys.modules.get("torch")
+    for name in ("cuda", "xpu", "mps", "mtia"):
+        initialised = getattr(getattr(torch, name, None), "is_initialized", None)
+        if callable(initialised) and initialised():
+            return f"initialised the {name} runtime"
+    return None
