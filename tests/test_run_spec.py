@@ -116,12 +116,26 @@ def test_pytest_without_the_controllers_recorder_is_refused(tmp_path):
     assert not (opened.run_dir / "cases.jsonl").read_text().count('"passed"')
 
 
-def test_session_reads_its_options_from_pytests_argv():
-    from torchcts.engine.session import option
+def test_a_sessions_recorder_is_built_from_the_argv_its_workers_read(tmp_path):
+    """The controller and each rerun process (`python -m torchcts.engine.session`) build their Recorder
+    from pytest's argv: the attempt, the workers' log folder and the live --manifest arrive one way."""
+    from torchcts.engine.execute import pytest_argv
+    from torchcts.engine.session import build_recorder, option
 
     argv = ["x::a", "--torchcts-run-dir=/r", "--torchcts-attempt=2", "-q", "--torchcts-attempt=3"]
     assert option(argv, "--torchcts-attempt") == "3" and option(argv, "--torchcts-run-dir") == "/r"
     assert option(argv, "--torchcts-work-dir") is None
+    opened = _opened(tmp_path, "--validation")
+    argv = pytest_argv(opened.run_dir, tmp_path / "res", ["-q"], tmp_path / "w", "my dir/m.py")
+    first = build_recorder(argv)
+    assert first.annotate.attempt == 1 and first.work_dir == tmp_path / "w"
+    assert first.state.spec.manifest_arg == "my dir/m.py" and first.state.spec.planned == opened.spec.planned
+    first.writer.close()
+    rerun = build_recorder([*argv, "--torchcts-attempt=2"])  # engine/rerun.py appends it
+    assert rerun.annotate.attempt == 2
+    rerun.writer.close()
+    with pytest.raises(UsageError, match="--torchcts-run-dir"):
+        build_recorder(["-q"])
 
 
 def test_close_run_raises_the_write_the_recorder_could_not_make(tmp_path):

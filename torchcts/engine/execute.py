@@ -142,8 +142,7 @@ def run_pytest(run: OpenedRun) -> tuple[int, Recorder]:
     with (tempfile.TemporaryDirectory(prefix="torchcts-workers-") as work_dir, sigterm_as_interrupt(),
           exported(run.pytest_args)):
         argv = pytest_argv(run.run_dir, spec.results_dir, run.pytest_args, Path(work_dir), spec.manifest_arg)
-        code, recorder = run_session(run.run_dir, argv, manifest_arg=spec.manifest_arg, work_dir=Path(work_dir),
-                                     plugins=warm_plugins)
+        code, recorder = run_session(argv, warm_plugins)
         if spec.rerun_failures and code != pytest.ExitCode.INTERRUPTED:
             from torchcts.engine.rerun import rerun_failures
 

@@ -3,8 +3,9 @@
 The controller builds the Recorder (engine/plugin.py, the only writer of cases.jsonl) and hands it
 to pytest.main as a plugin. With -n 0 or --no-isolation that process is the only one; under xdist the
 workers are other processes and never have one. A rerun attempt of --rerun-failures is the same in a
-fresh process: `python -m torchcts.engine.session PYTEST_ARGV` (engine/rerun.py), which takes the run
-folder, the worker folder, the live --manifest and `--torchcts-attempt` from the argv.
+fresh process: `python -m torchcts.engine.session PYTEST_ARGV` (engine/rerun.py). Both build the
+Recorder from pytest's argv: the run folder, the workers' log folder, the live --manifest and
+`--torchcts-attempt` reach every process of a run one way.
 """
 
 from __future__ import annotations
@@ -18,17 +19,28 @@ if TYPE_CHECKING:
     from torchcts.engine.plugin import Recorder
 
 
-def run_session(run_dir: Path, argv: list[str], *, manifest_arg: str | None = None, work_dir: Path | None = None,
-                attempt: int = 1, plugins: Sequence[Any] = ()) -> tuple[int, Recorder]:
-    """pytest.main on `argv` with this process's Recorder (and `plugins`); (pytest's exit code, the
-    Recorder), whose `writer.failure` the caller checks."""
+def run_session(argv: list[str], plugins: Sequence[Any] = ()) -> tuple[int, Recorder]:
+    """pytest.main on `argv` (engine/execute.py: pytest_argv) with this process's Recorder and
+    `plugins`: (pytest's exit code, the Recorder), whose `writer.failure` the caller checks."""
     import pytest
 
-    from torchcts.engine.plugin import Recorder, RunState
-
-    recorder = Recorder(RunState(run_dir, manifest_arg), work_dir, attempt)
+    recorder = build_recorder(argv)
     code = pytest.main(argv, plugins=[recorder, recorder.progress, *plugins])
     return code, recorder
+
+
+def build_recorder(argv: Sequence[str]) -> Recorder:
+    """The Recorder of a session, from the same argv its workers read: the run folder, the workers'
+    log folder, the live --manifest and the attempt travel once, on pytest's command line."""
+    from torchcts.engine.plugin import Recorder, RunState
+    from torchcts.errors import UsageError
+
+    run_dir = option(argv, "--torchcts-run-dir")
+    if not run_dir:
+        raise UsageError("a TorchCTS pytest session needs --torchcts-run-dir=RUN in pytest's arguments")
+    work_dir = option(argv, "--torchcts-work-dir")
+    state = RunState(Path(run_dir), option(argv, "--torchcts-manifest-arg"))
+    return Recorder(state, Path(work_dir) if work_dir else None, int(option(argv, "--torchcts-attempt") or 1))
 
 
 def option(argv: Sequence[str], name: str) -> str | None:
@@ -41,16 +53,13 @@ def option(argv: Sequence[str], name: str) -> str | None:
 
 def main(argv: list[str]) -> int:
     """A rerun attempt: pytest's exit code, or 2 with one line when a record could not be written."""
-    from torchcts.errors import EXIT_USAGE
+    from torchcts.errors import EXIT_USAGE, UsageError
 
-    run_dir = option(argv, "--torchcts-run-dir")
-    if not run_dir:
-        print("torchcts: error: engine/session.py needs --torchcts-run-dir=RUN in pytest's arguments", file=sys.stderr)
+    try:
+        code, recorder = run_session(argv)
+    except UsageError as exc:
+        print(f"torchcts: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    work_dir = option(argv, "--torchcts-work-dir")
-    code, recorder = run_session(Path(run_dir), argv, manifest_arg=option(argv, "--torchcts-manifest-arg"),
-                                 work_dir=Path(work_dir) if work_dir else None,
-                                 attempt=int(option(argv, "--torchcts-attempt") or 1))
     if recorder.writer.failure is not None:
         exc = recorder.writer.failure
         print(f"torchcts: error: cannot write {exc.filename or 'cases.jsonl'}: {exc.strerror or exc}", file=sys.stderr)
