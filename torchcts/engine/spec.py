@@ -114,7 +114,7 @@ class RunSpec:
             return cls(
                 device=device_info.type,
                 manifest_arg=data.get("manifest_arg"),
-                selection=Selection.from_json(data.get("selection") or {}),
+                selection=Selection.from_json(data["selection"]),
                 validation=bool(data.get("validation")),
                 strict_expectations=bool(data.get("strict_expectations")),
                 rerun_failures=int(data.get("rerun_failures") or 0),
