@@ -148,10 +148,10 @@ def test_gitlab_example_end_to_end(tmp_path, cli, monkeypatch):
 
 
 def run_request_ids(argv: list[str]) -> list[str]:
-    from torchcts.cli.common import run_request
+    from torchcts.cli.common import run_spec
     from torchcts.engine.setup import prepare
 
-    return sorted(c.id for c in prepare(run_request(build_parser().parse_args(argv))).result.to_run)
+    return sorted(c.id for c in prepare(run_spec(build_parser().parse_args(argv))).result.to_run)
 
 
 def test_step_summary_is_capped_and_never_fails_the_run(tmp_path, capsys):

@@ -365,11 +365,10 @@ def test_a_full_disk_while_recording_is_kept_for_the_cli(tmp_path):
     writer = rundir.RecordWriter(tmp_path)
     writer._fh.close()
     writer._fh = open("/dev/full", "w", encoding="utf-8")  # noqa: SIM115 - every write: ENOSPC
-    rundir.WRITE_FAILURES.clear()
+    assert writer.failure is None
     with pytest.raises(OSError):
         writer.append({"id": "a", "status": "passed"})
-    assert rundir.WRITE_FAILURES and rundir.WRITE_FAILURES[0].errno == errno.ENOSPC
-    rundir.WRITE_FAILURES.clear()
+    assert writer.failure is not None and writer.failure.errno == errno.ENOSPC
 
 
 def test_cache_entry_of_the_wrong_shape_is_a_miss(tmp_path, monkeypatch):

@@ -109,9 +109,10 @@ def _decided(result):
 
 def _prepare(path, **selection):
     from torchcts.engine.selection import Selection
-    from torchcts.engine.setup import RunRequest, prepare
+    from torchcts.engine.setup import prepare
+    from torchcts.engine.spec import RunSpec
 
-    return prepare(RunRequest(device="cpu", manifest=str(path), selection=Selection(**selection))).result
+    return prepare(RunSpec(device="cpu", manifest_arg=str(path), selection=Selection(**selection))).result
 
 
 def test_selection_memo_returns_what_selecting_returns_and_misses_on_any_change(tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ from torchcts.errors import UsageError
 
 if TYPE_CHECKING:
     from torchcts.engine.selection import Selection
-    from torchcts.engine.setup import RunRequest
+    from torchcts.engine.spec import RunSpec
 
 
 def add_manifest_arg(p: argparse.ArgumentParser) -> None:
@@ -42,22 +42,39 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results-dir", default="results", metavar="DIR", help="where run folders go (default: results)")
 
 
-def run_request(args: argparse.Namespace) -> RunRequest:
-    """The checked request of `run` and `show-skips`: every error in the flags it holds is raised
-    here, as UsageError (`run` checks its --timeout and --results-dir itself: not part of a request)."""
-    from torchcts.engine.setup import RunRequest
+def run_spec(args: argparse.Namespace) -> RunSpec:
+    """The checked spec of `run` and `show-skips`: every flag error is raised here, as UsageError, once.
+    Flags only `run` has (--timeout, --rerun-failures, --no-isolation, --warm) default for `show-skips`."""
+    import math
 
+    from torchcts.engine.spec import RunSpec
+
+    timeout = getattr(args, "timeout", None)  # `run` only
+    if timeout is not None and (not math.isfinite(timeout) or timeout < 0):
+        raise UsageError(f"--timeout must be 0 (no limit) or a positive, finite number of seconds, not {timeout}")
     require_device(args)
     rerun_failures = getattr(args, "rerun_failures", 0)  # `run` only
     if rerun_failures < 0:
         raise UsageError("--rerun-failures must be 0 or a positive number of reruns")
-    return RunRequest(
+    selection = selection_from_args(args)
+    results_dir = Path(args.results_dir)
+    if args.command == "run":  # the folder it will write to, before the run builds anything
+        from torchcts.results.rundir import check_results_root
+
+        check_results_root(results_dir)
+    return RunSpec(
         device=args.device,
-        manifest=args.manifest,
-        selection=selection_from_args(args),
+        manifest_arg=args.manifest,
+        selection=selection,
         validation=bool(args.validation),
         strict_expectations=bool(getattr(args, "strict_expectations", False)),
         rerun_failures=rerun_failures,
+        timeout_s=timeout or None,
+        isolation=not getattr(args, "no_isolation", False),
+        warm=getattr(args, "warm", None),
+        results_dir=results_dir,
+        pytest_args=list(getattr(args, "pytest_args", None) or []),
+        command=command_intent(args.command, list(getattr(args, "argv", None) or [])),
     )
 
 

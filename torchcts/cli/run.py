@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import math
-from pathlib import Path
 
-from torchcts.cli.common import add_selection_args, command_intent, run_request
+from torchcts.cli.common import add_selection_args, run_spec
 
 HELP = "run the conformance suite on a device (anything after -- goes to pytest)"
 
@@ -34,15 +32,4 @@ def main(args: argparse.Namespace) -> int:
     from torchcts.engine.execute import execute
     from torchcts.engine.setup import prepare
 
-    if not math.isfinite(args.timeout) or args.timeout < 0:
-        from torchcts.errors import UsageError
-
-        raise UsageError(f"--timeout must be 0 (no limit) or a positive, finite number of seconds, not {args.timeout}")
-    request = run_request(args)
-    from torchcts.results.rundir import check_results_root
-
-    check_results_root(Path(args.results_dir))
-    setup = prepare(request)
-    intent = command_intent("run", args.argv)
-    return execute(setup, Path(args.results_dir), intent, args.pytest_args,
-                   isolation=not args.no_isolation, timeout=args.timeout or None, warm=args.warm)
+    return execute(prepare(run_spec(args)))

@@ -17,7 +17,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from torchcts.cli.common import run_request
+    from torchcts.cli.common import run_spec
     from torchcts.engine.setup import prepare
     from torchcts.errors import UsageError
     from torchcts.results.quoting import terminal
@@ -26,7 +26,7 @@ def main(args: argparse.Namespace) -> int:
 
     if args.top < 1:
         raise UsageError("--top must be a positive number of rows")
-    setup = prepare(run_request(args))
+    setup = prepare(run_spec(args))
     skipped = setup.result.skipped
     summary = summarize(skip_record(d.case, d.status, d.reason) for d in skipped)
     lines = [f"{len(setup.result.to_run)} cases would run; {headline(summary, 'would not')}; "

@@ -205,6 +205,6 @@ def report_run(ref: str, top: int = 25, results_root: Path = Path("results")) ->
         return run_dir, summary
     run["coverage"] = {"headline": summary["headline"], "dispatch_key": summary["dispatch_key"],
                        "by_kind": summary["by_kind"], "exclusions": summary["exclusions"]}
-    rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run)
+    rundir.write_run(run_dir, run)
     finalize(run_dir, run.get("status") or "complete")  # report.html shows it
     return run_dir, summary

@@ -1,4 +1,7 @@
-"""Running a prepared selection through pytest and closing the run folder."""
+"""Running a prepared spec: open the run folder, run pytest, close the run, the exit status.
+
+Each step is one function (open_run, run_pytest, close_run, exit_code); `execute` chains them.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +11,22 @@ import os
 import platform
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torchcts
 from torchcts.compat import build_info, describe_fallbacks, fallbacks_used
 from torchcts.engine.setup import RunSetup
+from torchcts.engine.spec import RunSpec
 from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from torchcts.results import rundir
 from torchcts.results.finalize import finalize
 from torchcts.results.plan import write_plan
 from torchcts.results.records import skip_record
+
+if TYPE_CHECKING:
+    from torchcts.engine.plugin import Recorder
 
 COLLECT_DIR = Path(__file__).parent / "collect"
 # The only third-party pytest plugins a run loads (autoload is off), so whatever else is installed
@@ -26,36 +34,54 @@ COLLECT_DIR = Path(__file__).parent / "collect"
 RUN_PLUGINS = ("xdist.plugin", "pytest_timeout")
 
 
-def run_spec(setup: RunSetup, run_dir: Path, intent: list[str]) -> dict[str, Any]:
-    """The initial run.json: everything a worker and a later `report` or `compare` needs."""
+@dataclass
+class OpenedRun:
+    """A run folder ready for pytest: the spec as run.json holds it, and pytest's arguments."""
+
+    spec: RunSpec
+    run_dir: Path
+    pytest_args: list[str]  # isolation's (-n, --timeout: engine/isolation.py), then the user's after `--`
+
+
+def opening_facts(pytest_args: list[str]) -> dict[str, Any]:
+    """run.json's descriptive keys at open (RunSpec.facts): versions, machine, fallbacks, threads."""
+    from torchcts.engine.threads import describe
+
     return {
-        "name": run_dir.name,
         "torchcts": torchcts.__version__,
         "torch": build_info(),
         "python": platform.python_version(),
         "os": platform.system(),
         "arch": platform.machine(),
-        "device": setup.device.to_json(),
-        "gate": setup.device.gate,
-        "validation": setup.validation,
-        "manifest": setup.manifest.to_json(),
-        "manifest_hash": setup.manifest.hash(),
-        "manifest_source": setup.manifest.source,
-        "manifest_arg": setup.manifest_arg,
-        "command": intent,
-        "selection": setup.selection.to_json(),
-        "started": rundir.utc_now(),
-        "ended": None,
-        "status": "running",
-        "filtered": setup.result.filtered,
-        "sharded_out": setup.result.sharded_out,
-        "planned": len(setup.result.to_run),
-        "strict_expectations": setup.strict_expectations,
-        "rerun_failures": setup.rerun_failures,
         # Where this PyTorch lacked something and TorchCTS took a fallback (compat.FALLBACKS):
         # the controller's now (building the case list), the workers' added by finalize.
         "compat_fallbacks": describe_fallbacks(fallbacks_used()),
+        "threads": describe(pytest_args),
+        "ended": None,  # set by finalize, with status and totals
+        "status": "running",
     }
+
+
+def open_run(setup: RunSetup) -> OpenedRun:
+    """The run folder, run.json (the spec), the skip records and plan.jsonl; `latest` points to it."""
+    from torchcts.engine.isolation import pytest_extra_args
+
+    spec, result = setup.spec, setup.result
+    run_dir = rundir.new_run_dir(spec.results_dir)
+    to_run = result.to_run
+    args = [*pytest_extra_args(spec.pytest_args, spec.isolation, spec.timeout_s, len(to_run)), *spec.pytest_args]
+    spec = replace(spec, name=run_dir.name, started=rundir.utc_now(), planned=len(to_run), filtered=result.filtered,
+                   sharded_out=result.sharded_out, facts=opening_facts(args))
+    rundir.write_run(run_dir, spec.to_json())
+    rundir.point_latest(spec.results_dir, run_dir)
+    writer = rundir.RecordWriter(run_dir)
+    try:
+        for d in result.skipped:
+            writer.append(skip_record(d.case, d.status, d.reason))
+    finally:
+        writer.close()
+    write_plan(run_dir, to_run)
+    return OpenedRun(spec, run_dir, args)
 
 
 def pytest_argv(run_dir: Path, results_root: Path, user_args: list[str], work_dir: Path | None = None,
@@ -98,77 +124,81 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def execute(
-    setup: RunSetup,
-    results_root: Path,
-    intent: list[str],
-    user_args: list[str],
-    *,
-    isolation: bool = True,
-    timeout: float | None = None,
-    warm: bool | None = None,
-) -> int:
+def run_pytest(run: OpenedRun) -> tuple[int, Recorder]:
+    """pytest on the plan, then --rerun-failures' attempts; SIGTERM ends it like Ctrl-C. The Recorder
+    is this process's (engine/session.py), so a failed record write is read from it afterwards."""
     import tempfile
 
     import pytest
 
-    from torchcts.engine.isolation import pytest_extra_args
-
-    rundir.WRITE_FAILURES.clear()
-    run_dir = rundir.new_run_dir(results_root)
-    extra = pytest_extra_args(user_args, isolation, timeout, len(setup.result.to_run))
-    spec = run_spec(setup, run_dir, intent)
-    from torchcts.engine.threads import describe, exported
-
-    spec.update(isolation=isolation, timeout_s=timeout, threads=describe([*extra, *user_args]))
-    rundir.write_json_atomic(run_dir / rundir.RUN_JSON, spec)
-    rundir.point_latest(results_root, run_dir)
-    writer = rundir.RecordWriter(run_dir)
-    for d in setup.result.skipped:
-        writer.append(skip_record(d.case, d.status, d.reason))
-    writer.close()
-    write_plan(run_dir, setup.result.to_run)
-
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # see RUN_PLUGINS; workers and reruns inherit it
+    from torchcts.engine.session import run_session
+    from torchcts.engine.threads import exported
     from torchcts.engine.warm import plugins  # workers forked from a pre-imported server (engine/warm.py)
 
-    warm_plugins = plugins(warm, isolation, setup.device.type, setup.manifest.backend_import)
+    spec = run.spec
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # see RUN_PLUGINS; workers and reruns inherit it
+    assert spec.manifest is not None  # prepared
+    warm_plugins = plugins(spec.warm, spec.isolation, spec.device_type, spec.manifest.backend_import)
     with (tempfile.TemporaryDirectory(prefix="torchcts-workers-") as work_dir, sigterm_as_interrupt(),
-          exported([*extra, *user_args])):
-        code = pytest.main(pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir), setup.manifest_arg),
-                           plugins=warm_plugins)
-        interrupted = code == pytest.ExitCode.INTERRUPTED
-        if setup.rerun_failures and not interrupted:
+          exported(run.pytest_args)):
+        argv = pytest_argv(run.run_dir, spec.results_dir, run.pytest_args, Path(work_dir), spec.manifest_arg)
+        code, recorder = run_session(argv, warm_plugins)
+        if spec.rerun_failures and code != pytest.ExitCode.INTERRUPTED:
             from torchcts.engine.rerun import rerun_failures
 
-            rerun_failures(run_dir, setup.rerun_failures,
-                           pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir), setup.manifest_arg))
-    if rundir.WRITE_FAILURES:  # the file system refused a record (full, read-only): exit 2, one line
-        raise rundir.WRITE_FAILURES[-1]
-    run, records = finalize(run_dir, "interrupted" if interrupted else "complete")
+            rerun_failures(run.run_dir, spec.rerun_failures, argv)
+    return code, recorder
+
+
+def close_run(run: OpenedRun, code: int, recorder: Recorder) -> dict[str, Any]:
+    """Finalise the run folder (complete or interrupted), GitHub's step summary, the scorecard; the
+    finished run.json. A record the file system refused (full, read-only) is a UsageError-like exit 2."""
+    import pytest
+
     from torchcts.results.step_summary import append_step_summary
 
-    append_step_summary(run_dir)  # GitHub Actions: the summary on the job's page
+    if recorder.writer.failure is not None:
+        raise recorder.writer.failure
+    interrupted = code == pytest.ExitCode.INTERRUPTED  # SIGINT or SIGTERM (Recorder.pytest_sessionfinish)
+    finished, records = finalize(run.run_dir, "interrupted" if interrupted else "complete")
+    append_step_summary(run.run_dir)  # GitHub Actions: the summary on the job's page
+    print_run_scorecard(run, finished, records)
+    return finished
 
+
+def print_run_scorecard(run: OpenedRun, finished: dict[str, Any], records: list[dict[str, Any]]) -> None:
+    """The scorecard with the "since the previous comparable run" line, paths shown as given."""
     from torchcts.results.compare import regressions_line
     from torchcts.results.scorecard import print_scorecard
-
-    try:
-        since = regressions_line(results_root, run_dir, records)
-    except (OSError, ValueError, KeyError):  # an unreadable old run never spoils this one
-        since = None
     from torchcts.results.scrub import scrub
 
-    live = {scrub(p): p for p in (setup.manifest_arg, str(run_dir)) if p and scrub(p) != p}
-    print_scorecard(run_dir, run, sys.stdout, regressions=since, records=records, live_paths=live)
-    if interrupted:  # SIGINT or SIGTERM (engine/plugin.py: Recorder.pytest_sessionfinish)
+    try:
+        since = regressions_line(run.spec.results_dir, run.run_dir, records)
+    except (OSError, ValueError, KeyError):  # an unreadable old run never spoils this one
+        since = None
+    live = {scrub(p): p for p in (run.spec.manifest_arg, str(run.run_dir)) if p and scrub(p) != p}
+    print_scorecard(run.run_dir, finished, sys.stdout, regressions=since, records=records, live_paths=live)
+
+
+def exit_code(code: int, finished: dict[str, Any]) -> int:
+    """torchcts's exit status from pytest's and the finished run (README.md, "Exit status")."""
+    import pytest
+
+    from torchcts.results.ledger import gate_failures
+
+    if code == pytest.ExitCode.INTERRUPTED:
         return EXIT_INTERRUPTED
     if code == pytest.ExitCode.USAGE_ERROR:
         return EXIT_USAGE
     if code == pytest.ExitCode.INTERNAL_ERROR:
         return EXIT_INTERNAL
-    from torchcts.results.ledger import gate_failures
-
-    if gate_failures(run):  # failures; under --strict-expectations also ledger problems and flaky
+    if gate_failures(finished):  # failures; under --strict-expectations also ledger problems and flaky
         return EXIT_FAILURES
     return EXIT_OK
+
+
+def execute(setup: RunSetup) -> int:
+    """Run a prepared spec: open the run folder, run pytest, close the run, the exit status."""
+    run = open_run(setup)
+    code, recorder = run_pytest(run)
+    return exit_code(code, close_run(run, code, recorder))

@@ -20,6 +20,7 @@ from torchcts.cases.model import Case, NotApplicable, Pending
 from torchcts.engine.lean import skip_exit_gc
 from torchcts.engine.probe import CaseProbe, release_memory, worker_name
 from torchcts.engine.progress import ProgressPlugin
+from torchcts.engine.spec import RunSpec
 from torchcts.oracle.mismatch import OracleMismatch
 from torchcts.results.plan import read_plan
 from torchcts.results.records import base_record, record_repro, skip_record
@@ -32,22 +33,27 @@ _STATE = pytest.StashKey["RunState"]()
 
 
 class RunState:
-    """Per-process state of a run: the spec from run.json and, lazily, the case context."""
+    """Per-process state of a run: its typed spec (run.json) and, lazily, the plan and case context.
 
-    def __init__(self, run_dir: Path) -> None:
+    Every process of a run reads the same run.json: the controller right after writing it, each
+    xdist worker and rerun session at start. Only `--manifest` differs: run.json keeps it scrubbed,
+    and repro lines on the terminal must run as printed, so the live one is handed in."""
+
+    def __init__(self, run_dir: Path, manifest_arg: str | None = None) -> None:
         self.run_dir = run_dir
-        self.spec = read_run(run_dir)
+        self.run = read_run(run_dir)  # run.json as written, for results/ code that reads its keys
+        self.spec = RunSpec.from_json(self.run)
+        if manifest_arg:
+            self.spec.manifest_arg = manifest_arg
         self._ctx_parts: tuple[Any, Any] | None = None
         self._plan: dict[str, Case] | None = None
         self._ledger: Any = None  # results.ledger.RunLedger, built on the first record
         self.setup_fallbacks: set[str] = set()
         self.worker = "main"  # xdist's worker id in a worker (engine/probe.py), set by pytest_configure
         self.threads: int | None = None  # torch's threads in this worker (engine/threads.py), None: as is
-        # `--manifest` as the user gave it (run.json has it scrubbed): repro lines run as printed
-        self.manifest_arg: str | None = self.spec.get("manifest_arg")
 
     def repro(self, record: dict[str, Any]) -> str:
-        return record_repro(record, self.spec, self.manifest_arg)
+        return record_repro(record, self.run, self.spec.manifest_arg)
 
     def plan(self) -> dict[str, Case]:
         """The planned cases by id, read once per process (collection, the Recorder, its annotator)."""
@@ -57,11 +63,11 @@ class RunState:
 
     @property
     def device_name(self) -> str:
-        return self.spec["device"]["type"]
+        return self.spec.device_type
 
     @property
     def strict(self) -> bool:
-        return bool(self.spec.get("strict_expectations"))
+        return self.spec.strict_expectations
 
     def ledger_status(self, record: dict[str, Any], case: Case) -> dict[str, Any]:
         """The record as the ledger judges it (the controller's Recorder does the same, authoritatively):
@@ -69,7 +75,7 @@ class RunState:
         if self._ledger is None:
             from torchcts.results.ledger import RunLedger
 
-            self._ledger = RunLedger(self.spec)
+            self._ledger = RunLedger(self.run)
         if not self._ledger.entries:
             return record
         op = case.params.get("op")
@@ -82,10 +88,8 @@ class RunState:
 
             from torchcts.backends.devices import import_backend
             from torchcts.engine import threads
-            from torchcts.manifest.schema import Manifest
-
             threads.apply(self.threads)  # before the backend or any case starts a parallel region
-            manifest = Manifest.from_json(self.spec["manifest"])
+            manifest = self.spec.manifest
             with compat.watch_fallbacks() as setup:  # e.g. how a Python backend registered
                 import_backend(manifest.backend_import)
             self._ctx_parts = (torch.device(self.device_name), manifest)
@@ -98,35 +102,49 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--torchcts-run-dir", default=None, help="run folder written by 'torchcts run'")
     group.addoption("--torchcts-work-dir", default=None, help="scratch folder for worker logs (isolation)")
     group.addoption("--torchcts-attempt", type=int, default=1,
-                    help="which attempt this session records (engine/rerun.py: 2 and up)")
-    group.addoption("--torchcts-manifest-arg", default=None, help="the run's --manifest as given (repro lines)")
+                    help="which attempt this session records (engine/rerun.py: 2 and up); engine/session.py "
+                         "reads it to build the session's Recorder")
+    group.addoption("--torchcts-manifest-arg", default=None,
+                    help="the run's --manifest as given, for workers' repro lines (run.json keeps it scrubbed)")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    """A worker reads the run's state; the controller (the only process with -n 0) was handed its
+    Recorder by whoever called pytest.main (engine/session.py) and shares its state."""
     run_dir = config.getoption("--torchcts-run-dir")
     if not run_dir:
         return
     _report_from_rootdir(config)
     skip_exit_gc(config)  # engine/lean.py: ~1 s of CPU per worker at exit
-    state = RunState(Path(run_dir))
-    state.manifest_arg = config.getoption("--torchcts-manifest-arg") or state.manifest_arg
+    if hasattr(config, "workerinput"):
+        state = RunState(Path(run_dir), config.getoption("--torchcts-manifest-arg"))
+        _configure_worker(config, state)
+    else:
+        recorder = recorder_of(config)
+        if recorder is None:
+            raise pytest.UsageError("--torchcts-run-dir: a run's cases are recorded by its controller; start it "
+                                    "with 'torchcts run' (engine/session.py hands pytest the Recorder)")
+        state = recorder.state
     state.worker = worker_name(config)
     config.stash[_STATE] = state
+
+
+def _configure_worker(config: pytest.Config, state: RunState) -> None:
+    from torchcts.engine import threads
+
+    state.threads = threads.worker_threads(config.workerinput.get("workercount"))
+    threads.export(state.threads)  # before torch is imported: cores // workers, unless the user chose
     work_dir = config.getoption("--torchcts-work-dir")
-    if hasattr(config, "workerinput"):
-        from torchcts.engine import threads
+    if work_dir:
+        from torchcts.engine.isolation import WorkerWatch
 
-        state.threads = threads.worker_threads(config.workerinput.get("workercount"))
-        threads.export(state.threads)  # before torch is imported: cores // workers, unless the user chose
-        if work_dir:
-            from torchcts.engine.isolation import WorkerWatch
+        config.pluginmanager.register(WorkerWatch(Path(work_dir), config.workerinput["workerid"]))
 
-            config.pluginmanager.register(WorkerWatch(Path(work_dir), config.workerinput["workerid"]))
-    else:  # controller, or the only process with -n 0
-        recorder = Recorder(state, Path(work_dir) if work_dir else None, config.getoption("--torchcts-attempt"))
-        config.pluginmanager.register(recorder, "torchcts-recorder")
-        config.pluginmanager.register(recorder.progress, "torchcts-progress")
+
+def recorder_of(config: pytest.Config) -> Recorder | None:
+    """The Recorder handed to pytest.main (the controller's; workers have none)."""
+    return next((p for p in config.pluginmanager.get_plugins() if isinstance(p, Recorder)), None)
 
 
 def _report_from_rootdir(config: pytest.Config) -> None:
@@ -198,7 +216,7 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
     if hasattr(config, "workeroutput"):
         config.workeroutput.setdefault(DESELECTED_KEY, []).extend(ids)
         return
-    recorder = config.pluginmanager.get_plugin("torchcts-recorder")
+    recorder = recorder_of(config)
     if recorder is not None:
         recorder.record_deselected(ids)
 
@@ -224,9 +242,9 @@ class CaseItem(pytest.Item):
         state = _state(self.config)
         assert state is not None
         device, manifest = state.context_parts()
-        sel = state.spec.get("selection") or {}
-        ctx = CaseContext(device=device, manifest=manifest, max_samples=sel.get("max_samples"), sample=sel.get("sample"),
-                          validation=bool(state.spec.get("validation")))
+        sel = state.spec.selection
+        ctx = CaseContext(device=device, manifest=manifest, max_samples=sel.max_samples, sample=sel.sample,
+                          validation=state.spec.validation)
         self.outcome = {"info": ctx.info}
         probe = CaseProbe(state.worker)
         start = time.perf_counter()
@@ -333,16 +351,18 @@ def record_from_report(report: pytest.TestReport) -> dict[str, Any] | None:
 
 
 class Recorder:
-    """Controller side: the only writer of cases.jsonl. Registered only in the controller."""
+    """Controller side: the only writer of cases.jsonl. Built by the process that calls pytest.main
+    (engine/session.py) and handed to it as a plugin, so workers never have one; whoever built it
+    reads `writer.failure` after pytest (a full or read-only disk: exit 2)."""
 
     def __init__(self, state: RunState, work_dir: Path | None = None, attempt: int = 1) -> None:
         from torchcts.results.annotate import RecordAnnotator
 
         self.state = state
         self.work_dir = work_dir
-        self.annotate = RecordAnnotator(state.spec, state.run_dir, attempt, state.plan)  # ledger, flaky, repro_script
+        self.annotate = RecordAnnotator(state.run, state.run_dir, attempt, state.plan)  # ledger, flaky, repro_script
         self.writer = RecordWriter(state.run_dir)
-        self.progress = ProgressPlugin(int(state.spec.get("planned") or 0))  # engine/progress.py
+        self.progress = ProgressPlugin(state.spec.planned)  # engine/progress.py
         self._counted = 0  # reports pytest counts as failed (what -x / --maxfail stop on)
         self._interrupt: BaseException | None = None
         self._recorded: set[str] = set()

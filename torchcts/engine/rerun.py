@@ -1,11 +1,11 @@
 """`--rerun-failures N`: rerun the failing cases of a run in fresh pytest processes.
 
-Each attempt is a new `python -m pytest` process (fresh workers, nothing left over from the
-failing session) on just the failing case ids, appending to the same cases.jsonl through the same
-Recorder. `--torchcts-attempt N` tells the Recorder which attempt it records: a case that passes on
-a rerun is `flaky` (see results/annotate.py); one that fails again keeps failing. run.json gets the
-`reruns` summary once, at the end. cases.jsonl stays
-append-only: the last record of an id supersedes (results/rundir.final_records).
+Each attempt is a new pytest process (`python -m torchcts.engine.session`: fresh workers, nothing
+left over from the failing session) on just the failing case ids, appending to the same cases.jsonl
+through a Recorder of its own. `--torchcts-attempt N` tells that Recorder which attempt it records:
+a case that passes on a rerun is `flaky` (see results/annotate.py); one that fails again keeps
+failing. run.json gets the `reruns` summary once, at the end. cases.jsonl stays append-only: the
+last record of an id supersedes (results/rundir.final_records).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def failing_ids(run_dir: Path) -> list[str]:
 def _write_reruns(run_dir: Path, reruns: list[dict[str, int]]) -> None:
     run = rundir.read_run(run_dir)
     run["reruns"] = reruns
-    rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run)
+    rundir.write_run(run_dir, run)
 
 
 def rerun_failures(run_dir: Path, attempts: int, argv: list[str]) -> list[dict[str, int]]:
@@ -44,8 +44,9 @@ def rerun_failures(run_dir: Path, attempts: int, argv: list[str]) -> list[dict[s
             print(f"torchcts: rerunning {len(ids)} failing case(s), attempt {attempt} of {attempts + 1}", flush=True)
             for i in range(0, len(ids), MAX_IDS_PER_PROCESS):
                 nodes = [f"{collect}::{case_id}" for case_id in ids[i:i + MAX_IDS_PER_PROCESS]]
-                subprocess.run([sys.executable, "-m", "pytest", *nodes, *rest, f"--torchcts-attempt={attempt}"],
-                               check=False)
+                # engine/session.py: pytest with this attempt's Recorder, in a fresh process
+                subprocess.run([sys.executable, "-m", "torchcts.engine.session", *nodes, *rest,
+                                f"--torchcts-attempt={attempt}"], check=False)
             still = set(failing_ids(run_dir))
             reruns.append({"attempt": attempt, "cases": len(ids), "passed": len(set(ids) - still)})
     finally:

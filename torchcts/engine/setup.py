@@ -1,18 +1,20 @@
-"""Turning a validated run request into a run: manifest, device, version check, selected cases.
+"""Turning a checked run spec into a run: manifest, device, version check, selected cases.
 
-The request is built and checked by cli/ (flags, device given, selection); nothing here sees argparse.
+The spec (engine/spec.py) is built and checked by cli/ (flags, device given, selection); nothing
+here sees argparse.
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
-from torchcts.backends.devices import DeviceInfo, resolve_device
+from torchcts.backends.devices import resolve_device
 from torchcts.cases.registry import iter_cases
 from torchcts.compat import check_torch_version
 from torchcts.engine import selection_memo
-from torchcts.engine.selection import Selection, SelectionResult, select
+from torchcts.engine.selection import SelectionResult, select
+from torchcts.engine.spec import RunSpec
 from torchcts.errors import UsageError
 from torchcts.manifest.load import find_manifest, load_manifest
 from torchcts.manifest.schema import Manifest
@@ -20,27 +22,11 @@ from torchcts.manifest.templates import cpu_manifest, validation_manifest
 
 
 @dataclass
-class RunRequest:
-    """What `torchcts run` and `show-skips` ask for, already checked by cli/."""
-
-    device: str | None
-    manifest: str | None = None  # path given with --manifest; None: found here, or built-in claims
-    selection: Selection = field(default_factory=Selection)
-    validation: bool = False
-    strict_expectations: bool = False
-    rerun_failures: int = 0
-
-
-@dataclass
 class RunSetup:
-    manifest: Manifest
-    device: DeviceInfo
-    selection: Selection
+    """A prepared run: the spec with its claims and device resolved, and every case's decision."""
+
+    spec: RunSpec
     result: SelectionResult
-    validation: bool
-    strict_expectations: bool = False  # expired/unmatched ledger entries, xpassed, flaky fail the run
-    rerun_failures: int = 0  # rerun failing cases up to N times in fresh pytest sessions
-    manifest_arg: str | None = None  # `--manifest` as given: repro lines repeat it
 
 
 def load_claims(device: str | None, manifest_path: str | None, validation: bool = False) -> Manifest:
@@ -68,19 +54,21 @@ def load_claims(device: str | None, manifest_path: str | None, validation: bool 
     )
 
 
-def prepare(request: RunRequest) -> RunSetup:
+def prepare(spec: RunSpec) -> RunSetup:
+    """Resolve a checked spec (cli/common.py: run_spec): claims, device, the cases to run."""
     check_torch_version()
-    selection = request.selection
-    manifest = load_claims(request.device, request.manifest, request.validation)
+    selection = spec.selection
+    manifest = load_claims(spec.device, spec.manifest_arg, spec.validation)
     if selection.max_samples is None:
         selection.max_samples = manifest.max_samples
-    device = resolve_device("cpu" if request.validation else request.device, manifest.backend_import)
+    device = resolve_device("cpu" if spec.validation else spec.device, manifest.backend_import)
     key = selection_memo.memo_key(manifest, selection)
     result = selection_memo.load(key) if key else None
     if result is None:
         result = select(iter_cases(selection.suites or None), manifest, selection)
         if key:
             selection_memo.store(key, result)
-    return RunSetup(manifest, device, selection, result, request.validation,
-                    request.strict_expectations, request.rerun_failures,
-                    None if request.validation else request.manifest)
+    # --validation ignores any --manifest: repro lines must not name it
+    resolved = replace(spec, manifest=manifest, device_info=device,
+                       manifest_arg=None if spec.validation else spec.manifest_arg)
+    return RunSetup(resolved, result)

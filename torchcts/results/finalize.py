@@ -48,6 +48,6 @@ def finalize(run_dir: Path, status: str) -> tuple[dict[str, Any], list[dict[str,
     run["compat_fallbacks"] = describe_fallbacks(
         {*run.get("compat_fallbacks", {}), *(n for r in records for n in r.get("compat_fallbacks") or ())})
     run["ledger"] = report_for_run(run, records)
-    rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run)
+    rundir.write_run(run_dir, run)
     write_artifacts(run_dir, run, records)
     return run, records

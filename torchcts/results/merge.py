@@ -83,7 +83,7 @@ def merge_runs(run_dirs: list[Path], results_root: Path) -> Path:
         status = "complete" if statuses == {"complete"} and missing == 0 else "interrupted"
         if missing:
             first["missing_shards"] = missing
-        rundir.write_json_atomic(tmp / rundir.RUN_JSON, first)
+        rundir.write_run(tmp, first)
         for name in (rundir.CASES_JSONL, PLAN):  # verbatim, unreadable lines too: they stay counted
             with open(tmp / name, "wb") as dst:
                 for d, _ in runs:

@@ -62,8 +62,15 @@ def write_json_atomic(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+def write_run(run_dir: Path, run: dict[str, Any]) -> None:
+    """run.json, whole and atomically, scrubbed: the run spec when the run opens (engine/spec.py:
+    RunSpec.to_json), then with what finalize, reruns, merge and coverage add."""
+    write_json_atomic(run_dir / RUN_JSON, run)
+
+
 def read_run(run_dir: Path) -> dict[str, Any]:
-    """run.json as a mapping; a truncated, garbled or non-object file is the user's data problem."""
+    """run.json as a mapping (a run's own processes type it: engine/spec.py: RunSpec.from_json);
+    a truncated, garbled or non-object file is the user's data problem."""
     from torchcts.errors import UsageError
 
     try:
@@ -156,23 +163,22 @@ def resolve_run(ref: str | None, results_root: Path = Path("results")) -> Path:
     raise UsageError(f"no runs under '{results_root}': run 'torchcts run --device D' first or pass RUN")
 
 
-# File-system errors met while appending records (a full or read-only disk), re-raised by the CLI.
-WRITE_FAILURES: list[OSError] = []
-
-
 class RecordWriter:
     """Appends one JSON line per case, flushed at once: O(1) per record, paths scrubbed."""
 
     def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / CASES_JSONL
         self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held for the run
+        # The last file-system error met appending (a full or read-only disk). Inside pytest the
+        # raised OSError reads as an internal error: whoever ran pytest re-raises this one (exit 2).
+        self.failure: OSError | None = None
 
     def append(self, record: dict[str, Any]) -> None:
         try:
             self._fh.write(json.dumps(scrub_obj(record), sort_keys=True, default=str) + "\n")
             self._fh.flush()
         except OSError as exc:  # inside pytest this would read as an internal error: keep it for the CLI
-            WRITE_FAILURES.append(exc)
+            self.failure = exc
             raise
 
     def close(self) -> None:

@@ -1,0 +1,143 @@
+"""The run spec: everything one run was asked for and resolved to, in one typed object.
+
+cli/common.py builds it from the flags and checks them there (every error a UsageError);
+engine/setup.py: prepare resolves the claims and the device into it; engine/execute.py: open_run
+adds what the run opened with and writes it as run.json (`to_json`); every other pytest process of
+the run (xdist workers, rerun sessions) reads it back typed (`from_json`). run.json's key names are
+the ones reports, compare, merge and users read; `finalize` later adds ended/status/totals there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from torchcts.backends.devices import DeviceInfo
+from torchcts.engine.selection import Selection
+from torchcts.errors import UsageError
+from torchcts.manifest.schema import Manifest
+
+DEFAULT_RESULTS_DIR = Path("results")
+
+
+@dataclass
+class RunSpec:
+    """One run of `torchcts run` (or the would-be run of `show-skips`)."""
+
+    # --- Asked: the flags, checked once in cli/common.py: run_spec ---
+    # --device as given; with --validation it is ignored (cpu). Not in run.json (its "device" is
+    # `device_info`); read back it is the resolved device's type.
+    device: str | None = None
+    # --manifest as given (None: manifest.py/torchcts.toml/pyproject.toml found here, the built-in
+    # claims, or --validation); repro lines repeat it. run.json "manifest_arg", scrubbed there.
+    manifest_arg: str | None = None
+    # The user's selection flags (--suite, --op, --dtype, levels, --case, --shard...); run.json "selection".
+    selection: Selection = field(default_factory=Selection)
+    # --validation: a harness check on cpu with the built-in broad claims, never backend evidence.
+    validation: bool = False
+    # --strict-expectations: expired/unmatched ledger entries, xpassed and flaky cases fail the run.
+    strict_expectations: bool = False
+    # --rerun-failures N: rerun failing cases up to N times in fresh pytest processes (engine/rerun.py).
+    rerun_failures: int = 0
+    # --timeout: the per-case limit in seconds, None for none (the flag's 0). run.json "timeout_s".
+    timeout_s: float | None = None
+    # False with --no-isolation: cases run in the pytest process itself, no xdist workers.
+    isolation: bool = True
+    # --warm/--no-warm; None: engine/warm.py decides (on in a terminal, off in CI). Not in run.json.
+    warm: bool | None = None
+    # --results-dir: where run folders go. Not in run.json (a path; the run folder lies in it).
+    results_dir: Path = DEFAULT_RESULTS_DIR
+    # Arguments after `--`, for pytest. Not in run.json as such (`command` holds them).
+    pytest_args: list[str] = field(default_factory=list)
+    # The command line with every path reduced to its base name (cli/common.py: command_intent).
+    command: list[str] = field(default_factory=list)
+
+    # --- Resolved by engine/setup.py: prepare (None before) ---
+    # The device the cases run on; run.json "device" (and its gate again as "gate").
+    device_info: DeviceInfo | None = None
+    # The claims the run checks (validation, given/found or built-in); run.json "manifest", with
+    # "manifest_hash" and "manifest_source" derived from it.
+    manifest: Manifest | None = None
+
+    # --- Set when the run opens (engine/execute.py: open_run) ---
+    name: str | None = None  # the run folder's name
+    started: str | None = None  # UTC, rundir.utc_now()
+    planned: int = 0  # cases handed to pytest (plan.jsonl)
+    filtered: int = 0  # cases the user's selection left out (counted, not recorded)
+    sharded_out: int = 0  # cases other shards run (--shard)
+    # Every other run.json key, as written or read: the versions and machine (torchcts, torch,
+    # python, os, arch), compat_fallbacks, threads, and what finalize and reruns add (ended, status,
+    # totals, reruns...). Descriptions for reports; nothing in a run decides on them.
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def device_type(self) -> str:
+        """The device the cases run on (after prepare)."""
+        if self.device_info is None:
+            raise RuntimeError("the run spec is not prepared: no device resolved yet")
+        return self.device_info.type
+
+    def to_json(self) -> dict[str, Any]:
+        """run.json: the facts, then every typed field under its run.json key."""
+        data = dict(self.facts)
+        data.update(
+            name=self.name,
+            device=self.device_info.to_json() if self.device_info else None,
+            gate=self.device_info.gate if self.device_info else None,
+            validation=self.validation,
+            manifest=self.manifest.to_json() if self.manifest else None,
+            manifest_hash=self.manifest.hash() if self.manifest else None,
+            manifest_source=self.manifest.source if self.manifest else None,
+            manifest_arg=self.manifest_arg,
+            command=list(self.command),
+            selection=self.selection.to_json(),
+            started=self.started,
+            filtered=self.filtered,
+            sharded_out=self.sharded_out,
+            planned=self.planned,
+            strict_expectations=self.strict_expectations,
+            rerun_failures=self.rerun_failures,
+            isolation=self.isolation,
+            timeout_s=self.timeout_s,
+        )
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunSpec:
+        """A run.json read back (rundir.read_run checked it is an object with object-valued device,
+        manifest and selection); a key of the wrong shape is a UsageError naming it."""
+        rest = {k: v for k, v in data.items() if k not in _TYPED_KEYS}
+        try:
+            device_info = DeviceInfo(**data["device"])
+            manifest = Manifest.from_json(data["manifest"], source=str(data.get("manifest_source") or "<run.json>"))
+            return cls(
+                device=device_info.type,
+                manifest_arg=data.get("manifest_arg"),
+                selection=Selection.from_json(data["selection"]),
+                validation=bool(data.get("validation")),
+                strict_expectations=bool(data.get("strict_expectations")),
+                rerun_failures=int(data.get("rerun_failures") or 0),
+                timeout_s=data.get("timeout_s"),
+                isolation=bool(data.get("isolation", True)),
+                command=list(data.get("command") or []),
+                device_info=device_info,
+                manifest=manifest,
+                name=data.get("name"),
+                started=data.get("started"),
+                planned=int(data.get("planned") or 0),
+                filtered=int(data.get("filtered") or 0),
+                sharded_out=int(data.get("sharded_out") or 0),
+                facts=rest,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(f"run.json of run '{data.get('name')}' does not describe a run "
+                             f"({type(exc).__name__}: {str(exc)[:120]}): restore it or rerun") from None
+
+
+# run.json keys the typed fields write (RunSpec.to_json); every other key travels in `facts`.
+_TYPED_KEYS = frozenset({
+    "name", "device", "gate", "validation", "manifest", "manifest_hash", "manifest_source", "manifest_arg",
+    "command", "selection", "started", "filtered", "sharded_out", "planned", "strict_expectations",
+    "rerun_failures", "isolation", "timeout_s",
+})
