@@ -13,6 +13,7 @@ import torch
 
 from torchcts import compat
 from torchcts.cases.api import CaseContext, CaseSet, expect
+from torchcts.errors import first_line
 
 SUITE = CaseSet("memory")
 cases = SUITE.cases
@@ -147,7 +148,7 @@ def oom_recoverable(ctx: CaseContext) -> None:
     try:
         big = torch.empty(IMPOSSIBLE_BYTES, dtype=torch.uint8, device=ctx.device)
     except RuntimeError as exc:  # torch.OutOfMemoryError is a RuntimeError
-        ctx.describe(error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+        ctx.describe(error=f"{type(exc).__name__}: {first_line(exc, 200)}")
     if big is not None:
         size = big.numel()
         del big
