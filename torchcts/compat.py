@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from torchcts import settings
 from torchcts.errors import UsageError
 
 MIN_TORCH = (2, 7, 0)
@@ -482,7 +483,7 @@ def python_backend_compiles() -> bool:
     return parse_version(torch.__version__)[:2] >= (2, 12)
 
 
-COMPILE_BACKEND_ENV = "TORCHCTS_COMPILE_BACKEND"
+COMPILE_BACKEND_ENV = settings.env_name("compile_backend")
 INDUCTOR_DEVICES = ("cpu", "cuda", "xpu")
 
 
@@ -491,9 +492,7 @@ def compile_backend(device_type: str) -> str:
 
     TORCHCTS_COMPILE_BACKEND overrides the choice (e.g. aot_eager where no C++ compiler exists).
     """
-    import os
-
-    forced = os.environ.get(COMPILE_BACKEND_ENV)
+    forced = settings.current().compile_backend
     if forced:
         return forced
     return "inductor" if device_type in INDUCTOR_DEVICES else "aot_eager"
