@@ -121,8 +121,6 @@ def reuse(ctx: CaseContext) -> None:
             oracle="property:memory", params={"float32": {"dtype_name": "float32"}, "int32": {"dtype_name": "int32"}})
 def fill_uninitialized(ctx: CaseContext, dtype_name: str) -> None:
     """With fill_uninitialized_memory, torch.empty never shows the previous tensor's data (NaN / max int)."""
-    if not compat.fill_uninitialized_supported():
-        ctx.not_applicable(f"PyTorch {torch.__version__} has no torch.utils.deterministic.fill_uninitialized_memory")
     dtype = getattr(torch, dtype_name)
     n = max(1, int(budget_mb(ctx, 0.25) * MB) // 4)
     with compat.deterministic_fill():
