@@ -25,7 +25,7 @@ ENV_NAMES = {f.metadata["env"] for f in fields(Settings)}
 # Literal variable names outside settings.py, each with why it is not a read of a setting.
 ALLOWED_LITERALS = {
     ("engine/zygote.py", "CI"): "the warm server's key names the variables imports read (PyTorch's testing "
-                                "modules read CI); the server cannot import torchcts",
+    "modules read CI); the server cannot import torchcts",
 }
 
 
@@ -43,31 +43,68 @@ def test_every_field_has_a_meaning_and_a_parser() -> None:
 def test_an_empty_environment_gives_the_defaults() -> None:
     s = Settings.from_env({})
     assert s == Settings()
-    assert (s.ci, s.warm, s.workers, s.no_cache, s.observe_dispatch, s.sim_decomp) == (False, None, None, False, True, "table")
+    assert (s.ci, s.warm, s.workers, s.no_cache, s.observe_dispatch, s.sim_decomp) == (
+        False,
+        None,
+        None,
+        False,
+        True,
+        "table",
+    )
     assert Settings.from_env({"TORCHCTS_WORKERS": "  ", "CI": ""}) == Settings()  # blank is unset
 
 
 def test_values_are_parsed_into_their_types() -> None:
-    s = Settings.from_env({
-        "CI": "true", "TORCHCTS_WARM": "off", "TORCHCTS_WARM_DIR": "/w", "TORCHCTS_WORKERS": "3",
-        "TORCHCTS_THREADS": "2", "TORCHCTS_CACHE_DIR": "/c", "TORCHCTS_NO_CACHE": "1",
-        "TORCHCTS_EXTRA_SUITES": "planted=helpers.planted, x = m.y", "TORCHCTS_OBSERVE_DISPATCH": "0",
-        "TORCHCTS_COMPILE_BACKEND": "aot_eager", "TORCHCTS_SHARD_COUNT": "4", "TORCHCTS_SIM_FAULT": "a, b,",
-        "TORCHCTS_SIM_DECOMP": "composite",
-    })
-    assert s == Settings(ci=True, warm=False, warm_dir=Path("/w"), workers=3, threads=2, cache_dir=Path("/c"),
-                         no_cache=True, extra_suites={"planted": "helpers.planted", "x": "m.y"},
-                         observe_dispatch=False, compile_backend="aot_eager", shard_count=4, sim_fault=("a", "b"),
-                         sim_decomp="composite")
+    s = Settings.from_env(
+        {
+            "CI": "true",
+            "TORCHCTS_WARM": "off",
+            "TORCHCTS_WARM_DIR": "/w",
+            "TORCHCTS_WORKERS": "3",
+            "TORCHCTS_THREADS": "2",
+            "TORCHCTS_CACHE_DIR": "/c",
+            "TORCHCTS_NO_CACHE": "1",
+            "TORCHCTS_EXTRA_SUITES": "planted=helpers.planted, x = m.y",
+            "TORCHCTS_OBSERVE_DISPATCH": "0",
+            "TORCHCTS_COMPILE_BACKEND": "aot_eager",
+            "TORCHCTS_SHARD_COUNT": "4",
+            "TORCHCTS_SIM_FAULT": "a, b,",
+            "TORCHCTS_SIM_DECOMP": "composite",
+        }
+    )
+    assert s == Settings(
+        ci=True,
+        warm=False,
+        warm_dir=Path("/w"),
+        workers=3,
+        threads=2,
+        cache_dir=Path("/c"),
+        no_cache=True,
+        extra_suites={"planted": "helpers.planted", "x": "m.y"},
+        observe_dispatch=False,
+        compile_backend="aot_eager",
+        shard_count=4,
+        sim_fault=("a", "b"),
+        sim_decomp="composite",
+    )
     assert Settings.from_env({"TORCHCTS_WORKERS": "AUTO"}).workers == "auto"  # xdist's own word
     assert Settings.from_env({"TORCHCTS_WARM": "Yes"}).warm is True
 
 
-@pytest.mark.parametrize(("name", "value"), [
-    ("TORCHCTS_WORKERS", "abc"), ("TORCHCTS_WORKERS", "-1"), ("TORCHCTS_WARM", "maybe"),
-    ("TORCHCTS_NO_CACHE", "please"), ("TORCHCTS_THREADS", "0"), ("TORCHCTS_SHARD_COUNT", "x"),
-    ("TORCHCTS_EXTRA_SUITES", "planted"), ("TORCHCTS_SIM_DECOMP", "fast"), ("TORCHCTS_OBSERVE_DISPATCH", "2"),
-])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("TORCHCTS_WORKERS", "abc"),
+        ("TORCHCTS_WORKERS", "-1"),
+        ("TORCHCTS_WARM", "maybe"),
+        ("TORCHCTS_NO_CACHE", "please"),
+        ("TORCHCTS_THREADS", "0"),
+        ("TORCHCTS_SHARD_COUNT", "x"),
+        ("TORCHCTS_EXTRA_SUITES", "planted"),
+        ("TORCHCTS_SIM_DECOMP", "fast"),
+        ("TORCHCTS_OBSERVE_DISPATCH", "2"),
+    ],
+)
 def test_a_bad_value_is_one_line_naming_the_variable_and_the_fix(name: str, value: str) -> None:
     with pytest.raises(UsageError) as info:
         Settings.from_env({name: value})
@@ -134,7 +171,11 @@ def test_one_ci_decision_for_prompts_device_and_warm_workers(monkeypatch) -> Non
 def test_sim_decomp_modes_are_the_sims() -> None:
     """settings.py (layer 1) cannot import the sim; its mode names are sim/decomp.py's MODES keys."""
     tree = ast.parse((PACKAGE / "sim" / "decomp.py").read_text(encoding="utf-8"))
-    modes = next(n.value for n in ast.walk(tree) if isinstance(n, ast.AnnAssign) and getattr(n.target, "id", "") == "MODES")
+    modes = next(
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.AnnAssign) and getattr(n.target, "id", "") == "MODES"
+    )
     assert tuple(k.value for k in modes.keys) == settings.SIM_DECOMP_MODES
 
 
@@ -175,12 +216,19 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
 @functools.cache
 def _module_aliases(module: str) -> dict[str, str]:
     rel = Path(*module.split(".")[1:])
-    path = next((p for p in ((PACKAGE / rel).with_suffix(".py"), PACKAGE / rel / "__init__.py") if p.is_file()), None)
+    path = next(
+        (p for p in ((PACKAGE / rel).with_suffix(".py"), PACKAGE / rel / "__init__.py") if p.is_file()), None
+    )
     if path is None or path.name == "settings.py":
         return {}
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return {t.id: name for node in tree.body if isinstance(node, ast.Assign) and len(node.targets) == 1
-            for t in node.targets if isinstance(t, ast.Name) and (name := _variable(node.value, {}))}
+    return {
+        t.id: name
+        for node in tree.body
+        if isinstance(node, ast.Assign) and len(node.targets) == 1
+        for t in node.targets
+        if isinstance(t, ast.Name) and (name := _variable(node.value, {}))
+    }
 
 
 def _variable(node: ast.AST, aliases: dict[str, str]) -> str | None:
@@ -204,9 +252,15 @@ def environment_reads(source: str, rel: str) -> list[str]:
     skip, aliases, found = _docstrings(tree), _aliases(tree), []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
-            if (re.fullmatch(r"TORCHCTS_[A-Z0-9_]+|CI", node.value) and (rel, node.value) not in ALLOWED_LITERALS):
+            if (
+                re.fullmatch(r"TORCHCTS_[A-Z0-9_]+|CI", node.value)
+                and (rel, node.value) not in ALLOWED_LITERALS
+            ):
                 found.append(f"{rel}:{node.lineno}: the name {node.value!r} (declare it in settings.py)")
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("get", "getenv"):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+            "get",
+            "getenv",
+        ):
             name = _variable(node.args[0], aliases) if node.args else None
             if name:
                 found.append(f"{rel}:{node.lineno}: reads {name} (use settings.current())")
@@ -228,7 +282,9 @@ def test_no_module_but_settings_reads_a_setting() -> None:
 
 def test_the_allowed_literals_still_exist() -> None:
     for rel, name in ALLOWED_LITERALS:
-        assert repr(name) in (PACKAGE / rel).read_text(encoding="utf-8").replace('"', "'"), f"drop {rel}: {name}"
+        assert repr(name) in (PACKAGE / rel).read_text(encoding="utf-8").replace('"', "'"), (
+            f"drop {rel}: {name}"
+        )
 
 
 def test_the_grep_sees_every_kind_of_read() -> None:
@@ -239,15 +295,15 @@ def test_the_grep_sees_every_kind_of_read() -> None:
         'import os\nENV = "TORCHCTS_WARM"\ndef f(env):\n    return env.get(ENV, "")',
         'import os\nfrom torchcts import settings\nV = settings.env_name("threads")\nx = os.environ.get(V)',
         'import os\nx = os.environ.get("TORCHCTS_SOMETHING_NEW")',
-        'import os\nfrom torchcts.engine.warm import ENV\nx = os.environ.get(ENV)',
-        'import os\nfrom torchcts.engine import warm\nx = os.environ[warm.ENV]',
+        "import os\nfrom torchcts.engine.warm import ENV\nx = os.environ.get(ENV)",
+        "import os\nfrom torchcts.engine import warm\nx = os.environ[warm.ENV]",
     ]
     for source in reads:
         assert environment_reads(source, "m.py") != [], source
     writes = [
         'import os\nfrom torchcts import settings\nV = settings.env_name("threads")\nos.environ[V] = "2"',
         '"""Reads TORCHCTS_WARM."""\nimport os\nx = os.environ.get("HOME")',
-        'from torchcts import settings\nx = settings.current().workers',
+        "from torchcts import settings\nx = settings.current().workers",
     ]
     for source in writes:
         assert environment_reads(source, "m.py") == [], source

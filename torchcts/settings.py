@@ -62,7 +62,9 @@ def _workers(name: str, raw: str) -> int | str:
         return raw.lower()
     if raw.isdigit():
         return int(raw)
-    raise UsageError(f"{name}={raw!r} is not a worker count: set it to a whole number, auto or logical, or unset it")
+    raise UsageError(
+        f"{name}={raw!r} is not a worker count: set it to a whole number, auto or logical, or unset it"
+    )
 
 
 def _path(name: str, raw: str) -> Path:
@@ -82,18 +84,24 @@ def _suites(name: str, raw: str) -> dict[str, str]:
     for entry in filter(None, (e.strip() for e in raw.split(","))):
         suite, _, module = (part.strip() for part in entry.partition("="))
         if not suite or not module:
-            raise UsageError(f"{name}: '{entry}' is not name=module: write e.g. {name}=planted=helpers.planted")
+            raise UsageError(
+                f"{name}: '{entry}' is not name=module: write e.g. {name}=planted=helpers.planted"
+            )
         out[suite] = module
     return out
 
 
 def _sim_decomp(name: str, raw: str) -> str:
     if raw not in SIM_DECOMP_MODES:
-        raise UsageError(f"{name}={raw!r} is not a decomposition mode: use one of {', '.join(SIM_DECOMP_MODES)}")
+        raise UsageError(
+            f"{name}={raw!r} is not a decomposition mode: use one of {', '.join(SIM_DECOMP_MODES)}"
+        )
     return raw
 
 
-def _var(env: str, default: Any, meaning: str, parse: Parser, *, factory: Callable[[], Any] | None = None) -> Any:
+def _var(
+    env: str, default: Any, meaning: str, parse: Parser, *, factory: Callable[[], Any] | None = None
+) -> Any:
     meta = {"env": env, "meaning": meaning, "parse": parse}
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
@@ -104,32 +112,84 @@ def _var(env: str, default: Any, meaning: str, parse: Parser, *, factory: Callab
 class Settings:
     """The parsed environment. An unset or blank variable gives the field's default."""
 
-    ci: bool = _var("CI", False, "set (to anything): a CI job, so no warm workers, no prompts and --device "
-                    "required", _present)
-    warm: bool | None = _var("TORCHCTS_WARM", None, "1/0: warm workers on/off for `run` (--warm/--no-warm win); "
-                             "unset: on in a terminal outside CI", _switch)
-    warm_dir: Path | None = _var("TORCHCTS_WARM_DIR", None, "the warm servers' private socket folder (default "
-                                 "$XDG_RUNTIME_DIR/torchcts-warm, else <tmp>/torchcts-warm-<uid>)", _path)
-    workers: int | str | None = _var("TORCHCTS_WORKERS", None, "`run`'s worker processes: N, auto or logical "
-                                     "(default one per core, one per 64 cases at most; `-- -n N` wins)", _workers)
-    threads: int | None = _var("TORCHCTS_THREADS", None, "set by `run` for its workers, not by users: each "
-                               "worker's torch threads (engine/threads.py)", _positive)
-    cache_dir: Path | None = _var("TORCHCTS_CACHE_DIR", None, "the case-list cache's folder (default "
-                                  "$XDG_CACHE_HOME/torchcts, else ~/.cache/torchcts)", _path)
-    no_cache: bool = _var("TORCHCTS_NO_CACHE", False, "1: build case lists and selections without the "
-                          "on-disk cache", _switch)
-    extra_suites: dict[str, str] = _var("TORCHCTS_EXTRA_SUITES", None, "name=module[,name=module]: suites added "
-                                        "without editing the registry (the project's tests)", _suites, factory=dict)
-    observe_dispatch: bool = _var("TORCHCTS_OBSERVE_DISPATCH", True, "0: run cases without the dispatch "
-                                  "observer (records then have no `dispatched`)", _switch)
-    compile_backend: str | None = _var("TORCHCTS_COMPILE_BACKEND", None, "torch.compile backend of the compiler "
-                                       "suites (default inductor on cpu/cuda/xpu, else aot_eager)", _text)
-    shard_count: int | None = _var("TORCHCTS_SHARD_COUNT", None, "`--shard auto` on a Kubernetes Indexed Job: "
-                                   "the number of shards (--shard-count wins)", _positive)
-    sim_fault: tuple[str, ...] = _var("TORCHCTS_SIM_FAULT", (), "name[,name]: faults planted in the sim device "
-                                      "when it is imported (`torchcts selftest` sets it)", _names)
-    sim_decomp: str = _var("TORCHCTS_SIM_DECOMP", "table", "torchcts.sim.decomp's decompositions: table or "
-                           "composite", _sim_decomp)
+    ci: bool = _var(
+        "CI",
+        False,
+        "set (to anything): a CI job, so no warm workers, no prompts and --device required",
+        _present,
+    )
+    warm: bool | None = _var(
+        "TORCHCTS_WARM",
+        None,
+        "1/0: warm workers on/off for `run` (--warm/--no-warm win); unset: on in a terminal outside CI",
+        _switch,
+    )
+    warm_dir: Path | None = _var(
+        "TORCHCTS_WARM_DIR",
+        None,
+        "the warm servers' private socket folder (default "
+        "$XDG_RUNTIME_DIR/torchcts-warm, else <tmp>/torchcts-warm-<uid>)",
+        _path,
+    )
+    workers: int | str | None = _var(
+        "TORCHCTS_WORKERS",
+        None,
+        "`run`'s worker processes: N, auto or logical "
+        "(default one per core, one per 64 cases at most; `-- -n N` wins)",
+        _workers,
+    )
+    threads: int | None = _var(
+        "TORCHCTS_THREADS",
+        None,
+        "set by `run` for its workers, not by users: each worker's torch threads (engine/threads.py)",
+        _positive,
+    )
+    cache_dir: Path | None = _var(
+        "TORCHCTS_CACHE_DIR",
+        None,
+        "the case-list cache's folder (default $XDG_CACHE_HOME/torchcts, else ~/.cache/torchcts)",
+        _path,
+    )
+    no_cache: bool = _var(
+        "TORCHCTS_NO_CACHE", False, "1: build case lists and selections without the on-disk cache", _switch
+    )
+    extra_suites: dict[str, str] = _var(
+        "TORCHCTS_EXTRA_SUITES",
+        None,
+        "name=module[,name=module]: suites added without editing the registry (the project's tests)",
+        _suites,
+        factory=dict,
+    )
+    observe_dispatch: bool = _var(
+        "TORCHCTS_OBSERVE_DISPATCH",
+        True,
+        "0: run cases without the dispatch observer (records then have no `dispatched`)",
+        _switch,
+    )
+    compile_backend: str | None = _var(
+        "TORCHCTS_COMPILE_BACKEND",
+        None,
+        "torch.compile backend of the compiler suites (default inductor on cpu/cuda/xpu, else aot_eager)",
+        _text,
+    )
+    shard_count: int | None = _var(
+        "TORCHCTS_SHARD_COUNT",
+        None,
+        "`--shard auto` on a Kubernetes Indexed Job: the number of shards (--shard-count wins)",
+        _positive,
+    )
+    sim_fault: tuple[str, ...] = _var(
+        "TORCHCTS_SIM_FAULT",
+        (),
+        "name[,name]: faults planted in the sim device when it is imported (`torchcts selftest` sets it)",
+        _names,
+    )
+    sim_decomp: str = _var(
+        "TORCHCTS_SIM_DECOMP",
+        "table",
+        "torchcts.sim.decomp's decompositions: table or composite",
+        _sim_decomp,
+    )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -139,7 +199,9 @@ class Settings:
             name = f.metadata["env"]
             raw = env.get(name, "")
             if raw.strip():
-                values[f.name] = f.metadata["parse"](name, raw if f.metadata["parse"] is _path else raw.strip())
+                values[f.name] = f.metadata["parse"](
+                    name, raw if f.metadata["parse"] is _path else raw.strip()
+                )
         return cls(**values)
 
 
