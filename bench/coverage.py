@@ -64,6 +64,7 @@ def in_process(step: int, repeat: int) -> dict[str, object]:
     from torchcts.engine.runner import run_case
     from torchcts.engine.selection import claim_decision
     from torchcts.manifest.templates import validation_manifest
+    from torchcts.settings import reload
 
     manifest = validation_manifest()
     runnable = [c for c in load_cases() if c.level <= manifest.semantic_level and claim_decision(c, manifest).status == "run"]
@@ -71,6 +72,7 @@ def in_process(step: int, repeat: int) -> dict[str, object]:
 
     def body(case, observe: bool) -> float:
         os.environ["TORCHCTS_OBSERVE_DISPATCH"] = "1" if observe else "0"
+        reload()  # torchcts reads its settings once per process: read the new value
         ctx = CaseContext(device=torch.device("cpu"), manifest=manifest, validation=True)
         t0 = time.process_time()
         try:

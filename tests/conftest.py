@@ -10,12 +10,34 @@ from pathlib import Path
 
 import pytest
 
+from torchcts import settings
 from torchcts.cli.main import main as cli_main
 from torchcts.results import rundir
 
 # No run of the test suite forks from (or starts) a warm worker server unless it passes --warm
 # (engine/warm.py: on by default in a terminal): tests/test_speed_warm.py does, in private folders.
 os.environ["TORCHCTS_WARM"] = "0"
+
+
+@pytest.fixture(autouse=True)
+def fresh_settings(monkeypatch: pytest.MonkeyPatch):
+    """A process reads torchcts.settings once; a test that changes a variable with monkeypatch
+    re-reads them, as code that sets one later must (settings.reload), and so does the next test."""
+    setenv, delenv = monkeypatch.setenv, monkeypatch.delenv
+
+    def set_and_reload(name: str, value: str, prepend: str | None = None) -> None:
+        setenv(name, value, prepend)
+        settings.reload()
+
+    def del_and_reload(name: str, raising: bool = True) -> None:
+        delenv(name, raising)
+        settings.reload()
+
+    monkeypatch.setenv, monkeypatch.delenv = set_and_reload, del_and_reload  # type: ignore[method-assign]
+    settings.reload()
+    yield
+    monkeypatch.undo()  # before the next test's read, not after it
+    settings.reload()
 
 
 @pytest.fixture

@@ -108,7 +108,9 @@ def test_another_environment_or_changed_files_get_a_fresh_worker(server_env, tmp
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text("")  # imported by the server at start: one of its files
-    env = {**server_env, "PYTHONPATH": os.pathsep.join([str(site), server_env.get("PYTHONPATH", "")])}
+    # No empty entry (an unset PYTHONPATH): that one means the working folder, which differs below.
+    entries = [str(site), *filter(None, server_env.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**server_env, "PYTHONPATH": os.pathsep.join(entries)}
     path, server = start(env)
     ppid = "import os; print(os.getppid())"
     assert launch(path, ppid, env).stdout.strip() == str(server)

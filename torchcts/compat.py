@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from torchcts import settings
 from torchcts.errors import UsageError
 
 MIN_TORCH = (2, 7, 0)
@@ -141,15 +142,14 @@ def hip_version() -> str | None:
     """The HIP version of a ROCm build, None on every other build."""
     import torch
 
-    return getattr(torch.version, "hip", None) or None
+    return torch.version.hip or None
 
 
 def privateuse1_name() -> str:
     """The device name the PrivateUse1 key carries now ('privateuseone' until a backend renames it)."""
     import torch
 
-    getter = getattr(torch._C, "_get_privateuse1_backend_name", None)
-    return str(getter()) if callable(getter) else "privateuseone"
+    return str(torch._C._get_privateuse1_backend_name())
 
 
 def device_module(device_type: str) -> Any:
@@ -166,15 +166,14 @@ def device_available(device_type: str) -> bool:
     if device_type == "cpu":
         return True
     if device_type == "mps":
-        backend = getattr(torch.backends, "mps", None)
-        return bool(backend is not None and backend.is_available())
+        return bool(torch.backends.mps.is_available())
     mod = device_module(device_type)
     fn = getattr(mod, "is_available", None)
     return bool(fn()) if callable(fn) else False
 
 
 def device_count(device_type: str) -> int:
-    """How many devices of a type; 1 when the module has no device_count (cpu, older mps)."""
+    """How many devices of a type; 1 when the module has none or no device_count (a backend's module)."""
     fn = getattr(device_module(device_type), "device_count", None)
     return int(fn()) if callable(fn) else 1
 
@@ -191,13 +190,12 @@ def device_model(device_type: str, index: int = 0) -> str | None:
 
 
 def current_accelerator() -> str | None:
-    """The accelerator torch itself would pick (torch.accelerator, 2.6+), or None if absent."""
+    """The accelerator torch itself would pick (torch.accelerator), or None when there is none."""
     import torch
 
-    acc = getattr(torch, "accelerator", None)
-    if acc is None or not acc.is_available():
+    if not torch.accelerator.is_available():
         return None
-    dev = acc.current_accelerator()
+    dev = torch.accelerator.current_accelerator()
     return None if dev is None else dev.type
 
 
@@ -433,13 +431,6 @@ def describe_fallbacks(names: Any) -> dict[str, str]:
 # --- Runtime API differences used by the level 4-8 suites: small helpers, one per question. ---
 
 
-def accelerator_api():  # the torch.accelerator module or None
-    """torch.accelerator (PyTorch 2.6+), or None on versions without it."""
-    import torch
-
-    return getattr(torch, "accelerator", None)
-
-
 def fused_optimizer_devices() -> list[str] | None:
     """Device types the optimizers' fused=True accepts in this build; None when unknown."""
     try:
@@ -447,30 +438,6 @@ def fused_optimizer_devices() -> list[str] | None:
     except ImportError:
         return None
     return list(_get_fused_kernels_supported_devices())
-
-
-def autocast_dtype(device_type: str):  # a torch.dtype
-    """The low-precision dtype autocast uses on a device type (CPU: bfloat16, CUDA: float16)."""
-    import torch
-
-    if hasattr(torch, "get_autocast_dtype"):
-        return torch.get_autocast_dtype(device_type)
-    return torch.bfloat16 if device_type == "cpu" else torch.float16
-
-
-def autocast_available(device_type: str) -> bool:
-    import torch
-
-    check = getattr(torch.amp.autocast_mode, "is_autocast_available", None)
-    return bool(check(device_type)) if check is not None else device_type in ("cpu", "cuda", "xpu")
-
-
-def is_pinned(t, device_type: str) -> bool:
-    """Tensor.is_pinned() for the accelerator of device_type (older versions took a device argument)."""
-    try:
-        return bool(t.is_pinned())
-    except TypeError:  # pragma: no cover - very old signature
-        return bool(t.is_pinned(device_type))
 
 
 def python_backend_compiles() -> bool:
@@ -482,7 +449,7 @@ def python_backend_compiles() -> bool:
     return parse_version(torch.__version__)[:2] >= (2, 12)
 
 
-COMPILE_BACKEND_ENV = "TORCHCTS_COMPILE_BACKEND"
+COMPILE_BACKEND_ENV = settings.env_name("compile_backend")
 INDUCTOR_DEVICES = ("cpu", "cuda", "xpu")
 
 
@@ -491,21 +458,10 @@ def compile_backend(device_type: str) -> str:
 
     TORCHCTS_COMPILE_BACKEND overrides the choice (e.g. aot_eager where no C++ compiler exists).
     """
-    import os
-
-    forced = os.environ.get(COMPILE_BACKEND_ENV)
+    forced = settings.current().compile_backend
     if forced:
         return forced
     return "inductor" if device_type in INDUCTOR_DEVICES else "aot_eager"
-
-
-def fill_uninitialized_supported() -> bool:
-    """Whether torch.utils.deterministic.fill_uninitialized_memory exists (PyTorch 2.1+)."""
-    try:
-        import torch.utils.deterministic as det
-    except ImportError:
-        return False
-    return hasattr(det, "fill_uninitialized_memory")
 
 
 def deterministic_fill():  # a context manager

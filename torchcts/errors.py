@@ -26,3 +26,10 @@ class ManifestError(UsageError):
         self.problems = list(problems)
         self.source = source
         super().__init__(f"{source}: " + "; ".join(self.problems))
+
+
+def first_line(exc: BaseException, limit: int | None = None) -> str:
+    """The first non-blank line of an exception's text (at most `limit` characters; "" for none):
+    what a one-line message (a record, a usage error, a not_applicable reason) shows of it."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:limit] if text else ""

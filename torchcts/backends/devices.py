@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from torchcts.backends.gates import IN_TREE_DEVICES, derive_gate
 from torchcts.compat import privateuse1_name
-from torchcts.errors import UsageError
+from torchcts.errors import UsageError, first_line
 
 
 @dataclass(frozen=True)
@@ -28,9 +28,8 @@ def import_backend(module: str | None) -> None:
     try:
         importlib.import_module(module)
     except BaseException as exc:  # noqa: BLE001 - a backend may raise anything, SystemExit included
-        detail = str(exc).splitlines()[0] if str(exc) else ""
         raise UsageError(
-            f"backend_import '{module}' failed to import: {type(exc).__name__}: {detail}; "
+            f"backend_import '{module}' failed to import: {type(exc).__name__}: {first_line(exc)}; "
             "install the backend package in this environment or fix backend_import in the manifest"
         ) from None
 

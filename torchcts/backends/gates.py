@@ -36,7 +36,7 @@ def _torch_version_attr(name: str) -> str | None:
 def _mps_built() -> bool:
     import torch
 
-    return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_built())
+    return bool(torch.backends.mps.is_built())
 
 
 @dataclass(frozen=True)

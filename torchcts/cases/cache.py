@@ -19,7 +19,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
-from torchcts import compat
+from torchcts import compat, settings
 from torchcts.cases.model import Case
 
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -29,9 +29,9 @@ _SOURCE_FILES = ("compat.py",)
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("TORCHCTS_CACHE_DIR")
-    if env:
-        return Path(env)
+    given = settings.current().cache_dir
+    if given is not None:
+        return given
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "torchcts"
 
@@ -119,7 +119,7 @@ def cached_cases(suite: str, build: Callable[[], list[Case]]) -> list[Case]:
 
     A build that took a compatibility fallback (an OpInfo field this PyTorch lacks) stores its
     name with the cases, and a load notes it again, so run.json says so on cached runs too."""
-    if os.environ.get("TORCHCTS_NO_CACHE"):
+    if settings.current().no_cache:
         return build()
     path = cache_dir() / f"{suite}-{source_key()}.marshal"
     loaded = _load(path)

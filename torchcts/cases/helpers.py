@@ -14,6 +14,7 @@ import torch
 from torchcts.cases.context import CaseContext, dtype_of
 from torchcts.cases.observe import unobserved
 from torchcts.compat import is_missing_kernel
+from torchcts.errors import first_line
 from torchcts.oracle.compare import Mismatch, OracleMismatch
 
 __all__ = [
@@ -95,7 +96,7 @@ def run_both(ctx: CaseContext, fn: Callable[..., Any], *args: Any, category: str
             expected = fn(*args)
     except Exception as cpu_exc:  # noqa: BLE001 - CPU's verdict is the reference
         if is_missing_kernel(cpu_exc):  # CPU lacks the kernel: no reference, not an error rule
-            ctx.not_applicable(f"CPU has no kernel for this ({_first_line(cpu_exc)}); no reference")
+            ctx.not_applicable(f"CPU has no kernel for this ({first_line(cpu_exc, 120)}); no reference")
         expect_raises(lambda: fn(*_move(ctx, args)), "CPU raises for these inputs", type(cpu_exc))
         return None
     actual = fn(*_move(ctx, args))
@@ -115,8 +116,4 @@ def cpu_reference(ctx: CaseContext, fn: Callable[[], Any], what: str) -> Any:
     except Exception as exc:
         if not is_missing_kernel(exc):
             raise
-        ctx.not_applicable(f"CPU has no kernel for {what} ({_first_line(exc)}); no reference")
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).splitlines() or [""])[0][:120]
+        ctx.not_applicable(f"CPU has no kernel for {what} ({first_line(exc, 120)}); no reference")

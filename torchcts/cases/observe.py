@@ -27,7 +27,6 @@ that changes a result are not observed, by `UNOBSERVED` (their record says why).
 from __future__ import annotations
 
 import fnmatch
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -35,11 +34,12 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode, _pop_mode, _push_mode
 
+from torchcts import settings
 from torchcts.cases.model import Case
 from torchcts.cases.ops import schema_name
 
 # `TORCHCTS_OBSERVE_DISPATCH=0` runs every case without observation (benchmarks, debugging).
-ENV = "TORCHCTS_OBSERVE_DISPATCH"
+ENV = settings.env_name("observe_dispatch")
 
 # Case id globs (or suite names) never observed -> why. First match wins.
 UNOBSERVED: dict[str, str] = {
@@ -54,7 +54,7 @@ UNOBSERVED: dict[str, str] = {
 
 def unobserved_reason(case: Case) -> str | None:
     """Why this case runs without observation, or None."""
-    if os.environ.get(ENV, "1") == "0":
+    if not settings.current().observe_dispatch:
         return f"{ENV}=0"
     for pattern, why in UNOBSERVED.items():
         if case.suite == pattern or fnmatch.fnmatchcase(case.id, pattern):

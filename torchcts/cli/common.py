@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from torchcts import settings
 from torchcts.errors import UsageError
 
 if TYPE_CHECKING:
@@ -145,7 +146,7 @@ def _durations(args: argparse.Namespace) -> dict[str, float] | None:
 
 
 def non_interactive() -> bool:
-    return bool(os.environ.get("CI")) or not sys.stdin.isatty()
+    return not settings.interactive()
 
 
 def require_device(args: argparse.Namespace) -> None:

@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from torchcts import __version__
+from torchcts import __version__, settings
 from torchcts.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, ManifestError, UsageError
 
 # Command name -> module. Each module defines HELP, configure(parser) and main(args) -> int.
@@ -54,6 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in argv:
         i = argv.index("--")
         argv, pytest_args = argv[:i], argv[i + 1 :]
+    try:
+        settings.current()  # a bad TORCHCTS_* value: one line and exit 2, before any command reads it
+    except UsageError as exc:
+        _error_line(str(exc))
+        return EXIT_USAGE
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from torchcts import settings
+
 CASE_MARK = "@@torchcts-case "
 TIMEOUT_MARK = "@@torchcts-timeout "
 TIMEOUT_EXIT = 86  # exit code of a worker ended by the watchdog (the marker is what counts)
@@ -184,8 +186,8 @@ def pytest_extra_args(user_args: list[str], isolation: bool, timeout: float | No
     and the per-case timeout; the user's own `-n`/`--timeout` after `--` win."""
     args: list[str] = []
     if isolation and wants_xdist(user_args) and xdist_available():
-        workers = os.environ.get("TORCHCTS_WORKERS") or str(default_workers(planned))
-        args += ["-n", workers, f"--max-worker-restart={planned + 16}"]
+        chosen = settings.current().workers
+        args += ["-n", str(default_workers(planned) if chosen is None else chosen), f"--max-worker-restart={planned + 16}"]
         if not any(a == "-d" or a.startswith("--dist") for a in user_args):
             # Each worker gets a contiguous share (an op's kinds stay together: samples are made
             # once) and an idle worker takes half of another's queue. xdist's `load` sends chunks of

@@ -21,6 +21,7 @@ from torchcts.engine.lean import skip_exit_gc
 from torchcts.engine.probe import CaseProbe, release_memory, worker_name
 from torchcts.engine.progress import ProgressPlugin
 from torchcts.engine.spec import RunSpec
+from torchcts.errors import first_line
 from torchcts.oracle.mismatch import OracleMismatch
 from torchcts.results.plan import read_plan
 from torchcts.results.records import base_record, record_repro, skip_record
@@ -261,7 +262,7 @@ class CaseItem(pytest.Item):
         except Exception as exc:
             self.outcome.update(
                 status="error",
-                message=f"{type(exc).__name__}: {_first_line(exc)}",
+                message=f"{type(exc).__name__}: {first_line(exc, 500)}",
                 exception=type(exc).__name__,
                 traceback=_tail(traceback.format_exc(), 30),
             )
@@ -287,11 +288,6 @@ class CaseItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, self.case.id
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:500] if text else ""
 
 
 def _tail(text: str, lines: int) -> str:

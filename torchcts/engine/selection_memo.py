@@ -20,7 +20,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from torchcts import compat
+from torchcts import compat, settings
 from torchcts.cases.cache import FIELDS, case_row, well_formed
 from torchcts.cases.model import Case
 from torchcts.engine.selection import Decision, Selection, SelectionResult
@@ -38,7 +38,7 @@ def memo_key(manifest: Manifest, selection: Selection) -> str | None:
     from torchcts.cases.cache import source_key
     from torchcts.manifest.schema import extra_suites
 
-    if os.environ.get("TORCHCTS_NO_CACHE") or extra_suites():
+    if settings.current().no_cache or extra_suites():
         return None
     h = hashlib.sha256()
     h.update(source_key().encode())

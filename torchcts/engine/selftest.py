@@ -22,11 +22,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from torchcts import settings
 from torchcts.errors import UsageError
 from torchcts.results import rundir
 from torchcts.results.statuses import FAILURES
 
-ENV = "TORCHCTS_SIM_FAULT"
+ENV = settings.env_name("sim_fault")
 SIM_MANIFEST = Path(__file__).parent.parent / "sim" / "manifest.py"
 
 
@@ -105,7 +106,7 @@ def run_one(name: str, selection: list[str], results_dir: Path, *, fault: str | 
     `run_timeout` None: no limit on the whole run (each case still has `case_timeout`)."""
     results_dir.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k != ENV}
-    env["CI"] = "true"
+    env[settings.env_name("ci")] = "true"
     if fault is not None:
         env[ENV] = fault
     argv = run_argv(selection, results_dir, stop_first=stop_first, case_timeout=case_timeout, isolation=isolation)

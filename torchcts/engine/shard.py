@@ -19,6 +19,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from torchcts import settings
+
 COSTS_FILE = Path(__file__).with_name("case_costs.json")
 
 
@@ -145,7 +147,7 @@ AUTO_SOURCES: tuple[tuple[str, str, int, str | None], ...] = (
     ("GitLab CI (parallel:)", "CI_NODE_INDEX", 1, "CI_NODE_TOTAL"),
     ("a Kubernetes Indexed Job", "JOB_COMPLETION_INDEX", 0, None),
 )
-COUNT_VAR = "TORCHCTS_SHARD_COUNT"
+COUNT_VAR = settings.env_name("shard_count")
 
 
 def _int(value: str, name: str) -> int:
@@ -172,8 +174,8 @@ def shard_from_env(env: Mapping[str, str], count: int | None = None) -> tuple[in
             total, total_from = _int(env[count_var], count_var), count_var
         elif count is not None:
             total, total_from = count, "--shard-count"
-        elif env.get(COUNT_VAR, "").strip():
-            total, total_from = _int(env[COUNT_VAR], COUNT_VAR), COUNT_VAR
+        elif (given := settings.of(env).shard_count) is not None:
+            total, total_from = given, COUNT_VAR
         else:
             raise UsageError(f"--shard auto: {engine} gives {index_var} but not the shard count: pass --shard-count N "
                              f"(the Job's completions) or set {COUNT_VAR}")

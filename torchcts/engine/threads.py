@@ -22,12 +22,14 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from typing import Any
 
+from torchcts import settings
+
 COUNT_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 WAIT_VAR, WAIT_POLICY = "OMP_WAIT_POLICY", "PASSIVE"
 USER_VARS = (*COUNT_VARS, WAIT_VAR)
 # Set by the controller next to the variables it exported for its workers (`exported`): they are
 # TorchCTS's choice, not the user's, and the value is the per-worker count.
-MARK_VAR = "TORCHCTS_THREADS"
+MARK_VAR = settings.env_name("threads")
 
 
 def available_cores() -> int:
@@ -40,7 +42,7 @@ def available_cores() -> int:
 
 def user_setting(env: Mapping[str, str]) -> str | None:
     """`NAME=value` of the thread variable the user set (torch reads it itself), or None."""
-    if env.get(MARK_VAR, "").strip():
+    if settings.of(env).threads is not None:
         return None  # the controller exported them for this run (`exported`)
     for name in USER_VARS:
         if env.get(name, "").strip():
@@ -56,10 +58,10 @@ def per_worker(cores: int, workers: int) -> int:
 def worker_threads(workers: int | None, env: Mapping[str, str] | None = None, cores: int | None = None) -> int | None:
     """The count a worker of `workers` sets, or None when it leaves torch as it is (the user chose,
     or one process runs everything)."""
-    env = os.environ if env is None else env
-    mark = _int(env.get(MARK_VAR, "").strip() or "x")
+    mark = settings.of(env).threads
     if mark:
         return mark
+    env = os.environ if env is None else env
     if user_setting(env) is not None or not workers:
         return None
     return per_worker(available_cores() if cores is None else cores, workers)

@@ -24,9 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from torchcts import settings
 from torchcts.engine.zygote import keys, state
 
-ENV = "TORCHCTS_WARM"
+ENV = settings.env_name("warm")
 IDLE_S = 900.0  # a server with no worker for 15 minutes exits
 RETRY_S = 600.0  # a server that found forking unsafe is not started again for this long (its .why file)
 ZYGOTE = str(Path(keys.HERE).resolve())  # the package's folder, run as a script (its __main__.py)
@@ -36,17 +37,8 @@ def wanted(flag: bool | None) -> bool:
     """--warm/--no-warm, else TORCHCTS_WARM, else interactive use (a terminal, not CI)."""
     if flag is not None:
         return flag
-    env = os.environ.get(ENV, "").strip().lower()
-    if env in ("1", "true", "yes", "on"):
-        return True
-    if env in ("0", "false", "no", "off"):
-        return False
-    if os.environ.get("CI"):
-        return False
-    try:
-        return sys.stdin.isatty()
-    except (AttributeError, ValueError):
-        return False
+    forced = settings.current().warm
+    return settings.interactive() if forced is None else forced
 
 
 def profile_for(device_type: str, backend_import: str | None) -> str:
@@ -68,10 +60,10 @@ def unavailable() -> str | None:
 
 def server_dir(env: dict[str, str] | None = None) -> Path:
     """The per-user private folder of the servers' sockets (created 0700; refused if not ours)."""
+    given = settings.of(env).warm_dir
     env = os.environ if env is None else env
-    given = env.get("TORCHCTS_WARM_DIR")
-    if given:
-        folder = Path(given)
+    if given is not None:
+        folder = given
     elif env.get("XDG_RUNTIME_DIR") and os.path.isdir(env["XDG_RUNTIME_DIR"]):
         folder = Path(env["XDG_RUNTIME_DIR"]) / "torchcts-warm"
     else:

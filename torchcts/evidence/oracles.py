@@ -14,6 +14,7 @@ from typing import Any
 
 from torchcts.cases.model import Case, NotApplicable
 from torchcts.engine.selection import claim_decision
+from torchcts.errors import first_line
 from torchcts.evidence.privacy import scrub
 from torchcts.evidence.promoted import is_promoted
 from torchcts.manifest.schema import Manifest
@@ -69,8 +70,7 @@ def _run(case: Case, ctx: Any) -> Outcome:
     except OracleMismatch as exc:
         return Outcome("failed", scrub(str(exc))[:500], {"case": case.id, **exc.mismatch.to_json()})
     except Exception as exc:  # noqa: BLE001 - the backend raised: an error result, recorded
-        text = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else ""
-        return Outcome("error", scrub(f"{type(exc).__name__}: {text}"), {"case": case.id, "exception": type(exc).__name__})
+        return Outcome("error", scrub(f"{type(exc).__name__}: {first_line(exc, 500)}"), {"case": case.id, "exception": type(exc).__name__})
     finally:
         ctx.info.clear()
     return Outcome("passed")

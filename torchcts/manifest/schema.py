@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from torchcts import settings
 from torchcts.levels import MAX_LEVEL, MIN_LEVEL
 
 MANIFEST_VERSION = 1
@@ -174,17 +174,13 @@ RESERVED_SUITE_NAMES = (
     # dispatcher surfaces (docs/coverage.md)
     "foreach", "out_variants", "special_values", "query_mutation",
 )
-EXTRA_SUITES_ENV = "TORCHCTS_EXTRA_SUITES"
+EXTRA_SUITES_ENV = settings.env_name("extra_suites")
 
 
 def extra_suites() -> dict[str, str]:
     """Testing hook for suite developers: TORCHCTS_EXTRA_SUITES="name=module[,name=module]" adds
     suites (e.g. planted crashes and hangs in the project's own tests) without touching the registry."""
-    out: dict[str, str] = {}
-    for entry in filter(None, os.environ.get(EXTRA_SUITES_ENV, "").split(",")):
-        name, _, module = entry.partition("=")
-        out[name.strip()] = module.strip()
-    return out
+    return dict(settings.current().extra_suites)
 
 
 KNOWN_SUITE_NAMES = RESERVED_SUITE_NAMES + tuple(n for n in extra_suites() if n not in RESERVED_SUITE_NAMES)

@@ -23,7 +23,6 @@ ops (a decomposition draws differently; their cases use property oracles either 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 import torch
 
 import torchcts.sim  # noqa: F401 - registers the device
+from torchcts import settings
 from torchcts.sim import kernels, tensor
 
 # Ops the sim itself needs to move data between devices, and random ops.
@@ -104,7 +104,7 @@ MODES: dict[str, Callable[[], dict[Any, Callable[..., Any]]]] = {"table": table,
 def enable(mode: str = "table") -> int:
     """Route every decomposable op through its decomposition; returns how many ops that is."""
     if mode not in MODES:
-        raise ValueError(f"TORCHCTS_SIM_DECOMP={mode!r}: use one of {', '.join(MODES)}")
+        raise ValueError(f"{settings.env_name('sim_decomp')}={mode!r}: use one of {', '.join(MODES)}")
     count = 0
     for op, fn in MODES[mode]().items():
         if decomposable(op):
@@ -118,5 +118,5 @@ def manifest_path() -> Path:
     return Path(__file__).with_name("manifest_decomp.py")
 
 
-MODE = os.environ.get("TORCHCTS_SIM_DECOMP", "table")
+MODE = settings.current().sim_decomp
 OPS = enable(MODE)

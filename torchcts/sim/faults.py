@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from torchcts.engine.selftest import ENV
+from torchcts import settings
 from torchcts.sim import device, state, tensor
 
 Hook = Callable[[Any, tuple, dict, Callable[..., Any]], Any]
@@ -485,14 +485,14 @@ FAULTS: dict[str, Fault] = {
 
 
 def active() -> list[str]:
-    return [n.strip() for n in os.environ.get(ENV, "").split(",") if n.strip()]
+    return list(settings.current().sim_fault)
 
 
 def activate(names: list[str]) -> None:
     for name in names:
         fault = FAULTS.get(name)
         if fault is None:
-            raise ValueError(f"{ENV}: unknown fault '{name}'; known: {', '.join(FAULTS)}")
+            raise ValueError(f"{settings.env_name('sim_fault')}: unknown fault '{name}'; known: {', '.join(FAULTS)}")
         fault.install()
 
 

@@ -4,8 +4,8 @@
 # Its ledger adds to the sim's the decompositions that differ from CPU's kernel for a reason a
 # tolerance should not absorb, per mode (this file reads TORCHCTS_SIM_DECOMP as the backend does);
 # docs/sim.md gives the measured runs.
-import os
 
+from torchcts import settings
 from torchcts.sim.manifest import manifest as _sim
 
 # torch._decomp's Python decompositions:
@@ -75,5 +75,5 @@ _SIM = [e for e in _sim["expectations"] if e["match"] != "opinfo/masked.prod/flo
 manifest = {
     **_sim,
     "backend_import": "torchcts.sim.decomp",
-    "expectations": [*_SIM, *(COMPOSITE if os.environ.get("TORCHCTS_SIM_DECOMP") == "composite" else TABLE)],
+    "expectations": [*_SIM, *(COMPOSITE if settings.current().sim_decomp == "composite" else TABLE)],
 }

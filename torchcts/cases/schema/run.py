@@ -22,6 +22,7 @@ from torchcts.cases.model import Pending
 from torchcts.cases.observe import unobserved
 from torchcts.cases.overloads import written
 from torchcts.cases.schema import synth
+from torchcts.errors import first_line
 from torchcts.oracle.mismatch import Mismatch, OracleMismatch
 
 
@@ -39,10 +40,6 @@ def _to(value: Any, device: torch.device) -> Any:
     return value
 
 
-def _first_line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}"
-
-
 def _reference(ctx: CaseContext, op: Any, overload: str, dtype: torch.dtype) -> tuple[Any, ...]:
     """(profile, CPU args, CPU kwargs, CPU result, device args, device kwargs) of the first
     accepted profile; Pending when CPU rejects them all. The device's inputs are made only for the
@@ -56,7 +53,7 @@ def _reference(ctx: CaseContext, op: Any, overload: str, dtype: torch.dtype) -> 
             with unobserved():
                 expected = op(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - CPU's rejection is the reason the case is pending
-            errors.append(_first_line(exc))
+            errors.append(f"{type(exc).__name__}: {first_line(exc, 160)}")
             continue
         with unobserved():  # made on CPU; the copies to the device are the device's
             dargs, dkwargs = synth.build_args(schema, overload, k, dtype, profile, ctx.device)

@@ -209,9 +209,7 @@ def event_timing(ctx: CaseContext) -> None:
 
 
 def _accelerator(ctx: CaseContext):  # torch.accelerator, or not_applicable
-    acc = compat.accelerator_api()
-    if acc is None:
-        ctx.not_applicable(f"torch.accelerator does not exist in PyTorch {torch.__version__}")
+    acc = torch.accelerator
     current = acc.current_accelerator() if acc.is_available() else None
     if current is None or current.type != ctx.device_type:
         ctx.not_applicable(f"'{ctx.device_type}' is not the torch.accelerator device of this process (found {current})")

@@ -13,6 +13,7 @@ import torch
 
 from torchcts import compat
 from torchcts.cases.api import CaseContext, CaseSet, expect
+from torchcts.errors import first_line
 
 SUITE = CaseSet("memory")
 cases = SUITE.cases
@@ -120,8 +121,6 @@ def reuse(ctx: CaseContext) -> None:
             oracle="property:memory", params={"float32": {"dtype_name": "float32"}, "int32": {"dtype_name": "int32"}})
 def fill_uninitialized(ctx: CaseContext, dtype_name: str) -> None:
     """With fill_uninitialized_memory, torch.empty never shows the previous tensor's data (NaN / max int)."""
-    if not compat.fill_uninitialized_supported():
-        ctx.not_applicable(f"PyTorch {torch.__version__} has no torch.utils.deterministic.fill_uninitialized_memory")
     dtype = getattr(torch, dtype_name)
     n = max(1, int(budget_mb(ctx, 0.25) * MB) // 4)
     with compat.deterministic_fill():
@@ -147,7 +146,7 @@ def oom_recoverable(ctx: CaseContext) -> None:
     try:
         big = torch.empty(IMPOSSIBLE_BYTES, dtype=torch.uint8, device=ctx.device)
     except RuntimeError as exc:  # torch.OutOfMemoryError is a RuntimeError
-        ctx.describe(error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+        ctx.describe(error=f"{type(exc).__name__}: {first_line(exc, 200)}")
     if big is not None:
         size = big.numel()
         del big

@@ -98,9 +98,9 @@ def zero_grad(ctx: CaseContext, dtype: torch.dtype, set_to_none: bool) -> None:
             ops=("aten::linear", "aten::mse_loss"))
 def autocast_forward_backward(ctx: CaseContext, dtype: torch.dtype) -> None:
     """Inside autocast, linear runs in the device's autocast dtype and mse_loss in float32; grads stay float32."""
-    if not compat.autocast_available(ctx.device_type):
+    if not torch.amp.autocast_mode.is_autocast_available(ctx.device_type):
         ctx.not_applicable(f"torch.autocast is not available for '{ctx.device_type}' in this build")
-    low = compat.autocast_dtype(ctx.device_type)
+    low = torch.get_autocast_dtype(ctx.device_type)
     ctx.describe(autocast_dtype=str(low))
     kind = MODELS["mlp"]
     x, y = kind.batch(ctx.seed)
@@ -121,7 +121,7 @@ def autocast_forward_backward(ctx: CaseContext, dtype: torch.dtype) -> None:
         expect(p.grad is not None and p.grad.dtype == p.dtype == torch.float32, "autocast changed a parameter or gradient dtype",
                got=str(None if p.grad is None else p.grad.dtype))
     expect((model(x.to(ctx.device))).dtype == torch.float32, "autocast leaked outside its region")
-    ref_dtype = low if compat.autocast_available("cpu") else torch.float32
+    ref_dtype = low if torch.amp.autocast_mode.is_autocast_available("cpu") else torch.float32
     ref_model, ref_out, _ = run(torch.device("cpu"), ref_dtype)
     ctx.assert_close(out.float().cpu(), ref_out.float(), category="training", dtype=low)
     ctx.assert_close([p.grad.cpu() for p in model.parameters()], [p.grad for p in ref_model.parameters()],
@@ -147,6 +147,6 @@ def dataloader_pinned(ctx: CaseContext, dtype: torch.dtype) -> None:
                            "under test is the host itself (PyTorch pins nothing without an accelerator)")
     data = _loader_batches(ctx, pin=True)
     for i, (x, y) in enumerate(data):
-        expect(compat.is_pinned(x, ctx.device_type) and compat.is_pinned(y, ctx.device_type),
+        expect(x.is_pinned() and y.is_pinned(),
                "a pin_memory DataLoader returned an unpinned batch", batch=i)
     compare_training(ctx, "mlp", "sgd_momentum", TrainPlan(non_blocking=True), data=data)

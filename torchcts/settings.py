@@ -1,0 +1,245 @@
+"""Every environment variable TorchCTS reads, parsed in one place (docs/settings.md has the table).
+
+`Settings` is a frozen dataclass: one field per variable, each with its variable name, default and
+one-line meaning in the field's metadata, and one parser per kind of value. A process reads the
+environment once (`current()`, cached) so every part of a run sees one configuration; code that
+must see a variable set later in the same process calls `reload()` (the project's tests do after
+each `monkeypatch.setenv`), and code that describes another process's environment (the one a
+worker will get) parses that mapping with `of(env)`.
+
+Like hypothesis' settings profiles with its CI profile, CI changes defaults in one place: `ci`
+(the `CI` variable, set by every CI service) and `interactive()`, the one "is a person at a
+terminal" decision that warm workers, `--device`, `init` and `install` consult.
+
+A bad value is a `UsageError` naming the variable and the fix (exit 2), never a traceback: the CLI
+reads the settings before anything else.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from torchcts.errors import UsageError
+
+ON_WORDS = ("1", "true", "yes", "on")
+OFF_WORDS = ("0", "false", "no", "off")
+WORKER_WORDS = ("auto", "logical")  # pytest-xdist's own words for "one per core"
+SIM_DECOMP_MODES = ("table", "composite")  # sim/decomp.py: MODES (tests/test_settings.py keeps them equal)
+
+Parser = Callable[[str, str], Any]
+
+
+def _present(name: str, raw: str) -> bool:
+    return True  # any non-empty value: CI services set "true", "1", "yes"...
+
+
+def _switch(name: str, raw: str) -> bool:
+    word = raw.lower()
+    if word in ON_WORDS:
+        return True
+    if word in OFF_WORDS:
+        return False
+    raise UsageError(f"{name}={raw!r} is not a switch: set it to 1 or 0, or unset it")
+
+
+def _positive(name: str, raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"{name}={raw!r} is not a positive whole number: set it to e.g. 2, or unset it")
+    return value
+
+
+def _workers(name: str, raw: str) -> int | str:
+    if raw.lower() in WORKER_WORDS:
+        return raw.lower()
+    if raw.isdigit():
+        return int(raw)
+    raise UsageError(
+        f"{name}={raw!r} is not a worker count: set it to a whole number, auto or logical, or unset it"
+    )
+
+
+def _path(name: str, raw: str) -> Path:
+    return Path(raw)
+
+
+def _text(name: str, raw: str) -> str:
+    return raw
+
+
+def _names(name: str, raw: str) -> tuple[str, ...]:
+    return tuple(n.strip() for n in raw.split(",") if n.strip())
+
+
+def _suites(name: str, raw: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for entry in filter(None, (e.strip() for e in raw.split(","))):
+        suite, _, module = (part.strip() for part in entry.partition("="))
+        if not suite or not module:
+            raise UsageError(
+                f"{name}: '{entry}' is not name=module: write e.g. {name}=planted=helpers.planted"
+            )
+        out[suite] = module
+    return out
+
+
+def _sim_decomp(name: str, raw: str) -> str:
+    if raw not in SIM_DECOMP_MODES:
+        raise UsageError(
+            f"{name}={raw!r} is not a decomposition mode: use one of {', '.join(SIM_DECOMP_MODES)}"
+        )
+    return raw
+
+
+def _var(
+    env: str, default: Any, meaning: str, parse: Parser, *, factory: Callable[[], Any] | None = None
+) -> Any:
+    meta = {"env": env, "meaning": meaning, "parse": parse}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The parsed environment. An unset or blank variable gives the field's default."""
+
+    ci: bool = _var(
+        "CI",
+        False,
+        "set (to anything): a CI job, so no warm workers, no prompts and --device required",
+        _present,
+    )
+    warm: bool | None = _var(
+        "TORCHCTS_WARM",
+        None,
+        "1/0: warm workers on/off for `run` (--warm/--no-warm win); unset: on in a terminal outside CI",
+        _switch,
+    )
+    warm_dir: Path | None = _var(
+        "TORCHCTS_WARM_DIR",
+        None,
+        "the warm servers' private socket folder (default "
+        "$XDG_RUNTIME_DIR/torchcts-warm, else <tmp>/torchcts-warm-<uid>)",
+        _path,
+    )
+    workers: int | str | None = _var(
+        "TORCHCTS_WORKERS",
+        None,
+        "`run`'s worker processes: N, auto or logical "
+        "(default one per core, one per 64 cases at most; `-- -n N` wins)",
+        _workers,
+    )
+    threads: int | None = _var(
+        "TORCHCTS_THREADS",
+        None,
+        "set by `run` for its workers, not by users: each worker's torch threads (engine/threads.py)",
+        _positive,
+    )
+    cache_dir: Path | None = _var(
+        "TORCHCTS_CACHE_DIR",
+        None,
+        "the case-list cache's folder (default $XDG_CACHE_HOME/torchcts, else ~/.cache/torchcts)",
+        _path,
+    )
+    no_cache: bool = _var(
+        "TORCHCTS_NO_CACHE", False, "1: build case lists and selections without the on-disk cache", _switch
+    )
+    extra_suites: dict[str, str] = _var(
+        "TORCHCTS_EXTRA_SUITES",
+        None,
+        "name=module[,name=module]: suites added without editing the registry (the project's tests)",
+        _suites,
+        factory=dict,
+    )
+    observe_dispatch: bool = _var(
+        "TORCHCTS_OBSERVE_DISPATCH",
+        True,
+        "0: run cases without the dispatch observer (records then have no `dispatched`)",
+        _switch,
+    )
+    compile_backend: str | None = _var(
+        "TORCHCTS_COMPILE_BACKEND",
+        None,
+        "torch.compile backend of the compiler suites (default inductor on cpu/cuda/xpu, else aot_eager)",
+        _text,
+    )
+    shard_count: int | None = _var(
+        "TORCHCTS_SHARD_COUNT",
+        None,
+        "`--shard auto` on a Kubernetes Indexed Job: the number of shards (--shard-count wins)",
+        _positive,
+    )
+    sim_fault: tuple[str, ...] = _var(
+        "TORCHCTS_SIM_FAULT",
+        (),
+        "name[,name]: faults planted in the sim device when it is imported (`torchcts selftest` sets it)",
+        _names,
+    )
+    sim_decomp: str = _var(
+        "TORCHCTS_SIM_DECOMP",
+        "table",
+        "torchcts.sim.decomp's decompositions: table or composite",
+        _sim_decomp,
+    )
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        """Parse `env`; UsageError (one line: the variable and the fix) on a bad value."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            name = f.metadata["env"]
+            raw = env.get(name, "")
+            if raw.strip():
+                values[f.name] = f.metadata["parse"](
+                    name, raw if f.metadata["parse"] is _path else raw.strip()
+                )
+        return cls(**values)
+
+
+def env_name(field_name: str) -> str:
+    """The environment variable behind a field (for messages and for exporting it to a child)."""
+    return next(f.metadata["env"] for f in fields(Settings) if f.name == field_name)
+
+
+_current: Settings | None = None
+
+
+def current() -> Settings:
+    """This process's settings, read from os.environ the first time and then kept."""
+    global _current
+    if _current is None:
+        _current = Settings.from_env(os.environ)
+    return _current
+
+
+def reload() -> None:
+    """Forget the settings read so far: the next `current()` reads os.environ again. For code that
+    must see a variable set after the first read (and where a bad value then raises: there)."""
+    global _current
+    _current = None
+
+
+def of(env: Mapping[str, str] | None) -> Settings:
+    """The settings of `env`: this process's (read once) for None or os.environ, else that mapping
+    parsed (e.g. the environment a worker will be started with)."""
+    return current() if env is None or env is os.environ else Settings.from_env(env)
+
+
+def interactive() -> bool:
+    """A person at a terminal: not CI and stdin is a terminal. Off, TorchCTS never prompts or
+    guesses (--device is required, warm workers are off unless asked for)."""
+    if current().ci:
+        return False
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):  # no stdin, or a closed one
+        return False
