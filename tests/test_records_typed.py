@@ -72,3 +72,89 @@ def test_skip_records_keep_their_shape():
         "kind": "elementwise", "oracle": "cpu", "requires": [], "status": "not_claimed",
         "message": "dtype float32 not claimed", "duration_s": 0.0,
     }
+
+
+def test_a_record_rides_pytests_report_serialisation_exactly():
+    """What xdist does with a worker's report (engine/judge.py): pytest's JSON, then back."""
+    from _pytest.reports import TestReport
+
+    from torchcts.engine import judge
+
+    record = CaseRecord.from_json({**base_record(CASE).to_json(), "status": "xfailed", "duration_s": 0.5,
+                                   "expectation": {"entry": 0, "reason": "r"}, "custom": {"kept": True}})
+    report = TestReport("torchcts::x", ("torchcts", 0, "x"), {}, "skipped", None, "call")
+    judge.attach(report, record)
+    data = report._to_json()
+    judge.serializable(report, data)
+    shipped = json.loads(json.dumps(data))  # plain JSON, as execnet sends it
+    assert shipped[judge.RECORD_ATTR] == record.to_json()
+    back = TestReport._from_json(shipped)
+    judge.from_serializable(back)
+    assert judge.record_of(back) == record and judge.record_of(back).to_json() == record.to_json()
+    assert back.user_properties == []
+
+
+# --- no string-key access to case records outside their serialiser ---------------------------------
+
+ROOTS = ("torchcts", "bench")
+SERIALISER = "torchcts/results/records.py"
+# Names the code gives case records (and lists of them): `r["id"]`, `record.get("message")`,
+# `records[0]["status"]`, `prev.get("status")` on any of them is a string-key record access.
+RECORD_NAMES = {"r", "rec", "record", "records", "recs", "prev", "failing", "done", "held", "mem", "top", "grew",
+                "found", "fails", "missing", "slow", "members", "before", "after"}
+# Such a name that is not a case record there, with the reason.
+NOT_RECORDS = {
+    ("torchcts/results/merge.py", "r"): "run.json of each shard",
+    ("torchcts/results/rundir.py", "rec"): "the raw JSON line scan_records checks before CaseRecord.from_json",
+    ("bench/bench.py", "r"): "bench's own timing of one measured run",
+}
+# Files whose records are another schema: the backend evidence store (evidence/: oracle results).
+OTHER_RECORDS = {"torchcts/evidence/collect.py", "torchcts/evidence/store.py", "torchcts/evidence/oracles.py"}
+# `status` is also a key of run.json, ledger entries, evidence results and the warm server's
+# messages: `["status"]` / `.get("status")` is allowed only on these receivers.
+STATUS_RECEIVERS = {
+    "run": "run.json", "entry": "a ledger entry", "e": "a ledger entry", "entries[index]": "a ledger entry",
+    "first": "a flaky record's first_failure (a nested dict, records.py says why)",
+    "recv_msg(sock)[0]": "the warm server's reply (engine/zygote.py)", "rundir.read_run(run_dir)": "run.json",
+}
+
+
+def _record_field_accesses():
+    import re
+    from dataclasses import fields
+    from pathlib import Path
+
+    names = "|".join(sorted((f.name for f in fields(CaseRecord) if not f.name.startswith("_")), key=len, reverse=True))
+    access = re.compile(rf"""((?:[\w.]+(?:\([^()]*\))?(?:\[[^\[\]]*\])*))\s*(?:\[|\.get\()\s*["']({names})["']""")
+    root = Path(__file__).resolve().parents[1]
+    for top in ROOTS:
+        for path in sorted((root / top).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            if rel == SERIALISER or rel in OTHER_RECORDS:
+                continue
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                for m in access.finditer(line):
+                    yield rel, n, m.group(1), m.group(2), line.strip()
+
+
+def test_no_string_key_access_to_case_records_outside_the_serialiser():
+    """Every writer and reader uses CaseRecord's attributes (issue 27): the fields have one
+    definition, and a typo is an AttributeError, not a silent None."""
+    bad = []
+    for rel, n, receiver, key, line in _record_field_accesses():
+        base = receiver.split("[", 1)[0]
+        if base in RECORD_NAMES and (rel, base) not in NOT_RECORDS:
+            bad.append(f"{rel}:{n}: {line}")
+        elif key == "status" and base not in RECORD_NAMES and receiver not in STATUS_RECEIVERS:
+            bad.append(f"{rel}:{n}: {line}  (status of what? a record: use .status; else add it to STATUS_RECEIVERS)")
+    assert not bad, "string-key access to case records:\n" + "\n".join(bad)
+
+
+def test_the_record_access_check_sees_what_it_must():
+    import re
+
+    samples = ['x = rec["status"]', 'record.get("message")', 'r["id"]', 'records[0]["status"]', 'prev.get("status", "?")']
+    names = "|".join(("status", "message", "id"))
+    access = re.compile(rf"""((?:[\w.]+(?:\([^()]*\))?(?:\[[^\[\]]*\])*))\s*(?:\[|\.get\()\s*["']({names})["']""")
+    found = [access.search(s) for s in samples]
+    assert all(m is not None and m.group(1).split("[", 1)[0] in RECORD_NAMES for m in found), found
