@@ -158,3 +158,23 @@ def test_the_record_access_check_sees_what_it_must():
     access = re.compile(rf"""((?:[\w.]+(?:\([^()]*\))?(?:\[[^\[\]]*\])*))\s*(?:\[|\.get\()\s*["']({names})["']""")
     found = [access.search(s) for s in samples]
     assert all(m is not None and m.group(1).split("[", 1)[0] in RECORD_NAMES for m in found), found
+
+
+def test_a_shipped_record_holds_only_json_as_cases_jsonl_would():
+    """A case may note any object in `info`: the worker ships its text (execnet carries only
+    plain data), the same text cases.jsonl gets from a record written in-process."""
+    from _pytest.reports import TestReport
+
+    from torchcts.engine import judge
+
+    class Odd:
+        def __str__(self) -> str:
+            return "odd"
+
+    record = CaseRecord(id="x/1", status="failed", info={"shape": (2, 3), "what": Odd()})
+    report = TestReport("torchcts::x/1", ("torchcts", 0, "x/1"), {}, "failed", None, "call")
+    judge.attach(report, record)
+    data = report._to_json()
+    judge.serializable(report, data)
+    assert data[judge.RECORD_ATTR]["info"] == {"shape": [2, 3], "what": "odd"}
+    assert json.loads(json.dumps(data[judge.RECORD_ATTR])) == data[judge.RECORD_ATTR]

@@ -29,6 +29,7 @@ from torchcts.coverage.surfaces import (
     registration,
 )
 from torchcts.results.coverage_section import dispatched_names, is_pending
+from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import STATUSES
 
 # Kernels the dispatch hook can see on the device: a surface of another kernel is not implementable there.
@@ -48,7 +49,7 @@ class RunObservation:
     pending_ops: dict[str, str] = field(default_factory=dict)  # op a pending case names -> its reason
 
 
-def observe_records(records: list[dict[str, Any]], device: str) -> RunObservation:
+def observe_records(records: list[CaseRecord], device: str) -> RunObservation:
     obs = RunObservation(device)
     for rec in records:
         if is_pending(rec):

@@ -16,6 +16,7 @@ The record travels as an attribute of the `TestReport` (`RECORD_ATTR`), never in
 
 from __future__ import annotations
 
+import json
 from typing import Any, Protocol
 
 import pytest
@@ -82,10 +83,11 @@ def record_of(report: Any) -> CaseRecord | None:
 
 
 def serializable(report: Any, data: Any) -> None:
-    """pytest copied the report's attributes into `data`: the record goes as its JSON object."""
+    """pytest copied the report's attributes into `data`: the record goes as its JSON object, any
+    value JSON cannot hold (an object a case put in `info`) as its text, as cases.jsonl writes it."""
     record = record_of(report)
     if isinstance(data, dict) and record is not None:
-        data[RECORD_ATTR] = record.to_json()
+        data[RECORD_ATTR] = json.loads(json.dumps(record.to_json(), default=str))
 
 
 def from_serializable(report: Any) -> None:

@@ -17,7 +17,10 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torchcts.results.records import CaseRecord
 
 COSTS_FILE = Path(__file__).with_name("case_costs.json")
 
@@ -105,7 +108,7 @@ def _from_means(table: dict[str, dict[str, float]], case: Any) -> float:
     return max(cost, 1e-4)
 
 
-def cost_table_from(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+def cost_table_from(records: list[CaseRecord]) -> dict[str, dict[str, float]]:
     """The table estimated_cost reads, from executed records (`bench/bench.py --write-costs`)."""
     sums: dict[str, dict[str, list[float]]] = {"kind": {}, "op": {}, "suite": {}}
     for r in records:
