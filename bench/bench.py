@@ -194,7 +194,7 @@ def with_duration(recs: RunRecords) -> list:
     return [r for r in executed(recs) if r.duration_s is not None]
 
 
-def slowest(recs: list[dict], n: int) -> list[str]:
+def slowest(recs: list, n: int) -> list[str]:
     top = sorted((r for r in recs if r.duration_s), key=lambda r: -r.duration_s)[:n]
     return [f"{r.id} {r.duration_s:.2f}s" for r in top]
 
@@ -260,18 +260,18 @@ def analyse(run: Path) -> dict[str, object]:
     return out
 
 
-def totals(done: list[dict], field: str, key) -> dict[str, str]:  # noqa: ANN001
+def totals(done: list, field: str, key) -> dict[str, str]:  # noqa: ANN001
     """"total s / cases = mean ms per case" of `field` per key (suite, or suite/kind), largest total first."""
     acc: dict[str, list[float]] = {}
     for r in done:
         entry = acc.setdefault(key(r), [0.0, 0])
-        entry[0] += r.get(field) or 0.0
+        entry[0] += getattr(r, field) or 0.0
         entry[1] += 1
     ranked = sorted(acc.items(), key=lambda kv: -kv[1][0])
     return {k: f"{t:.1f} s / {n} = {1000 * t / n:.1f} ms" for k, (t, n) in ranked}
 
 
-def shard_balance(done: list[dict], count: int, field: str = "duration_s") -> dict[str, object]:
+def shard_balance(done: list, count: int, field: str = "duration_s") -> dict[str, object]:
     """Split the executed cases as `--shard I/4` would without durations (estimated cost per case
     kind), then weigh each shard by what its cases really took (`field`: wall seconds, or CPU
     seconds, which a loaded machine inflates less): max/mean - 1 is the imbalance."""
