@@ -169,28 +169,34 @@ def wait_for_warm_server(env: dict[str, str], seconds: float = 600) -> None:
         time.sleep(0.2)
 
 
-def records(run: Path) -> list[dict]:
-    """The run's final record per case (rundir.final_records), with `planned` set on the cases its
-    workers ran."""
+class RunRecords(list):
+    """The run's final records (CaseRecord), and the ids of the cases its workers were given."""
+
+    planned: set[str]
+
+
+def records(run: Path) -> RunRecords:
+    """The run's final record per case (rundir.final_records), with the planned case ids."""
     from torchcts.results.rundir import final_records
 
-    planned = {json.loads(line)["id"] for line in (run / "plan.jsonl").read_text().splitlines() if line.strip()}
-    return [{**r, "planned": r["id"] in planned} for r in final_records(run)]
+    out = RunRecords(final_records(run))
+    out.planned = {json.loads(line)["id"] for line in (run / "plan.jsonl").read_text().splitlines() if line.strip()}
+    return out
 
 
-def executed(recs: list[dict]) -> list[dict]:
+def executed(recs: RunRecords) -> list:
     """Cases a worker ran (whatever their status), not the skip records written before the run."""
-    return [r for r in recs if r["planned"]]
+    return [r for r in recs if r.id in recs.planned]
 
 
-def with_duration(recs: list[dict]) -> list[dict]:
+def with_duration(recs: RunRecords) -> list:
     """Executed cases with a duration (a worker that died before logging the case's start gives none)."""
-    return [r for r in executed(recs) if r.get("duration_s") is not None]
+    return [r for r in executed(recs) if r.duration_s is not None]
 
 
-def slowest(recs: list[dict], n: int) -> list[str]:
-    top = sorted((r for r in recs if r.get("duration_s")), key=lambda r: -r["duration_s"])[:n]
-    return [f"{r['id']} {r['duration_s']:.2f}s" for r in top]
+def slowest(recs: list, n: int) -> list[str]:
+    top = sorted((r for r in recs if r.duration_s), key=lambda r: -r.duration_s)[:n]
+    return [f"{r.id} {r.duration_s:.2f}s" for r in top]
 
 
 def analyse(run: Path) -> dict[str, object]:
@@ -201,34 +207,34 @@ def analyse(run: Path) -> dict[str, object]:
     spec = json.loads((run / "run.json").read_text())
     out: dict[str, object] = {
         "cases_executed": len(done),
-        "statuses": dict(sorted(Counter(str(r.get("status")) for r in recs).items())),
-        "threads": dict(sorted(Counter(str(r.get("threads")) for r in done).items())),  # engine/threads.py
-        "case_seconds_total": round(sum(r["duration_s"] for r in done), 1),
-        "case_cpu_s_total": round(sum(r.get("cpu_s") or 0.0 for r in done), 1),
+        "statuses": dict(sorted(Counter(str(r.status) for r in recs).items())),
+        "threads": dict(sorted(Counter(str(r.threads) for r in done).items())),  # engine/threads.py
+        "case_seconds_total": round(sum(r.duration_s for r in done), 1),
+        "case_cpu_s_total": round(sum(r.cpu_s or 0.0 for r in done), 1),
     }
     for field, name in (("duration_s", "seconds"), ("cpu_s", "cpu_s")):  # CPU: what load inflates least
-        by_suite = totals(done, field, lambda r: r["suite"])
-        by_kind = totals(done, field, lambda r: f"{r['suite']}/{r.get('kind') or '-'}")
+        by_suite = totals(done, field, lambda r: r.suite)
+        by_kind = totals(done, field, lambda r: f"{r.suite}/{r.kind or '-'}")
         out[f"{name}_per_suite"] = by_suite
         out[f"{name}_per_kind_top20"] = dict(list(by_kind.items())[:20])
     out["slowest"] = slowest(done, 10)
-    out["slowest_cpu"] = [f"{r['id']} {r['cpu_s']:.2f} CPU-s" for r in
-                          sorted((r for r in done if r.get("cpu_s")), key=lambda r: -r["cpu_s"])[:10]]
+    out["slowest_cpu"] = [f"{r.id} {r.cpu_s:.2f} CPU-s" for r in
+                          sorted((r for r in done if r.cpu_s), key=lambda r: -r.cpu_s)[:10]]
     from torchcts.cases.opinfo.slow import SLOW_CASES  # each case over 30 s needs a reason there
 
     def why(r: dict) -> str:
-        return SLOW_CASES.get(r["id"], "NO REASON RECORDED (torchcts/cases/opinfo/slow.py)")
+        return SLOW_CASES.get(r.id, "NO REASON RECORDED (torchcts/cases/opinfo/slow.py)")
 
-    out["over_30s"] = {r["id"]: why(r) for r in done if r["duration_s"] > 30}
-    out["over_30_cpu_s"] = {r["id"]: why(r) for r in done if (r.get("cpu_s") or 0) > 30}
-    timed = [r for r in done if r.get("started_at") and r.get("worker")]
+    out["over_30s"] = {r.id: why(r) for r in done if r.duration_s > 30}
+    out["over_30_cpu_s"] = {r.id: why(r) for r in done if (r.cpu_s or 0) > 30}
+    timed = [r for r in done if r.started_at and r.worker]
     if timed:
-        t0 = min(r["started_at"] for r in timed)
-        t1 = max(r["started_at"] + r["duration_s"] for r in timed)
-        workers = sorted({r["worker"] for r in timed})
+        t0 = min(r.started_at for r in timed)
+        t1 = max(r.started_at + r.duration_s for r in timed)
+        workers = sorted({r.worker for r in timed})
         begin = _epoch(spec.get("started")) or t0
         end = _epoch(spec.get("ended")) or t1
-        busy = sum(r["duration_s"] for r in timed)
+        busy = sum(r.duration_s for r in timed)
         out["workers"] = len(workers)
         out["run_wall_s"] = round(end - begin, 1)
         out["cases_per_s"] = round(len(done) / max(end - begin, 1e-9), 1)
@@ -236,36 +242,36 @@ def analyse(run: Path) -> dict[str, object]:
         out["worker_idle_fraction"] = round(1 - busy / (len(workers) * max(end - begin, 1e-9)), 3)
         out["worker_idle_fraction_first_to_last_case"] = round(1 - busy / (len(workers) * max(t1 - t0, 1e-9)), 3)
         out["startup_s_before_first_case"] = round(t0 - begin, 1)
-    mem = [r for r in done if r.get("maxrss_mb") is not None]
+    mem = [r for r in done if r.maxrss_mb is not None]
     if mem:
-        top = max(mem, key=lambda r: r["maxrss_mb"])
-        grew = max(mem, key=lambda r: r.get("rss_grew_mb") or 0)
-        out["worker_peak_rss_mb"] = top["maxrss_mb"]
-        out["peak_rss_case"] = top["id"]
-        out["largest_rss_jump"] = f"{grew['id']} +{grew.get('rss_grew_mb')} MB"
-    held = [r for r in done if r.get("rss_mb") is not None]  # after each case, freed heap returned
+        top = max(mem, key=lambda r: r.maxrss_mb)
+        grew = max(mem, key=lambda r: r.rss_grew_mb or 0)
+        out["worker_peak_rss_mb"] = top.maxrss_mb
+        out["peak_rss_case"] = top.id
+        out["largest_rss_jump"] = f"{grew.id} +{grew.rss_grew_mb} MB"
+    held = [r for r in done if r.rss_mb is not None]  # after each case, freed heap returned
     if held:
-        top = max(held, key=lambda r: r["rss_mb"])
-        out["worker_rss_after_case_max_mb"] = f"{top['rss_mb']} ({top['id']})"
-        out["worker_rss_at_end_mb"] = {w: max((r for r in held if r.get("worker") == w), key=lambda r: r["started_at"])["rss_mb"]
-                                       for w in sorted({r.get("worker") for r in held if r.get("started_at")})}
+        top = max(held, key=lambda r: r.rss_mb)
+        out["worker_rss_after_case_max_mb"] = f"{top.rss_mb} ({top.id})"
+        out["worker_rss_at_end_mb"] = {w: max((r for r in held if r.worker == w), key=lambda r: r.started_at).rss_mb
+                                       for w in sorted({r.worker for r in held if r.started_at})}
     out["shard_balance_4"] = shard_balance(done, 4)
-    out["shard_balance_4_by_cpu"] = shard_balance([r for r in done if r.get("cpu_s") is not None], 4, "cpu_s")
+    out["shard_balance_4_by_cpu"] = shard_balance([r for r in done if r.cpu_s is not None], 4, "cpu_s")
     return out
 
 
-def totals(done: list[dict], field: str, key) -> dict[str, str]:  # noqa: ANN001
+def totals(done: list, field: str, key) -> dict[str, str]:  # noqa: ANN001
     """"total s / cases = mean ms per case" of `field` per key (suite, or suite/kind), largest total first."""
     acc: dict[str, list[float]] = {}
     for r in done:
         entry = acc.setdefault(key(r), [0.0, 0])
-        entry[0] += r.get(field) or 0.0
+        entry[0] += getattr(r, field) or 0.0
         entry[1] += 1
     ranked = sorted(acc.items(), key=lambda kv: -kv[1][0])
     return {k: f"{t:.1f} s / {n} = {1000 * t / n:.1f} ms" for k, (t, n) in ranked}
 
 
-def shard_balance(done: list[dict], count: int, field: str = "duration_s") -> dict[str, object]:
+def shard_balance(done: list, count: int, field: str = "duration_s") -> dict[str, object]:
     """Split the executed cases as `--shard I/4` would without durations (estimated cost per case
     kind), then weigh each shard by what its cases really took (`field`: wall seconds, or CPU
     seconds, which a loaded machine inflates less): max/mean - 1 is the imbalance."""
@@ -273,10 +279,10 @@ def shard_balance(done: list[dict], count: int, field: str = "duration_s") -> di
     from torchcts.engine.selection import Decision
     from torchcts.engine.shard import shard_decisions
 
-    decisions = [Decision(Case(id=r["id"], suite=r["suite"], level=r.get("level") or 1, runner="m:f",
-                               kind=r.get("kind") or "", params={"op": r["op"]} if r.get("op") else {}), "run")
+    decisions = [Decision(Case(id=r.id, suite=r.suite, level=r.level or 1, runner="m:f",
+                               kind=r.kind or "", params={"op": r.op} if r.op else {}), "run")
                  for r in done]
-    took = {r["id"]: r[field] for r in done}
+    took = {r.id: getattr(r, field) for r in done}
     loads = []
     for i in range(1, count + 1):
         kept, _ = shard_decisions(decisions, i, count)

@@ -50,9 +50,9 @@ def timed(args: list[str], observe: bool) -> dict[str, float]:
         run = latest(Path(cwd))  # results/latest is a symlink (a one-line file where links fail)
         recs = final_records(run)
         size = (run / "cases.jsonl").stat().st_size
-    observed = [r for r in recs if isinstance(r.get("dispatched"), list)]
+    observed = [r for r in recs if isinstance(r.dispatched, list)]
     return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "exit": proc.returncode, "records": len(recs),
-            "observed": len(observed), "case_s": round(sum(r.get("duration_s") or 0 for r in recs), 2),
+            "observed": len(observed), "case_s": round(sum(r.duration_s or 0 for r in recs), 2),
             "cases_jsonl_bytes": size}
 
 

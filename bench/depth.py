@@ -66,9 +66,9 @@ def timed_run(args: list[str], work: Path, env: dict[str, str]) -> dict[str, obj
     recs = final_records(latest(work))
     statuses: dict[str, int] = {}
     for r in recs:
-        statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+        statuses[r.status] = statuses.get(r.status, 0) + 1
     return {"command": "torchcts " + " ".join(args), "exit": code, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
-            "cases": len(recs), "statuses": statuses, "case_s": round(sum(r.get("duration_s", 0.0) for r in recs), 1),
+            "cases": len(recs), "statuses": statuses, "case_s": round(sum((r.duration_s or 0.0) for r in recs), 1),
             "load_before": load_before, "load_after": load()}
 
 

@@ -58,8 +58,8 @@ def run_numbers() -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         wall, _ = torchcts(["run", "--validation", "--suite", "generated", "--level", "8"], Path(tmp), dict(os.environ))
         recs = final_records(latest(Path(tmp)))
-    pending = Counter(r["message"].split("(first: ", 1)[-1][:80] for r in recs if r["status"] == "pending")
-    return {"run_wall_s": round(wall, 1), "statuses": dict(Counter(r["status"] for r in recs)),
+    pending = Counter(r.message.split("(first: ", 1)[-1][:80] for r in recs if r.status == "pending")
+    return {"run_wall_s": round(wall, 1), "statuses": dict(Counter(r.status for r in recs)),
             "top_pending_reasons": dict(pending.most_common(10))}
 
 

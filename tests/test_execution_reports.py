@@ -19,13 +19,14 @@ from torchcts.results.compare import compare_records
 from torchcts.results.html import render_html
 from torchcts.results.html_charts import excess
 from torchcts.results.junit import render_junit
+from torchcts.results.records import CaseRecord
 from torchcts.results.scrub import scrub
 
 
-def rec(cid: str, status: str, **extra) -> dict:
+def rec(cid: str, status: str, **extra) -> CaseRecord:
     suite, _, rest = cid.partition("/")
-    return {"id": cid, "suite": suite, "level": 2, "dtype": rest.rsplit("/", 1)[-1], "status": status,
-            "duration_s": 0.01, "requires": ["autograd"], **extra}
+    return CaseRecord.from_json({"id": cid, "suite": suite, "level": 2, "dtype": rest.rsplit("/", 1)[-1],
+                                 "status": status, "duration_s": 0.01, "requires": ["autograd"], **extra})
 
 
 RUN = {"name": "20260101T000000Z-abc123", "device": {"type": "cpu", "gate": "cpu"}, "gate": "cpu",
@@ -77,7 +78,7 @@ def test_compare_new_failures_fixes_precision():
     assert not compare_records(old, old).new_failures
 
 
-def _fake_run(root: Path, name: str, records: list[dict]) -> Path:
+def _fake_run(root: Path, name: str, records: list[CaseRecord]) -> Path:
     run = root / name
     run.mkdir(parents=True)
     rundir.write_json_atomic(run / rundir.RUN_JSON, {**RUN, "name": name})
@@ -104,7 +105,7 @@ def test_compare_cli_exit_status(tmp_path):
 def test_a_later_record_of_a_case_wins(tmp_path):
     run = _fake_run(tmp_path, "r", [rec("a/x/float32", "passed"), rec("a/y/float32", "passed"),
                                     rec("a/x/float32", "crashed", message="died after its checks")])
-    assert [(r["id"], r["status"]) for r in rundir.final_records(run)] == [("a/y/float32", "passed"),
+    assert [(r.id, r.status) for r in rundir.final_records(run)] == [("a/y/float32", "passed"),
                                                                             ("a/x/float32", "crashed")]
 
 

@@ -24,6 +24,7 @@ from conftest import run_cli
 from torchcts.manifest.load import tomllib
 from torchcts.manifest.templates import validation_manifest
 from torchcts.results import rundir
+from torchcts.results.records import CaseRecord
 
 # Quotes, a triple quote and a newline that would end a docstring or comment, shell and HTML
 # injection, a terminal escape sequence (title change + red) and a backslash escape.
@@ -168,7 +169,7 @@ def test_records_and_reports_never_hold_identity(workdir, cli, monkeypatch):
     run_dir.mkdir(parents=True)
     writer = rundir.RecordWriter(run_dir)
     message = "backend says host=alice-box user=alice at /srv/checkout/backend/k.py from 192.168.1.7"
-    writer.append(failed("a/b", message=message))
+    writer.append(CaseRecord.from_json(failed("a/b", message=message)))
     writer.close()
     line = (run_dir / "cases.jsonl").read_text()
     for leak in ("alice", "/srv/checkout", "192.168"):
@@ -367,7 +368,7 @@ def test_a_full_disk_while_recording_is_kept_for_the_cli(tmp_path):
     writer._fh = open("/dev/full", "w", encoding="utf-8")  # noqa: SIM115 - every write: ENOSPC
     assert writer.failure is None
     with pytest.raises(OSError):
-        writer.append({"id": "a", "status": "passed"})
+        writer.append(CaseRecord(id="a", status="passed"))
     assert writer.failure is not None and writer.failure.errno == errno.ENOSPC
 
 
@@ -399,9 +400,9 @@ def test_mps_refuses_known_crash_and_flaky_crashes(tmp_path):
     entries = [{"match": "a/*", "status": "known_crash", "reason": "r"}]
     crash = {"id": "a/x", "status": "crashed", "message": "signal SIGSEGV"}
     today = dt.date(2026, 1, 1)
-    assert apply(crash, entries, today, device="cuda")["status"] == "xfailed"
-    on_mps = apply(crash, entries, today, device="mps")
-    assert on_mps["status"] == "crashed" and "cannot forgive" in on_mps["expectation"]["note"]
+    assert apply(CaseRecord.from_json(crash), entries, today, device="cuda").status == "xfailed"
+    on_mps = apply(CaseRecord.from_json(crash), entries, today, device="mps")
+    assert on_mps.status == "crashed" and "cannot forgive" in on_mps.expectation["note"]
     report = ledger_report(entries, [on_mps], today, "mps")
     assert report["invalid"] and "invalid on mps" in report["invalid"][0]["reason"]
     assert gate_failures({"totals": {"crashed": 1}, "ledger": report})
@@ -409,5 +410,5 @@ def test_mps_refuses_known_crash_and_flaky_crashes(tmp_path):
     for device, expected in (("mps", "crashed"), ("cuda", "flaky")):
         run_dir = fake_run(tmp_path / device, "r", [crash], device=device)
         spec = json.loads((run_dir / "run.json").read_text())
-        out = RecordAnnotator(spec, run_dir, attempt=2)({"id": "a/x", "status": "passed"})
-        assert out["status"] == expected
+        out = RecordAnnotator(spec, run_dir, attempt=2)(CaseRecord(id="a/x", status="passed"))
+        assert out.status == expected

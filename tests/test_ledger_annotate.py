@@ -17,6 +17,7 @@ from torchcts.errors import UsageError
 from torchcts.manifest.templates import cpu_manifest
 from torchcts.results.annotate import RecordAnnotator
 from torchcts.results.plan import write_plan
+from torchcts.results.records import CaseRecord
 from torchcts.results.repro import ReproTarget, write_repro
 
 RELU = Case(id="opinfo/nn.functional.relu/float32/forward", suite="opinfo", level=2, runner="torchcts.cases.opinfo:run",
@@ -42,9 +43,9 @@ def test_ledger_selector_matches_the_opinfo_name_from_the_plan(tmp_path):
     entries = [{"match": {"op": "nn.functional.*"}, "status": "xfail", "reason": "r", "signature": "RuntimeError"}]
     run_dir = _run_dir(tmp_path, entries)
     annotate = RecordAnnotator(json.loads((run_dir / "run.json").read_text()), run_dir)
-    out = annotate(_failing())
-    assert out["status"] == "xfailed" and out["op"] == "nn.functional.relu"
-    assert out["repro_script"] == f"torchcts repro {RELU.id} --run {run_dir}"
+    out = annotate(CaseRecord.from_json(_failing()))
+    assert out.status == "xfailed" and out.op == "nn.functional.relu"
+    assert out.repro_script == f"torchcts repro {RELU.id} --run {run_dir}"
 
 
 def test_a_rerun_pass_after_a_failure_is_flaky(tmp_path):
@@ -52,11 +53,11 @@ def test_a_rerun_pass_after_a_failure_is_flaky(tmp_path):
     run_dir = _run_dir(tmp_path, [], records=[first])
     annotate = RecordAnnotator(json.loads((run_dir / "run.json").read_text()), run_dir, attempt=2)
     passed = {k: v for k, v in _failing().items() if k not in ("message", "exception", "repro")}
-    out = annotate({**passed, "status": "passed"})
-    assert out["status"] == "flaky" and out["attempt"] == 2
-    assert out["first_failure"]["signature"] == "RuntimeError: boom" and out["repro"] == first["repro"]
-    again = annotate(_failing())
-    assert again["status"] == "error" and again["attempt"] == 2
+    out = annotate(CaseRecord.from_json({**passed, "status": "passed"}))
+    assert out.status == "flaky" and out.attempt == 2
+    assert out.first_failure["signature"] == "RuntimeError: boom" and out.repro == first["repro"]
+    again = annotate(CaseRecord.from_json(_failing()))
+    assert again.status == "error" and again.attempt == 2
 
 
 def test_callable_expressions_resolve_to_the_same_object():
@@ -72,7 +73,8 @@ def test_opinfo_repro_script_runs_the_real_sample_and_passes_on_a_correct_device
 
     case = Case(**{**RELU.__dict__, "params": {"op": "nn.functional.relu", "variant": "", "kind": "forward",
                                                "dtype": "float32"}})
-    record = {"id": RELU.id, "status": "failed", "message": "values differ", "info": {"sample_index": 1}}
+    record = CaseRecord.from_json({"id": RELU.id, "status": "failed", "message": "values differ",
+                                   "info": {"sample_index": 1}})
     folder = write_repro(ReproTarget(case, "cpu", cpu_manifest(), record, "r1", tmp_path / "repro"))
     text = (folder / "repro.py").read_text()
     assert "OP = torch.nn.functional.relu" in text and "import torchcts" not in text

@@ -10,15 +10,16 @@ from torchcts.manifest.expectations import validate_entries
 from torchcts.manifest.validate import validate
 from torchcts.results.ledger import apply, gate_failures, ledger_report
 from torchcts.results.ledger_match import matches, registry_problems
+from torchcts.results.records import CaseRecord
 
 TODAY = dt.date(2026, 11, 30)
 
 
-def rec(case_id: str, status: str, message: str = "", **extra) -> dict:
+def rec(case_id: str, status: str, message: str = "", **extra) -> CaseRecord:
     suite, *_rest = case_id.split("/")
     parts = case_id.split("/")
-    return {"id": case_id, "suite": suite, "ops": [f"aten::{parts[2]}"], "dtype": parts[-1], "kind": parts[1],
-            "status": status, "message": message, **extra}
+    return CaseRecord.from_json({"id": case_id, "suite": suite, "ops": [f"aten::{parts[2]}"], "dtype": parts[-1], "kind": parts[1],
+            "status": status, "message": message, **extra})
 
 
 MISMATCH = {"mismatch": {"what": "values differ", "max_abs_error": 1.0}}
@@ -36,22 +37,22 @@ def entry(match, signature=None, **kw) -> dict:
 
 def test_matching_failure_with_same_signature_is_xfailed_with_reason_and_tracker():
     r = apply(rec(ADD_F32, "failed", "values differ: 3/4 elements differ", **MISMATCH), [entry(ADD_F32, "mismatch")], TODAY)
-    assert r["status"] == "xfailed"
-    assert r["expectation"]["reason"] == "known" and r["expectation"]["tracker"] == "BUG-1"
-    assert r["expectation"]["original_status"] == "failed"
-    assert r["signature"] == "mismatch: values differ"
+    assert r.status == "xfailed"
+    assert r.expectation["reason"] == "known" and r.expectation["tracker"] == "BUG-1"
+    assert r.expectation["original_status"] == "failed"
+    assert r.signature == "mismatch: values differ"
 
 
 def test_failure_with_a_different_signature_still_fails_with_a_note():
     e = entry({"op": "add", "dtype": "float32"}, "RuntimeError: device lost*")
     r = apply(rec(ADD_F32, "failed", "values differ", **MISMATCH), [e], TODAY)
-    assert r["status"] == "failed"
-    assert "RuntimeError: device lost*" in r["expectation"]["note"] and "mismatch: values differ" in r["expectation"]["note"]
+    assert r.status == "failed"
+    assert "RuntimeError: device lost*" in r.expectation["note"] and "mismatch: values differ" in r.expectation["note"]
 
 
 def test_pass_of_an_expected_failure_is_xpassed_and_listed_for_removal():
     records = [apply(rec(ADD_F32, "passed"), [entry("operators/elementwise/add/*")], TODAY)]
-    assert records[0]["status"] == "xpassed"
+    assert records[0].status == "xpassed"
     report = ledger_report([entry("operators/elementwise/add/*")], records, TODAY)
     assert report["xpassed"] == [{"id": ADD_F32, "entry": 0}]
 
@@ -60,29 +61,29 @@ def test_missing_kernel_signature_forms_all_match_the_raw_error():
     r = rec(SUB_F16, "error", MISSING, exception="NotImplementedError")
     for sig in ("missing_kernel", "missing_kernel: aten::sub*", "error", "NotImplementedError",
                 {"exception": "NotImplementedError", "message": "Could not run 'aten::sub.Tensor'*"}):
-        assert apply(r, [entry(SUB_F16, sig)], TODAY)["status"] == "xfailed", sig
-    assert apply(r, [entry(SUB_F16, "mismatch")], TODAY)["status"] == "error"
-    assert apply(r, [entry(SUB_F16, "missing_kernel: aten::add*")], TODAY)["status"] == "error"
+        assert apply(r, [entry(SUB_F16, sig)], TODAY).status == "xfailed", sig
+    assert apply(r, [entry(SUB_F16, "mismatch")], TODAY).status == "error"
+    assert apply(r, [entry(SUB_F16, "missing_kernel: aten::add*")], TODAY).status == "error"
 
 
 def test_error_signature_ignores_numbers_addresses_and_names():
     e = entry("operators/*", "RuntimeError: stream 7 failed at 0xdeadbeef on 'npu:1'")
     r = rec(ADD_F32, "error", "RuntimeError: stream 2 failed at 0x7f00aa on 'npu:0'", exception="RuntimeError")
-    assert apply(r, [e], TODAY)["status"] == "xfailed"
+    assert apply(r, [e], TODAY).status == "xfailed"
 
 
 def test_known_crash_without_signature_forgives_only_a_crash_or_timeout():
     e = entry(ADD_F32, status="known_crash")
-    assert apply(rec(ADD_F32, "crashed", "worker exited with signal 11"), [e], TODAY)["status"] == "xfailed"
-    assert apply(rec(ADD_F32, "timeout", "exceeded 300 s"), [e], TODAY)["status"] == "xfailed"
-    assert apply(rec(ADD_F32, "failed", "values differ", **MISMATCH), [e], TODAY)["status"] == "failed"
+    assert apply(rec(ADD_F32, "crashed", "worker exited with signal 11"), [e], TODAY).status == "xfailed"
+    assert apply(rec(ADD_F32, "timeout", "exceeded 300 s"), [e], TODAY).status == "xfailed"
+    assert apply(rec(ADD_F32, "failed", "values differ", **MISMATCH), [e], TODAY).status == "failed"
 
 
 def test_known_crash_ids_name_the_cases_to_isolate():
     from torchcts.results.ledger import known_crash_ids
 
     entries = [entry(ADD_F32), entry("operators/elementwise/*", status="known_crash")]
-    cases = [rec(ADD_F32, ""), rec(SUB_F16, ""), rec("operators/core/zeros/float32", "")]
+    cases = [rec(i, "passed").selector_view() for i in (ADD_F32, SUB_F16, "operators/core/zeros/float32")]
     assert known_crash_ids(entries, cases) == {SUB_F16}
 
 
@@ -93,7 +94,7 @@ def test_expired_and_unmatched_entries_are_reported_and_fail_only_a_strict_run()
     ]
     records = [apply(rec(SUB_F16, "error", MISSING, exception="NotImplementedError"), entries, TODAY),
                apply(rec(ADD_F32, "passed"), entries, TODAY)]
-    assert records[0]["status"] == "xfailed" and records[0]["expectation"]["expired"] is True
+    assert records[0].status == "xfailed" and records[0].expectation["expired"] is True
     report = ledger_report(entries, records, TODAY)
     assert [x["entry"] for x in report["expired"]] == [0]
     assert [x["entry"] for x in report["unmatched"]] == [1]
@@ -118,15 +119,15 @@ def test_flaky_fails_only_a_strict_run_and_real_failures_always_fail():
 def test_first_matching_entry_decides():
     entries = [entry(ADD_F32, "RuntimeError"), entry("operators/*", "mismatch")]
     r = apply(rec(ADD_F32, "failed", "values differ", **MISMATCH), entries, TODAY)
-    assert r["status"] == "failed" and r["expectation"]["entry"] == 0
+    assert r.status == "failed" and r.expectation["entry"] == 0
 
 
 def test_selector_fields():
     r = rec(ADD_F32, "failed")
-    assert matches({"match": {"op": "aten::add", "suite": "operators", "kind": "elementwise"}}, r)
-    assert matches({"match": {"dtype": ["float16", "float"]}}, r)  # alias
-    assert not matches({"match": {"op": "add", "dtype": "float16"}}, r)
-    assert matches({"match": {"case": "operators/*/add/*"}}, r)
+    assert matches({"match": {"op": "aten::add", "suite": "operators", "kind": "elementwise"}}, r.selector_view())
+    assert matches({"match": {"dtype": ["float16", "float"]}}, r.selector_view())  # alias
+    assert not matches({"match": {"op": "add", "dtype": "float16"}}, r.selector_view())
+    assert matches({"match": {"case": "operators/*/add/*"}}, r.selector_view())
 
 
 @pytest.mark.parametrize("bad, expected", [
@@ -193,11 +194,11 @@ def test_compiled_ledger_picks_the_first_entry_across_globs_and_selectors():
     entries = [entry("operators/elementwise/mul/*"), entry({"op": "add", "dtype": "float16"}),
                entry("operators/*/add/*"), entry({"op": "add"}), entry("operators/*")]
     m = LedgerMatcher(entries)
-    assert m.first(rec(ADD_F32, "passed")) == 2
-    assert m.first(rec("operators/elementwise/add/float16", "passed")) == 1
-    assert m.first(rec("operators/core/zeros/float32", "passed")) == 4
-    assert m.first(rec("other/elementwise/add/float32", "passed")) == 3
-    assert m.first(rec("other/x/y/float32", "passed")) is None
+    assert m.first(rec(ADD_F32, "passed").selector_view()) == 2
+    assert m.first(rec("operators/elementwise/add/float16", "passed").selector_view()) == 1
+    assert m.first(rec("operators/core/zeros/float32", "passed").selector_view()) == 4
+    assert m.first(rec("other/elementwise/add/float32", "passed").selector_view()) == 3
+    assert m.first(rec("other/x/y/float32", "passed").selector_view()) is None
     # entries 0 and 3 never decide for these records: reported unmatched (dead or shadowed)
     recs = [apply(rec(i, "passed"), entries, TODAY) for i in (ADD_F32, "operators/core/zeros/float32")]
     assert [x["entry"] for x in ledger_report(entries, recs, TODAY)["unmatched"]] == [0, 1, 3]

@@ -49,7 +49,7 @@ def make_run(root: Path) -> Path:
 def _final_failures(run_dir: Path) -> list[dict]:
     from torchcts.results.rundir import final_records
 
-    return [r for r in final_records(run_dir) if r["status"] in ("failed", "error", "crashed", "timeout")]
+    return [r for r in final_records(run_dir) if r.status in ("failed", "error", "crashed", "timeout")]
 
 
 def test_update_writes_python_entries_that_validate_and_xfail_exactly_these_failures(tmp_path, monkeypatch, cli, capsys):
@@ -69,7 +69,7 @@ def test_update_writes_python_entries_that_validate_and_xfail_exactly_these_fail
     assert all(e["expires"] == "2027-02-28" for e in entries)
     # adopting the proposal turns every current failure into xfailed, with the same signature
     today = run_date(json.loads((run_dir / "run.json").read_text()))
-    assert {apply(r, entries, today)["status"] for r in _final_failures(run_dir)} == {"xfailed"}
+    assert {apply(r, entries, today).status for r in _final_failures(run_dir)} == {"xfailed"}
     # never overwrites silently
     assert cli(["expectations", "update", run_dir.name]) == 2
 
@@ -85,4 +85,4 @@ def test_update_by_cluster_writes_toml_selectors(tmp_path, monkeypatch, cli):
     assert entries[0]["expires"] == "2026-12-30"
     assert len(entries) == 3
     today = run_date(json.loads((run_dir / "run.json").read_text()))
-    assert {apply(r, entries, today)["status"] for r in _final_failures(run_dir)} == {"xfailed"}
+    assert {apply(r, entries, today).status for r in _final_failures(run_dir)} == {"xfailed"}

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from torchcts.results.records import CaseRecord
 from torchcts.results.shared_args import sample_features, shared
 from torchcts.results.signatures import normalise_message, signature_of
 from torchcts.results.triage import clusters, render_markdown, render_text
 
+R = CaseRecord.from_json
 
-def err(case_id: str, message: str, op: str, dtype: str = "float32", status: str = "error") -> dict:
-    return {"id": case_id, "suite": case_id.split("/")[0], "ops": [op], "dtype": dtype, "status": status,
-            "message": message, "exception": message.partition(":")[0]}
+
+def err(case_id: str, message: str, op: str, dtype: str = "float32", status: str = "error") -> CaseRecord:
+    return R({"id": case_id, "suite": case_id.split("/")[0], "ops": [op], "dtype": dtype, "status": status,
+              "message": message, "exception": message.partition(":")[0]})
 
 
 def missing(op: str, backend: str = "npu") -> str:
@@ -46,8 +49,8 @@ def test_same_error_on_different_ops_and_shapes_is_one_cluster_ranked_first():
         for i, op in enumerate(["add", "mul", "div"])
     ]
     records.append(err("opinfo/exp/float32/forward", "RuntimeError: kernel timed out after 12 ms", "aten::exp"))
-    records.append({"id": "x/passed", "status": "passed", "ops": ["aten::neg"]})
-    records.append({"id": "x/xfailed", "status": "xfailed", "ops": ["aten::neg"], "message": "RuntimeError: z"})
+    records.append(R({"id": "x/passed", "status": "passed", "ops": ["aten::neg"]}))
+    records.append(R({"id": "x/xfailed", "status": "xfailed", "ops": ["aten::neg"], "message": "RuntimeError: z"}))
     found = clusters(records)
     assert [c.count for c in found] == [3, 1]
     assert found[0].title == ("RuntimeError: Expected all tensors on device npu:<n>, found cpu for argument "
@@ -57,13 +60,13 @@ def test_same_error_on_different_ops_and_shapes_is_one_cluster_ranked_first():
 
 def test_mismatches_split_by_op_and_flaky_kept_apart():
     mism = {"what": "values differ"}
-    records = [
+    records = [R(r) for r in [
         {"id": "a/1", "status": "failed", "ops": ["aten::add"], "message": "values differ: 1/4", "mismatch": mism},
         {"id": "a/2", "status": "failed", "ops": ["aten::add"], "message": "values differ: 3/9", "mismatch": mism},
         {"id": "m/1", "status": "failed", "ops": ["aten::mul"], "message": "values differ: 1/4", "mismatch": mism},
         {"id": "n/1", "status": "flaky", "ops": ["aten::neg"], "message": "passed on attempt 2",
          "first_failure": {"status": "error", "signature": "RuntimeError: transient"}},
-    ]
+    ]]
     titles = [(c.title, c.count) for c in clusters(records)]
     assert titles[0] == ("mismatch in aten::add: values differ", 2)
     assert ("mismatch in aten::mul: values differ", 1) in titles
@@ -79,10 +82,10 @@ def test_renderings_rank_and_name_the_clusters():
     assert render_text([]) == "triage: no failures" and render_markdown([]) == []
 
 
-def _mism(case_id: str, dtype: str, sample: str, **info) -> dict:
-    return {"id": case_id, "status": "failed", "ops": ["aten::sum"], "op": "sum", "dtype": dtype, "kind": "forward",
+def _mism(case_id: str, dtype: str, sample: str, **info) -> CaseRecord:
+    return R({"id": case_id, "status": "failed", "ops": ["aten::sum"], "op": "sum", "dtype": dtype, "kind": "forward",
             "message": "values differ: 1/4", "mismatch": {"what": "values differ"},
-            "info": {"sample": sample, "sample_index": 0, "op": "sum", **info}}
+            "info": {"sample": sample, "sample_index": 0, "op": "sum", **info}})
 
 
 def test_sample_features_read_kwargs_layouts_and_shapes():
@@ -105,8 +108,8 @@ def test_each_cluster_names_what_all_its_failures_share():
     assert "shared by all 3: " in render_text(records) and "keepdim=True" in render_text(records)
     assert "non-contiguous" in "\n".join(render_markdown(records))
     # a hand-written case's details count too; what differs (dim, shape) is left out
-    hand = [{"id": f"operators/elementwise/neg/{d}", "status": "failed", "ops": ["aten::neg"], "dtype": d,
-             "kind": "elementwise", "mismatch": {"what": "values differ"}, "info": {"sample": 2, "shape": [33]}}
+    hand = [R({"id": f"operators/elementwise/neg/{d}", "status": "failed", "ops": ["aten::neg"], "dtype": d,
+             "kind": "elementwise", "mismatch": {"what": "values differ"}, "info": {"sample": 2, "shape": [33]}})
             for d in ("int8", "float32")]
     assert shared(hand) == ["kind elementwise", "shape=[33]"]
     assert shared(hand[:1]) == []

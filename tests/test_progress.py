@@ -8,6 +8,7 @@ import os
 from types import SimpleNamespace
 
 from torchcts.engine import progress as P
+from torchcts.results.records import CaseRecord
 
 
 class Clock:
@@ -147,7 +148,7 @@ def test_plugin_on_a_terminal_replaces_pytests_dots_and_names_failures() -> None
         assert _letter(plugin) == "" and tr._show_progress_info is False
         plugin.pytest_runtest_logstart("torchcts::opinfo/add/float32/forward", None)
         assert "opinfo/add/float32/forward" in plugin.progress.running
-        plugin.recorded({"id": "opinfo/add/float32/forward", "status": "failed"}, failure=True)
+        plugin.recorded(CaseRecord(id="opinfo/add/float32/forward", status="failed"), failure=True)
         assert plugin.progress.done == 1 and plugin.progress.failed == 1
         assert b"failed opinfo/add/float32/forward" in os.read(reader, 4096)
 

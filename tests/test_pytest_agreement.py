@@ -121,3 +121,20 @@ def test_pytest_k_deselection_is_filtered_not_a_failure(tmp_path, workers):
     assert {s for i, s in by_status.items() if i.startswith("planted/a_ok/")} == {"passed"}
     dropped = {s for i, s in by_status.items() if i.startswith("planted/i_ok/")}
     assert dropped == {"filtered"}, by_status
+
+
+def test_the_record_rides_the_report_and_never_reaches_junitxml(tmp_path):
+    """Workers ship the typed record on pytest's report (its serialisation hooks), not in
+    user_properties, which pytest's own --junitxml writes out as <property> elements."""
+    (tmp_path / "manifest.py").write_text(MANIFEST)
+    xml = tmp_path / "pytest-junit.xml"
+    r = run_cli("run", "--device", "cpu", "--case", "planted/a_ok/*", "--case", "planted/e_raises/*",
+                "--", "-n", "1", "-p", "no:benchmark", f"--junitxml={xml}", cwd=tmp_path, env=PLANTED_ENV, timeout=300)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    text = xml.read_text()
+    assert "torchcts::planted/e_raises/float32" in text or "planted/e_raises/float32" in text
+    assert "torchcts_record" not in text and "<property" not in text
+    recs = {rec["id"]: rec for rec in records(latest_run(tmp_path))}
+    assert recs["planted/e_raises/float32"]["status"] == "xfailed"  # judged in the worker, shipped typed
+    assert recs["planted/e_raises/float32"]["expectation"]["reason"] == "kernel missing, BUG-7"
+    assert recs["planted/a_ok/float32"]["worker"] == "gw0"

@@ -18,7 +18,7 @@ from torchcts.oracle.tolerances import Tolerance
 from torchcts.results import rundir
 from torchcts.results.failure import details
 from torchcts.results.html import render_html
-from torchcts.results.records import record_repro
+from torchcts.results.records import CaseRecord, record_repro
 from torchcts.results.repro import ReproTarget, write_repro
 from torchcts.results.scorecard import print_scorecard
 from torchcts.results.summary import render_markdown
@@ -69,11 +69,12 @@ def test_only_cases_with_a_builder_and_a_value_oracle_advertise_a_script():
 
 def test_repro_line_names_the_manifest_level_and_sample():
     spec = {"device": {"type": "sim"}, "manifest": {"semantic_level": 3}, "validation": False}
-    record = {"id": "opinfo/mul/float32/noncontiguous", "level": 5, "info": {"sample_index": 1}}
+    record = CaseRecord.from_json({"id": "opinfo/mul/float32/noncontiguous", "level": 5, "status": "failed",
+                                   "info": {"sample_index": 1}})
     line = record_repro(record, spec, "my dir/manifest.py")
     assert line == ("torchcts run --device sim --manifest 'my dir/manifest.py' "
                     "--case opinfo/mul/float32/noncontiguous --level 5 --sample 1")
-    assert record_repro({"id": "x/y", "level": 1}, spec, None) == "torchcts run --device sim --case x/y"
+    assert record_repro(CaseRecord(id="x/y", level=1), spec, None) == "torchcts run --device sim --case x/y"
 
 
 def test_repro_run_accepts_a_results_folder(tmp_path):
@@ -102,12 +103,12 @@ def test_layouts_are_named_when_strides_shape_or_dtype_differ():
     assert m.what == "shape mismatch" and "got float32[2, 3] strides [3, 1], expected float32[3, 2]" in m.describe()
 
 
-FAILED = {"id": "opinfo/mul/float32/noncontiguous", "suite": "opinfo", "status": "failed", "dtype": "float32",
+FAILED = CaseRecord.from_json({"id": "opinfo/mul/float32/noncontiguous", "suite": "opinfo", "status": "failed", "dtype": "float32",
           "kind": "noncontiguous", "ops": ["aten::mul"], "level": 5, "op": "mul",
           "message": "values differ: 4/5 elements differ, max abs error 3.2e-4, no rel error (every differing element "
                      "expects 0)", "mismatch": {"max_abs_error": 3.2e-4, "mismatched": 4, "total": 5},
           "info": {"op": "mul", "variant": "", "sample_index": 1,
-                   "sample": "(Tensor[5] float32 strides=(2,) offset=1, Tensor[] float32)"}}
+                   "sample": "(Tensor[5] float32 strides=(2,) offset=1, Tensor[] float32)"}})
 
 
 def test_a_failure_shows_op_dtype_and_sample_everywhere(tmp_path):
@@ -118,7 +119,7 @@ def test_a_failure_shows_op_dtype_and_sample_everywhere(tmp_path):
     summary = render_markdown(run, [FAILED])
     page = render_html(run, [FAILED])
     rundir.write_json_atomic(tmp_path / rundir.RUN_JSON, run)
-    (tmp_path / "cases.jsonl").write_text(json.dumps(FAILED) + "\n")
+    (tmp_path / "cases.jsonl").write_text(json.dumps(FAILED.to_json()) + "\n")
     out = io.StringIO()
     print_scorecard(tmp_path, run, out)
     for text in (summary.replace("\\", ""), page, out.getvalue()):  # Markdown escapes [ and ]

@@ -15,6 +15,7 @@ import pytest
 from torchcts.cli.common import run_spec
 from torchcts.cli.main import build_parser
 from torchcts.errors import UsageError
+from torchcts.results.records import CaseRecord
 
 # run.json's keys when a run opens: reports, compare, merge and users read these names.
 OPEN_KEYS = {
@@ -98,7 +99,7 @@ def test_workers_read_the_spec_and_the_live_manifest(tmp_path, monkeypatch, cli)
     worker = RunState(opened.run_dir, manifest)  # a worker gets the live one with --torchcts-manifest-arg
     assert worker.spec.manifest_arg == manifest and worker.spec.selection.dtypes == ["float32"]
     assert worker.spec.timeout_s is None and worker.spec.rerun_failures == 2 and worker.strict is False
-    assert f"--manifest {manifest}" in worker.repro({"id": "x/y", "status": "failed"})
+    assert f"--manifest {manifest}" in worker.repro(CaseRecord(id="x/y", status="failed"))
     assert RunState(opened.run_dir).spec.manifest_arg == written
 
 
@@ -128,11 +129,11 @@ def test_a_sessions_recorder_is_built_from_the_argv_its_workers_read(tmp_path):
     opened = _opened(tmp_path, "--validation")
     argv = pytest_argv(opened.run_dir, tmp_path / "res", ["-q"], tmp_path / "w", "my dir/m.py")
     first = build_recorder(argv)
-    assert first.annotate.attempt == 1 and first.work_dir == tmp_path / "w"
+    assert first.judge.annotate.attempt == 1 and first.work_dir == tmp_path / "w"
     assert first.state.spec.manifest_arg == "my dir/m.py" and first.state.spec.planned == opened.spec.planned
     first.writer.close()
     rerun = build_recorder([*argv, "--torchcts-attempt=2"])  # engine/rerun.py appends it
-    assert rerun.annotate.attempt == 2
+    assert rerun.judge.annotate.attempt == 2
     rerun.writer.close()
     with pytest.raises(UsageError, match="--torchcts-run-dir"):
         build_recorder(["-q"])

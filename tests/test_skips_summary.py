@@ -5,7 +5,7 @@ from __future__ import annotations
 from torchcts.cases.model import Case
 from torchcts.engine.selection import claim_decision
 from torchcts.manifest.templates import cpu_manifest
-from torchcts.results.records import skip_record
+from torchcts.results.records import CaseRecord, skip_record
 from torchcts.results.skips import render_markdown, render_text, summarize
 from torchcts.results.summary import render_markdown as summary_md
 
@@ -30,7 +30,7 @@ def _records() -> list[dict]:
     ]
     decisions = [claim_decision(c, manifest) for c in cases]
     return [skip_record(d.case, d.status, d.reason) for d in decisions if d.status != "run"] + [
-        {"id": "opinfo/add/float32/forward", "status": "passed"}]
+        CaseRecord(id="opinfo/add/float32/forward", status="passed")]
 
 
 def test_counts_per_dtype_capability_reason_and_op() -> None:
@@ -57,10 +57,10 @@ def test_summary_md_has_the_section_near_the_top_and_none_when_all_ran() -> None
     run = {"name": "r", "device": {"type": "cpu"}, "status": "complete"}
     md = summary_md(run, _records())
     assert md.index("## Not claimed or not applicable") < md.index("## By level")
-    assert "Not claimed or not applicable" not in summary_md(run, [{"id": "a/b", "status": "passed"}])
+    assert "Not claimed or not applicable" not in summary_md(run, [CaseRecord(id="a/b", status="passed")])
 
 
 def test_markdown_escapes_record_text() -> None:
-    bad = {"id": "x/y", "status": "not_applicable", "message": "<script>|`x`"}
+    bad = CaseRecord(id="x/y", status="not_applicable", message="<script>|`x`")
     md = "\n".join(render_markdown([bad]))
     assert "<script>" not in md and "\\|" in md

@@ -31,7 +31,7 @@ class ReproSpec:
     notes: list[str] = field(default_factory=list)
 
 
-# (case, manifest, the run's record or None, sample index or None: the record's failing one)
+# (case, manifest, the `info` of the run's record or None, sample index or None: the record's failing one)
 Builder = Callable[[Case, Manifest, "dict[str, Any] | None", "int | None"], ReproSpec]
 
 _NAMESPACES = ("torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft", "torch.Tensor")
@@ -53,27 +53,27 @@ def callable_expression(fn: Any) -> str | None:
     return None
 
 
-def failing_sample(record: dict[str, Any] | None) -> int | None:
-    """The sample index the run's record names (ctx.describe(sample=i)), if any."""
-    info = (record or {}).get("info") or {}
+def failing_sample(info: dict[str, Any] | None) -> int | None:
+    """The sample index a record's `info` names (ctx.describe(sample=i)), if any."""
+    info = info or {}
     for key in ("sample_index", "sample"):
         if isinstance(info.get(key), int):
             return info[key]
     return None
 
 
-def tolerance(case: Case, manifest: Manifest, record: dict[str, Any] | None, category: str = "elementwise") -> tuple[float, float]:
-    """The run's own tolerance when the record has it, else the table's for the case's dtype."""
+def tolerance(case: Case, manifest: Manifest, info: dict[str, Any] | None, category: str = "elementwise") -> tuple[float, float]:
+    """The run's own tolerance when the record's `info` has it, else the table's for the case's dtype."""
     from torchcts.oracle.tolerances import tolerance_for
 
-    tol = ((record or {}).get("info") or {}).get("tolerance") or {}
+    tol = (info or {}).get("tolerance") or {}
     if "atol" in tol and "rtol" in tol:
         return float(tol["atol"]), float(tol["rtol"])
     t = tolerance_for(tol.get("category", category), case.dtype or "float32", manifest.tolerance_overrides)
     return t.atol, t.rtol
 
 
-def operators_elementwise(case: Case, manifest: Manifest, record: dict[str, Any] | None,
+def operators_elementwise(case: Case, manifest: Manifest, info: dict[str, Any] | None,
                           sample: int | None = None) -> ReproSpec:
     """operators/elementwise/<op>/<dtype>: every sample, or only the failing one when known."""
     import torch
@@ -83,13 +83,13 @@ def operators_elementwise(case: Case, manifest: Manifest, record: dict[str, Any]
     name = case.runner.rpartition(":elementwise_")[2]
     fn = getattr(torch, name)
     dtype = getattr(torch, str(case.dtype))
-    only = failing_sample(record) if sample is None else sample
+    only = failing_sample(info) if sample is None else sample
     samples = [
         {"args": args, "kwargs": {}, "describe": {"sample": i, "shape": list(shape)}}
         for i, shape, args in operators.elementwise_samples(name, dtype, manifest.seed)
         if only is None or i == only
     ]
-    atol, rtol = tolerance(case, manifest, record)
+    atol, rtol = tolerance(case, manifest, info)
     expr = callable_expression(fn) or f"torch.{name}"
     return ReproSpec(expr, samples, atol, rtol)
 
@@ -105,7 +105,7 @@ def _known_device(manifest: Manifest) -> str | None:
         return None
 
 
-def opinfo(case: Case, manifest: Manifest, record: dict[str, Any] | None, sample: int | None = None) -> ReproSpec:
+def opinfo(case: Case, manifest: Manifest, info: dict[str, Any] | None, sample: int | None = None) -> ReproSpec:
     """OpInfo cases, through the suite's `materialize(case_params, sample_index, dtype, device)`:
     (description, fn, args, kwargs) such that `fn(*args, **kwargs)` on CPU is the case's call."""
     try:
@@ -115,7 +115,7 @@ def opinfo(case: Case, manifest: Manifest, record: dict[str, Any] | None, sample
                          "`torchcts run --case` command from its record instead") from None
     from torchcts.cases.opinfo.samples import HOST_ARGS
 
-    index = failing_sample(record) if sample is None else sample
+    index = failing_sample(info) if sample is None else sample
     index = index or 0
     _, fn, args, kwargs = materialize(dict(case.params), index, case.dtype, device=_known_device(manifest))
     expr = callable_expression(fn)
@@ -125,7 +125,7 @@ def opinfo(case: Case, manifest: Manifest, record: dict[str, Any] | None, sample
     host = [1 + i for i in HOST_ARGS.get(str(case.params.get("op")), ()) if 1 + i < len(args)]
     spec_sample = {"args": list(args), "kwargs": dict(kwargs), "describe": {"sample": index}, "host": host}
     category = str(case.params.get("category", "elementwise"))
-    atol, rtol = tolerance(case, manifest, record, category)
+    atol, rtol = tolerance(case, manifest, info, category)
     kind = str(case.params.get("kind", "forward"))
     return ReproSpec(expr, [spec_sample], atol, rtol, kind=SCRIPT_KINDS.get(kind, "call"))
 

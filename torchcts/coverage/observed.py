@@ -29,6 +29,7 @@ from torchcts.coverage.surfaces import (
     registration,
 )
 from torchcts.results.coverage_section import dispatched_names, is_pending
+from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import STATUSES
 
 # Kernels the dispatch hook can see on the device: a surface of another kernel is not implementable there.
@@ -48,20 +49,20 @@ class RunObservation:
     pending_ops: dict[str, str] = field(default_factory=dict)  # op a pending case names -> its reason
 
 
-def observe_records(records: list[dict[str, Any]], device: str) -> RunObservation:
+def observe_records(records: list[CaseRecord], device: str) -> RunObservation:
     obs = RunObservation(device)
     for rec in records:
         if is_pending(rec):
             obs.pending += 1
-            why = str(rec.get("reason") or rec.get("message") or "pending")
-            for op in rec.get("ops") or ():
+            why = str(rec.extra.get("reason") or rec.message or "pending")
+            for op in rec.ops or ():
                 obs.pending_ops.setdefault(str(op), why)
-        info = STATUSES.get(str(rec.get("status")))
+        info = STATUSES.get(str(rec.status))
         if info is None or not info.executed:
             continue
         names = dispatched_names(rec)
-        if rec.get("dispatched") is None:
-            why = rec.get("dispatch_unobserved") or (
+        if rec.dispatched is None:
+            why = rec.dispatch_unobserved or (
                 "crashed or timed out: its worker died with the observation" if info.crash_like
                 else "no `dispatched` field (recorded before observation)")
             obs.unobserved[str(why)] += 1
@@ -71,7 +72,7 @@ def observe_records(records: list[dict[str, Any]], device: str) -> RunObservatio
             continue
         obs.observed_cases += 1
         for name in names:
-            obs.cases_by_surface.setdefault(name, []).append(str(rec["id"]))
+            obs.cases_by_surface.setdefault(name, []).append(str(rec.id))
     return obs
 
 

@@ -25,6 +25,9 @@ from typing import Any
 import pytest
 
 from torchcts import settings
+from torchcts.cases.model import Case
+from torchcts.results.records import CaseRecord
+from torchcts.results.statuses import Status
 
 CASE_MARK = "@@torchcts-case "
 TIMEOUT_MARK = "@@torchcts-timeout "
@@ -125,7 +128,8 @@ def _tail(text: str, lines: int = TAIL_LINES) -> str:
 
 
 def worker_exit(worker: Any, wait_s: float = 5.0) -> dict[str, Any]:
-    """The dead worker's exit code or signal, from its process when xdist started it locally."""
+    """The dead worker's exit code or signal, from its process when xdist started it locally, as
+    CaseRecord fields (`signal`, `exit_code`)."""
     popen = getattr(getattr(getattr(worker, "gateway", None), "_io", None), "popen", None)
     if popen is None:
         return {}
@@ -144,28 +148,27 @@ def worker_exit(worker: Any, wait_s: float = 5.0) -> dict[str, Any]:
     return {"exit_code": code}
 
 
-def crash_details(work_dir: Path | None, worker: Any, nodeid: str) -> dict[str, Any]:
-    """Record fields for a case whose worker died: status, message, signal/exit code, duration, tail."""
+def crash_record(case: Case, work_dir: Path | None, worker: Any, nodeid: str) -> tuple[bool, CaseRecord]:
+    """(whether the case had started on the dead worker, its `crashed` or `timeout` record with the
+    evidence: signal or exit code, duration since its start marker, the log's tail)."""
     worker_id = getattr(getattr(worker, "gateway", None), "id", "?")
     info: dict[str, Any] = {"start": None, "timeout": None, "tail": "", "started": True}
     path = log_path(work_dir, worker_id) if work_dir else None
     if path is not None and path.is_file():
         info = parse_log(path.read_text(encoding="utf-8", errors="replace"), nodeid)
-    ended = worker_exit(worker)
-    out: dict[str, Any] = {"worker": worker_id, "started": info["started"], **ended}
+    record = CaseRecord.from_case(case, worker=worker_id, **worker_exit(worker))
     if info["start"] is not None:
-        out["duration_s"] = round(time.time() - info["start"], 3)
+        record.duration_s = round(time.time() - info["start"], 3)
     if info["tail"]:
-        out["output_tail"] = info["tail"]
+        record.output_tail = info["tail"]
     if info["timeout"] is not None:
-        out["status"] = "timeout"
-        out["timeout_s"] = info["timeout"]
-        out["message"] = f"exceeded the {info['timeout']:g} s timeout; worker {worker_id} was replaced"
+        record.status, record.timeout_s = Status.TIMEOUT, info["timeout"]
+        record.message = f"exceeded the {info['timeout']:g} s timeout; worker {worker_id} was replaced"
     else:
-        how = ended.get("signal") or (f"exit code {ended['exit_code']}" if "exit_code" in ended else "unknown cause")
-        out["status"] = "crashed"
-        out["message"] = f"worker {worker_id} died ({how}) while running this case; it was replaced"
-    return out
+        how = record.signal or (f"exit code {record.exit_code}" if record.exit_code is not None else "unknown cause")
+        record.status = Status.CRASHED
+        record.message = f"worker {worker_id} died ({how}) while running this case; it was replaced"
+    return info["started"], record
 
 
 def wants_xdist(user_args: list[str]) -> bool:

@@ -1,15 +1,17 @@
 """The pytest plugin: plan.jsonl becomes pytest items; reports become streamed case records.
 
 pytest is the execution engine, so `-k`, `-x`, `--lf`, node ids, JUnit XML and pytest-xdist work
-as backend engineers expect. Workers run cases and attach the record to the report's
-user_properties; the controller (the only writer) appends it to cases.jsonl.
+as backend engineers expect. A worker runs a case, builds its `CaseRecord`, judges it
+(engine/judge.py: repro line, ledger) and attaches it to the report, which pytest's report
+serialisation hooks ship to the controller; the controller (the only writer) appends it to
+cases.jsonl.
 """
 
 from __future__ import annotations
 
-import json
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,8 @@ import pytest
 
 from torchcts import compat
 from torchcts.cases.model import Case, NotApplicable, Pending
+from torchcts.engine import judge
+from torchcts.engine.judge import RecordJudge, align_report, record_of
 from torchcts.engine.lean import skip_exit_gc
 from torchcts.engine.probe import CaseProbe, release_memory, worker_name
 from torchcts.engine.progress import ProgressPlugin
@@ -24,13 +28,13 @@ from torchcts.engine.spec import RunSpec
 from torchcts.errors import first_line
 from torchcts.oracle.mismatch import OracleMismatch
 from torchcts.results.plan import read_plan
-from torchcts.results.records import base_record, record_repro, skip_record
+from torchcts.results.records import CaseRecord, record_repro, skip_record
 from torchcts.results.rundir import RecordWriter, read_run
-from torchcts.results.statuses import FAILURES
+from torchcts.results.statuses import FAILURES, Status
 
 COLLECT_FILE = "torchcts"
-RECORD_KEY = "torchcts_record"
 _STATE = pytest.StashKey["RunState"]()
+_JUDGE = pytest.StashKey[RecordJudge]()
 
 
 class RunState:
@@ -48,12 +52,11 @@ class RunState:
             self.spec.manifest_arg = manifest_arg
         self._ctx_parts: tuple[Any, Any] | None = None
         self._plan: dict[str, Case] | None = None
-        self._ledger: Any = None  # results.ledger.RunLedger, built on the first record
         self.setup_fallbacks: set[str] = set()
         self.worker = "main"  # xdist's worker id in a worker (engine/probe.py), set by pytest_configure
         self.threads: int | None = None  # torch's threads in this worker (engine/threads.py), None: as is
 
-    def repro(self, record: dict[str, Any]) -> str:
+    def repro(self, record: CaseRecord) -> str:
         return record_repro(record, self.run, self.spec.manifest_arg)
 
     def plan(self) -> dict[str, Case]:
@@ -69,18 +72,6 @@ class RunState:
     @property
     def strict(self) -> bool:
         return self.spec.strict_expectations
-
-    def ledger_status(self, record: dict[str, Any], case: Case) -> dict[str, Any]:
-        """The record as the ledger judges it (the controller's Recorder does the same, authoritatively):
-        a worker needs it so that an expected failure does not count towards its own `-x`."""
-        if self._ledger is None:
-            from torchcts.results.ledger import RunLedger
-
-            self._ledger = RunLedger(self.run)
-        if not self._ledger.entries:
-            return record
-        op = case.params.get("op")
-        return self._ledger({**record, **({"op": str(op)} if op else {})})
 
     def context_parts(self) -> tuple[Any, Any]:
         """(torch.device, Manifest), built once per worker after importing the backend."""
@@ -127,6 +118,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError("--torchcts-run-dir: a run's cases are recorded by its controller; start it "
                                     "with 'torchcts run' (engine/session.py hands pytest the Recorder)")
         state = recorder.state
+        config.stash[_JUDGE] = recorder.judge  # one judge per process: cases run here, crash records
     state.worker = worker_name(config)
     config.stash[_STATE] = state
 
@@ -141,6 +133,7 @@ def _configure_worker(config: pytest.Config, state: RunState) -> None:
         from torchcts.engine.isolation import WorkerWatch
 
         config.pluginmanager.register(WorkerWatch(Path(work_dir), config.workerinput["workerid"]))
+    config.stash[_JUDGE] = RecordJudge(state, config.getoption("--torchcts-attempt"))
 
 
 def recorder_of(config: pytest.Config) -> Recorder | None:
@@ -234,7 +227,7 @@ class CaseItem(pytest.Item):
     def __init__(self, *, case: Case, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case
-        self.outcome: dict[str, Any] = {}
+        self.record = CaseRecord.from_case(case)  # filled in by runtest
 
     def runtest(self) -> None:
         from torchcts.cases.context import CaseContext
@@ -246,44 +239,42 @@ class CaseItem(pytest.Item):
         sel = state.spec.selection
         ctx = CaseContext(device=device, manifest=manifest, max_samples=sel.max_samples, sample=sel.sample,
                           validation=state.spec.validation)
-        self.outcome = {"info": ctx.info}
+        record = self.record = CaseRecord.from_case(self.case, info=ctx.info)
         probe = CaseProbe(state.worker)
         start = time.perf_counter()
         try:
             with compat.watch_fallbacks() as fallbacks:
                 run_case(self.case, ctx)
         except NotApplicable as exc:  # Pending is one: no verdict, shown apart (results/statuses.py)
-            status = "pending" if isinstance(exc, Pending) else "not_applicable"
-            self.outcome.update(status=status, message=str(exc))
-            pytest.skip(f"{status.replace('_', ' ')}: {exc}")
+            record.status = Status.PENDING if isinstance(exc, Pending) else Status.NOT_APPLICABLE
+            record.message = str(exc)
+            pytest.skip(f"{record.status.replace('_', ' ')}: {exc}")
         except OracleMismatch as exc:
-            self.outcome.update(status="failed", message=str(exc), mismatch=exc.mismatch.to_json())
+            record.status, record.message, record.mismatch = Status.FAILED, str(exc), exc.mismatch.to_json()
             raise
         except Exception as exc:
-            self.outcome.update(
-                status="error",
-                message=f"{type(exc).__name__}: {first_line(exc, 500)}",
-                exception=type(exc).__name__,
-                traceback=_tail(traceback.format_exc(), 30),
-            )
+            record.status = Status.ERROR
+            record.message = f"{type(exc).__name__}: {first_line(exc, 500)}"
+            record.exception = type(exc).__name__
+            record.traceback = _tail(traceback.format_exc(), 30)
             raise
         finally:
-            self.outcome["duration_s"] = round(time.perf_counter() - start, 6)
-            self.outcome.update(probe.fields())  # engine/probe.py: when, where, memory
+            record.duration_s = round(time.perf_counter() - start, 6)
+            probe.fill(record)  # engine/probe.py: when, where, memory
             # Compatibility fallbacks behind this result: the backend setup's and the case's own.
-            self.outcome["compat_fallbacks"] = sorted(state.setup_fallbacks | fallbacks) or None
+            record.compat_fallbacks = sorted(state.setup_fallbacks | fallbacks) or None
             # The aten overloads that reached the device (cases/observe.py), or why not observed.
-            self.outcome.update(dispatched=ctx.dispatched, dispatch_unobserved=ctx.dispatch_unobserved)
+            record.dispatched, record.dispatch_unobserved = ctx.dispatched, ctx.dispatch_unobserved
             rss = release_memory()  # the worker's resident set after the case, freed heap returned
             if rss is not None:
-                self.outcome["rss_mb"] = round(rss, 1)
-        self.outcome["status"] = "passed"
+                record.rss_mb = round(rss, 1)
+        record.status = Status.PASSED
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
-        msg = self.outcome.get("message") or str(excinfo.value)
-        tb = self.outcome.get("traceback")
+        msg = self.record.message or str(excinfo.value)
+        tb = self.record.traceback
         state = _state(self.config)
-        cmd = state.repro({**base_record(self.case), **self.outcome}) if state else f"torchcts run --case {self.case.id}"
+        cmd = state.repro(self.record) if state else f"torchcts run --case {self.case.id}"
         return f"{msg}\n{tb or ''}\nrepro: {cmd}".strip()
 
     def reportinfo(self) -> tuple[Path, int, str]:
@@ -294,56 +285,52 @@ def _tail(text: str, lines: int) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+# Fields a case leaves empty ({} of a case that noted nothing, "" of a bare exception): not written.
+_EMPTY_DROPPED = ("info", "message", "mismatch", "exception", "traceback")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """The case's record, judged here where it is built (engine/judge.py), on the report."""
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     if not isinstance(item, CaseItem):
         return
     if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
-        record = base_record(item.case)
-        record.update({k: v for k, v in item.outcome.items() if v not in (None, {}, "")})
-        if report.failed and "status" not in record and _is_timeout(call):  # pytest-timeout, in-process
-            record.update(status="timeout", message=str(call.excinfo.value).strip())
-        record.setdefault("status", "error" if report.failed else "passed")
-        record.setdefault("duration_s", round(call.duration, 6))
-        report.user_properties.append((RECORD_KEY, json.dumps(record, default=str)))
+        record = replace(item.record)
+        for name in _EMPTY_DROPPED:
+            if getattr(record, name) in ({}, ""):
+                setattr(record, name, None)
+        if report.failed and record.status is None and _is_timeout(call):  # pytest-timeout, in-process
+            record.status, record.message = Status.TIMEOUT, str(call.excinfo.value).strip()
+        if record.status is None:
+            record.status = Status.ERROR if report.failed else Status.PASSED
+        if record.duration_s is None:
+            record.duration_s = round(call.duration, 6)
         state = _state(item.config)
-        # A worker judges its own report; with -n 0 the Recorder (in this process) does, once.
-        if state is not None and hasattr(item.config, "workerinput"):
-            align_report(report, state.ledger_status(record, item.case), state.strict)
+        if state is not None:
+            record = item.config.stash[_JUDGE](record)
+            align_report(report, record, state.strict)
+        judge.attach(report, record)
 
 
-def align_report(report: pytest.TestReport, record: dict[str, Any], strict: bool) -> None:
-    """pytest's outcome agrees with the record's status after the ledger: an expected failure is
-    pytest's xfailed (not in "N failed", not in FAILURES, not counted by -x/--maxfail), an expected
-    failure that passed is XPASS (a failure under --strict-expectations, as pytest's strict xfail)."""
-    status = record.get("status")
-    note = record.get("expectation") or {}
-    reason = f"expectations[{note.get('entry')}]: {note.get('reason') or ''}".strip()
-    if status == "xfailed":
-        report.outcome = "skipped"
-        report.wasxfail = reason  # type: ignore[attr-defined]
-    elif status == "xpassed" and strict:
-        report.outcome = "failed"
-        report.longrepr = f"[XPASS(strict)] {reason}: passed, remove the entry from the ledger"
-        if hasattr(report, "wasxfail"):
-            del report.wasxfail
-    elif status == "xpassed":
-        report.outcome = "passed"
-        report.wasxfail = reason  # type: ignore[attr-defined]
+@pytest.hookimpl(hookwrapper=True)
+def pytest_report_to_serializable(config: pytest.Config, report: Any):  # noqa: ANN201
+    """xdist ships a worker's report as pytest's JSON: the record goes along as its own JSON."""
+    outcome = yield
+    judge.serializable(report, outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any]):  # noqa: ANN201
+    """The controller rebuilds a worker's report: its record is typed again (CaseRecord.from_json)."""
+    outcome = yield
+    judge.from_serializable(outcome.get_result())
 
 
 def _is_timeout(call: pytest.CallInfo[None]) -> bool:
     exc = call.excinfo
     return exc is not None and exc.typename == "Failed" and str(exc.value).lstrip().startswith("Timeout")
-
-
-def record_from_report(report: pytest.TestReport) -> dict[str, Any] | None:
-    for key, value in report.user_properties:
-        if key == RECORD_KEY:
-            return json.loads(value)
-    return None
 
 
 class Recorder:
@@ -352,11 +339,9 @@ class Recorder:
     reads `writer.failure` after pytest (a full or read-only disk: exit 2)."""
 
     def __init__(self, state: RunState, work_dir: Path | None = None, attempt: int = 1) -> None:
-        from torchcts.results.annotate import RecordAnnotator
-
         self.state = state
         self.work_dir = work_dir
-        self.annotate = RecordAnnotator(state.run, state.run_dir, attempt, state.plan)  # ledger, flaky, repro_script
+        self.judge = RecordJudge(state, attempt)  # the crash records it makes (engine/judge.py)
         self.writer = RecordWriter(state.run_dir)
         self.progress = ProgressPlugin(state.spec.planned)  # engine/progress.py
         self._counted = 0  # reports pytest counts as failed (what -x / --maxfail stop on)
@@ -384,36 +369,31 @@ class Recorder:
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
         """xdist: a worker died running `crashitem`; record it crashed or timeout, with its evidence."""
-        from torchcts.engine.isolation import crash_details
+        from torchcts.engine.isolation import crash_record
 
         case = self._case(crashitem.split("::", 1)[-1])
         if case is None:
             return
-        details = crash_details(self.work_dir, getattr(report, "node", None), crashitem)
-        if not details.pop("started") and crashitem not in self._rescheduled and hasattr(sched, "mark_test_pending"):
+        started, record = crash_record(case, self.work_dir, getattr(report, "node", None), crashitem)
+        if not started and crashitem not in self._rescheduled and hasattr(sched, "mark_test_pending"):
             self._rescheduled.add(crashitem)  # it never ran: not its fault; run it on another worker
             sched.mark_test_pending(crashitem)
             self.progress.forget(case.id)
             return
         if case.id in self._recorded:  # last record per id wins: this one replaces its earlier result
-            details["message"] += "; its checks had finished, so the crash came after them (teardown or deferred work)"
-        record = {**base_record(case), **details}
-        report.user_properties.append((RECORD_KEY, json.dumps(record, default=str)))
+            record.message = f"{record.message}; its checks had finished, so the crash came after them (teardown or deferred work)"
+        judge.attach(report, self.judge(record))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport):  # noqa: ANN201
         """Record first, then let pytest (terminal, -x counting, xdist) see the report as the ledger
-        judged it (a wrapper runs before every plain implementation)."""
-        record = record_from_report(report)
+        judged it (a wrapper runs before every plain implementation; a worker's report arrives
+        aligned already, a crash report is aligned here)."""
+        record = record_of(report)
         if record is not None:
-            if record["status"] not in ("passed", "not_applicable"):
-                record["repro"] = self.state.repro(record)
-                if (record.get("info") or {}).get("repro"):  # the case's own line: the same, with the manifest
-                    record["info"]["repro"] = record["repro"]
-            record = self.annotate(record)
             self.writer.append(record)
-            self._recorded.add(record["id"])
-            self.progress.recorded(record, record["status"] in FAILURES)
+            self._recorded.add(record.id)
+            self.progress.recorded(record, record.status in FAILURES)
             align_report(report, record, self.state.strict)
             self._counted += report.failed
         yield

@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from torchcts.engine.threads import intra_op_threads
+from torchcts.results.records import CaseRecord
 
 # ru_maxrss is KiB on Linux, bytes on macOS.
 _RSS_TO_MB = 1 / (1024 * 1024) if sys.platform == "darwin" else 1 / 1024
@@ -42,6 +43,11 @@ class CaseProbe:
                 "cpu_s": round(time.process_time() - self.cpu_before, 4),
                 "maxrss_mb": round(after, 1), "rss_grew_mb": round(after - self.rss_before, 1),
                 "threads": intra_op_threads()}
+
+    def fill(self, record: CaseRecord) -> None:
+        """Sets the record's timing and memory fields (`fields()`, each a CaseRecord field)."""
+        for name, value in self.fields().items():
+            setattr(record, name, value)
 
 
 # A case's freed memory stays in the C allocator's heap (glibc keeps freed chunks for reuse, and

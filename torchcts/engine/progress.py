@@ -18,9 +18,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from torchcts.results.records import CaseRecord
 
 PERIOD_S = 15.0  # a status line this often when the output is not a terminal
 REDRAW_S = 1.0  # the terminal line's refresh
@@ -260,15 +263,15 @@ class ProgressPlugin:
         if self.progress is not None and session.items:
             self.progress.total = len(session.items)
 
-    def recorded(self, record: dict[str, Any], failure: bool) -> None:
+    def recorded(self, record: CaseRecord, failure: bool) -> None:
         """A result was written (Recorder); a failure is named as it happens on a terminal."""
         if self.progress is None:
             return
-        self.progress.finished(str(record.get("id")), failure)
+        self.progress.finished(record.id, failure)
         if failure and self.progress.tty:
             from torchcts.results.quoting import one_line
 
-            self.progress.note(one_line(f"{record.get('status')} {record.get('id')}")[: self.progress.width - 1])
+            self.progress.note(one_line(f"{record.status} {record.id}")[: self.progress.width - 1])
 
     def forget(self, case_id: str) -> None:
         if self.progress is not None:

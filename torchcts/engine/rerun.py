@@ -15,15 +15,13 @@ import sys
 from pathlib import Path
 
 from torchcts.results import rundir
-from torchcts.results.records import CaseRecord
 
 MAX_IDS_PER_PROCESS = 2000  # keeps the command line short
 
 
 def failing_ids(run_dir: Path) -> list[str]:
     """Cases whose latest record is a failure the ledger does not expect (xfailed is not rerun)."""
-    records = (CaseRecord.from_json(r) for r in rundir.final_records(run_dir))
-    return [r.id for r in records if r.status is not None and r.status.forgivable]
+    return [r.id for r in rundir.final_records(run_dir) if r.status is not None and r.status.forgivable]
 
 
 def _write_reruns(run_dir: Path, reruns: list[dict[str, int]]) -> None:

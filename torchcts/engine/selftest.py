@@ -81,14 +81,14 @@ def judge(name: str, run_dir: Path | None, returncode: int | None, seconds: floa
     if run_dir is None:
         out.note = "no run folder (the run did not start)"
         return out
-    records = _jsonl(run_dir / "cases.jsonl")
+    records = list(rundir.read_records(run_dir))
     plan = _jsonl(run_dir / "plan.jsonl")
     out.planned = len(plan)
-    failing = [r for r in records if r.get("status") in FAILURES]
+    failing = [r for r in records if r.status in FAILURES]
     if failing:
-        out.detected, out.first_case, out.status = True, failing[0]["id"], failing[0]["status"]
+        out.detected, out.first_case, out.status = True, failing[0].id, str(failing[0].status)
     elif returncode is None or returncode < 0 or returncode >= 128:
-        done = {r["id"] for r in records}
+        done = {r.id for r in records}
         pending = [c["id"] for c in plan if c["id"] not in done]
         out.detected = True
         out.status = "timeout" if returncode is None else "crashed"

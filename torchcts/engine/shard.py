@@ -17,7 +17,10 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torchcts.results.records import CaseRecord
 
 from torchcts import settings
 
@@ -61,7 +64,7 @@ def durations_of(run_dir: Path) -> dict[str, float]:
     """Per-case durations recorded by an earlier run."""
     from torchcts.results.rundir import final_records
 
-    return {r["id"]: float(r["duration_s"]) for r in final_records(run_dir) if r.get("duration_s")}
+    return {r.id: float(r.duration_s) for r in final_records(run_dir) if r.duration_s}
 
 
 @functools.lru_cache(maxsize=1)
@@ -107,14 +110,14 @@ def _from_means(table: dict[str, dict[str, float]], case: Any) -> float:
     return max(cost, 1e-4)
 
 
-def cost_table_from(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+def cost_table_from(records: list[CaseRecord]) -> dict[str, dict[str, float]]:
     """The table estimated_cost reads, from executed records (`bench/bench.py --write-costs`)."""
     sums: dict[str, dict[str, list[float]]] = {"kind": {}, "op": {}, "suite": {}}
     for r in records:
-        seconds = float(r["duration_s"])
-        keys = {"suite": r["suite"], "kind": f"{r['suite']}/{r.get('kind') or ''}"}
-        if r.get("op"):
-            keys["op"] = f"{r['suite']}/{r['op']}"
+        seconds = float(r.duration_s)
+        keys = {"suite": r.suite, "kind": f"{r.suite}/{r.kind or ''}"}
+        if r.op:
+            keys["op"] = f"{r.suite}/{r.op}"
         for table, key in keys.items():
             acc = sums[table].setdefault(key, [0.0, 0])
             acc[0] += seconds
@@ -123,19 +126,19 @@ def cost_table_from(records: list[dict[str, Any]]) -> dict[str, dict[str, float]
     # A worker's first case also pays its imports (the OpInfo database, inductor): not the case's cost.
     first: dict[str, tuple[float, str]] = {}
     for r in records:
-        if r.get("worker") and r.get("started_at") is not None:
-            first[r["worker"]] = min(first.get(r["worker"], (float("inf"), "")), (r["started_at"], r["id"]))
+        if r.worker and r.started_at is not None:
+            first[r.worker] = min(first.get(r.worker, (float("inf"), "")), (r.started_at, r.id))
     starters = {case_id for _, case_id in first.values()}
     table["case"] = {}
     for r in records:
-        if r["id"] in starters:
+        if r.id in starters:
             continue
-        seconds = float(r["duration_s"])
-        case = SimpleNamespace(id=r["id"], suite=r["suite"], kind=r.get("kind") or "",
-                               params={"op": r["op"]} if r.get("op") else {})
+        seconds = float(r.duration_s)
+        case = SimpleNamespace(id=r.id, suite=r.suite, kind=r.kind or "",
+                               params={"op": r.op} if r.op else {})
         guess = _from_means(table, case)
         if seconds > OUTLIER_S and not 1 / OUTLIER_RATIO <= seconds / guess <= OUTLIER_RATIO:
-            table["case"][r["id"]] = round(seconds, 2)
+            table["case"][r.id] = round(seconds, 2)
     table["case"] = dict(sorted(table["case"].items()))
     return table
 

@@ -1,7 +1,8 @@
 """What the controller adds to a case record before appending it: ledger, flakiness, repro script.
 
-The Recorder (engine/plugin.py, the only writer of cases.jsonl) calls one `RecordAnnotator` per
-pytest session. In a rerun session (`attempt` > 1: engine/rerun.py passes `--torchcts-attempt N`
+The process that builds a record calls one `RecordAnnotator` per pytest session (engine/plugin.py:
+a worker for the cases it runs, the controller for the crash records it makes), so each record is
+judged once, where pytest's outcome must already agree with it (a worker's own `-x`). In a rerun session (`attempt` > 1: engine/rerun.py passes `--torchcts-attempt N`
 to pytest, the plugin hands it to the Recorder) a case that failed before and passes now is
 `flaky`; its new record supersedes the old one.
 """
@@ -9,6 +10,7 @@ to pytest, the plugin hands it to the Recorder) a case that failed before and pa
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +18,9 @@ from torchcts.cases.model import Case
 from torchcts.cases.repro_builders import has_script
 from torchcts.results.ledger import CRASHES, FAILING, RunLedger, forgives_crashes
 from torchcts.results.plan import PLAN, read_plan
-from torchcts.results.records import repro_script_command
+from torchcts.results.records import CaseRecord, repro_script_command
 from torchcts.results.rundir import final_records
+from torchcts.results.statuses import Status
 
 
 class RecordAnnotator:
@@ -25,9 +28,9 @@ class RecordAnnotator:
                  plan: Callable[[], dict[str, Case]] | None = None) -> None:
         self.ledger = RunLedger(spec)
         self.attempt = attempt
-        self.previous = {r["id"]: r for r in final_records(run_dir)} if self.attempt > 1 else {}
+        self.previous = {r.id: r for r in final_records(run_dir)} if self.attempt > 1 else {}
         self.run_dir = run_dir
-        # The Recorder shares its process's plan (engine/plugin.py: RunState.plan) instead of a second read.
+        # The plugin shares its process's plan (engine/plugin.py: RunState.plan) instead of a second read.
         self._load_plan = plan or (lambda: {c.id: c for c in read_plan(run_dir)} if (run_dir / PLAN).is_file() else {})
         self._cases: dict[str, Case] | None = None
 
@@ -42,44 +45,49 @@ class RecordAnnotator:
         case = self.planned(case_id)
         return str(case.params["op"]) if case is not None and case.params.get("op") else None
 
-    def __call__(self, record: dict[str, Any]) -> dict[str, Any]:
-        prev = self.previous.get(record.get("id", ""))
-        op = self.op_name(record.get("id", "")) if "op" not in record else None
+    def __call__(self, record: CaseRecord) -> CaseRecord:
+        """A new record: `record` judged by the ledger (or as flaky on a rerun), with its op name,
+        attempt and repro script; `record` itself is left as it was."""
+        prev = self.previous.get(record.id)
+        op = self.op_name(record.id) if record.op is None else None
         if op:  # ledger selectors and triage name OpInfo ops by their OpInfo name too
-            record = {**record, "op": op}
+            record = replace(record, op=op)
         if self.attempt > 1:
-            record = {**record, "attempt": self.attempt}
-        if prev is not None and prev.get("status") in FAILING and record.get("status") == "passed":
-            if prev.get("status") in CRASHES and not forgives_crashes(self.ledger.device):
+            record = replace(record, attempt=self.attempt)
+        if prev is not None and prev.status in FAILING and record.status == "passed":
+            if prev.status in CRASHES and not forgives_crashes(self.ledger.device):
                 record = crash_stands(record, prev, self.ledger.device)
             else:
                 record = flaky_record(record, prev)
         else:
             record = self.ledger(record)
-        case = self.planned(record.get("id", "")) if record.get("repro") and record.get("status") != "xpassed" else None
+        case = self.planned(record.id) if record.repro and record.status != "xpassed" else None
         if case is not None and has_script(case):
-            record["repro_script"] = repro_script_command(record["id"], str(self.run_dir))
+            record = replace(record, repro_script=repro_script_command(record.id, str(self.run_dir)))
         return record
 
 
-def flaky_record(record: dict[str, Any], prev: dict[str, Any]) -> dict[str, Any]:
+_FIRST_FAILURE = ("status", "message", "signature", "mismatch", "exception")
+
+
+def flaky_record(record: CaseRecord, prev: CaseRecord) -> CaseRecord:
     """A case that failed, then passed on a rerun: still reported, with its first failure."""
-    first = {k: prev[k] for k in ("status", "message", "signature", "mismatch", "exception") if prev.get(k)}
-    return {
-        **record,
-        "status": "flaky",
-        "message": f"passed on attempt {record.get('attempt')} after {prev.get('status')}: {prev.get('message', '')}"[:600],
-        "first_failure": first,
-        "repro": prev.get("repro"),
-        **({"signature": prev["signature"]} if prev.get("signature") else {}),
-    }
+    first = {k: getattr(prev, k) for k in _FIRST_FAILURE if getattr(prev, k)}
+    return replace(
+        record,
+        status=Status.FLAKY,
+        message=f"passed on attempt {record.attempt} after {prev.status}: {prev.message or ''}"[:600],
+        first_failure={k: v.value if isinstance(v, Status) else v for k, v in first.items()},
+        repro=prev.repro,
+        signature=prev.signature or record.signature,
+    )
 
 
-def crash_stands(record: dict[str, Any], prev: dict[str, Any], device: str | None) -> dict[str, Any]:
+def crash_stands(record: CaseRecord, prev: CaseRecord, device: str | None) -> CaseRecord:
     """A crash that passed on a rerun, on a device that never forgives crashes: the crash stands."""
-    return {
-        **prev,
-        "attempt": record.get("attempt"),
-        "message": (f"{prev.get('message', '')}; passed on rerun attempt {record.get('attempt')}, but a "
-                    f"{prev.get('status')} on {device} always fails the run")[:600],
-    }
+    return replace(
+        prev,
+        attempt=record.attempt,
+        message=(f"{prev.message or ''}; passed on rerun attempt {record.attempt}, but a "
+                 f"{prev.status} on {device} always fails the run")[:600],
+    )

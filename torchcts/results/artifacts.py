@@ -10,9 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from torchcts.results.records import CaseRecord
 from torchcts.results.scrub import scrub_obj
 
-Records = list[dict[str, Any]]
+Records = list[CaseRecord]
 
 
 def _text(name: str, render: Callable[[dict[str, Any], Records], str]) -> Callable[[Path, dict[str, Any], Records], None]:
@@ -53,6 +54,7 @@ ARTIFACTS: list[Callable[[Path, dict[str, Any], Records], None]] = [
 def write_artifacts(run_dir: Path, run: dict[str, Any], records: Records) -> None:
     """Data is scrubbed before rendering (a downloaded run may hold anything), then each format
     quotes it (results/quoting.py): scrubbing rendered HTML or Markdown would break its escaping."""
-    run, records = scrub_obj(run), scrub_obj(records)
+    run = scrub_obj(run)
+    records = [CaseRecord.from_json(scrub_obj(r.to_json())) for r in records]
     for write in ARTIFACTS:
         write(run_dir, run, records)

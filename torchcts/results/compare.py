@@ -9,14 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from torchcts.results import rundir
+from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import FAILURES, PASSING
 
 PRECISION_FACTOR = 2.0
 
 
-def max_abs_error(record: dict[str, Any]) -> float | None:
+def max_abs_error(record: CaseRecord) -> float | None:
     """The largest absolute error the record reports: from a mismatch, or measured on a pass."""
-    for source in (record.get("mismatch") or {}, record.get("info") or {}):
+    for source in (record.mismatch or {}, record.info or {}):
         value = source.get("max_abs_error")
         if isinstance(value, (int, float)):
             return float(value)
@@ -44,17 +45,18 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
 
 
-def compare_records(old: list[dict[str, Any]], new: list[dict[str, Any]], *, common_only: bool = False,
+def compare_records(old: list[CaseRecord], new: list[CaseRecord], *, common_only: bool = False,
                     factor: float = PRECISION_FACTOR) -> Comparison:
-    before = {r["id"]: r for r in old}
-    after = {r["id"]: r for r in new}
+    before = {r.id: r for r in old}
+    after = {r.id: r for r in new}
     c = Comparison(only_old=len(before.keys() - after.keys()), only_new=len(after.keys() - before.keys()))
     for cid, r in after.items():
         prev = before.get(cid)
         if prev is None and common_only:
             continue
-        was, now = (prev or {}).get("status"), r.get("status", "error")
-        change = Change(cid, was, now, str(r.get("message", ""))[:300], max_abs_error(prev or {}), max_abs_error(r))
+        was, now = (prev.status if prev else None), r.status
+        change = Change(cid, was, now, str(r.message or "")[:300], max_abs_error(prev) if prev else None,
+                        max_abs_error(r))
         if now in FAILURES and was not in FAILURES:
             c.new_failures.append(change)
         elif was in FAILURES and now in PASSING:
@@ -66,7 +68,7 @@ def compare_records(old: list[dict[str, Any]], new: list[dict[str, Any]], *, com
     return c
 
 
-def compare_runs(old_dir: Path, new_dir: Path, new_records: list[dict[str, Any]] | None = None,
+def compare_runs(old_dir: Path, new_dir: Path, new_records: list[CaseRecord] | None = None,
                  **kw: Any) -> Comparison:
     old_run, new_run = rundir.read_run(old_dir), rundir.read_run(new_dir)
     new = new_records if new_records is not None else rundir.final_records(new_dir)
@@ -129,7 +131,7 @@ def headline(c: Comparison) -> str:
 
 
 def regressions_line(results_root: Path, run_dir: Path,
-                     records: list[dict[str, Any]] | None = None) -> str | None:
+                     records: list[CaseRecord] | None = None) -> str | None:
     """One scorecard line: `torchcts compare PREVIOUS THIS` in brief, for the previous comparable run.
 
     `records`: this run's final records when the caller has read them already (finalize)."""

@@ -11,30 +11,31 @@ from __future__ import annotations
 from typing import Any
 
 from torchcts.results.quoting import html_text as _e
+from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import EXECUTED
 
 
-def is_pending(rec: dict[str, Any]) -> bool:
+def is_pending(rec: CaseRecord) -> bool:
     """A generated case waiting for a reference: the engine records status `pending` (results/statuses.py)."""
-    return rec.get("status") == "pending"
+    return rec.status == "pending"
 
 
-def dispatched_names(rec: dict[str, Any]) -> list[str] | None:
+def dispatched_names(rec: CaseRecord) -> list[str] | None:
     """The record's observed overloads, or None when it has none or they are not a list of names
     (the one rule for report.html and `coverage report RUN`)."""
-    names = rec.get("dispatched")
+    names = rec.dispatched
     if isinstance(names, list) and all(isinstance(n, str) for n in names):
         return names
     return None
 
 
-def record_counts(records: list[dict[str, Any]]) -> dict[str, int]:
+def record_counts(records: list[CaseRecord]) -> dict[str, int]:
     """Executed cases observed / not observed, distinct overloads dispatched, pending cases."""
     names: set[str] = set()
     observed = unobserved = pending = 0
     for r in records:
         pending += is_pending(r)
-        if r.get("status") not in EXECUTED:
+        if r.status not in EXECUTED:
             continue
         d = dispatched_names(r)
         if d is not None:
@@ -45,7 +46,7 @@ def record_counts(records: list[dict[str, Any]]) -> dict[str, int]:
     return {"observed_cases": observed, "unobserved_cases": unobserved, "overloads": len(names), "pending": pending}
 
 
-def render_coverage_section(run: dict[str, Any], records: list[dict[str, Any]]) -> str:
+def render_coverage_section(run: dict[str, Any], records: list[CaseRecord]) -> str:
     c = record_counts(records)
     cov = run.get("coverage")
     head = (f"<p>{c['overloads']} distinct aten overloads dispatched to the device by {c['observed_cases']} executed "

@@ -9,27 +9,29 @@ from __future__ import annotations
 
 from typing import Any
 
+from torchcts.results.records import CaseRecord
 
-def context_line(record: dict[str, Any]) -> str:
+
+def context_line(record: CaseRecord) -> str:
     """`op mul (aten::mul.Tensor), dtype float32, kind noncontiguous`; '' when the record has none."""
-    info = record.get("info") or {}
-    op = info.get("op") or record.get("op")
+    info = record.info or {}
+    op = info.get("op") or record.op
     variant = info.get("variant")
-    ops = [str(o) for o in record.get("ops") or () if str(o) != op]
+    ops = [str(o) for o in record.ops or () if str(o) != op]
     parts = []
     if op or ops:
         name = f"{op}.{variant}" if op and variant else str(op or ops.pop(0))
         parts.append(f"op {name}" + (f" ({', '.join(ops[:4])})" if ops else ""))
-    if record.get("dtype"):
-        parts.append(f"dtype {record['dtype']}")
-    if record.get("kind"):
-        parts.append(f"kind {record['kind']}")
+    if record.dtype:
+        parts.append(f"dtype {record.dtype}")
+    if record.kind:
+        parts.append(f"kind {record.kind}")
     return ", ".join(parts)
 
 
-def sample_line(record: dict[str, Any]) -> str:
+def sample_line(record: CaseRecord) -> str:
     """`sample 1: (Tensor[5] float32 strides=(2,) offset=1, ...)`; '' when the case named none."""
-    info = record.get("info") or {}
+    info = record.info or {}
     index, sample = info.get("sample_index"), info.get("sample")
     if isinstance(sample, int) and index is None:  # a hand-written case numbers its samples
         index, sample = sample, None
@@ -40,7 +42,7 @@ def sample_line(record: dict[str, Any]) -> str:
     return f"{head}: {sample}" if sample is not None else head + shape
 
 
-def details(record: dict[str, Any]) -> list[str]:
+def details(record: CaseRecord) -> list[str]:
     return [line for line in (context_line(record), sample_line(record)) if line]
 
 

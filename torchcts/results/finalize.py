@@ -15,11 +15,11 @@ from torchcts.results import rundir
 from torchcts.results.artifacts import write_artifacts
 from torchcts.results.ledger import report_for_run
 from torchcts.results.plan import PLAN, read_plan
-from torchcts.results.records import skip_record
+from torchcts.results.records import CaseRecord, skip_record
 from torchcts.results.summary import totals
 
 
-def not_run_records(run_dir: Path, recorded: set[str], problems: list[str]) -> list[dict[str, Any]]:
+def not_run_records(run_dir: Path, recorded: set[str], problems: list[str]) -> list[CaseRecord]:
     """A `not_run` record for every planned case without a record: a killed run's reports list
     them instead of showing only what finished."""
     if not (run_dir / PLAN).is_file():
@@ -33,7 +33,7 @@ def not_run_records(run_dir: Path, recorded: set[str], problems: list[str]) -> l
                         "or stopped early)") for c in plan if c.id not in recorded]
 
 
-def finalize(run_dir: Path, status: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def finalize(run_dir: Path, status: str) -> tuple[dict[str, Any], list[CaseRecord]]:
     """Totals and artifacts from the records; run.json marked complete or interrupted.
 
     Returns (run.json, the final records) so the scorecard and the comparison with the previous run
@@ -41,12 +41,12 @@ def finalize(run_dir: Path, status: str) -> tuple[dict[str, Any], list[dict[str,
     run = rundir.read_run(run_dir)
     readable, unreadable = rundir.scan_records(run_dir)
     records = rundir.last_per_case(readable)  # the last record of a case supersedes (reruns, crashes)
-    records += not_run_records(run_dir, {r["id"] for r in records}, unreadable)
+    records += not_run_records(run_dir, {r.id for r in records}, unreadable)
     run.update(status=status, ended=run.get("ended") or rundir.utc_now(), totals=totals(records))
     run["unreadable_records"] = len(unreadable)  # never silently dropped: every report shows them
     run["record_problems"] = unreadable[:20]
     run["compat_fallbacks"] = describe_fallbacks(
-        {*run.get("compat_fallbacks", {}), *(n for r in records for n in r.get("compat_fallbacks") or ())})
+        {*run.get("compat_fallbacks", {}), *(n for r in records for n in r.compat_fallbacks or ())})
     run["ledger"] = report_for_run(run, records)
     rundir.write_run(run_dir, run)
     write_artifacts(run_dir, run, records)

@@ -20,6 +20,7 @@ from torchcts.results.coverage_section import render_coverage_section
 from torchcts.results.html_charts import error_chart, pass_counts, pass_rate_chart, rate_color
 from torchcts.results.html_failures import COLORS, failures_section
 from torchcts.results.quoting import html_text as _e  # None reads as ''
+from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import EXECUTED, ORDER
 from torchcts.results.summary import NOT_RUN_NOTE, by, failures, not_run, slowest, totals
 from torchcts.results.triage import op_of
@@ -108,7 +109,7 @@ class ReportInput:
     """What every section renders from: run.json, the final records, the run folder (None for a
     page rendered without one) and the failing cases whose repro script is in its repro/ folder."""
     run: dict[str, Any]
-    records: list[dict[str, Any]]
+    records: list[CaseRecord]
     run_dir: Path | None = None
     scripts: set[str] = field(default_factory=set)
 
@@ -144,9 +145,9 @@ def _matrix(report: ReportInput) -> str:
     cells: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     per_dtype: dict[str, Counter[str]] = defaultdict(Counter)
     for r in report.records:
-        dtype = str(r.get("dtype") or "-")
-        cells[(str(r.get("suite")), dtype)][r.get("status", "error")] += 1
-        per_dtype[dtype][r.get("status", "error")] += 1
+        dtype = str(r.dtype or "-")
+        cells[(str(r.suite), dtype)][(r.status or "error")] += 1
+        per_dtype[dtype][(r.status or "error")] += 1
     claimed = claimed_dtypes(report.run)
     cols = sorted((d for d, counts in per_dtype.items()
                    if claimed is None or d in claimed or d == "-" or any(counts.get(s) for s in EXECUTED)),
@@ -178,7 +179,7 @@ def _matrix(report: ReportInput) -> str:
     return "".join(out)
 
 
-def _status_table(records: list[dict[str, Any]], key: str) -> str:
+def _status_table(records: list[CaseRecord], key: str) -> str:
     groups = by(records, key)
     statuses = [s for s in ORDER if any(s in g for g in groups.values())]
     out = [f"<table id='by-{_e(key)}'><thead><tr><th>{_e(key)}</th>"]
@@ -209,7 +210,7 @@ def _errors(report: ReportInput) -> str:
 
 def _not_run(report: ReportInput, limit: int = 200) -> str:
     """Planned cases without a result (a killed or interrupted run), listed so none vanish."""
-    ids = [r["id"] for r in not_run(report.records)]
+    ids = [r.id for r in not_run(report.records)]
     if not ids:
         return ""
     more = f"<li>... and {len(ids) - limit} more (junit.xml lists every case)</li>" if len(ids) > limit else ""
@@ -218,8 +219,8 @@ def _not_run(report: ReportInput, limit: int = 200) -> str:
 
 
 def _slowest(report: ReportInput) -> str:
-    rows = "".join(f"<tr><td><code>{_e(r['id'])}</code></td><td>{_e(r.get('status'))}</td>"
-                   f"<td class='num'>{float(r['duration_s']):.3f}</td></tr>" for r in slowest(report.records, 10))
+    rows = "".join(f"<tr><td><code>{_e(r.id)}</code></td><td>{_e(r.status)}</td>"
+                   f"<td class='num'>{float(r.duration_s):.3f}</td></tr>" for r in slowest(report.records, 10))
     return (f"<table id='slowest'><thead><tr><th>case</th><th>status</th><th>s</th></tr></thead>"
             f"<tbody>{rows}</tbody></table>")
 
@@ -244,13 +245,13 @@ def add_section(section: Section, before: str | None = None) -> None:
     SECTIONS.insert(ids.index(before) if before in ids else len(SECTIONS), section)
 
 
-def repro_scripts(run_dir: Path | None, records: list[dict[str, Any]]) -> set[str]:
+def repro_scripts(run_dir: Path | None, records: list[CaseRecord]) -> set[str]:
     """Failing cases whose standalone script `torchcts repro` wrote into the run's repro/ folder."""
     if run_dir is None or not (run_dir / "repro").is_dir():
         return set()
     from torchcts.results.repro import SCRIPT, safe_name
 
-    return {r["id"] for r in failures(records) if (run_dir / "repro" / safe_name(r["id"]) / SCRIPT).is_file()}
+    return {r.id for r in failures(records) if (run_dir / "repro" / safe_name(r.id) / SCRIPT).is_file()}
 
 
 def _header(run: dict[str, Any], t: dict[str, int]) -> str:
@@ -274,7 +275,7 @@ def _header(run: dict[str, Any], t: dict[str, int]) -> str:
             f"{_e((run.get('manifest_hash') or '')[:12])}</div>\n{notes}\n<div class='badges' id='totals'>{badges}</div>")
 
 
-def render_html(run: dict[str, Any], records: list[dict[str, Any]], run_dir: Path | None = None) -> str:
+def render_html(run: dict[str, Any], records: list[CaseRecord], run_dir: Path | None = None) -> str:
     report = ReportInput(run, records, run_dir, repro_scripts(run_dir, records))
     body = []
     for section in SECTIONS:

@@ -12,6 +12,7 @@ from collections import defaultdict
 from typing import Any
 
 from torchcts.results.quoting import html_text as _e  # None reads as ''
+from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import EXECUTED, PASSING
 
 LABEL_W, BAR_W, ROW_H, TEXT_W = 150, 260, 20, 170
@@ -79,13 +80,13 @@ def excess(mismatch: dict[str, Any]) -> float | None:
     return None
 
 
-def worst_by_op(records: list[dict[str, Any]], op_of: Any) -> tuple[list[tuple[str, float | None, int, dict]], list[str]]:
+def worst_by_op(records: list[CaseRecord], op_of: Any) -> tuple[list[tuple[str, float | None, int, dict]], list[str]]:
     """Per failing op with error metrics: (op, its worst excess or None when exact, failures, the
     worst mismatch), largest first; and the failing ops without metrics (errors, crashes)."""
     found: dict[str, list[dict[str, Any]]] = defaultdict(list)
     without: set[str] = set()
     for r in records:
-        m = r.get("mismatch") or {}
+        m = r.mismatch or {}
         if isinstance(m.get("max_abs_error"), (int, float)):
             found[op_of(r)].append(m)
         else:
@@ -101,7 +102,7 @@ def worst_by_op(records: list[dict[str, Any]], op_of: Any) -> tuple[list[tuple[s
     return rows, sorted(without - set(found))
 
 
-def error_chart(records: list[dict[str, Any]], op_of: Any) -> str:
+def error_chart(records: list[CaseRecord], op_of: Any) -> str:
     """Log-scale bars of each failing op's worst error in units of its tolerance (1 = the line)."""
     rows, without = worst_by_op(records, op_of)
     if not rows:

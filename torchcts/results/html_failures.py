@@ -11,6 +11,7 @@ from typing import Any
 
 from torchcts.results.failure import details, rel_error_text
 from torchcts.results.quoting import html_text as _e  # None reads as ''
+from torchcts.results.records import CaseRecord
 from torchcts.results.triage import Cluster, clusters, top_counts
 
 COLORS = {
@@ -41,9 +42,9 @@ def _expected_actual(m: dict[str, Any]) -> str:
             f"got <code>{_e(m.get('first_actual'))}</code></div>")
 
 
-def _metrics(r: dict[str, Any]) -> str:
-    m = r.get("mismatch") or {}
-    info = r.get("info") if isinstance(r.get("info"), dict) else {}
+def _metrics(r: CaseRecord) -> str:
+    m = r.mismatch or {}
+    info = r.info if isinstance(r.info, dict) else {}
     tol = info.get("tolerance") if isinstance(info.get("tolerance"), dict) else {}
     atol, rtol = m.get("atol", tol.get("atol")), m.get("rtol", tol.get("rtol"))
     rows = []
@@ -54,33 +55,33 @@ def _metrics(r: dict[str, Any]) -> str:
     if atol is not None or rtol is not None:
         category = f" ({_e(tol['category'])})" if tol.get("category") else ""
         rows.append(f"tolerance: atol {_fmt(atol)} · rtol {_fmt(rtol)}{category}")
-    how = r.get("signal") or (f"exit {r['exit_code']}" if "exit_code" in r and r.get("status") == "crashed" else "")
+    how = r.signal or (f"exit {r.exit_code}" if r.exit_code is not None and r.status == "crashed" else "")
     if how:
         rows.append(f"signal {_e(how)}")
     return "".join(f"<div>{row}</div>" for row in rows) + _expected_actual(m)
 
 
-def _repro(r: dict[str, Any], scripts: Collection[str]) -> str:
-    out = copyable(str(r.get("repro") or ""), "repro command")
-    if r["id"] in scripts:
+def _repro(r: CaseRecord, scripts: Collection[str]) -> str:
+    out = copyable(str(r.repro or ""), "repro command")
+    if r.id in scripts:
         from torchcts.results.repro import SCRIPT, safe_name
 
-        href = f"repro/{safe_name(r['id'])}/{SCRIPT}"
+        href = f"repro/{safe_name(r.id)}/{SCRIPT}"
         out += f"<div class='script'>script: <a href='{_e(href)}'>{_e(href)}</a></div>"
-    elif r.get("repro_script"):
-        out += "<div class='script'>write a standalone script:</div>" + copyable(str(r["repro_script"]), "script command")
+    elif r.repro_script:
+        out += "<div class='script'>write a standalone script:</div>" + copyable(str(r.repro_script), "script command")
     return out
 
 
-def failure_row(r: dict[str, Any], scripts: Collection[str]) -> str:
-    status = str(r.get("status") or "")
-    detail = r.get("output_tail") or r.get("traceback") or ""
+def failure_row(r: CaseRecord, scripts: Collection[str]) -> str:
+    status = str(r.status or "")
+    detail = r.output_tail or r.traceback or ""
     context = "".join(f"<div class='ctx'>{_e(line)}</div>" for line in details(r))
     output = f"<details><summary>output</summary><pre>{_e(detail)}</pre></details>" if detail else ""
-    seconds = f"<div class='ctx'>{_fmt(r.get('duration_s'))} s</div>" if r.get("duration_s") is not None else ""
+    seconds = f"<div class='ctx'>{_fmt(r.duration_s)} s</div>" if r.duration_s is not None else ""
     return (f"<tr data-status='{_e(status)}'><td style='color:{COLORS.get(status, '#000')}'><b>{_e(status)}</b></td>"
-            f"<td class='case'><code>{_e(r['id'])}</code>{context}{seconds}"
-            f"<div class='msg'>{_e(str(r.get('message') or '')[:600])}</div>{output}</td>"
+            f"<td class='case'><code>{_e(r.id)}</code>{context}{seconds}"
+            f"<div class='msg'>{_e(str(r.message or '')[:600])}</div>{output}</td>"
             f"<td class='metrics'>{_metrics(r)}</td><td class='repro-cell'>{_repro(r, scripts)}</td></tr>")
 
 
@@ -96,12 +97,12 @@ def cluster_block(index: int, c: Cluster, scripts: Collection[str]) -> str:
             f"<th>error against tolerance</th><th>reproduce</th></tr></thead><tbody>{rows}</tbody></table></details>")
 
 
-def failures_section(records: list[dict[str, Any]], scripts: Collection[str]) -> str:
+def failures_section(records: list[CaseRecord], scripts: Collection[str]) -> str:
     """The filter controls and one block per cluster, largest first ('' without failures)."""
     found = clusters(records)
     if not found:
         return "<p id='no-failures'>No failures.</p>"
-    statuses = sorted({str(r.get("status")) for c in found for r in c.records})
+    statuses = sorted({str(r.status) for c in found for r in c.records})
     options = "".join(f"<option value='{_e(s)}'>{_e(s)}</option>" for s in statuses)
     return ("<div class='controls'><input id='q' placeholder='filter: case id, op, message, argument...'>"
             f"<select id='st'><option value=''>all statuses</option>{options}</select><span id='shown'></span></div>"

@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Any
 
 from torchcts.results.quoting import one_line, strip_controls
+from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import CRASH_LIKE, FAILURES, STATUSES, Status
 
 # How each status shows in JUnit: the backend raised or its worker died -> <error>; other
@@ -15,18 +16,19 @@ _ERROR = {Status.ERROR.value, *CRASH_LIKE}
 _FAILURE = set(FAILURES) - _ERROR
 
 
-def _detail(r: dict[str, Any]) -> str:
-    parts = [r.get("message", "")]
+def _detail(r: CaseRecord) -> str:
+    parts = [(r.message or "")]
     for key in ("mismatch", "signal", "exit_code", "output_tail", "traceback", "repro"):
-        if r.get(key) not in (None, "", {}):
-            parts.append(f"{key}: {r[key]}")
+        value = getattr(r, key)
+        if value not in (None, "", {}):
+            parts.append(f"{key}: {value}")
     return strip_controls("\n".join(p if isinstance(p, str) else str(p) for p in parts if p))
 
 
-def render_junit(run: dict[str, Any], records: list[dict[str, Any]]) -> str:
-    suites: dict[str, list[dict[str, Any]]] = defaultdict(list)
+def render_junit(run: dict[str, Any], records: list[CaseRecord]) -> str:
+    suites: dict[str, list[CaseRecord]] = defaultdict(list)
     for r in records:
-        suites[str(r.get("suite"))].append(r)
+        suites[str(r.suite)].append(r)
     root = ET.Element("testsuites", name=one_line(f"torchcts {run.get('name', '')}"))
     for name, recs in sorted(suites.items()):
         el = ET.SubElement(root, "testsuite", name=one_line(name), tests=str(len(recs)),
@@ -34,12 +36,12 @@ def render_junit(run: dict[str, Any], records: list[dict[str, Any]]) -> str:
         counts = {"failures": 0, "errors": 0, "skipped": 0}
         total_time = 0.0
         for r in recs:
-            status = r.get("status", "error")
-            t = float(r.get("duration_s") or 0.0)
+            status = (r.status or "error")
+            t = float(r.duration_s or 0.0)
             total_time += t
-            case = ET.SubElement(el, "testcase", classname=one_line(f"torchcts.{name}"), name=one_line(r["id"]),
+            case = ET.SubElement(el, "testcase", classname=one_line(f"torchcts.{name}"), name=one_line(r.id),
                                  time=f"{t:.6f}")
-            message = one_line(str(r.get("message") or status)[:500])
+            message = one_line(str(r.message or status)[:500])
             if status in _FAILURE:
                 counts["failures"] += 1
                 ET.SubElement(case, "failure", type=status, message=message).text = _detail(r)

@@ -16,12 +16,14 @@ The first entry that matches a case decides; later ones are not consulted for it
 from __future__ import annotations
 
 import datetime as _dt
+from dataclasses import replace
 from typing import Any
 
 from torchcts.manifest.expectations import is_expired
 from torchcts.results.ledger_match import LedgerMatcher
+from torchcts.results.records import CaseRecord
 from torchcts.results.signatures import entry_signature, signature_matches, signature_of
-from torchcts.results.statuses import CRASH_LIKE, EXECUTED, FAILURES, FORGIVABLE
+from torchcts.results.statuses import CRASH_LIKE, EXECUTED, FAILURES, FORGIVABLE, Status
 
 FAILING = FORGIVABLE  # what an entry can turn into xfailed
 APPLIED = EXECUTED  # records of cases that ran carry the ledger note of the entry naming them
@@ -54,10 +56,10 @@ def _expected_signature(entry: dict[str, Any]) -> str | None:
     return entry_signature(entry.get("signature"))
 
 
-def _signature_ok(entry: dict[str, Any], record: dict[str, Any]) -> bool:
+def _signature_ok(entry: dict[str, Any], record: CaseRecord) -> bool:
     pattern = _expected_signature(entry)
     if pattern is None and entry.get("status") == "known_crash":
-        return record.get("status") in CRASH_LIKE
+        return record.status in CRASH_LIKE
     return signature_matches(pattern, record)
 
 
@@ -75,43 +77,41 @@ def compile_entries(entries: list[dict[str, Any]]) -> LedgerMatcher:
     return LedgerMatcher(entries)
 
 
-def apply(record: dict[str, Any], entries: list[dict[str, Any]], today: _dt.date,
-          matcher: LedgerMatcher | None = None, device: str | None = None) -> dict[str, Any]:
-    """The record as the ledger sees it; failing records also get their `signature`.
+def apply(record: CaseRecord, entries: list[dict[str, Any]], today: _dt.date,
+          matcher: LedgerMatcher | None = None, device: str | None = None) -> CaseRecord:
+    """The record as the ledger sees it (a new record); failing records also get their `signature`.
 
     `matcher` (compile_entries(entries)) saves compiling the entries for every record. On a device
     that never forgives crashes (`device`), a crash or timeout stays failing whatever the entry.
     """
-    out = dict(record)
-    status = out.get("status")
-    if status in FAILING:
-        out["signature"] = signature_of(out)
+    status = record.status
+    out = replace(record, signature=signature_of(record)) if status in FAILING else replace(record)
     if not entries or status not in (*FAILING, "passed"):
         return out
-    index = (matcher or compile_entries(entries)).first(out)
+    index = (matcher or compile_entries(entries)).first(out.selector_view())
     if index is None:
         return out
     entry = entries[index]
     note = _note(entry, index, today)
     if status == "passed":
-        out["status"] = "xpassed"
+        out.status = Status.XPASSED
         note["note"] = f"passed: remove expectations[{index}] from the ledger"
     elif status in CRASHES and not forgives_crashes(device):
         note["note"] = (f"expectations[{index}] cannot forgive a {status} case on {device}: "
                         "crash isolation there is subprocess isolation only, so it still fails")
     elif _signature_ok(entry, out):
-        out["status"] = "xfailed"
-        note["original_status"] = status
+        out.status = Status.XFAILED
+        note["original_status"] = str(status)
     else:
         expected = _expected_signature(entry) or "crash or timeout"
         note["note"] = (f"expectations[{index}] expects signature '{expected}' but the case failed with "
-                        f"'{out['signature']}': a different failure, so it still fails")
-    out["expectation"] = note
+                        f"'{out.signature}': a different failure, so it still fails")
+    out.expectation = note
     return out
 
 
 def known_crash_ids(entries: list[dict[str, Any]], cases: list[dict[str, Any]]) -> set[str]:
-    """Ids of the cases a `known_crash` entry decides: the engine must run them isolated."""
+    """Ids of the cases (Case.to_json() mappings) a `known_crash` entry decides: the engine must run them isolated."""
     matcher = compile_entries(entries)
     out = set()
     for case in cases:
@@ -121,7 +121,7 @@ def known_crash_ids(entries: list[dict[str, Any]], cases: list[dict[str, Any]]) 
     return out
 
 
-def ledger_report(entries: list[dict[str, Any]], records: list[dict[str, Any]], today: _dt.date,
+def ledger_report(entries: list[dict[str, Any]], records: list[CaseRecord], today: _dt.date,
                   device: str | None = None) -> dict[str, Any]:
     """Expired and unmatched entries, xpassed cases and signature changes, for run.json and reports.
 
@@ -132,23 +132,23 @@ def ledger_report(entries: list[dict[str, Any]], records: list[dict[str, Any]], 
     matcher = compile_entries(entries)
     xpassed, changed, xfailed = [], [], 0
     for r in records:
-        note = r.get("expectation")
+        note = r.expectation
         if not (isinstance(note, dict) and type(note.get("entry")) is int and 0 <= note["entry"] < len(entries)):
             note = None  # no note, or one naming no entry of this ledger (an edited record)
         if note is not None:
             hit[note["entry"]] = True
-        elif entries and r.get("status") not in APPLIED:  # applied records carry their note
-            index = matcher.first(r)  # the entry that decides (a shadowed entry stays unmatched)
+        elif entries and r.status not in APPLIED:  # applied records carry their note
+            index = matcher.first(r.selector_view())  # the entry that decides (a shadowed entry stays unmatched)
             if index is not None:
                 hit[index] = True
         if note is None:
             continue
-        if r.get("status") == "xpassed":
-            xpassed.append({"id": r["id"], "entry": note["entry"]})
-        elif r.get("status") == "xfailed":
+        if r.status == "xpassed":
+            xpassed.append({"id": r.id, "entry": note["entry"]})
+        elif r.status == "xfailed":
             xfailed += 1
         elif note.get("note"):
-            changed.append({"id": r["id"], "entry": note["entry"], "signature": r.get("signature")})
+            changed.append({"id": r.id, "entry": note["entry"], "signature": r.signature})
     expired = [
         {"entry": i, "match": e.get("match"), "expires": e.get("expires"), "tracker": e.get("tracker")}
         for i, e in enumerate(entries) if is_expired(e, today)
@@ -181,7 +181,7 @@ def run_entries(run: dict[str, Any]) -> list[dict[str, Any]]:
 
 class RunLedger:
     """A run's ledger, compiled once (entries, matcher, judging date, device): called per record by
-    the controller's Recorder (results/annotate.py) and by each worker (engine/plugin.py)."""
+    the process that builds the record (results/annotate.py, engine/plugin.py)."""
 
     def __init__(self, run: dict[str, Any]) -> None:
         self.entries = run_entries(run)
@@ -189,11 +189,11 @@ class RunLedger:
         self.today = run_date(run)
         self.device = run_device(run)
 
-    def __call__(self, record: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, record: CaseRecord) -> CaseRecord:
         return apply(record, self.entries, self.today, self.matcher, self.device)
 
 
-def report_for_run(run: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+def report_for_run(run: dict[str, Any], records: list[CaseRecord]) -> dict[str, Any]:
     return ledger_report(run_entries(run), records, run_date(run), run_device(run))
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from torchcts.results.ledger import FAILING
 from torchcts.results.quoting import py_comment
+from torchcts.results.records import CaseRecord
 from torchcts.results.signatures import signature_of
 from torchcts.results.statuses import CRASH_LIKE
 from torchcts.results.triage import cluster_key
@@ -21,50 +22,50 @@ from torchcts.results.triage import cluster_key
 TODO_TRACKER = "TODO: tracker URL or id"
 
 
-def _status(record: dict[str, Any]) -> str:
-    return "known_crash" if record.get("status") in CRASH_LIKE else "xfail"
+def _status(record: CaseRecord) -> str:
+    return "known_crash" if record.status in CRASH_LIKE else "xfail"
 
 
-def _reason(record: dict[str, Any]) -> str:
-    message = " ".join(str(record.get("message") or record.get("status")).split())
-    note = record.get("expectation") or {}
+def _reason(record: CaseRecord) -> str:
+    message = " ".join(str(record.message or record.status).split())
+    note = record.expectation or {}
     replaces = f"; replaces expectations[{note['entry']}], whose signature no longer matches" if note else ""
     return f"TODO: why it fails ({message[:120]}){replaces}"
 
 
-def _entry(match: Any, record: dict[str, Any], expires: str) -> dict[str, Any]:
+def _entry(match: Any, record: CaseRecord, expires: str) -> dict[str, Any]:
     return {
         "match": match,
         "status": _status(record),
         "reason": _reason(record),
         "tracker": TODO_TRACKER,
         "expires": expires,
-        "signature": record.get("signature") or signature_of(record),
+        "signature": record.signature or signature_of(record),
     }
 
 
-def propose(records: list[dict[str, Any]], expires: _dt.date, group: str = "case") -> list[dict[str, Any]]:
+def propose(records: list[CaseRecord], expires: _dt.date, group: str = "case") -> list[dict[str, Any]]:
     """Entries for the failures the ledger does not already expect, one per case or per cluster.
 
     A cluster entry is a selector {suite, kind, op, dtype: [...]} over the cases of one root-cause
     cluster that share suite, kind and op; a cluster of one case is proposed by its id.
     """
-    failing = [r for r in records if r.get("status") in FAILING]
+    failing = [r for r in records if r.status in FAILING]
     when = expires.isoformat()
     if group == "case":
-        return [_entry(r["id"], r, when) for r in failing]
-    groups: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
+        return [_entry(r.id, r, when) for r in failing]
+    groups: dict[tuple[str, ...], list[CaseRecord]] = defaultdict(list)
     for r in failing:
-        ops = r.get("ops") or []
-        key = (cluster_key(r)[0], str(r.get("suite") or ""), str(r.get("kind") or ""), str(ops[0] if ops else ""))
+        ops = r.ops or []
+        key = (cluster_key(r)[0], str(r.suite or ""), str(r.kind or ""), str(ops[0] if ops else ""))
         groups[key].append(r)
     out = []
     for (_title, suite, kind, op), members in groups.items():
         if len(members) == 1 or not op:
-            out += [_entry(r["id"], r, when) for r in members]
+            out += [_entry(r.id, r, when) for r in members]
             continue
         selector: dict[str, Any] = {"suite": suite, **({"kind": kind} if kind else {}), "op": op}
-        dtypes = sorted({str(r["dtype"]) for r in members if r.get("dtype")})
+        dtypes = sorted({str(r.dtype) for r in members if r.dtype})
         if dtypes:
             selector["dtype"] = dtypes
         out.append(_entry(selector, members[0], when))

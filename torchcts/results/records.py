@@ -1,86 +1,182 @@
-"""Case records: one JSON object per case, the single source every report is rebuilt from.
+"""Case records: one typed object per case, from the worker that ran it to every report.
 
-`CaseRecord` types the fields the code reads; the other fields a record carries (mismatch metrics,
-crash details, ledger notes...) travel unchanged in `extra`. `CaseRecord.from_json(d).to_json()`
-gives `d` back, so typed code and code that still reads the dict agree on every line.
+`CaseRecord` is THE record. The worker builds it (engine/plugin.py: `CaseItem`), the ledger and
+the Recorder complete it, pytest's report carries it from an xdist worker to the controller, and
+cases.jsonl holds its `to_json()`; every reader gets it back through `from_json`, the one place
+that reads untrusted records: a field of the wrong type is coerced (never a crash while
+reporting) and an unknown status becomes `error` with `recorded_status` kept, so it fails the run
+instead of vanishing from the totals. Fields no TorchCTS writes travel unchanged in `extra`, and
+`CaseRecord.from_json(d).to_json() == d` for every well-formed record.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from torchcts.cases.model import Case, repro_command
 from torchcts.results.statuses import STATUSES, Status
 
-__all__ = ["CaseRecord", "base_record", "repro_command", "repro_script_command", "skip_record"]
+__all__ = ["CaseRecord", "base_record", "record_repro", "repro_command", "repro_script_command", "skip_record"]
 
-# Written for every case (base_record): present in a record even when None.
+# Written for every case built from a Case (even when None); the other fields only when set.
 _BASE = ("id", "suite", "level", "ops", "dtype", "kind", "oracle", "requires")
-# Read by name where present; absent (None) ones are not written.
-_OPTIONAL = ("status", "message", "duration_s", "op", "repro", "repro_script", "signature", "attempt")
 
 
 @dataclass
 class CaseRecord:
-    id: str
-    suite: str | None = None
-    level: int | None = None
-    ops: list[str] = field(default_factory=list)
-    dtype: str | None = None
-    kind: str | None = None
-    oracle: str | None = None
-    requires: list[str] = field(default_factory=list)
-    status: Status | None = None
-    message: str | None = None
-    duration_s: float | None = None
-    op: str | None = None  # the OpInfo name of an OpInfo case (added by results/annotate.py)
-    repro: str | None = None
-    repro_script: str | None = None
-    signature: str | None = None
-    attempt: int | None = None
+    """One case's result. Field groups: what the case is, its verdict, its evidence, where and
+    how it ran, and what the controller side added (repro lines, ledger, reruns)."""
+
+    # -- the case (cases/model.py: Case), written for every record --
+    id: str  # the case id, `suite/.../dtype`: the key every report and rerun uses
+    suite: str | None = None  # the suite that made the case
+    level: int | None = None  # its semantic level (levels.py)
+    ops: list[str] = field(default_factory=list)  # the ops it declares (`aten::mul.Tensor`, OpInfo names)
+    dtype: str | None = None  # its dtype name, None for dtype-free cases
+    kind: str | None = None  # what it checks (elementwise, forward, backward, ...)
+    oracle: str | None = None  # what it is compared with (cpu, ...)
+    requires: list[str] = field(default_factory=list)  # the capabilities it needs
+    # -- the verdict --
+    status: Status | None = None  # statuses.py; from_json always gives a Status
+    message: str | None = None  # one line saying why (the exception, the mismatch, the skip reason)
+    duration_s: float | None = None  # wall seconds of the case (a crash: since its start marker)
+    recorded_status: str | None = None  # the status a record held that no STATUSES has (from_json: now `error`)
+    # -- evidence of a failure --
+    exception: str | None = None  # the exception's type name (error)
+    traceback: str | None = None  # the last 30 lines of its traceback (error)
+    mismatch: dict[str, Any] | None = None  # oracle/mismatch.py: Mismatch.to_json() (failed); kept a dict, its schema is the oracle's
+    info: dict[str, Any] | None = None  # CaseContext.info: what `describe` noted (sample, tolerance, repro...); free-form
+    signal: str | None = None  # a crashed worker's signal name (engine/isolation.py: crash_details)
+    exit_code: int | None = None  # a crashed worker's exit code (negative: the signal)
+    timeout_s: float | None = None  # the time limit a `timeout` record exceeded
+    output_tail: str | None = None  # the dead worker's log tail: faulthandler output, timeout stacks
+    # -- where and how it ran (engine/probe.py, cases/observe.py, compat.py) --
+    started_at: float | None = None  # epoch seconds when the case started
+    worker: str | None = None  # xdist's worker id ("gw0"), "main" in-process
+    cpu_s: float | None = None  # the worker's CPU seconds in the case, all threads
+    maxrss_mb: float | None = None  # the worker's resident-set high-water mark after the case
+    rss_grew_mb: float | None = None  # how much the case raised that high-water mark
+    rss_mb: float | None = None  # the worker's resident set after the case, freed heap returned
+    threads: int | None = None  # torch's intra-op threads the case ran with
+    # The next two are kept as read (not coerced): coverage counts a malformed `dispatched` apart.
+    compat_fallbacks: list[str] | None = None  # compat.FALLBACKS behind this result (setup's and the case's)
+    dispatched: list[str] | None = None  # aten overloads that reached the device; None: not observed
+    dispatch_unobserved: str | None = None  # why `dispatched` is None
+    # -- added after the case ran (engine/plugin.py, results/annotate.py, results/ledger.py) --
+    op: str | None = None  # the OpInfo name of an OpInfo case (ledger selectors, triage)
+    attempt: int | None = None  # which --rerun-failures attempt recorded it (2 and up)
+    repro: str | None = None  # the `torchcts run --case` line that reruns it
+    repro_script: str | None = None  # the `torchcts repro` line writing a standalone script
+    signature: str | None = None  # results/signatures.py: the failure's signature (failing records)
+    expectation: dict[str, Any] | None = None  # results/ledger.py: _note() of the entry that matched; kept a dict (entry, status, reason, tracker, expires, expired, note, original_status)
+    first_failure: dict[str, Any] | None = None  # a flaky record's first failure (status, message, signature, mismatch, exception)
+    # -- fields no TorchCTS writes (a newer or foreign record): kept, written back unchanged --
     extra: dict[str, Any] = field(default_factory=dict)
-    # Which base fields the source held (a record from an older or foreign run may lack some).
-    _base: tuple[str, ...] = field(default=_BASE, repr=False)
+    # Which fields the source held: these are written even when None or empty (exact round trip).
+    _keys: tuple[str, ...] = field(default=_BASE, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.status, str) and not isinstance(self.status, Status) and self.status in STATUSES:
+            self.status = Status(self.status)
 
     @classmethod
-    def from_case(cls, case: Case, **fields: Any) -> CaseRecord:
+    def from_case(cls, case: Case, **values: Any) -> CaseRecord:
         return cls(id=case.id, suite=case.suite, level=case.level, ops=list(case.ops), dtype=case.dtype,
-                   kind=case.kind, oracle=case.oracle, requires=list(case.requires), **fields)
+                   kind=case.kind, oracle=case.oracle, requires=list(case.requires), **values)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CaseRecord:
-        known = {k: data[k] for k in (*_BASE, *_OPTIONAL) if k in data}
-        status = known.get("status")
+        """The record in `data` (cases.jsonl, a report from a worker), its fields coerced to their
+        types; an unknown or missing status becomes `error`, the recorded one kept."""
+        known = {k: _coerce(k, data[k]) for k in _FIELDS if k in data}
+        status = data.get("status")
         if isinstance(status, str) and status in STATUSES:
             known["status"] = Status(status)
-        extra = {k: v for k, v in data.items() if k not in known}
-        return cls(**known, extra=extra, _base=tuple(k for k in _BASE if k in data))
+        else:
+            known["status"] = Status.ERROR
+            known["recorded_status"] = str(status)
+            known["message"] = (f"cases.jsonl holds unknown status {str(status)[:40]!r}, counted as error: "
+                                f"{data.get('message', '')}")
+        extra = {k: v for k, v in data.items() if k not in _FIELDS}
+        return cls(**known, extra=extra, _keys=tuple(k for k in _FIELDS if k in known))
 
     def to_json(self) -> dict[str, Any]:
-        out = {k: getattr(self, k) for k in self._base}
-        for k in _OPTIONAL:
-            value = getattr(self, k)
-            if value is not None:
-                out[k] = value.value if isinstance(value, Status) else value
+        """The JSON object cases.jsonl holds: the fields set (or present in the source), then `extra`."""
+        out: dict[str, Any] = {}
+        for name in _FIELDS:
+            value = getattr(self, name)
+            if name in self._keys or (value is not None and not (name in _LISTS and value == [])):
+                out[name] = value.value if isinstance(value, Status) else value
         return {**out, **self.extra}
+
+    def selector_view(self) -> dict[str, Any]:
+        """The fields ledger selectors and `cases/ops.py` match on, as the mapping they read."""
+        return {"id": self.id, "suite": self.suite, "ops": self.ops, "dtype": self.dtype, "kind": self.kind,
+                "op": self.op, "level": self.level}
 
     @property
     def is_failure(self) -> bool:
         """Listed as a failure (reports, triage, the exit status)."""
         return isinstance(self.status, Status) and self.status.is_failure
 
+    @property
+    def info_dict(self) -> dict[str, Any]:
+        """`info`, or an empty mapping when the case noted nothing."""
+        return self.info or {}
 
-def record_repro(record: dict[str, Any], spec: dict[str, Any], manifest: str | None) -> str:
+    @property
+    def mismatch_dict(self) -> dict[str, Any]:
+        """`mismatch`, or an empty mapping for a record without one."""
+        return self.mismatch or {}
+
+    @property
+    def expectation_dict(self) -> dict[str, Any]:
+        """`expectation`, or an empty mapping for a record no ledger entry matched."""
+        return self.expectation or {}
+
+
+_FIELDS = tuple(f.name for f in fields(CaseRecord) if f.name not in ("extra", "_keys"))
+_STRS = ("suite", "dtype", "kind", "oracle", "message", "recorded_status", "exception", "traceback", "signal",
+         "output_tail", "worker", "dispatch_unobserved", "op", "repro", "repro_script", "signature")
+_NUMS = ("duration_s", "timeout_s", "started_at", "cpu_s", "maxrss_mb", "rss_grew_mb", "rss_mb")
+_INTS = ("level", "exit_code", "threads", "attempt")
+_DICTS = ("mismatch", "info", "expectation", "first_failure")
+_LISTS = ("ops", "requires")
+
+
+def _coerce(name: str, value: Any) -> Any:
+    """`value` as field `name` needs it: a crafted or garbled value of another type never crashes a report."""
+    if name == "id":
+        return str(value)
+    if value is None:
+        return [] if name in _LISTS else None
+    if name in _STRS and not isinstance(value, str):
+        return json.dumps(value, default=str) if isinstance(value, (dict, list)) else str(value)
+    if name in _NUMS and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)):
+        return None
+    if name in _INTS and (isinstance(value, bool) or not isinstance(value, int)):
+        return None
+    if name in _DICTS and not isinstance(value, dict):
+        return {"value": str(value)}
+    if name in _LISTS:
+        items = value if isinstance(value, list) else [value]
+        return [v if isinstance(v, str) else str(v) for v in items]
+    return value
+
+
+def record_repro(record: CaseRecord, spec: dict[str, Any], manifest: str | None) -> str:
     """`repro_command` for a run's record; `manifest` is the `--manifest` value as given."""
     from torchcts.cases.repro_builders import failing_sample
 
-    level = record.get("level")
+    level = record.level
     claimed = (spec.get("manifest") or {}).get("semantic_level")
     above = isinstance(level, int) and isinstance(claimed, int) and level > claimed
-    return repro_command(str(record["id"]), str((spec.get("device") or {}).get("type", "DEVICE")),
-                         bool(spec.get("validation")), manifest=manifest, sample=failing_sample(record),
+    return repro_command(record.id, str((spec.get("device") or {}).get("type", "DEVICE")),
+                         bool(spec.get("validation")), manifest=manifest, sample=failing_sample(record.info),
                          level=level if above else None)
 
 
@@ -89,9 +185,9 @@ def repro_script_command(case_id: str, run_dir: str) -> str:
     return f"torchcts repro {shlex.quote(case_id)} --run {shlex.quote(run_dir)}"
 
 
-def base_record(case: Case) -> dict[str, Any]:
-    return CaseRecord.from_case(case).to_json()
+def base_record(case: Case) -> CaseRecord:
+    return CaseRecord.from_case(case)
 
 
-def skip_record(case: Case, status: str, reason: str) -> dict[str, Any]:
-    return CaseRecord.from_case(case, status=Status(status), message=reason, duration_s=0.0).to_json()
+def skip_record(case: Case, status: str, reason: str) -> CaseRecord:
+    return CaseRecord.from_case(case, status=Status(status), message=reason, duration_s=0.0)

@@ -22,6 +22,7 @@ from torchcts.cases.repro_builders import ReproSpec, builder_for
 from torchcts.errors import UsageError
 from torchcts.manifest.schema import Manifest
 from torchcts.results.quoting import one_line, py_docstring, py_literal
+from torchcts.results.records import CaseRecord
 
 SCRIPT = "repro.py"
 INPUTS = "inputs.pt"
@@ -69,7 +70,7 @@ class ReproTarget:
     case: Case
     device: str
     manifest: Manifest
-    record: dict[str, Any] | None
+    record: CaseRecord | None  # the run's last record of the case, None without a run
     run_name: str | None
     default_dir: Path
     timeout_s: float | None = None  # the run's per-case limit: the script's hang detector
@@ -97,8 +98,8 @@ def render_script(target: ReproTarget, spec: ReproSpec) -> str:
     """The script text: data enters only as literals or docstring text (results/quoting.py)."""
     from torchcts.results.repro_script import BODY
 
-    message = (target.record or {}).get("message")
-    status = (target.record or {}).get("status")
+    message = target.record.message if target.record else None
+    status = target.record.status if target.record else None
     lit = py_literal  # Python literals (None, not null)
     if not _CALL.fullmatch(spec.call):
         raise UsageError(f"case '{one_line(target.case.id)}': the op {spec.call!r} is not a dotted name, "
@@ -158,7 +159,8 @@ def write_repro(target: ReproTarget, out_dir: Path | None = None, sample: int | 
     one); returns the folder."""
     import torch
 
-    spec = builder_for(target.case)(target.case, target.manifest, target.record, sample)
+    spec = builder_for(target.case)(target.case, target.manifest,
+                                        target.record.info if target.record else None, sample)
     if not spec.samples:
         raise UsageError(f"case '{target.case.id}' produced no samples to reproduce")
     folder = out_dir or target.default_dir
@@ -187,7 +189,7 @@ def target_from_run(case_id: str, run_dir: Path) -> ReproTarget:
     run = rundir.read_run(run_dir)
     plan = {c.id: c for c in read_plan(run_dir)} if (run_dir / "plan.jsonl").is_file() else {}
     case = plan.get(case_id) or _find_in_registry(case_id)
-    record = next((r for r in reversed(list(rundir.read_records(run_dir))) if r.get("id") == case_id), None)
+    record = next((r for r in reversed(list(rundir.read_records(run_dir))) if r.id == case_id), None)
     try:
         manifest = Manifest.from_json(run["manifest"])
     except (KeyError, TypeError):

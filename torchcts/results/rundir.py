@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from torchcts.results.records import CaseRecord
 from torchcts.results.scrub import scrub_obj
 
 RUN_JSON = "run.json"
@@ -173,9 +174,9 @@ class RecordWriter:
         # raised OSError reads as an internal error: whoever ran pytest re-raises this one (exit 2).
         self.failure: OSError | None = None
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: CaseRecord) -> None:
         try:
-            self._fh.write(json.dumps(scrub_obj(record), sort_keys=True, default=str) + "\n")
+            self._fh.write(json.dumps(scrub_obj(record.to_json()), sort_keys=True, default=str) + "\n")
             self._fh.flush()
         except OSError as exc:  # inside pytest this would read as an internal error: keep it for the CLI
             self.failure = exc
@@ -185,50 +186,15 @@ class RecordWriter:
         self._fh.close()
 
 
-# Record fields the reports read, by the type they need; a crafted or garbled value of another type
-# is coerced (never a crash while reporting), see `normalise_record`.
-_STR_FIELDS = ("suite", "message", "repro", "repro_script", "signature", "output_tail", "traceback", "signal",
-               "kind", "oracle", "op", "dtype")
-_NUM_FIELDS = ("duration_s",)
-_DICT_FIELDS = ("mismatch", "info", "expectation", "first_failure")
-_LIST_FIELDS = ("ops", "requires")
-
-
-def normalise_record(rec: dict[str, Any]) -> dict[str, Any]:
-    """A record whose fields have the types reports use; an unknown status becomes `error` (with the
-    recorded one kept), so it fails the run instead of vanishing from the totals."""
-    from torchcts.results.statuses import STATUSES
-
-    out = dict(rec)
-    status = out.get("status")
-    if not isinstance(status, str) or status not in STATUSES:
-        out["status"] = "error"
-        out["recorded_status"] = str(status)
-        out["message"] = f"cases.jsonl holds unknown status {str(status)[:40]!r}, counted as error: {out.get('message', '')}"
-    for key in _STR_FIELDS:
-        if out.get(key) is not None and not isinstance(out[key], str):
-            out[key] = json.dumps(out[key], default=str) if isinstance(out[key], (dict, list)) else str(out[key])
-    for key in _NUM_FIELDS:
-        v = out.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), -float("inf"))):
-            out[key] = None
-    for key in _DICT_FIELDS:
-        if key in out and not isinstance(out[key], dict):
-            out[key] = {"value": str(out[key])}
-    for key in _LIST_FIELDS:
-        if key in out and not isinstance(out[key], list):
-            out[key] = [] if out[key] is None else [str(out[key])]
-    return out
-
-
-def scan_records(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
+def scan_records(run_dir: Path) -> tuple[list[CaseRecord], list[str]]:
     """(every readable record, reruns included; one problem per unreadable line).
 
     Nothing is dropped silently: a line that is not UTF-8, not JSON (a torn last line of a killed
-    run, a garbled line), not an object or has no case id is reported by line number.
+    run, a garbled line), not an object or has no case id is reported by line number; a readable
+    one is typed by `CaseRecord.from_json` (which coerces what it cannot trust).
     """
     path = run_dir / CASES_JSONL
-    records: list[dict[str, Any]] = []
+    records: list[CaseRecord] = []
     problems: list[str] = []
     if not path.is_file():
         return records, problems
@@ -249,25 +215,25 @@ def scan_records(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
             elif not isinstance(rec.get("id"), str) or not rec["id"]:
                 problems.append(f"line {n}: no case id")
             else:
-                records.append(normalise_record(rec))
+                records.append(CaseRecord.from_json(rec))
     return records, problems
 
 
-def read_records(run_dir: Path) -> Iterator[dict[str, Any]]:
+def read_records(run_dir: Path) -> Iterator[CaseRecord]:
     """Every readable record, reruns included (use `final_records` for one per case); unreadable
     lines are counted by `scan_records` and reported by `finalize`."""
     yield from scan_records(run_dir)[0]
 
 
-def last_per_case(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def last_per_case(records: list[CaseRecord]) -> list[CaseRecord]:
     """One record per case id: the last one appended wins (reruns, a crash after a case's checks),
     placed where it was appended."""
-    last: dict[str, dict[str, Any]] = {}
+    last: dict[str, CaseRecord] = {}
     for record in records:
-        last.pop(record["id"], None)
-        last[record["id"]] = record
+        last.pop(record.id, None)
+        last[record.id] = record
     return list(last.values())
 
 
-def final_records(run_dir: Path) -> list[dict[str, Any]]:
+def final_records(run_dir: Path) -> list[CaseRecord]:
     return last_per_case(scan_records(run_dir)[0])

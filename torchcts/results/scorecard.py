@@ -9,18 +9,19 @@ from typing import Any, TextIO
 from torchcts.results import rundir
 from torchcts.results.failure import details
 from torchcts.results.quoting import TerminalOut
+from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import ORDER
 from torchcts.results.summary import by, failures
 from torchcts.results.summary import slowest as slowest_records
 
 
-def by_capability(records: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+def by_capability(records: list[CaseRecord]) -> dict[str, dict[str, int]]:
     """Status counts per required capability (a case needing several counts under each)."""
     groups: dict[str, Counter[str]] = defaultdict(Counter)
     for r in records:
-        for req in r.get("requires") or ():
+        for req in r.requires or ():
             for cap in str(req).split("|"):
-                groups[cap][r.get("status", "error")] += 1
+                groups[cap][(r.status or "error")] += 1
     return {k: dict(v) for k, v in sorted(groups.items())}
 
 
@@ -39,7 +40,7 @@ def _section(out: TextIO, title: str, groups: dict[str, dict[str, int]]) -> None
 
 def print_scorecard(
     run_dir: Path, run: dict[str, Any], out: TextIO, first: int = 10, slowest: int = 5,
-    regressions: str | None = None, records: list[dict[str, Any]] | None = None,
+    regressions: str | None = None, records: list[CaseRecord] | None = None,
     live_paths: dict[str, str] | None = None,
 ) -> None:
     """`records`: the run's final records when the caller has read them already (finalize).
@@ -66,17 +67,17 @@ def print_scorecard(
     if fails:
         print(f"first failures ({len(fails)} in all):", file=out)
     for r in fails[:first]:
-        print(f"  {r['status'].upper():8} {r['id']}: {str(r.get('message', ''))[:400]}", file=out)
+        print(f"  {r.status.upper():8} {r.id}: {str(r.message or '')[:400]}", file=out)
         for line in details(r):
             print(f"           {line[:300]}", file=out)
         for key, label in (("repro", "repro"), ("repro_script", "script")):
-            if r.get(key):
-                print(f"           {label}: {r[key]}", file=out)
+            if getattr(r, key):
+                print(f"           {label}: {getattr(r, key)}", file=out)
     if len(fails) > first:
         print(f"  ... and {len(fails) - first} more (see summary.md / report.html)", file=out)
     slow = slowest_records(records, slowest)
     if slow:
-        print("slowest: " + ", ".join(f"{r['id']} {float(r['duration_s']):.2f}s" for r in slow), file=out)
+        print("slowest: " + ", ".join(f"{r.id} {float(r.duration_s):.2f}s" for r in slow), file=out)
     if regressions:
         print(regressions, file=out)
     from torchcts.results.ledger import gate_failures, ledger_lines

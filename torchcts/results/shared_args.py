@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+
+from torchcts.results.records import CaseRecord
 
 # `ctx.describe` keys that identify rather than describe the sample (or are shown elsewhere).
 _NOT_ARGUMENTS = frozenset({"op", "variant", "dtype", "kind", "repro", "sample", "sample_index", "tolerance",
@@ -79,14 +80,14 @@ def sample_features(description: str) -> dict[str, str]:
     return out
 
 
-def features(record: dict[str, Any]) -> dict[str, str]:
+def features(record: CaseRecord) -> dict[str, str]:
     """Every feature of one failing record: name -> how it reads ('dtype bfloat16', 'keepdim=True')."""
     out: dict[str, str] = {}
-    if record.get("dtype"):
-        out["dtype"] = f"dtype {record['dtype']}"
-    if record.get("kind"):
-        out["kind"] = f"kind {record['kind']}"
-    info = record.get("info") if isinstance(record.get("info"), dict) else {}
+    if record.dtype:
+        out["dtype"] = f"dtype {record.dtype}"
+    if record.kind:
+        out["kind"] = f"kind {record.kind}"
+    info = record.info if isinstance(record.info, dict) else {}
     sample = info.get("sample")
     if isinstance(sample, str):
         out.update(sample_features(sample))
@@ -101,7 +102,7 @@ def features(record: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def shared(records: Iterable[dict[str, Any]]) -> list[str]:
+def shared(records: Iterable[CaseRecord]) -> list[str]:
     """The features every record has with the same value, in the first record's order; [] for
     fewer than two records (one case shares everything with itself)."""
     recs = list(records)

@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from torchcts.manifest.schema import BUCKETS  # bucket name -> what it covers (the ledger's words)
+from torchcts.results.records import CaseRecord
 
 _MISSING_KERNEL = re.compile(r"Could not run '([\w:.]+)' with arguments from the '([\w]+)' backend")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
@@ -43,9 +44,9 @@ def missing_kernel(message: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _exception_and_text(record: dict[str, Any]) -> tuple[str, str]:
-    message = str(record.get("message") or "")
-    exc = str(record.get("exception") or "")
+def _exception_and_text(record: CaseRecord) -> tuple[str, str]:
+    message = str(record.message or "")
+    exc = str(record.exception or "")
     if not exc:
         head, sep, _rest = message.partition(":")
         exc = head if sep and head.isidentifier() else "Error"
@@ -54,9 +55,9 @@ def _exception_and_text(record: dict[str, Any]) -> tuple[str, str]:
     return exc, text
 
 
-def bucket_of(record: dict[str, Any]) -> str | None:
+def bucket_of(record: CaseRecord) -> str | None:
     """The bucket of a failing record, None for a record that did not fail."""
-    status = record.get("status")
+    status = record.status
     if status == "failed":
         return "mismatch"
     if status == "crashed":
@@ -64,20 +65,20 @@ def bucket_of(record: dict[str, Any]) -> str | None:
     if status == "timeout":
         return "timeout"
     if status == "error":
-        return "missing_kernel" if missing_kernel(str(record.get("message") or "")) else "error"
+        return "missing_kernel" if missing_kernel(str(record.message or "")) else "error"
     return None
 
 
-def signature_of(record: dict[str, Any]) -> str | None:
+def signature_of(record: CaseRecord) -> str | None:
     """`mismatch: <what>`, `missing_kernel: aten::foo`, `crash`, `timeout` or `<Exception>: <pattern>`."""
     bucket = bucket_of(record)
     if bucket is None:
         return None
     if bucket == "mismatch":
-        what = (record.get("mismatch") or {}).get("what") or record.get("message") or ""
+        what = record.mismatch_dict.get("what") or record.message or ""
         return f"mismatch: {normalise_message(str(what))}"
     if bucket == "missing_kernel":
-        return f"missing_kernel: {missing_kernel(str(record.get('message') or ''))}"
+        return f"missing_kernel: {missing_kernel(record.message or '')}"
     if bucket in ("crash", "timeout"):
         return bucket
     return _exception_signature(record)
@@ -93,12 +94,12 @@ def entry_signature(spec: Any) -> str | None:
     return str(spec)
 
 
-def _exception_signature(record: dict[str, Any]) -> str:
+def _exception_signature(record: CaseRecord) -> str:
     exc, text = _exception_and_text(record)
     return f"{exc}: {normalise_message(text)}"
 
 
-def signature_matches(pattern: str | None, record: dict[str, Any]) -> bool:
+def signature_matches(pattern: str | None, record: CaseRecord) -> bool:
     """Whether a failing record has the signature an entry expects.
 
     A bucket name matches its bucket ("error" any raised exception); an exception type alone
@@ -113,7 +114,7 @@ def signature_matches(pattern: str | None, record: dict[str, Any]) -> bool:
         return True
     bucket = bucket_of(record)
     if pattern in BUCKETS:
-        return pattern == bucket or (pattern == "error" and record.get("status") == "error")
+        return pattern == bucket or (pattern == "error" and record.status == "error")
     if ":" not in pattern:
         exc, _ = _exception_and_text(record)
         return bucket in ("error", "missing_kernel") and fnmatch.fnmatchcase(exc, pattern)

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchcts.results.records import CaseRecord
+
 SKIPPED = ("not_claimed", "not_applicable")
 # The wording of engine/selection.py: claim_decision (records hold it as `message`).
 _DTYPE = re.compile(r"^dtype (\S+) (not in supported_dtypes|claimed False)$")
@@ -32,13 +34,13 @@ class SkipSummary:
         return sum(self.by_status.values())
 
 
-def op_label(record: dict[str, Any]) -> str:
+def op_label(record: CaseRecord) -> str:
     """The op a record is about: an OpInfo case's name with variant (its id's second part), else
     its first declared op (an aten op without namespace and overload), else the id's second part."""
-    parts = str(record.get("id", "")).split("/")
-    if record.get("suite") == "opinfo" and len(parts) > 1:
+    parts = record.id.split("/")
+    if record.suite == "opinfo" and len(parts) > 1:
         return parts[1]
-    ops = record.get("ops") or ()
+    ops = record.ops or ()
     if ops:
         from torchcts.cases.ops import parse_op
 
@@ -47,28 +49,28 @@ def op_label(record: dict[str, Any]) -> str:
     return parts[1] if len(parts) > 1 else parts[0]
 
 
-def general_reason(record: dict[str, Any], op: str) -> str:
+def general_reason(record: CaseRecord, op: str) -> str:
     """The reason with the case's own op and dtype replaced by {op} and {dtype}, so one rule
     that excludes 200 cases is one line."""
-    text = str(record.get("message") or "no reason recorded")
+    text = str(record.message or "no reason recorded")
     if op:
         text = re.sub(rf"(?<![\w.]){re.escape(op)}(?!\w)", "{op}", text)
-    for dt in {record.get("dtype"), *(record.get("dtypes") or ())} - {None}:
+    for dt in {record.dtype, *(record.extra.get("dtypes") or ())} - {None}:
         text = re.sub(rf"(?<!\w){re.escape(str(dt))}(?!\w)", "{dtype}", text)
     return text
 
 
-def summarize(records: Iterable[dict[str, Any]]) -> SkipSummary:
+def summarize(records: Iterable[CaseRecord]) -> SkipSummary:
     """Counts of the not_claimed and not_applicable records (other records are ignored)."""
     out = SkipSummary()
     for r in records:
-        status = r.get("status")
+        status = r.status
         if status not in SKIPPED:
             continue
         out.by_status[status] += 1
         op = op_label(r)
         out.by_op[op] += 1
-        message = str(r.get("message") or "")
+        message = str(r.message or "")
         if status == "not_claimed" and (m := _DTYPE.match(message)):
             out.by_dtype[m.group(1)] += 1
         elif status == "not_claimed" and (m := _CAPABILITY.match(message)):
@@ -114,7 +116,7 @@ def render_text(s: SkipSummary, top: int = 10) -> list[str]:
     return lines
 
 
-def render_markdown(records: list[dict[str, Any]], top: int = 10) -> list[str]:
+def render_markdown(records: list[CaseRecord], top: int = 10) -> list[str]:
     """summary.md's "Not claimed or not applicable" section; nothing when every case ran."""
     from torchcts.results.quoting import md_text
 

@@ -8,41 +8,42 @@ from typing import Any
 
 from torchcts.results.failure import details
 from torchcts.results.quoting import md_code, md_text, one_line
+from torchcts.results.records import CaseRecord
 from torchcts.results.skips import render_markdown as skip_summary
 from torchcts.results.statuses import FAILURES, ORDER, STATUSES
 
 
-def totals(records: Iterable[dict[str, Any]]) -> dict[str, int]:
-    counts = Counter(r.get("status", "error") for r in records)
+def totals(records: Iterable[CaseRecord]) -> dict[str, int]:
+    counts = Counter((r.status or "error") for r in records)
     return {s: counts[s] for s in ORDER if counts.get(s)}
 
 
-def by(records: list[dict[str, Any]], key: str) -> dict[str, dict[str, int]]:
+def by(records: list[CaseRecord], key: str) -> dict[str, dict[str, int]]:
     """Status counts grouped by a record field (suite, level, dtype, ...)."""
     groups: dict[str, Counter[str]] = defaultdict(Counter)
     for r in records:
-        groups[str(r.get(key))][r.get("status", "error")] += 1
+        groups[str(getattr(r, key))][(r.status or "error")] += 1
     return {k: dict(v) for k, v in sorted(groups.items())}
 
 
-def failures(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in records if r.get("status") in FAILURES]
+def failures(records: list[CaseRecord]) -> list[CaseRecord]:
+    return [r for r in records if r.status in FAILURES]
 
 
-def not_run(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def not_run(records: list[CaseRecord]) -> list[CaseRecord]:
     """Planned cases without a result (results/finalize.py adds them), listed so none vanish."""
-    return [r for r in records if r.get("status") == "not_run"]
+    return [r for r in records if r.status == "not_run"]
 
 
 NOT_RUN_NOTE = STATUSES["not_run"].description.capitalize()
 
 
-def slowest(records: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+def slowest(records: list[CaseRecord], n: int) -> list[CaseRecord]:
     """The `n` records that took longest (for the scorecard and report.html)."""
-    return sorted((r for r in records if r.get("duration_s")), key=lambda r: -float(r["duration_s"]))[:n]
+    return sorted((r for r in records if r.duration_s), key=lambda r: -float(r.duration_s))[:n]
 
 
-def render_markdown(run: dict[str, Any], records: list[dict[str, Any]], first_failures: int = 20) -> str:
+def render_markdown(run: dict[str, Any], records: list[CaseRecord], first_failures: int = 20) -> str:
     t = totals(records)
     dev = run.get("device", {})
     lines = [
@@ -73,17 +74,17 @@ def render_markdown(run: dict[str, Any], records: list[dict[str, Any]], first_fa
     if fails:
         lines += ["## First failures", ""]
         for r in fails[:first_failures]:
-            lines.append(f"- **{md_text(r['status'])}** {md_code(r['id'])}: {md_text(str(r.get('message', ''))[:400])}")
+            lines.append(f"- **{md_text(r.status)}** {md_code(r.id)}: {md_text(str(r.message or '')[:400])}")
             lines += [f"  - {md_text(line)}" for line in details(r)]
-            if r.get("repro"):
-                lines.append(f"  - repro: {md_code(r['repro'])}")
-            if r.get("repro_script"):
-                lines.append(f"  - standalone script: {md_code(r['repro_script'])}")
+            if r.repro:
+                lines.append(f"  - repro: {md_code(r.repro)}")
+            if r.repro_script:
+                lines.append(f"  - standalone script: {md_code(r.repro_script)}")
         lines.append("")
     missing = not_run(records)
     if missing:
         lines += [f"## Not run ({len(missing)})", "", f"{NOT_RUN_NOTE}:", ""]
-        lines += [f"- {md_code(r['id'])}" for r in missing[:first_failures]]
+        lines += [f"- {md_code(r.id)}" for r in missing[:first_failures]]
         if len(missing) > first_failures:
             lines.append(f"- ... and {len(missing) - first_failures} more (junit.xml lists every case)")
         lines.append("")

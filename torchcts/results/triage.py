@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from torchcts.results.quoting import md_code, md_text
+from torchcts.results.records import CaseRecord
 from torchcts.results.shared_args import shared
 from torchcts.results.signatures import bucket_of, normalise_message, signature_of
 from torchcts.results.statuses import FAILURES
@@ -26,7 +27,7 @@ class Cluster:
     ops: Counter[str] = field(default_factory=Counter)
     dtypes: Counter[str] = field(default_factory=Counter)
     example: str = ""
-    records: list[dict[str, Any]] = field(default_factory=list, repr=False)  # its failing records
+    records: list[CaseRecord] = field(default_factory=list, repr=False)  # its failing records
 
     @property
     def count(self) -> int:
@@ -40,50 +41,50 @@ class Cluster:
 
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "bucket": self.bucket, "count": self.count, "ops": dict(self.ops),
-                "dtypes": dict(self.dtypes), "example_case": self.records[0]["id"] if self.records else None,
+                "dtypes": dict(self.dtypes), "example_case": self.records[0].id if self.records else None,
                 "example_message": self.example, "shared": self.shared}
 
 
-def op_of(record: dict[str, Any]) -> str:
+def op_of(record: CaseRecord) -> str:
     """The op a failure counts under: its OpInfo name, else its first aten op, else its suite."""
-    ops = record.get("ops") or []
-    return str(record.get("op") or (ops[0] if ops else record.get("suite") or "?"))
+    ops = record.ops or []
+    return str(record.op or (ops[0] if ops else record.suite or "?"))
 
 
-def cluster_key(record: dict[str, Any]) -> tuple[str, str]:
+def cluster_key(record: CaseRecord) -> tuple[str, str]:
     """(title, bucket) of the cluster a failing record belongs to."""
-    if record.get("status") == "flaky":
-        first = record.get("first_failure") or {}
+    if record.status == "flaky":
+        first = record.first_failure or {}
         return f"flaky (passed on rerun): {first.get('signature') or first.get('status', '?')}", "flaky"
     bucket = bucket_of(record) or "error"
-    sig = record.get("signature") or signature_of(record) or "?"
+    sig = record.signature or signature_of(record) or "?"
     if bucket == "missing_kernel":
         return f"missing kernel: {sig.partition(': ')[2]}", bucket
     if bucket == "mismatch":
         return f"mismatch in {op_of(record)}: {sig.partition(': ')[2]}", bucket
     if bucket in ("crash", "timeout"):
-        detail = normalise_message(str(record.get("message") or ""))
+        detail = normalise_message(str(record.message or ""))
         return f"{bucket}: {detail}" if detail else bucket, bucket
     return sig, bucket
 
 
-def clusters(records: list[dict[str, Any]]) -> list[Cluster]:
+def clusters(records: list[CaseRecord]) -> list[Cluster]:
     """Clusters of the failing records (one record per case), largest first."""
     found: dict[str, Cluster] = {}
     for r in records:
-        if r.get("status") not in FAILURES:
+        if r.status not in FAILURES:
             continue
         title, bucket = cluster_key(r)
-        c = found.setdefault(title, Cluster(title, bucket, example=str(r.get("message") or "")[:300]))
+        c = found.setdefault(title, Cluster(title, bucket, example=str(r.message or "")[:300]))
         c.records.append(r)
         c.ops[op_of(r)] += 1
-        if r.get("dtype"):
-            c.dtypes[str(r["dtype"])] += 1
+        if r.dtype:
+            c.dtypes[str(r.dtype)] += 1
     return sorted(found.values(), key=lambda c: (-c.count, c.title))
 
 
-def failures_by_op(records: list[dict[str, Any]]) -> list[tuple[str, int]]:
-    counts = Counter(op_of(r) for r in records if r.get("status") in FAILURES)
+def failures_by_op(records: list[CaseRecord]) -> list[tuple[str, int]]:
+    counts = Counter(op_of(r) for r in records if r.status in FAILURES)
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
@@ -94,7 +95,7 @@ def top_counts(counter: Counter[str], n: int = 6) -> str:
     return ", ".join(f"{k} ({v})" for k, v in items) + (f", +{more} more" if more > 0 else "")
 
 
-def render_text(records: list[dict[str, Any]], limit: int = 30) -> str:
+def render_text(records: list[CaseRecord], limit: int = 30) -> str:
     """What `torchcts report --triage` prints."""
     found = clusters(records)
     total = sum(c.count for c in found)
@@ -106,14 +107,14 @@ def render_text(records: list[dict[str, Any]], limit: int = 30) -> str:
         lines.append(f"       ops: {top_counts(c.ops)}" + (f"; dtypes: {top_counts(c.dtypes)}" if c.dtypes else ""))
         if c.shared:
             lines.append(f"       shared by all {c.count}: {', '.join(c.shared)}")
-        lines.append(f"       e.g. {c.records[0]['id']}: {c.example[:160]}")
+        lines.append(f"       e.g. {c.records[0].id}: {c.example[:160]}")
     if len(found) > limit:
         lines.append(f"  ... and {len(found) - limit} smaller clusters")
     lines.append("failures by op: " + ", ".join(f"{op} ({n})" for op, n in failures_by_op(records)[:15]))
     return "\n".join(lines)
 
 
-def render_markdown(records: list[dict[str, Any]], limit: int = 20) -> list[str]:
+def render_markdown(records: list[CaseRecord], limit: int = 20) -> list[str]:
     """The summary.md triage section (empty without failures)."""
     found = clusters(records)
     if not found:
@@ -122,7 +123,7 @@ def render_markdown(records: list[dict[str, Any]], limit: int = 20) -> list[str]
              "| ---: | --- | --- | --- | --- |"]
     for c in found[:limit]:
         lines.append(f"| {c.count} | {md_text(c.title)} | {md_text(top_counts(c.ops, 4))} | {md_text(', '.join(c.shared))} "
-                     f"| {md_code(c.records[0]['id'])} |")
+                     f"| {md_code(c.records[0].id)} |")
     if len(found) > limit:
         lines.append(f"| | ... {len(found) - limit} more clusters (`torchcts report --triage`) | | | |")
     lines.append("")
