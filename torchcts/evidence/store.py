@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from torchcts.errors import UsageError
+from torchcts.safe_io import open_append, write_atomic
 
 FORMAT = "torchcts-evidence/1"
 SOURCES = "sources.jsonl"
@@ -83,7 +84,7 @@ def append(store: Path, name: str, records: list[dict[str, Any]]) -> None:
     check_tail(store, name)
     path = store / name
     data = "".join(line + "\n" for line in chain(records, last_hash(path))).encode("utf-8")
-    with path.open("ab") as fh:
+    with open_append(store, name, binary=True) as fh:
         size = fh.tell()
         try:
             fh.write(data)
@@ -120,9 +121,7 @@ def build_index(store: Path) -> dict[str, Any]:
 
 def write_index(store: Path) -> None:
     """The index is derived from the files; it is rewritten (atomically) after each append."""
-    tmp = store / (INDEX + ".tmp")
-    tmp.write_text(json.dumps(build_index(store), sort_keys=True, indent=1, ensure_ascii=True) + "\n", encoding="utf-8")
-    os.replace(tmp, store / INDEX)
+    write_atomic(store, INDEX, json.dumps(build_index(store), sort_keys=True, indent=1, ensure_ascii=True) + "\n")
 
 
 def open_store(path: Path) -> Path:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from torchcts.results.scrub import scrub_obj
+from torchcts.safe_io import open_append, write_atomic
 
 RUN_JSON = "run.json"
 CASES_JSONL = "cases.jsonl"
@@ -57,9 +58,7 @@ def new_run_dir(results_root: Path) -> Path:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(scrub_obj(data), indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path.parent, path.name, json.dumps(scrub_obj(data), indent=2, sort_keys=True, default=str) + "\n")
 
 
 def read_run(run_dir: Path) -> dict[str, Any]:
@@ -86,7 +85,8 @@ def point_latest(results_root: Path, run_dir: Path) -> None:
     try:
         os.symlink(run_dir.name, tmp, target_is_directory=True)
     except (OSError, NotImplementedError):
-        tmp.write_text(run_dir.name + "\n", encoding="utf-8")
+        write_atomic(results_root, LATEST, run_dir.name + "\n")
+        return
     try:
         os.replace(tmp, pointer)
     except OSError:
@@ -165,7 +165,7 @@ class RecordWriter:
 
     def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / CASES_JSONL
-        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held for the run
+        self._fh = open_append(run_dir, CASES_JSONL)  # held for the run; never through a planted link
 
     def append(self, record: dict[str, Any]) -> None:
         try:
