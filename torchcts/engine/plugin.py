@@ -8,6 +8,7 @@ user_properties; the controller (the only writer) appends it to cases.jsonl.
 from __future__ import annotations
 
 import json
+import shlex
 import time
 import traceback
 from pathlib import Path
@@ -20,6 +21,7 @@ from torchcts.cases.model import Case, NotApplicable, Pending
 from torchcts.engine.lean import skip_exit_gc
 from torchcts.engine.probe import CaseProbe, release_memory, worker_name
 from torchcts.engine.progress import ProgressPlugin
+from torchcts.engine.terminal_guard import TerminalGuard
 from torchcts.oracle.mismatch import OracleMismatch
 from torchcts.results.plan import read_plan
 from torchcts.results.records import base_record, record_repro, skip_record
@@ -108,6 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not run_dir:
         return
     _report_from_rootdir(config)
+    config.pluginmanager.register(TerminalGuard(), "torchcts-terminal-guard")  # pytest's own output, scrubbed
     skip_exit_gc(config)  # engine/lean.py: ~1 s of CPU per worker at exit
     state = RunState(Path(run_dir))
     state.manifest_arg = config.getoption("--torchcts-manifest-arg") or state.manifest_arg
@@ -264,7 +267,7 @@ class CaseItem(pytest.Item):
         msg = self.outcome.get("message") or str(excinfo.value)
         tb = self.outcome.get("traceback")
         state = _state(self.config)
-        cmd = state.repro({**base_record(self.case), **self.outcome}) if state else f"torchcts run --case {self.case.id}"
+        cmd = state.repro({**base_record(self.case), **self.outcome}) if state else f"torchcts run --case {shlex.quote(self.case.id)}"
         return f"{msg}\n{tb or ''}\nrepro: {cmd}".strip()
 
     def reportinfo(self) -> tuple[Path, int, str]:

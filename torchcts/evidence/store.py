@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,7 @@ def check_tail(store: Path, name: str) -> None:
         fh.seek(-1, os.SEEK_END)
         if fh.read(1) != b"\n":
             raise UsageError(f"{store.name}/{name} ends in a torn line (an interrupted write): run "
-                             f"`torchcts coverage verify-evidence {store.name}` and restore the file from version "
+                             f"`torchcts coverage verify-evidence {shlex.quote(store.name)}` and restore the file from version "
                              "control before collecting again")
 
 

@@ -13,6 +13,7 @@ from torchcts.compat import describe_fallbacks
 from torchcts.errors import UsageError
 from torchcts.results import rundir
 from torchcts.results.artifacts import write_artifacts
+from torchcts.results.commands import offered_commands
 from torchcts.results.ledger import report_for_run
 from torchcts.results.plan import PLAN, read_plan
 from torchcts.results.records import skip_record
@@ -42,6 +43,7 @@ def finalize(run_dir: Path, status: str) -> tuple[dict[str, Any], list[dict[str,
     readable, unreadable = rundir.scan_records(run_dir)
     records = rundir.last_per_case(readable)  # the last record of a case supersedes (reruns, crashes)
     records += not_run_records(run_dir, {r["id"] for r in records}, unreadable)
+    records = [offered_commands(r, run, run_dir) for r in records]  # never a stored command (issue 31)
     run.update(status=status, ended=run.get("ended") or rundir.utc_now(), totals=totals(records))
     run["unreadable_records"] = len(unreadable)  # never silently dropped: every report shows them
     run["record_problems"] = unreadable[:20]

@@ -85,8 +85,7 @@ def point_latest(results_root: Path, run_dir: Path) -> None:
     try:
         os.symlink(run_dir.name, tmp, target_is_directory=True)
     except (OSError, NotImplementedError):
-        write_atomic(results_root, LATEST, run_dir.name + "\n")
-        return
+        write_atomic(results_root, tmp.name, run_dir.name + "\n", fsync=False)  # then replaces the link or file
     try:
         os.replace(tmp, pointer)
     except OSError:

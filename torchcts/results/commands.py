@@ -1,0 +1,30 @@
+"""The commands a report offers for a record, rebuilt from validated fields, never copied from it.
+
+A record's stored `repro` / `repro_script` strings are data anyone can craft (issue 31): shown as
+they are, a downloaded run folder would offer its reader an attacker's command to paste. So every
+report (terminal, summary.md, report.html, junit.xml) shows commands rebuilt here from the record's
+id, level and failing sample and run.json's device, validation flag and `--manifest` value, each
+argument quoted for the shell (`cases/model.py: repro_command`); a stored command is only a sign
+that the record had one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from torchcts.results.records import record_repro, repro_script_command
+from torchcts.results.scrub import scrub
+
+
+def offered_commands(record: dict[str, Any], run: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """`record` with `repro` and `repro_script` rebuilt (where it had them); nothing else changes."""
+    if record.get("repro") is None and record.get("repro_script") is None:
+        return record
+    out = dict(record)
+    if record.get("repro") is not None:
+        manifest = run.get("manifest_arg")
+        out["repro"] = scrub(record_repro(record, run, manifest if isinstance(manifest, str) else None))
+    if record.get("repro_script") is not None:
+        out["repro_script"] = scrub(repro_script_command(str(record["id"]), str(run_dir)))
+    return out
