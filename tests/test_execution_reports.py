@@ -85,6 +85,7 @@ def _fake_run(root: Path, name: str, records: list[dict]) -> Path:
     for r in records:
         writer.append(r)
     writer.close()
+    (run / "plan.jsonl").write_text("")  # every run writes its plan (here: nothing left to run)
     return run
 
 

@@ -14,9 +14,10 @@ from torchcts.errors import UsageError
 from torchcts.results import rundir
 from torchcts.results.artifacts import write_artifacts
 from torchcts.results.commands import offered_commands
-from torchcts.results.ledger import report_for_run
+from torchcts.results.ledger import crash_rule, report_for_run, run_device
 from torchcts.results.plan import PLAN, read_plan
 from torchcts.results.records import skip_record
+from torchcts.results.statuses import EXECUTED
 from torchcts.results.summary import totals
 
 
@@ -43,7 +44,16 @@ def finalize(run_dir: Path, status: str) -> tuple[dict[str, Any], list[dict[str,
     readable, unreadable = rundir.scan_records(run_dir)
     records = rundir.last_per_case(readable)  # the last record of a case supersedes (reruns, crashes)
     records += not_run_records(run_dir, {r["id"] for r in records}, unreadable)
-    records = [offered_commands(r, run, run_dir) for r in records]  # never a stored command (issue 31)
+    device = run_device(run)
+    records = [offered_commands(crash_rule(r, device), run, run_dir) for r in records]  # issue 31
+    if not (run_dir / PLAN).is_file():  # every run writes its plan first: without it, nothing shows the run whole
+        status = "interrupted"
+        executed = sum(1 for r in records if r.get("status") in EXECUTED)
+        run["plan_missing"] = True
+        run["missing_records"] = max(0, _int(run.get("planned")) - executed)
+    else:
+        run.pop("plan_missing", None)
+        run.pop("missing_records", None)
     run.update(status=status, ended=run.get("ended") or rundir.utc_now(), totals=totals(records))
     run["unreadable_records"] = len(unreadable)  # never silently dropped: every report shows them
     run["record_problems"] = unreadable[:20]
@@ -53,3 +63,8 @@ def finalize(run_dir: Path, status: str) -> tuple[dict[str, Any], list[dict[str,
     rundir.write_json_atomic(run_dir / rundir.RUN_JSON, run)
     write_artifacts(run_dir, run, records)
     return run, records
+
+
+def _int(value: object) -> int:
+    """run.json's `planned` as a count (a crafted one may hold anything)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -36,6 +36,25 @@ def forgives_crashes(device: str | None) -> bool:
     return device not in NO_CRASH_FORGIVENESS
 
 
+def crash_rule(record: dict[str, Any], device: str | None) -> dict[str, Any]:
+    """The record with the crash rule re-applied (`torchcts report` rebuilds a verdict from records
+    anyone can edit): on a device that never forgives a crash, an xfailed crash or a crash that
+    passed on a rerun (flaky) is the crash again."""
+    if forgives_crashes(device):
+        return record
+    status = record.get("status")
+    if status == "xfailed":
+        was = (record.get("expectation") or {}).get("original_status")
+    elif status == "flaky":
+        was = (record.get("first_failure") or {}).get("status")
+    else:
+        return record
+    if was not in CRASHES:
+        return record
+    return {**record, "status": was, "message": f"{was} on {device}, which never forgives a crash (the record "
+            f"said {status}): {str(record.get('message') or '')}"[:600]}
+
+
 def run_device(run: dict[str, Any]) -> str | None:
     dev = run.get("device")
     return None if run.get("validation") or not isinstance(dev, dict) else dev.get("type")
@@ -206,6 +225,9 @@ def gate_failures(run: dict[str, Any]) -> list[str]:
         reasons.append(f"{totals['not_run']} not_run")
     if run.get("unreadable_records"):
         reasons.append(f"{run['unreadable_records']} unreadable records")
+    if run.get("plan_missing"):  # no plan: the run cannot be shown complete (records may have been cut)
+        missing = run.get("missing_records")
+        reasons.append("plan.jsonl is missing" + (f" ({missing} planned cases have no record)" if missing else ""))
     invalid = (run.get("ledger") or {}).get("invalid")
     if invalid:
         reasons.append(f"{len(invalid)} ledger entries invalid on this device")
