@@ -121,8 +121,14 @@ def execute(
     from torchcts.engine.threads import describe, exported
 
     spec.update(isolation=isolation, timeout_s=timeout, threads=describe([*extra, *user_args]))
-    rundir.write_json_atomic(run_dir / rundir.RUN_JSON, spec)
-    rundir.point_latest(results_root, run_dir)
+    try:
+        rundir.write_json_atomic(run_dir / rundir.RUN_JSON, spec)
+        rundir.point_latest(results_root, run_dir)
+    except BaseException:  # a full or read-only disk: no bogus run folder is left behind
+        import shutil
+
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     writer = rundir.RecordWriter(run_dir)
     for d in setup.result.skipped:
         writer.append(skip_record(d.case, d.status, d.reason))

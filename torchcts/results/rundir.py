@@ -9,6 +9,7 @@ id supersedes the earlier ones. Totals, reports and comparisons use `final_recor
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import os
 import secrets
@@ -46,8 +47,16 @@ def check_results_root(results_root: Path) -> None:
 
 def new_run_dir(results_root: Path) -> Path:
     check_results_root(results_root)
+    from torchcts.errors import UsageError
+
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    results_root.mkdir(parents=True, exist_ok=True)
+    try:
+        results_root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if exc.errno in (errno.EROFS, errno.ENOSPC, errno.EACCES, errno.EPERM, errno.EDQUOT):
+            raise  # the CLI names these (free space, permissions) itself
+        raise UsageError(f"--results-dir {results_root.name or results_root} cannot be created "
+                         f"({exc.strerror or type(exc).__name__}): pass another --results-dir") from None
     while True:
         path = results_root / f"{stamp}-{secrets.token_hex(3)}"
         try:
@@ -73,7 +82,24 @@ def read_run(run_dir: Path) -> dict[str, Any]:
     if not isinstance(run, dict) or not all(isinstance(run.get(k, {}), dict) for k in ("device", "manifest", "selection")):
         raise UsageError(f"{run_dir.name}/{RUN_JSON} is not a TorchCTS run description (not an object, or device/"
                          "manifest/selection of the wrong type): restore it or rerun")
+    wrong = _wrong_field(run)
+    if wrong:
+        raise UsageError(f"{run_dir.name}/{RUN_JSON}: {wrong} has the wrong type (edited or damaged): restore it or rerun")
     return run
+
+
+def _wrong_field(run: dict[str, Any]) -> str | None:
+    """The first field of run.json the commands read whose type is wrong (a crafted or damaged file)."""
+    if not isinstance(run.get("torch", {}), dict):
+        return "torch"
+    fallbacks = run.get("compat_fallbacks", {})
+    if not isinstance(fallbacks, (dict, list)) or (isinstance(fallbacks, list)
+                                                  and not all(isinstance(f, str) for f in fallbacks)):
+        return "compat_fallbacks"
+    entries = run.get("manifest", {}).get("expectations", [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        return "manifest.expectations"
+    return None
 
 
 def point_latest(results_root: Path, run_dir: Path) -> None:
