@@ -35,6 +35,7 @@ def main(args: argparse.Namespace) -> int:
     from torchcts.results import rundir
     from torchcts.results.quoting import TerminalOut
     from torchcts.results.repro import SCRIPT, target_from_registry, target_from_run, write_repro
+    from torchcts.results.scrub import scrub
 
     try:
         run_dir = rundir.resolve_run(args.run, Path(args.results_dir))
@@ -55,10 +56,13 @@ def main(args: argparse.Namespace) -> int:
     if args.sample is not None and args.sample < 0:
         raise UsageError("--sample must be a sample index >= 0")
     folder = write_repro(target, Path(args.output) if args.output else None, args.sample)
-    out = TerminalOut(sys.stdout)  # the case id and the device come from a file anyone can craft
+    script = shlex.quote(str(folder / SCRIPT))  # a crafted run folder's name is quoted for the shell
+    # the case id and the device come from a file anyone can craft; the script's path, which the user
+    # chose (or the run folder they named), is printed as given so the line runs as printed
+    out = TerminalOut(sys.stdout, restore={scrub(script): script})
     imports = f"imports torch and {target.backend_import!r}" if target.backend_import else "imports only torch"
-    print(f"wrote {folder / SCRIPT} and its inputs for case {args.case} on device '{target.device}' ({imports}); "
-          f"run it with: python {shlex.quote(str(folder / SCRIPT))}", file=out)
+    print(f"wrote {SCRIPT} and its inputs for case {args.case} on device '{target.device}' ({imports}); "
+          f"run it with: python {script}", file=out)
     return 0
 
 
