@@ -86,6 +86,8 @@ def merge_runs(run_dirs: list[Path], results_root: Path) -> Path:
             first["missing_shards"] = missing
         rundir.write_json_atomic(tmp / rundir.RUN_JSON, first)
         for name in (rundir.CASES_JSONL, PLAN):  # verbatim, unreadable lines too: they stay counted
+            if name == PLAN and not all((d / PLAN).is_file() for d, _ in runs):
+                continue  # a shard without its plan: the merged run cannot be shown complete either
             joined = b"".join(line + b"\n" for d, _ in runs if (d / name).is_file()
                               for line in (d / name).read_bytes().splitlines())
             write_atomic(tmp, name, joined)
