@@ -151,7 +151,7 @@ def execute(
                            pytest_argv(run_dir, results_root, [*extra, *user_args], Path(work_dir), setup.manifest_arg))
     if rundir.WRITE_FAILURES:  # the file system refused a record (full, read-only): exit 2, one line
         raise rundir.WRITE_FAILURES[-1]
-    run, records = finalize(run_dir, "interrupted" if interrupted else "complete")
+    run, records = finalize(run_dir, "interrupted" if interrupted else "complete", setup.manifest_arg)
     from torchcts.results.step_summary import append_step_summary
 
     append_step_summary(run_dir)  # GitHub Actions: the summary on the job's page

@@ -17,13 +17,16 @@ from torchcts.results.records import record_repro, repro_script_command
 from torchcts.results.scrub import scrub
 
 
-def offered_commands(record: dict[str, Any], run: dict[str, Any], run_dir: Path) -> dict[str, Any]:
-    """`record` with `repro` and `repro_script` rebuilt (where it had them); nothing else changes."""
+def offered_commands(record: dict[str, Any], run: dict[str, Any], run_dir: Path,
+                     manifest_arg: str | None = None) -> dict[str, Any]:
+    """`record` with `repro` and `repro_script` rebuilt (where it had them); nothing else changes.
+    `manifest_arg`: `--manifest` as typed, when the run itself finalizes (quoted, then scrubbed, as
+    the record's own line was); else run.json's scrubbed value, quoted as it stands."""
     if record.get("repro") is None and record.get("repro_script") is None:
         return record
     out = dict(record)
     if record.get("repro") is not None:
-        manifest = run.get("manifest_arg")
+        manifest = manifest_arg or run.get("manifest_arg")
         out["repro"] = scrub(record_repro(record, run, manifest if isinstance(manifest, str) else None))
     if record.get("repro_script") is not None:
         out["repro_script"] = scrub(repro_script_command(str(record["id"]), str(run_dir)))

@@ -35,17 +35,18 @@ def not_run_records(run_dir: Path, recorded: set[str], problems: list[str]) -> l
                         "or stopped early)") for c in plan if c.id not in recorded]
 
 
-def finalize(run_dir: Path, status: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def finalize(run_dir: Path, status: str, manifest_arg: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Totals and artifacts from the records; run.json marked complete or interrupted.
 
     Returns (run.json, the final records) so the scorecard and the comparison with the previous run
-    reuse the records read here instead of parsing cases.jsonl again."""
+    reuse the records read here instead of parsing cases.jsonl again. `manifest_arg`: the run's own
+    `--manifest` as typed (run.json keeps it scrubbed), for the commands the reports offer."""
     run = rundir.read_run(run_dir)
     readable, unreadable = rundir.scan_records(run_dir)
     records = rundir.last_per_case(readable)  # the last record of a case supersedes (reruns, crashes)
     records += not_run_records(run_dir, {r["id"] for r in records}, unreadable)
     device = run_device(run)
-    records = [offered_commands(crash_rule(r, device), run, run_dir) for r in records]  # issue 31
+    records = [offered_commands(crash_rule(r, device), run, run_dir, manifest_arg) for r in records]  # issue 31
     if not (run_dir / PLAN).is_file():  # every run writes its plan first: without it, nothing shows the run whole
         status = "interrupted"
         executed = sum(1 for r in records if r.get("status") in EXECUTED)
