@@ -92,3 +92,21 @@ def test_pytest_output_is_scrubbed_and_quoted(tmp_path):
     if len(host) >= 2:
         assert f" on {host} " not in out
     assert "\x1b]0;" not in out and "\u202e" not in out
+
+
+def test_a_manifest_shipped_in_the_results_folder_is_never_offered(workdir, cli, capsys):
+    """run.json's --manifest naming a file inside the results folder: the offered command would execute it."""
+    import json
+
+    evil = "results/r/manifest.py"
+    record = failed(ADD, message="m", repro=f"torchcts run --device cpu --manifest {evil} --case {ADD}",
+                    repro_script=f"torchcts repro {ADD} --run results/r --manifest {evil}")
+    run_dir = fake_run(workdir, "r", [record], plan=[case_json(ADD)])
+    spec = json.loads((run_dir / "run.json").read_text())
+    spec["manifest_arg"] = evil
+    (run_dir / "run.json").write_text(json.dumps(spec))
+    (run_dir / "manifest.py").write_text(f"import pathlib; pathlib.Path({PWN!r}).write_text('1')\n")
+    cli(["report"])
+    shown = capsys.readouterr().out
+    assert "--manifest" not in shown and "--manifest" not in (run_dir / "summary.md").read_text()
+    assert f"torchcts run --device cpu --case {ADD}" in shown

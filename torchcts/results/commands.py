@@ -5,11 +5,14 @@ they are, a downloaded run folder would offer its reader an attacker's command t
 report (terminal, summary.md, report.html, junit.xml) shows commands rebuilt here from the record's
 id, level and failing sample and run.json's device, validation flag and `--manifest` value, each
 argument quoted for the shell (`cases/model.py: repro_command`); a stored command is only a sign
-that the record had one.
+that the record had one. A `--manifest` naming a file inside the results folder is never offered
+(the command would execute a manifest that came with the run).
 """
 
 from __future__ import annotations
 
+import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +28,26 @@ def offered_commands(record: dict[str, Any], run: dict[str, Any], run_dir: Path,
     if record.get("repro") is None and record.get("repro_script") is None:
         return record
     out = dict(record)
+    manifest = manifest_arg or reader_manifest(run.get("manifest_arg"), run_dir)
     if record.get("repro") is not None:
-        manifest = manifest_arg or run.get("manifest_arg")
-        out["repro"] = scrub(record_repro(record, run, manifest if isinstance(manifest, str) else None))
+        out["repro"] = scrub(record_repro(record, run, manifest))
     if record.get("repro_script") is not None:
-        out["repro_script"] = scrub(repro_script_command(str(record["id"]), str(run_dir)))
+        script = repro_script_command(str(record["id"]), str(run_dir))
+        if manifest and not run.get("validation"):  # the script imports that manifest's backend module
+            script += f" --manifest {shlex.quote(manifest)}"
+        out["repro_script"] = scrub(script)
     return out
+
+
+def reader_manifest(value: Any, run_dir: Path) -> str | None:
+    """run.json's `--manifest` when it can name the reader's own manifest: a path into the results
+    folder (a manifest.py shipped with a crafted run, which the offered command would execute) is
+    dropped, and so is anything but a string."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        path = Path(os.path.abspath(value))
+        results = Path(os.path.abspath(run_dir)).parent
+    except (OSError, ValueError):
+        return None
+    return None if path == results or results in path.parents else value
