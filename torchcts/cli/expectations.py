@@ -45,7 +45,9 @@ def main(args: argparse.Namespace) -> int:
     expires = run_date(run) + _dt.timedelta(days=args.expires_days)
     entries = propose(rundir.final_records(run_dir), expires, args.group)
     render = render_toml if fmt == "toml" else render_python
-    out.write_text(render(entries, run_dir.name), encoding="utf-8")
+    from torchcts.safe_io import write_atomic
+
+    write_atomic(out.parent, out.name, render(entries, run_dir.name), fsync=False)  # never through a planted link
 
     print(f"wrote {len(entries)} proposed entries for run {one_line(run_dir.name)} to {out} (nothing applied): "
           "review them, then add them to your manifest's expectations and check with 'torchcts check-manifest'")
