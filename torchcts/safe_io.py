@@ -18,6 +18,8 @@ from pathlib import Path
 from torchcts.errors import UsageError
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_UMASK = os.umask(0o022)  # read once (umask has no getter); files get the mode open() would give them
+os.umask(_UMASK)
 
 
 def _bare(name: str) -> str:
@@ -50,7 +52,7 @@ def refuse_link(path: Path) -> None:
 
 
 def write_atomic(folder: Path, name: str, data: bytes | str, *, root: Path | None = None, fsync: bool = True,
-                 mode: int = 0o644) -> Path:
+                 mode: int = 0o666) -> Path:
     """Write `data` to `folder/name` atomically; `root` (default `folder`) bounds where it may go.
 
     Readers see the old file or the new one, never half of either; a crash leaves at most a
@@ -66,7 +68,7 @@ def write_atomic(folder: Path, name: str, data: bytes | str, *, root: Path | Non
             if fsync:
                 fh.flush()
                 os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+        os.chmod(tmp, mode & ~_UMASK)  # mkstemp made it 0600
         os.replace(tmp, path)
     except BaseException:
         try:
