@@ -86,6 +86,7 @@ def _fake_run(root: Path, name: str, records: list[CaseRecord]) -> Path:
     for r in records:
         writer.append(r)
     writer.close()
+    (run / "plan.jsonl").write_text("")  # every run writes its plan (here: nothing left to run)
     return run
 
 

@@ -39,9 +39,9 @@ def case_json(case_id: str, runner: str = "torchcts.cases.suites.operators:eleme
             "dtype": "float32", "dtypes": [], "requires": [], "oracle": "cpu", "kind": "", "not_applicable": None}
 
 
-def fake_run(root: Path, name: str, records: list[dict], plan: list[dict] | None = None, status: str = "complete",
+def fake_run(root: Path, name: str, records: list[dict], plan: list[dict] | None = (), status: str = "complete",
              device: str = "cpu", expectations: list | None = None) -> Path:
-    """A run folder as `torchcts run` leaves it (or as someone could craft it)."""
+    """A run folder as `torchcts run` leaves it (or as someone could craft it); `plan=None`: no plan.jsonl."""
     run_dir = root / "results" / name
     run_dir.mkdir(parents=True)
     manifest = validation_manifest().to_json()
@@ -120,7 +120,7 @@ def test_reports_quote_every_record_field(workdir, cli, capsys):
     bad_id = "operators/x/" + HOSTILE
     run_dir = fake_run(workdir, "r1", [failed(bad_id, traceback=HOSTILE, suite=HOSTILE, dtype=HOSTILE)],
                        plan=[case_json(bad_id), case_json("operators/never/" + HOSTILE)], status="interrupted")
-    assert cli(["report", "--triage"]) == 0
+    assert cli(["report", "--triage"]) == 1  # a failure and a not_run case
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "red" in out  # escape sequences stripped, text kept
     html = (run_dir / "report.html").read_text()
@@ -175,7 +175,7 @@ def test_records_and_reports_never_hold_identity(workdir, cli, monkeypatch):
     for leak in ("alice", "/srv/checkout", "192.168"):
         assert leak not in line
     fake = fake_run(workdir, "r2", [failed("a/c", message=message)])  # unscrubbed, as if crafted
-    assert cli(["report"]) == 0
+    assert cli(["report"]) == 1  # a failed case: the verdict
     for name in ("summary.md", "report.html", "junit.xml"):
         text = (fake / name).read_text()
         assert "alice" not in text and "/srv/checkout" not in text and "192.168" not in text, name
@@ -298,7 +298,7 @@ def test_unreadable_and_unknown_records_are_counted(workdir, cli, capsys):
 def test_records_of_the_wrong_types_are_reported_not_crashed_on(workdir, cli):
     fake_run(workdir, "r", [{"id": "a/x", "status": "failed", "duration_s": "slow", "mismatch": [1],
                              "requires": 5, "message": {"m": 1}, "suite": 3}])
-    assert cli(["report", "--triage"]) == 0
+    assert cli(["report", "--triage"]) == 1  # reported (a failed case), not crashed on
 
 
 def test_failed_merge_leaves_no_run_folder(workdir, cli, monkeypatch):

@@ -83,7 +83,7 @@ def test_faulty_backend_ledger_strict_flaky_triage_and_repro(tmp_path, monkeypat
     assert "## Triage" in summary and "missing kernel: aten::abs.Tensor" in summary
 
     monkeypatch.chdir(tmp_path)
-    assert cli(["report", "--triage"]) == 0
+    assert cli(["report", "--triage"]) == 1  # the run has failures: report exits by its verdict
     out = capsys.readouterr().out
     assert "triage: 3 failing cases in 3 clusters" in out and "mismatch in aten::add: values differ" in out
     assert "scorecard" not in out and out.startswith("triage:")  # only the clusters
@@ -91,7 +91,7 @@ def test_faulty_backend_ledger_strict_flaky_triage_and_repro(tmp_path, monkeypat
     # the standalone repro of the mismatch: only torch and the backend import, in an empty folder
     assert cli(["repro", ADD, "--run", run_dir.name]) == 0
     script = run_dir / "repro" / "operators__elementwise__add__float32" / "repro.py"
-    assert cli(["report", str(Path("results") / "latest")]) == 0  # the link (or file) names the run
+    assert cli(["report", str(Path("results") / "latest")]) == 1  # the link (or file) names the run (it failed)
     assert "href='repro/operators__elementwise__add__float32/repro.py'" in (run_dir / "report.html").read_text()
     assert "torchcts" not in script.read_text().split('"""', 2)[2].replace(ADD, "")
     empty = tmp_path / "empty"

@@ -360,7 +360,6 @@ def _privateuse1_guard_build() -> tuple[str, Path]:
     library: ninja rebuilds when a source path changes, so the source is copied there first."""
     import hashlib
     import os
-    import tempfile
 
     text = PRIVATEUSE1_GUARD_SOURCE.read_bytes()
     key = hashlib.sha256(text + torch_version_file().encode()).hexdigest()[:12]
@@ -370,10 +369,9 @@ def _privateuse1_guard_build() -> tuple[str, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     source = folder / "privateuse1_guard.cpp"
     if not source.exists() or source.read_bytes() != text:
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text)
-        os.replace(tmp, source)  # atomic: a concurrent builder never reads half a file
+        from torchcts.safe_io import write_atomic
+
+        write_atomic(folder, source.name, text, fsync=False)  # atomic: a concurrent builder never reads half a file
     return name, source
 
 

@@ -13,7 +13,6 @@ import dataclasses
 import hashlib
 import marshal
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from functools import lru_cache
@@ -21,6 +20,8 @@ from pathlib import Path
 
 from torchcts import compat, settings
 from torchcts.cases.model import Case
+from torchcts.errors import UsageError
+from torchcts.safe_io import write_atomic
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 # Packages and modules whose source determines the case lists.
@@ -94,12 +95,9 @@ def _store(path: Path, cases: list[Case], fallbacks: list[str]) -> None:
     rows = [case_row(c) for c in cases]
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(marshal.dumps((FIELDS, rows, fallbacks)))
-        os.replace(tmp, path)
+        write_atomic(path.parent, path.name, marshal.dumps((FIELDS, rows, fallbacks)), fsync=False)
         _prune(path.parent, keep=path)
-    except (OSError, ValueError):
+    except (OSError, ValueError, UsageError):  # UsageError: a planted link, refused
         pass  # a read-only cache location, or params marshal cannot store, only cost speed
 
 

@@ -10,6 +10,7 @@ here, keyed by the case runner ("module:function" glob) or by suite name.
 from __future__ import annotations
 
 import fnmatch
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -161,10 +162,10 @@ def builder_for(case: Case) -> Builder:
     if builder is not None and case.oracle != "cpu":
         raise UsageError(
             f"case '{case.id}' is checked by properties ({case.oracle}), not by CPU values, so a script "
-            f"cannot compare it: rerun it with 'torchcts run --device D --case {case.id}'")
+            f"cannot compare it: rerun it with 'torchcts run --device D --case {shlex.quote(case.id)}'")
     if builder is not None:
         return builder
     raise UsageError(
         f"case '{case.id}' has no standalone repro builder (runner {case.runner}): rerun it with "
-        f"'torchcts run --device D --case {case.id}', or register a builder in torchcts/cases/repro_builders.py"
+        f"'torchcts run --device D --case {shlex.quote(case.id)}', or register a builder in torchcts/cases/repro_builders.py"
     )

@@ -16,6 +16,14 @@ if TYPE_CHECKING:
     from torchcts.engine.spec import RunSpec
 
 
+def folder_arg(value: str) -> str:
+    """A folder flag's value: an empty one would silently mean the working folder (run folders and a
+    `latest` written among the user's files), so it is a usage error."""
+    if not value.strip() or "\0" in value:
+        raise argparse.ArgumentTypeError("an empty folder name: pass a folder, e.g. results")
+    return value
+
+
 def add_manifest_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--manifest", metavar="PATH", help="manifest file (default: manifest.py, torchcts.toml or pyproject.toml here)")
 
@@ -40,7 +48,7 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
                    help="with --shard auto on a Kubernetes Indexed Job: the number of shards (or TORCHCTS_SHARD_COUNT)")
     p.add_argument("--shard-durations", metavar="RUN", help="balance shards by the case durations of an earlier run")
     p.add_argument("--validation", action="store_true", help="check the harness: forces cpu and a broad fixed claim set")
-    p.add_argument("--results-dir", default="results", metavar="DIR", help="where run folders go (default: results)")
+    p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg, help="where run folders go (default: results)")
 
 
 def run_spec(args: argparse.Namespace) -> RunSpec:

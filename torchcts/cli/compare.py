@@ -6,13 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from torchcts.cli.common import folder_arg
+
 HELP = "regressions, fixes and precision changes between two runs (exit 1 on a new failure)"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("old", help="the earlier run: folder or name under --results-dir")
     p.add_argument("new", help="the later run: folder or name under --results-dir")
-    p.add_argument("--results-dir", default="results", metavar="DIR")
+    p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from torchcts.cli.common import folder_arg
 from torchcts.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UsageError
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     rep.add_argument("run", nargs="?", metavar="RUN",
                      help="a run folder, run name, results folder or results/latest: observed coverage of that run "
                           "(default: the static plan from the cases' declared ops)")
-    rep.add_argument("--results-dir", default="results", metavar="DIR", help="where RUN names are looked up")
+    rep.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg, help="where RUN names are looked up")
     rep.add_argument("--device", default=None, help="device whose dispatch key the kernel counts are for (default cpu; "
                      "with RUN, the run's device)")
     _suite_arg(rep, "count only cases of this suite (default: all)")
@@ -54,7 +55,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     _backend_arg(rep)
 
     col = sub.add_parser("collect-backend-evidence", help="run the oracles of selected surfaces; append records to the store")
-    col.add_argument("--store", required=True, metavar="DIR", help="the evidence store, e.g. evidence/backends")
+    col.add_argument("--store", required=True, metavar="DIR", type=folder_arg, help="the evidence store, e.g. evidence/backends")
     col.add_argument("--device", help="runtime device: cpu, cuda, mps, xpu or a PrivateUse1 name")
     col.add_argument("--backend-gate", required=True, metavar="G", help="gate(s): cpu, cuda, rocm, mps, xpu, a PrivateUse1 name; join with +")
     col.add_argument("--surface", action="append", default=[], metavar="S",

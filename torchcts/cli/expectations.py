@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from torchcts.cli.common import folder_arg
+
 HELP = "propose expectations ledger entries for a run's failures (written to a file, never applied)"
 
 
@@ -12,7 +14,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     up = sub.add_parser("update", help="write proposed entries for the current failures of RUN",
                         description="write proposed entries for the current failures of RUN")
     up.add_argument("run", nargs="?", help="run folder or name (default: latest)")
-    up.add_argument("--results-dir", default="results", metavar="DIR")
+    up.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg)
     up.add_argument("--output", "-o", metavar="FILE",
                     help="file to write (default expectations.proposed.py; .toml writes TOML)")
     up.add_argument("--format", choices=("py", "toml"), help="default: from the --output suffix, else py")
@@ -43,7 +45,9 @@ def main(args: argparse.Namespace) -> int:
     expires = run_date(run) + _dt.timedelta(days=args.expires_days)
     entries = propose(rundir.final_records(run_dir), expires, args.group)
     render = render_toml if fmt == "toml" else render_python
-    out.write_text(render(entries, run_dir.name), encoding="utf-8")
+    from torchcts.safe_io import write_atomic
+
+    write_atomic(out.parent, out.name, render(entries, run_dir.name), fsync=False)  # never through a planted link
 
     print(f"wrote {len(entries)} proposed entries for run {one_line(run_dir.name)} to {out} (nothing applied): "
           "review them, then add them to your manifest's expectations and check with 'torchcts check-manifest'")

@@ -50,6 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        os.getcwd()
+    except OSError as exc:  # removed or unreadable working folder: every relative path would fail later
+        print(f"torchcts: error: the working folder cannot be reached ({exc.strerror or exc}): cd into an existing "
+              "folder and run again", file=sys.stderr)
+        return EXIT_USAGE
     pytest_args: list[str] = []
     if "--" in argv:
         i = argv.index("--")
@@ -69,8 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args._module.main(args) or 0)
     except ManifestError as exc:
-        for problem in exc.problems:
+        for problem in exc.problems[:MAX_PROBLEMS]:
             _error_line(f"{exc.source}: {problem}")
+        if len(exc.problems) > MAX_PROBLEMS:
+            _error_line(f"{exc.source}: ... and {len(exc.problems) - MAX_PROBLEMS} more problems (fix these first)")
         return EXIT_USAGE
     except UsageError as exc:
         _error_line(str(exc))
@@ -91,6 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - an internal error of TorchCTS itself
         return _internal(exc)
 
+
+MAX_PROBLEMS = 20  # a generated or garbled manifest can hold thousands: the first ones and a count
 
 # Errors of the user's file system, not of TorchCTS: read-only, full, no permission, a file where a
 # folder belongs (and the reverse). They get one line and exit 2.

@@ -6,12 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from torchcts.cli.common import folder_arg
+
 HELP = "combine shard runs (--shard I/N) into one run with one report"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN", help="shard run folders")
-    p.add_argument("--results-dir", default="results", metavar="DIR", help="where the merged run goes")
+    p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg, help="where the merged run goes")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -1,4 +1,7 @@
-"""`torchcts report [RUN]`: rebuild every artifact of a run from its records (also a killed run)."""
+"""`torchcts report [RUN]`: rebuild every artifact of a run from its records (also a killed run).
+
+It states the run's verdict, so it exits by it as `run` does: 0 clean, 1 failures, crashes, not-run
+cases or a missing plan, 2 unreadable records (or a run folder it cannot read)."""
 
 from __future__ import annotations
 
@@ -6,12 +9,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from torchcts.cli.common import folder_arg
+
 HELP = "rebuild reports from a run's records (default: the latest run)"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", nargs="?", help="run folder or name (default: latest)")
-    p.add_argument("--results-dir", default="results", metavar="DIR")
+    p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg)
     p.add_argument("--triage", action="store_true", help="print only the failures grouped into root-cause clusters, each with the "
                    "arguments its failures share (no scorecard)")
 
@@ -37,4 +42,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"{run_dir.name}/cases.jsonl has {run['unreadable_records']} unreadable records "
                          f"({'; '.join(run.get('record_problems') or [])[:200]}): the reports leave them out; "
                          "restore the file or rerun those cases")
-    return 0
+    from torchcts.errors import EXIT_FAILURES, EXIT_OK
+    from torchcts.results.ledger import gate_failures
+
+    return EXIT_FAILURES if gate_failures(run) else EXIT_OK  # the verdict it states, as `run` exits

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
+
+from torchcts.cli.common import folder_arg
 
 HELP = "write a standalone script (torch + the backend only) that reproduces one case"
 
@@ -14,10 +18,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", metavar="RUN", help="run folder or name, or a results folder (its latest run), "
                    "whose device, claims and failure to use (default: the latest run, if any)")
     p.add_argument("--sample", type=int, metavar="N", help="sample index to reproduce (default: the run's failing one)")
-    p.add_argument("--results-dir", default="results", metavar="DIR")
+    p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg)
     p.add_argument("--output", "-o", metavar="DIR", help="folder to write repro.py and inputs.pt "
                    "(default: <run>/repro/<case>/, or repro/<case>/ without a run)")
     p.add_argument("--device", help="device, when there is no run to take it from")
+    p.add_argument("--import", dest="import_module", metavar="MODULE",
+                   help="backend module the script imports (default: your manifest's backend_import for the device; "
+                   "never the run folder's)")
     add_manifest_arg(p)
 
 
@@ -26,7 +33,9 @@ def main(args: argparse.Namespace) -> int:
 
     from torchcts.errors import UsageError
     from torchcts.results import rundir
+    from torchcts.results.quoting import TerminalOut
     from torchcts.results.repro import SCRIPT, target_from_registry, target_from_run, write_repro
+    from torchcts.results.scrub import scrub
 
     try:
         run_dir = rundir.resolve_run(args.run, Path(args.results_dir))
@@ -36,15 +45,33 @@ def main(args: argparse.Namespace) -> int:
         run_dir = None
     if run_dir is not None:
         target = target_from_run(args.case, run_dir)
+        target.backend_import = args.import_module or _reader_backend(args.manifest, target.device)
     else:
         if not args.device:
             raise UsageError("no run to take the device from: pass --run RUN or --device D")
         from torchcts.engine.setup import load_claims
 
         target = target_from_registry(args.case, args.device, load_claims(args.device, args.manifest))
+        target.backend_import = args.import_module or target.manifest.backend_import
     if args.sample is not None and args.sample < 0:
         raise UsageError("--sample must be a sample index >= 0")
     folder = write_repro(target, Path(args.output) if args.output else None, args.sample)
-    print(f"wrote {folder / SCRIPT} and its inputs for case {args.case} on device '{target.device}'; "
-          f"run it with: python {folder / SCRIPT}")
+    script = shlex.quote(str(folder / SCRIPT))  # a crafted run folder's name is quoted for the shell
+    # the case id and the device come from a file anyone can craft; the script's path, which the user
+    # chose (or the run folder they named), is printed as given so the line runs as printed
+    out = TerminalOut(sys.stdout, restore={scrub(script): script})
+    imports = f"imports torch and {target.backend_import!r}" if target.backend_import else "imports only torch"
+    print(f"wrote {SCRIPT} and its inputs for case {args.case} on device '{target.device}' ({imports}); "
+          f"run it with: python {script}", file=out)
     return 0
+
+
+def _reader_backend(manifest: str | None, device: str) -> str | None:
+    """The backend module of the reader's own manifest (--manifest, else the one found here) when it is
+    for the run's device: a repro bundle never chooses what its reader imports."""
+    from torchcts.manifest.load import find_manifest, load_manifest
+
+    if manifest is None and find_manifest() is None:
+        return None
+    claims = load_manifest(manifest)
+    return claims.backend_import if claims.device_name == device else None

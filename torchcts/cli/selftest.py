@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from torchcts.cli.common import folder_arg
 from torchcts.cli.run import DEFAULT_TIMEOUT_S
 
 HELP = "run the suite on the simulated device clean and with each planted fault; table of detections"
@@ -39,7 +40,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-timeout", type=float, default=None, metavar="S",
                    help=f"limit of one run (default: {FAULT_RUN_TIMEOUT:g} for a fault run; none for the clean "
                         "run, which covers every claimed level and whose cases each have --timeout)")
-    p.add_argument("--results-dir", default="results", metavar="DIR",
+    p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg,
                    help="run folders go under DIR/selftest/<fault> (default: results)")
     p.add_argument("--json", action="store_true", help="print the outcomes as JSON lines instead of a table")
 

@@ -72,8 +72,14 @@ def open_run(setup: RunSetup) -> OpenedRun:
     args = [*pytest_extra_args(spec.pytest_args, spec.isolation, spec.timeout_s, len(to_run)), *spec.pytest_args]
     spec = replace(spec, name=run_dir.name, started=rundir.utc_now(), planned=len(to_run), filtered=result.filtered,
                    sharded_out=result.sharded_out, facts=opening_facts(args))
-    rundir.write_run(run_dir, spec.to_json())
-    rundir.point_latest(spec.results_dir, run_dir)
+    try:
+        rundir.write_run(run_dir, spec.to_json())
+        rundir.point_latest(spec.results_dir, run_dir)
+    except BaseException:  # a full or read-only disk: no bogus run folder is left behind
+        import shutil
+
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     writer = rundir.RecordWriter(run_dir)
     try:
         for d in result.skipped:
@@ -160,7 +166,8 @@ def close_run(run: OpenedRun, code: int, recorder: Recorder) -> dict[str, Any]:
     if recorder.writer.failure is not None:
         raise recorder.writer.failure
     interrupted = code == pytest.ExitCode.INTERRUPTED  # SIGINT or SIGTERM (Recorder.pytest_sessionfinish)
-    finished, records = finalize(run.run_dir, "interrupted" if interrupted else "complete")
+    finished, records = finalize(run.run_dir, "interrupted" if interrupted else "complete",
+                                 run.spec.manifest_arg)
     append_step_summary(run.run_dir)  # GitHub Actions: the summary on the job's page
     print_run_scorecard(run, finished, records)
     return finished

@@ -9,6 +9,7 @@ cases.jsonl.
 
 from __future__ import annotations
 
+import shlex
 import time
 import traceback
 from dataclasses import replace
@@ -25,6 +26,7 @@ from torchcts.engine.lean import skip_exit_gc
 from torchcts.engine.probe import CaseProbe, release_memory, worker_name
 from torchcts.engine.progress import ProgressPlugin
 from torchcts.engine.spec import RunSpec
+from torchcts.engine.terminal_guard import TerminalGuard
 from torchcts.errors import first_line
 from torchcts.oracle.mismatch import OracleMismatch
 from torchcts.results.plan import read_plan
@@ -108,6 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not run_dir:
         return
     _report_from_rootdir(config)
+    config.pluginmanager.register(TerminalGuard(), "torchcts-terminal-guard")  # pytest's own output, scrubbed
     skip_exit_gc(config)  # engine/lean.py: ~1 s of CPU per worker at exit
     if hasattr(config, "workerinput"):
         state = RunState(Path(run_dir), config.getoption("--torchcts-manifest-arg"))
@@ -274,7 +277,7 @@ class CaseItem(pytest.Item):
         msg = self.record.message or str(excinfo.value)
         tb = self.record.traceback
         state = _state(self.config)
-        cmd = state.repro(self.record) if state else f"torchcts run --case {self.case.id}"
+        cmd = state.repro(self.record) if state else f"torchcts run --case {shlex.quote(self.case.id)}"
         return f"{msg}\n{tb or ''}\nrepro: {cmd}".strip()
 
     def reportinfo(self) -> tuple[Path, int, str]:

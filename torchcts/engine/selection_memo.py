@@ -17,14 +17,15 @@ import hashlib
 import json
 import marshal
 import os
-import tempfile
 from pathlib import Path
 
 from torchcts import compat, settings
 from torchcts.cases.cache import FIELDS, case_row, well_formed
 from torchcts.cases.model import Case
 from torchcts.engine.selection import Decision, Selection, SelectionResult
+from torchcts.errors import UsageError
 from torchcts.manifest.schema import Manifest
+from torchcts.safe_io import write_atomic
 
 _HERE = Path(__file__).resolve().parent
 # The selection code besides the case-generating packages (those are in the cache's source key).
@@ -91,12 +92,10 @@ def store(key: str, result: SelectionResult) -> None:
     path = _path(key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(marshal.dumps((FIELDS, rows, result.filtered, result.sharded_out, compat.fallbacks_used())))
-        os.replace(tmp, path)
+        write_atomic(path.parent, path.name, marshal.dumps((FIELDS, rows, result.filtered, result.sharded_out,
+                                                            compat.fallbacks_used())), fsync=False)
         old = sorted(path.parent.glob("*.marshal"), key=lambda p: p.stat().st_mtime, reverse=True)[_KEEP:]
         for stale in old:
             stale.unlink(missing_ok=True)
-    except (OSError, ValueError):
+    except (OSError, ValueError, UsageError):  # UsageError: a planted link, refused
         pass

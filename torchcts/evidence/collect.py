@@ -9,6 +9,7 @@ a CPU collection to seconds. With `--surface`, every registered suite supplies o
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -203,12 +204,8 @@ def collect(req: CollectRequest) -> int:
         if found:
             raise UsageError(f"refusing to write evidence that identifies this machine: {found[0]}")
     store = st.open_store(Path(req.store))
-    for name in (st.SOURCES, *records):  # every file checked before the first byte is appended
-        st.check_tail(store, name)
-    st.append(store, st.SOURCES, [source])
-    for name, recs in records.items():
-        st.append(store, name, recs)
-    st.write_index(store)
+    refuse_unverified(store)
+    st.append_all(store, {st.SOURCES: [source], **records})
     if run_status == "interrupted":
         done = max((len(recs) for recs in records.values()), default=0)
         print(f"torchcts: interrupted: recorded the {done} surfaces that finished", file=sys.stderr)
@@ -216,6 +213,21 @@ def collect(req: CollectRequest) -> int:
     code, problems = exit_status(records, p, req.require_oracle_results, req.fail_on_oracle_failure)
     print_summary(records, source, Path(req.store).name, problems)
     return code
+
+
+def refuse_unverified(store: Path) -> None:
+    """Collect appends only to a store that verifies (the same reader and checks as verify-evidence):
+    appending to an edited store would rewrite its index and make the edit verify clean again."""
+    from torchcts.evidence.verify import verify_store
+
+    if not st.data_files(store) and not (store / st.INDEX).exists():
+        return  # a new store
+    problems = verify_store(store, history=False)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UsageError(f"{store.name} does not verify, so nothing was appended: {problems[0]}{more}; run "
+                         f"`torchcts coverage verify-evidence {shlex.quote(store.name)}` and restore the store from "
+                         "version control")
 
 
 def print_summary(records: dict[str, list[dict[str, Any]]], source: dict[str, Any], store_name: str,

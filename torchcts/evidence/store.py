@@ -15,11 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from torchcts.errors import UsageError
+from torchcts.safe_io import open_append, write_atomic
 
 FORMAT = "torchcts-evidence/1"
 SOURCES = "sources.jsonl"
@@ -61,18 +63,23 @@ def chain(records: list[dict[str, Any]], prev: str) -> list[str]:
     return lines
 
 
-def check_tail(store: Path, name: str) -> None:
-    """Refuse to append to a file whose last line is torn (an earlier write cut short by a full disk
-    or a kill): appending would glue a record onto it and the store would never verify again."""
-    path = store / name
+def torn_tail(path: Path) -> bool:
+    """Whether the file's last line lacks its newline (an earlier write cut short by a full disk or a
+    kill). The one rule for collect (refuses to append) and verify (reports it)."""
     if not path.is_file() or path.stat().st_size == 0:
-        return
+        return False
     with path.open("rb") as fh:
         fh.seek(-1, os.SEEK_END)
-        if fh.read(1) != b"\n":
-            raise UsageError(f"{store.name}/{name} ends in a torn line (an interrupted write): run "
-                             f"`torchcts coverage verify-evidence {store.name}` and restore the file from version "
-                             "control before collecting again")
+        return fh.read(1) != b"\n"
+
+
+def check_tail(store: Path, name: str) -> None:
+    """Refuse to append to a file whose last line is torn: appending would glue a record onto it and
+    the store would never verify again."""
+    if torn_tail(store / name):
+        raise UsageError(f"{store.name}/{name} ends in a torn line (an interrupted write): run "
+                         f"`torchcts coverage verify-evidence {shlex.quote(store.name)}` and restore the file from version "
+                         "control before collecting again")
 
 
 def append(store: Path, name: str, records: list[dict[str, Any]]) -> None:
@@ -83,7 +90,7 @@ def append(store: Path, name: str, records: list[dict[str, Any]]) -> None:
     check_tail(store, name)
     path = store / name
     data = "".join(line + "\n" for line in chain(records, last_hash(path))).encode("utf-8")
-    with path.open("ab") as fh:
+    with open_append(store, name, binary=True) as fh:
         size = fh.tell()
         try:
             fh.write(data)
@@ -92,6 +99,32 @@ def append(store: Path, name: str, records: list[dict[str, Any]]) -> None:
         except BaseException:
             fh.truncate(size)
             raise
+
+
+def append_all(store: Path, batches: dict[str, list[dict[str, Any]]]) -> None:
+    """Append each file's records and rewrite the index, all or nothing: on any error (a full disk
+    half-way) every file is cut back to its old length and the old index restored, so the sources
+    file is never ahead of the index nor a gate file ahead of its source."""
+    batches = {name: recs for name, recs in batches.items() if recs}
+    for name in batches:  # every file checked before the first byte is appended
+        check_tail(store, name)
+    sizes = {name: (store / name).stat().st_size if (store / name).is_file() else None for name in batches}
+    index = store / INDEX
+    old_index = index.read_bytes() if index.is_file() and not index.is_symlink() else None
+    try:
+        for name, recs in batches.items():
+            append(store, name, recs)
+        write_index(store)
+    except BaseException:
+        for name, size in sizes.items():
+            path = store / name
+            if size is None:
+                path.unlink(missing_ok=True)
+            elif path.is_file() and not path.is_symlink():
+                os.truncate(path, size)
+        if old_index is not None:
+            write_atomic(store, INDEX, old_index)
+        raise
 
 
 def file_summary(path: Path) -> dict[str, Any]:
@@ -120,9 +153,7 @@ def build_index(store: Path) -> dict[str, Any]:
 
 def write_index(store: Path) -> None:
     """The index is derived from the files; it is rewritten (atomically) after each append."""
-    tmp = store / (INDEX + ".tmp")
-    tmp.write_text(json.dumps(build_index(store), sort_keys=True, indent=1, ensure_ascii=True) + "\n", encoding="utf-8")
-    os.replace(tmp, store / INDEX)
+    write_atomic(store, INDEX, json.dumps(build_index(store), sort_keys=True, indent=1, ensure_ascii=True) + "\n")
 
 
 def open_store(path: Path) -> Path:

@@ -63,6 +63,8 @@ def verify_store(path: Path, identities: set[str] | None = None, base: Path | No
     files = st.data_files(path)
     if st.SOURCES not in files:
         problems.append(f"{st.SOURCES}: missing")
+    problems += [f"{name}: ends in a torn line (an interrupted write; collect refuses to append)"
+                 for name in files if st.torn_tail(path / name)]
     parsed = {name: _parse(name, st.read_lines(path / name), problems) for name in files}
     sources = parsed.get(st.SOURCES, [])
     _check_fields(st.SOURCES, sources, SOURCE_FIELDS, problems)

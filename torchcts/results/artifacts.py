@@ -12,13 +12,14 @@ from typing import Any
 
 from torchcts.results.records import CaseRecord
 from torchcts.results.scrub import scrub_obj
+from torchcts.safe_io import write_atomic
 
 Records = list[CaseRecord]
 
 
 def _text(name: str, render: Callable[[dict[str, Any], Records], str]) -> Callable[[Path, dict[str, Any], Records], None]:
     def write(run_dir: Path, run: dict[str, Any], records: Records) -> None:
-        (run_dir / name).write_text(render(run, records), encoding="utf-8")
+        write_atomic(run_dir, name, render(run, records))
 
     write.__name__ = f"write_{name.replace('.', '_')}"
     return write
@@ -40,7 +41,7 @@ def _html(run_dir: Path, run: dict[str, Any], records: Records) -> None:
     """report.html links the repro scripts it finds in the run folder, so it gets the folder."""
     from torchcts.results.html import render_html
 
-    (run_dir / "report.html").write_text(render_html(run, records, run_dir), encoding="utf-8")
+    write_atomic(run_dir, "report.html", render_html(run, records, run_dir))
 
 
 # The repro/ folder (scripts per failure) plugs in here as one more entry.

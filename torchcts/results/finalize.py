@@ -13,9 +13,11 @@ from torchcts.compat import describe_fallbacks
 from torchcts.errors import UsageError
 from torchcts.results import rundir
 from torchcts.results.artifacts import write_artifacts
-from torchcts.results.ledger import report_for_run
+from torchcts.results.commands import offered_commands
+from torchcts.results.ledger import crash_rule, report_for_run, run_device
 from torchcts.results.plan import PLAN, read_plan
 from torchcts.results.records import CaseRecord, skip_record
+from torchcts.results.statuses import EXECUTED
 from torchcts.results.summary import totals
 
 
@@ -33,15 +35,26 @@ def not_run_records(run_dir: Path, recorded: set[str], problems: list[str]) -> l
                         "or stopped early)") for c in plan if c.id not in recorded]
 
 
-def finalize(run_dir: Path, status: str) -> tuple[dict[str, Any], list[CaseRecord]]:
+def finalize(run_dir: Path, status: str, manifest_arg: str | None = None) -> tuple[dict[str, Any], list[CaseRecord]]:
     """Totals and artifacts from the records; run.json marked complete or interrupted.
 
     Returns (run.json, the final records) so the scorecard and the comparison with the previous run
-    reuse the records read here instead of parsing cases.jsonl again."""
+    reuse the records read here instead of parsing cases.jsonl again. `manifest_arg`: the run's own
+    `--manifest` as typed (run.json keeps it scrubbed), for the commands the reports offer."""
     run = rundir.read_run(run_dir)
     readable, unreadable = rundir.scan_records(run_dir)
     records = rundir.last_per_case(readable)  # the last record of a case supersedes (reruns, crashes)
     records += not_run_records(run_dir, {r.id for r in records}, unreadable)
+    device = run_device(run)
+    records = [offered_commands(crash_rule(r, device), run, run_dir, manifest_arg) for r in records]  # issue 31
+    if not (run_dir / PLAN).is_file():  # every run writes its plan first: without it, nothing shows the run whole
+        status = "interrupted"
+        executed = sum(1 for r in records if r.status in EXECUTED)
+        run["plan_missing"] = True
+        run["missing_records"] = max(0, _int(run.get("planned")) - executed)
+    else:
+        run.pop("plan_missing", None)
+        run.pop("missing_records", None)
     run.update(status=status, ended=run.get("ended") or rundir.utc_now(), totals=totals(records))
     run["unreadable_records"] = len(unreadable)  # never silently dropped: every report shows them
     run["record_problems"] = unreadable[:20]
@@ -51,3 +64,8 @@ def finalize(run_dir: Path, status: str) -> tuple[dict[str, Any], list[CaseRecor
     rundir.write_run(run_dir, run)
     write_artifacts(run_dir, run, records)
     return run, records
+
+
+def _int(value: object) -> int:
+    """run.json's `planned` as a count (a crafted one may hold anything)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -12,7 +12,8 @@ from torchcts.results.statuses import CRASH_LIKE, FAILURES, STATUSES, Status
 
 # How each status shows in JUnit: the backend raised or its worker died -> <error>; other
 # failures -> <failure>; not executed -> <skipped>; everything else passes.
-_ERROR = {Status.ERROR.value, *CRASH_LIKE}
+# A planned case with no result (not_run) is an error, never a skip: the run did not finish it.
+_ERROR = {Status.ERROR.value, Status.NOT_RUN.value, *CRASH_LIKE}
 _FAILURE = set(FAILURES) - _ERROR
 
 
@@ -56,5 +57,23 @@ def render_junit(run: dict[str, Any], records: list[CaseRecord]) -> str:
         el.set("time", f"{total_time:.6f}")
         for k, v in counts.items():
             el.set(k, str(v))
+    _record_problems(root, run)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _record_problems(root: ET.Element, run: dict[str, Any]) -> None:
+    """Unreadable records and a missing plan as errors of their own suite: a dashboard that reads only
+    junit.xml must not see a clean run."""
+    problems = [one_line(p)[:500] for p in (run.get("record_problems") or []) if isinstance(p, str)]
+    count = run.get("unreadable_records") if isinstance(run.get("unreadable_records"), int) else len(problems)
+    problems += [f"... {count - len(problems)} more unreadable records"] if count > len(problems) else []
+    if run.get("plan_missing"):
+        problems.append("plan.jsonl is missing: the run cannot be shown complete")
+    if not problems:
+        return
+    el = ET.SubElement(root, "testsuite", name="torchcts.records", tests=str(len(problems)), failures="0",
+                       errors=str(len(problems)), skipped="0", time="0")
+    for n, problem in enumerate(problems, 1):
+        case = ET.SubElement(el, "testcase", classname="torchcts.records", name=f"cases.jsonl problem {n}", time="0")
+        ET.SubElement(case, "error", type="unreadable_record", message=problem).text = problem

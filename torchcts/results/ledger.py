@@ -38,6 +38,24 @@ def forgives_crashes(device: str | None) -> bool:
     return device not in NO_CRASH_FORGIVENESS
 
 
+def crash_rule(record: CaseRecord, device: str | None) -> CaseRecord:
+    """The record with the crash rule re-applied (`torchcts report` rebuilds a verdict from records
+    anyone can edit): on a device that never forgives a crash, an xfailed crash or a crash that
+    passed on a rerun (flaky) is the crash again."""
+    if forgives_crashes(device):
+        return record
+    if record.status == "xfailed":
+        was = record.expectation_dict.get("original_status")
+    elif record.status == "flaky":
+        was = (record.first_failure if isinstance(record.first_failure, dict) else {}).get("status")
+    else:
+        return record
+    if was not in CRASHES:
+        return record
+    message = f"{was} on {device}, which never forgives a crash (the record said {record.status}): {record.message or ''}"
+    return replace(record, status=Status(was), message=message[:600])
+
+
 def run_device(run: dict[str, Any]) -> str | None:
     dev = run.get("device")
     return None if run.get("validation") or not isinstance(dev, dict) else dev.get("type")
@@ -206,6 +224,9 @@ def gate_failures(run: dict[str, Any]) -> list[str]:
         reasons.append(f"{totals['not_run']} not_run")
     if run.get("unreadable_records"):
         reasons.append(f"{run['unreadable_records']} unreadable records")
+    if run.get("plan_missing"):  # no plan: the run cannot be shown complete (records may have been cut)
+        missing = run.get("missing_records")
+        reasons.append("plan.jsonl is missing" + (f" ({missing} planned cases have no record)" if missing else ""))
     invalid = (run.get("ledger") or {}).get("invalid")
     if invalid:
         reasons.append(f"{len(invalid)} ledger entries invalid on this device")

@@ -12,6 +12,7 @@ from typing import Any
 from torchcts.errors import UsageError
 from torchcts.results import rundir
 from torchcts.results.finalize import finalize
+from torchcts.safe_io import write_atomic
 
 # run.json fields that must agree between shards.
 _SAME = ("manifest_hash", "torchcts", "torch", "device", "gate", "validation")
@@ -85,11 +86,11 @@ def merge_runs(run_dirs: list[Path], results_root: Path) -> Path:
             first["missing_shards"] = missing
         rundir.write_run(tmp, first)
         for name in (rundir.CASES_JSONL, PLAN):  # verbatim, unreadable lines too: they stay counted
-            with open(tmp / name, "wb") as dst:
-                for d, _ in runs:
-                    if (d / name).is_file():
-                        for line in (d / name).read_bytes().splitlines():
-                            dst.write(line + b"\n")
+            if name == PLAN and not all((d / PLAN).is_file() for d, _ in runs):
+                continue  # a shard without its plan: the merged run cannot be shown complete either
+            joined = b"".join(line + b"\n" for d, _ in runs if (d / name).is_file()
+                              for line in (d / name).read_bytes().splitlines())
+            write_atomic(tmp, name, joined)
         finalize(tmp, status)
         tmp.rename(out)
     except BaseException:

@@ -15,9 +15,9 @@ PLAN = "plan.jsonl"
 
 
 def write_plan(run_dir: Path, cases: list[Case]) -> None:
-    with open(run_dir / PLAN, "w", encoding="utf-8") as fh:
-        for case in cases:
-            fh.write(json.dumps(case.to_json(), sort_keys=True) + "\n")
+    from torchcts.safe_io import write_atomic
+
+    write_atomic(run_dir, PLAN, "".join(json.dumps(case.to_json(), sort_keys=True) + "\n" for case in cases))
 
 
 def read_plan(run_dir: Path) -> list[Case]:

@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from torchcts.results.ledger import FAILING
-from torchcts.results.quoting import py_comment
+from torchcts.results.quoting import py_comment, quoted_string
 from torchcts.results.records import CaseRecord
 from torchcts.results.signatures import signature_of
 from torchcts.results.statuses import CRASH_LIKE
@@ -73,8 +73,13 @@ def propose(records: list[CaseRecord], expires: _dt.date, group: str = "case") -
 
 
 def _value(v: Any) -> str:
-    """A JSON literal: valid Python and valid TOML for strings and lists of strings."""
-    return json.dumps(v, ensure_ascii=False)
+    """A literal valid in Python and TOML: strings through the one quoting layer (no control, invisible
+    or direction-changing character reaches the ledger file), lists element-wise."""
+    if isinstance(v, str):
+        return quoted_string(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    return json.dumps(v)
 
 
 def render_python(entries: list[dict[str, Any]], run_name: str) -> str:

@@ -7,7 +7,13 @@ a downloaded results folder). Every generator embeds them only through these fun
   through `py_docstring` / `py_comment` (no quote run, backslash or line break survives);
 - Markdown: `md_code` (inline code span) and `md_text` (one line, markup characters escaped);
 - HTML: `html_text` (escaped, control characters removed);
-- a terminal: `terminal` (no escape sequences, no carriage returns or other control characters).
+- a terminal: `terminal` (no escape sequences, no carriage returns or other control characters);
+- TOML and Python string values in files a user pastes from (`quoted_string`: escapes for every
+  control and invisible character).
+
+In every medium, invisible and direction-changing Unicode (zero-width characters, bidirectional
+overrides and isolates, the BOM, tag characters) is removed: it would make a shown id, message or
+command read differently from what it is (issue 31).
 """
 
 from __future__ import annotations
@@ -22,6 +28,11 @@ from torchcts.results.scrub import scrub
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # A whole ANSI escape sequence (CSI, OSC ... BEL/ST, or a two-character escape), removed as one.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
+# Invisible and direction-changing characters (Unicode format controls): bidi embeddings, overrides
+# and isolates, zero-width space/joiners, word joiner and invisible operators, BOM, soft hyphen,
+# interlinear annotations and tag characters.
+_INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+                        "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e007f]")
 # Line and paragraph separators some viewers (and Python's str.splitlines) treat as line breaks.
 _SEPARATORS = re.compile("[\u2028\u2029\x85]")
 
@@ -30,7 +41,7 @@ def strip_controls(text: Any, keep_newlines: bool = True) -> str:
     """`text` without escape sequences or control characters (tabs kept; newlines kept if asked)."""
     s = _ANSI.sub("", "" if text is None else str(text))
     s = _SEPARATORS.sub("\n" if keep_newlines else " ", s.replace("\r\n", "\n"))
-    s = _CONTROL.sub("", s)
+    s = _INVISIBLE.sub("", _CONTROL.sub("", s))
     return s if keep_newlines else s.replace("\n", " ")
 
 
@@ -61,9 +72,12 @@ def py_comment(text: Any) -> str:
     return one_line(text)
 
 
-def md_code(text: Any) -> str:
-    """An inline Markdown code span holding `text` verbatim (one line)."""
+def md_code(text: Any, cell: bool = False) -> str:
+    """An inline Markdown code span holding `text` verbatim (one line); `cell`: inside a table row,
+    where a `|` would end the cell even in a code span (GitHub's tables), so it is escaped."""
     s = one_line(text)
+    if cell:
+        s = s.replace("|", "\\|")
     fence = "`"
     while fence in s:
         fence += "`"
@@ -71,13 +85,30 @@ def md_code(text: Any) -> str:
     return f"{fence}{pad}{s}{pad}{fence}"
 
 
-# What can start code, a link, raw HTML or a table cell; emphasis characters stay readable.
-_MD_SPECIAL = re.compile(r"([\\`\[\]<>|])")
+# What can start code, a link, an image, raw HTML, a table cell, emphasis, strike-through, an
+# entity, or at a line's start a heading, a list item or a quote.
+_MD_SPECIAL = re.compile(r"([\\`\[\]<>|*~&])")
+_MD_LINE_START = re.compile(r"^(\s*)([#>+=-]|\d+[.)])")
 
 
 def md_text(text: Any) -> str:
     """Plain text in a Markdown line or table cell: one line, markup and raw HTML escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", one_line(text))
+    return _MD_LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), _MD_SPECIAL.sub(r"\\\1", one_line(text)))
+
+
+def quoted_string(text: Any) -> str:
+    """A double-quoted string that TOML and Python read back as `text`, with the invisible and
+    direction-changing characters removed and every control character escaped (\\uXXXX works in both)."""
+    s = _INVISIBLE.sub("", _SEPARATORS.sub(" ", str(text)))
+    out = []
+    for ch in s:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch < " " or "\x7f" <= ch <= "\x9f":
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
 
 
 def html_text(text: Any) -> str:

@@ -11,6 +11,7 @@ device raised or the call hung past the run's per-case timeout.
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from torchcts.errors import UsageError
 from torchcts.manifest.schema import Manifest
 from torchcts.results.quoting import one_line, py_docstring, py_literal
 from torchcts.results.records import CaseRecord
+from torchcts.safe_io import make_folder, write_atomic
 
 SCRIPT = "repro.py"
 INPUTS = "inputs.pt"
@@ -31,33 +33,61 @@ _HEADER = '''\
 """Standalone repro of TorchCTS case {case_id}{run_note}.
 
 {message}
-Needs only torch and the backend's import. The inputs are in {inputs} beside this file, with their
+Needs only torch and the backend module you name (--import MODULE or $TORCHCTS_BACKEND_IMPORT);
+it never imports from its own folder and loads its inputs with torch.load(weights_only=True). The inputs are in {inputs} beside this file, with their
 exact layout: each tensor is rebuilt on the device with its shape, strides, storage offset and
 dtype, and arguments that shared memory share it again.
-Run: python {script}   (exit 0: the sample matches CPU; 1: a mismatch, the device raised, or it
+Run: python {script} [--import MODULE]   (exit 0: the sample matches CPU; 1: a mismatch, the device raised, or it
 hung for TIMEOUT_S seconds; a crash kills the process)
 """
 
-import faulthandler
-import importlib
 import os
 import sys
-import traceback
 
-import torch
+# Never import from this folder (a bundle may carry a planted torch.py or traceback.py): Python put
+# the script's folder first on sys.path; it goes before anything else is imported.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != _HERE]
+
+import faulthandler  # noqa: E402
+import importlib  # noqa: E402
+import traceback  # noqa: E402
+
+import torch  # noqa: E402
 
 CASE = {case_id_lit}
 DEVICE = {device_lit}
-BACKEND_IMPORT = {backend_lit}
+RUN_BACKEND = {run_backend_lit}  # what the run imported: shown, never imported from this file's data
+READER_BACKEND = {backend_lit}  # what the repro command was told to import (--import, or the reader's manifest)
 KIND = {kind_lit}  # call | inplace | out | backward | errors
 ATOL, RTOL = {atol!r}, {rtol!r}
 TIMEOUT_S = {timeout!r}
 INPUTS = {inputs_lit}
 HOST = {host_lit}  # {{HOST: tensor}} marks an argument that stays on the host (CPU)
 OP_NAME = {call_lit}
+IMPORT_ENV = "TORCHCTS_BACKEND_IMPORT"
 
+
+def backend_module():
+    """The backend to import: `--import MODULE` on this script's command line, else $TORCHCTS_BACKEND_IMPORT,
+    else what the repro command was told; never a name from the run folder."""
+    argv = sys.argv[1:]
+    for i, arg in enumerate(argv):
+        if arg == "--import" and i + 1 < len(argv):
+            return argv[i + 1] or None
+        if arg.startswith("--import="):
+            return arg.split("=", 1)[1] or None
+    return os.environ.get(IMPORT_ENV) or READER_BACKEND
+
+
+BACKEND_IMPORT = backend_module()
 if BACKEND_IMPORT:
+    print(f"importing the backend module {{BACKEND_IMPORT!r}} (from --import, ${{IMPORT_ENV}} or the repro command)",
+          flush=True)
     importlib.import_module(BACKEND_IMPORT)
+elif RUN_BACKEND:
+    print(f"note: the run imported the backend module {{RUN_BACKEND!r}}; this script imports none unless told: "
+          f"pass --import MODULE or set ${{IMPORT_ENV}}", flush=True)
 OP = {call}  # bound after the backend import, which may register or replace it
 '''
 HOST_KEY = "__host__"
@@ -73,7 +103,9 @@ class ReproTarget:
     record: CaseRecord | None  # the run's last record of the case, None without a run
     run_name: str | None
     default_dir: Path
+    run_dir: Path | None = None  # the run folder the default folder lies in (writes stay inside it)
     timeout_s: float | None = None  # the run's per-case limit: the script's hang detector
+    backend_import: str | None = None  # the reader's backend module (never the run folder's): --import, its manifest
 
 
 def safe_name(case_id: str) -> str:
@@ -112,7 +144,8 @@ def render_script(target: ReproTarget, spec: ReproSpec) -> str:
         script=SCRIPT,
         case_id_lit=lit(target.case.id),
         device_lit=lit(target.device),
-        backend_lit=lit(target.manifest.backend_import),
+        run_backend_lit=lit(target.manifest.backend_import if isinstance(target.manifest.backend_import, str) else None),
+        backend_lit=lit(target.backend_import),
         kind_lit=lit(spec.kind),
         atol=spec.atol,
         rtol=spec.rtol,
@@ -164,9 +197,12 @@ def write_repro(target: ReproTarget, out_dir: Path | None = None, sample: int | 
     if not spec.samples:
         raise UsageError(f"case '{target.case.id}' produced no samples to reproduce")
     folder = out_dir or target.default_dir
-    folder.mkdir(parents=True, exist_ok=True)
-    torch.save([_saved_sample(s) for s in spec.samples], folder / INPUTS)
-    (folder / SCRIPT).write_text(render_script(target, spec), encoding="utf-8")
+    root = target.run_dir if out_dir is None and target.run_dir is not None else folder
+    make_folder(root, folder)  # inside the run folder: a planted `repro -> /elsewhere` link is refused
+    buffer = io.BytesIO()
+    torch.save([_saved_sample(s) for s in spec.samples], buffer)
+    write_atomic(folder, INPUTS, buffer.getvalue(), root=root)
+    write_atomic(folder, SCRIPT, render_script(target, spec), root=root)
     return folder
 
 
@@ -197,7 +233,7 @@ def target_from_run(case_id: str, run_dir: Path) -> ReproTarget:
                          "damaged; rerun, or pass --device and --manifest without --run") from None
     device = "cpu" if run.get("validation") else str(run["device"].get("type"))
     return ReproTarget(case, device, manifest, record, run_dir.name, run_dir / "repro" / safe_name(case_id),
-                       run.get("timeout_s"))
+                       run_dir, run.get("timeout_s"))
 
 
 def target_from_registry(case_id: str, device: str, manifest: Manifest) -> ReproTarget:

@@ -9,6 +9,7 @@ id supersedes the earlier ones. Totals, reports and comparisons use `final_recor
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import os
 import secrets
@@ -18,6 +19,7 @@ from typing import Any
 
 from torchcts.results.records import CaseRecord
 from torchcts.results.scrub import scrub_obj
+from torchcts.safe_io import open_append, write_atomic
 
 RUN_JSON = "run.json"
 CASES_JSONL = "cases.jsonl"
@@ -46,8 +48,16 @@ def check_results_root(results_root: Path) -> None:
 
 def new_run_dir(results_root: Path) -> Path:
     check_results_root(results_root)
+    from torchcts.errors import UsageError
+
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    results_root.mkdir(parents=True, exist_ok=True)
+    try:
+        results_root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if exc.errno in (errno.EROFS, errno.ENOSPC, errno.EACCES, errno.EPERM, errno.EDQUOT):
+            raise  # the CLI names these (free space, permissions) itself
+        raise UsageError(f"--results-dir {results_root.name or results_root} cannot be created "
+                         f"({exc.strerror or type(exc).__name__}): pass another --results-dir") from None
     while True:
         path = results_root / f"{stamp}-{secrets.token_hex(3)}"
         try:
@@ -58,9 +68,7 @@ def new_run_dir(results_root: Path) -> Path:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(scrub_obj(data), indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path.parent, path.name, json.dumps(scrub_obj(data), indent=2, sort_keys=True, default=str) + "\n")
 
 
 def write_run(run_dir: Path, run: dict[str, Any]) -> None:
@@ -82,7 +90,24 @@ def read_run(run_dir: Path) -> dict[str, Any]:
     if not isinstance(run, dict) or not all(isinstance(run.get(k, {}), dict) for k in ("device", "manifest", "selection")):
         raise UsageError(f"{run_dir.name}/{RUN_JSON} is not a TorchCTS run description (not an object, or device/"
                          "manifest/selection of the wrong type): restore it or rerun")
+    wrong = _wrong_field(run)
+    if wrong:
+        raise UsageError(f"{run_dir.name}/{RUN_JSON}: {wrong} has the wrong type (edited or damaged): restore it or rerun")
     return run
+
+
+def _wrong_field(run: dict[str, Any]) -> str | None:
+    """The first field of run.json the commands read whose type is wrong (a crafted or damaged file)."""
+    if not isinstance(run.get("torch", {}), dict):
+        return "torch"
+    fallbacks = run.get("compat_fallbacks", {})
+    if not isinstance(fallbacks, (dict, list)) or (isinstance(fallbacks, list)
+                                                  and not all(isinstance(f, str) for f in fallbacks)):
+        return "compat_fallbacks"
+    entries = run.get("manifest", {}).get("expectations", [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        return "manifest.expectations"
+    return None
 
 
 def point_latest(results_root: Path, run_dir: Path) -> None:
@@ -94,7 +119,7 @@ def point_latest(results_root: Path, run_dir: Path) -> None:
     try:
         os.symlink(run_dir.name, tmp, target_is_directory=True)
     except (OSError, NotImplementedError):
-        tmp.write_text(run_dir.name + "\n", encoding="utf-8")
+        write_atomic(results_root, tmp.name, run_dir.name + "\n", fsync=False)  # then replaces the link or file
     try:
         os.replace(tmp, pointer)
     except OSError:
@@ -169,7 +194,7 @@ class RecordWriter:
 
     def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / CASES_JSONL
-        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held for the run
+        self._fh = open_append(run_dir, CASES_JSONL)  # held for the run; never through a planted link
         # The last file-system error met appending (a full or read-only disk). Inside pytest the
         # raised OSError reads as an internal error: whoever ran pytest re-raises this one (exit 2).
         self.failure: OSError | None = None

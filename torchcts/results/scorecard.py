@@ -61,6 +61,10 @@ def print_scorecard(
     if run.get("unreadable_records"):
         print(f"{run['unreadable_records']} unreadable records in cases.jsonl (not in the totals): "
               + "; ".join(run.get("record_problems") or [])[:300], file=out)
+    if run.get("plan_missing"):
+        print("plan.jsonl is missing: the run cannot be shown complete"
+              + (f" ({run.get('missing_records')} planned cases have no record)" if run.get("missing_records") else ""),
+              file=out)
     if t.get("not_run"):
         print(f"{t['not_run']} planned cases have no result (not_run): the run was interrupted or stopped early", file=out)
     fails = failures(records)

@@ -52,7 +52,10 @@ def _replacements() -> tuple[tuple[str, str], ...]:
     add(getattr(site, "getusersitepackages", lambda: None)(), "<user-site>")
     add(sys.prefix, "<prefix>")
     add(sys.base_prefix, "<prefix>")
-    add(os.getcwd(), ".")
+    try:
+        add(os.getcwd(), ".")
+    except OSError:  # the working folder was removed: nothing to shorten
+        pass
     add(tempfile.gettempdir(), "<tmp>")
     # Longest first, so a path inside another is replaced by its own, more precise label.
     return tuple(sorted(pairs.items(), key=lambda kv: -len(kv[0])))

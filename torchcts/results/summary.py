@@ -54,6 +54,8 @@ def render_markdown(run: dict[str, Any], records: list[CaseRecord], first_failur
         f"- status: {md_text(run.get('status'))}; filtered: {md_text(run.get('filtered', 0))}",
         *([f"- **{md_text(run['unreadable_records'])} unreadable records** in cases.jsonl, not in the totals: "
            + md_text("; ".join(run.get("record_problems") or []))] if run.get("unreadable_records") else []),
+        *([f"- **plan.jsonl is missing**: the run cannot be shown complete ({md_text(run.get('missing_records') or 0)} "
+           "planned cases have no record)"] if run.get("plan_missing") else []),
         *([f"- compatibility fallbacks (see run.json): {md_text(', '.join(map(str, run['compat_fallbacks'])))}"]
           if run.get("compat_fallbacks") else []),
         "",

@@ -123,7 +123,7 @@ def render_markdown(records: list[CaseRecord], limit: int = 20) -> list[str]:
              "| ---: | --- | --- | --- | --- |"]
     for c in found[:limit]:
         lines.append(f"| {c.count} | {md_text(c.title)} | {md_text(top_counts(c.ops, 4))} | {md_text(', '.join(c.shared))} "
-                     f"| {md_code(c.records[0].id)} |")
+                     f"| {md_code(c.records[0].id, cell=True)} |")
     if len(found) > limit:
         lines.append(f"| | ... {len(found) - limit} more clusters (`torchcts report --triage`) | | | |")
     lines.append("")
