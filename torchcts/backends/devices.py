@@ -22,9 +22,27 @@ class DeviceInfo:
 
 
 def import_backend(module: str | None) -> None:
-    """Import the manifest's backend_import; any failure is one clear usage error."""
+    """Import the manifest's backend_import, torch first; any failure is one clear usage error.
+
+    Torch first, always: a backend that PyTorch autoloads (the `torch.backends` entry point) imports
+    torch at its top, and torch's import calls back into the half-imported backend (a circular
+    import) when the backend is the one imported first. A module that is not installed is said
+    before torch is imported (seconds under load)."""
     if not module:
         return
+    if _not_installed(module):
+        raise UsageError(
+            f"backend_import '{module}' failed to import: ModuleNotFoundError: No module named "
+            f"'{module.split('.')[0]}'; install the backend package in this environment or fix backend_import in the manifest"
+        )
+    try:
+        import torch  # noqa: F401 - before the backend: see above
+    except BaseException as exc:  # noqa: BLE001 - an autoloaded backend may raise anything
+        raise UsageError(
+            f"importing torch failed: {type(exc).__name__}: {first_line(exc)}; a backend PyTorch autoloads "
+            "(the torch.backends entry point) runs inside that import: fix or uninstall it, or set "
+            "TORCH_DEVICE_BACKEND_AUTOLOAD=0 and name it in backend_import"
+        ) from None
     try:
         importlib.import_module(module)
     except BaseException as exc:  # noqa: BLE001 - a backend may raise anything, SystemExit included
@@ -32,6 +50,16 @@ def import_backend(module: str | None) -> None:
             f"backend_import '{module}' failed to import: {type(exc).__name__}: {first_line(exc)}; "
             "install the backend package in this environment or fix backend_import in the manifest"
         ) from None
+
+
+def _not_installed(module: str) -> bool:
+    """True when the top-level package of `module` is not on sys.path (known without importing it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module.split(".")[0]) is None
+    except (ImportError, ValueError):  # a malformed name: let the import say why
+        return False
 
 
 ROCM_NAMES = ("rocm", "hip")
