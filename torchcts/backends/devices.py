@@ -72,6 +72,29 @@ def reject_rocm_name(name: str | None) -> None:
         raise UsageError(f"'{name}' is not a device: {ROCM_FIX}")
 
 
+def misspelt_device(name: str) -> str | None:
+    """The in-tree or catalog device name `name` is a typo of (cdua: cuda, cpux: cpu), known without
+    importing torch; None for a known name or one close to none (a backend may register any name)."""
+    import difflib
+
+    from torchcts.backends.catalog import PRIVATEUSE1, find_backend
+
+    if name in IN_TREE_DEVICES or find_backend(name) is not None:
+        return None
+    known = [*IN_TREE_DEVICES, *(entry.device for entry in PRIVATEUSE1)]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def check_device_spelling(name: str) -> None:
+    """A --device that is a typo of a known device name: UsageError naming the closest one, before
+    anything is imported (a misspelt device is a configuration error, not a backend to write)."""
+    close = misspelt_device(name)
+    if close is not None:
+        raise UsageError(f"unknown device '{name}': did you mean '{close}'? (in-tree devices: "
+                         f"{', '.join(IN_TREE_DEVICES)}; 'torchcts backends' lists the PrivateUse1 backends)")
+
+
 def missing_import_problem(device: str, backend_import: str | None) -> str | None:
     """Why a manifest's device cannot work, known without importing anything: not shipped by
     PyTorch and nothing to import registers it; the text after "device_name 'X': "."""

@@ -90,7 +90,10 @@ def selection_from_args(args: argparse.Namespace) -> Selection:
     for d in args.dtype:
         name = dtype_name(d)
         if name is None:
-            raise UsageError(f"unknown dtype '{d}' for --dtype: use a torch dtype name such as float32")
+            from torchcts.manifest.schema import DTYPES
+            from torchcts.manifest.validate import suggest
+
+            raise UsageError(f"unknown dtype '{d}' for --dtype" + suggest(d.removeprefix("torch."), DTYPES))
         dtypes.append(name)
     if args.max_samples is not None and args.max_samples < 1:
         raise UsageError("--max-samples must be a positive integer")

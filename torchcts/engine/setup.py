@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, replace
 
-from torchcts.backends.devices import resolve_device
+from torchcts.backends.devices import check_device_spelling, resolve_device
 from torchcts.cases.registry import iter_cases
 from torchcts.compat import check_torch_version
 from torchcts.engine import selection_memo
@@ -47,6 +47,7 @@ def load_claims(device: str | None, manifest_path: str | None, validation: bool 
     if device == "cpu":
         print("torchcts: note: no manifest found; using the built-in CPU claims", file=sys.stderr)
         return cpu_manifest()
+    check_device_spelling(device)  # a typo of a known name: the closest one, before torch is imported
     resolve_device(device)  # an unknown or unavailable device says so first, with what is here
     raise UsageError(
         f"no manifest found for device '{device}': run 'torchcts init --backend {device}' "
