@@ -334,6 +334,20 @@ def align_report(report: pytest.TestReport, record: dict[str, Any], strict: bool
         report.wasxfail = reason  # type: ignore[attr-defined]
 
 
+# A case that runs and finds itself out of scope is a pytest skip; pytest's summary names it by
+# its TorchCTS status ("5 not_applicable", not "5 skipped"), the word the scorecard counts it under.
+NO_VERDICT = ("not_applicable", "pending")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
+    if report.when != "call" or not report.skipped or hasattr(report, "wasxfail"):
+        return None
+    record = record_from_report(report)
+    status = record.get("status") if record else None
+    return (status, "s", status.upper()) if status in NO_VERDICT else None
+
+
 def _is_timeout(call: pytest.CallInfo[None]) -> bool:
     exc = call.excinfo
     return exc is not None and exc.typename == "Failed" and str(exc.value).lstrip().startswith("Timeout")
