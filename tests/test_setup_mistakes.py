@@ -78,6 +78,8 @@ CONFIG_ERRORS = {
                         "unknown dtype 'float23' for --dtype: did you mean 'float32'?"),
     "manifest_dtype_typo_run": (TYPO_MANIFEST, ["run", "--device", "cpu"], "did you mean 'torch.int64'?"),
     "manifest_dtype_typo_check": (TYPO_MANIFEST, ["check-manifest"], "unknown dtype 'torch.int46' at line"),
+    "manifest_device_typo": (good_py(device_name='"cdua"'), ["check-manifest"],
+                             "device_name 'cdua': no such device: did you mean 'cuda'?"),
 }
 
 

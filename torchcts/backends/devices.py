@@ -102,6 +102,10 @@ def missing_import_problem(device: str, backend_import: str | None) -> str | Non
         return None
     if device in ROCM_NAMES:
         return f"{ROCM_FIX}; set device_name to 'cuda'"
+    close = misspelt_device(device)
+    if close is not None:
+        return f"no such device: did you mean '{close}'? (in-tree devices: {', '.join(IN_TREE_DEVICES)}; " \
+               "'torchcts backends' lists the PrivateUse1 backends)"
     from torchcts.backends.catalog import find_backend
 
     entry = find_backend(device)
