@@ -103,7 +103,11 @@ def selection_from_args(args: argparse.Namespace) -> Selection:
 
     for s in args.suite:
         if s not in KNOWN_SUITE_NAMES:
-            raise UsageError(f"unknown suite '{s}' for --suite; known: {', '.join(KNOWN_SUITE_NAMES)}")
+            import difflib
+
+            close = difflib.get_close_matches(s, KNOWN_SUITE_NAMES, n=1, cutoff=0.6)
+            hint = f": did you mean '{close[0]}'? (known: " if close else "; known: "
+            raise UsageError(f"unknown suite '{s}' for --suite{hint}{', '.join(KNOWN_SUITE_NAMES)}{')' if close else ''}")
     return Selection(
         suites=list(args.suite),
         ops=list(args.op),
