@@ -86,13 +86,21 @@ def misspelt_device(name: str) -> str | None:
     return close[0] if close else None
 
 
+def spelling_hint(name: str) -> str | None:
+    """`did you mean 'cuda'? (...)` for a misspelt device name (misspelt_device), else None."""
+    close = misspelt_device(name)
+    if close is None:
+        return None
+    return (f"did you mean '{close}'? (in-tree devices: {', '.join(IN_TREE_DEVICES)}; "
+            "'torchcts backends' lists the PrivateUse1 backends)")
+
+
 def check_device_spelling(name: str) -> None:
     """A --device that is a typo of a known device name: UsageError naming the closest one, before
     anything is imported (a misspelt device is a configuration error, not a backend to write)."""
-    close = misspelt_device(name)
-    if close is not None:
-        raise UsageError(f"unknown device '{name}': did you mean '{close}'? (in-tree devices: "
-                         f"{', '.join(IN_TREE_DEVICES)}; 'torchcts backends' lists the PrivateUse1 backends)")
+    hint = spelling_hint(name)
+    if hint is not None:
+        raise UsageError(f"unknown device '{name}': {hint}")
 
 
 def missing_import_problem(device: str, backend_import: str | None) -> str | None:
@@ -102,10 +110,9 @@ def missing_import_problem(device: str, backend_import: str | None) -> str | Non
         return None
     if device in ROCM_NAMES:
         return f"{ROCM_FIX}; set device_name to 'cuda'"
-    close = misspelt_device(device)
-    if close is not None:
-        return f"no such device: did you mean '{close}'? (in-tree devices: {', '.join(IN_TREE_DEVICES)}; " \
-               "'torchcts backends' lists the PrivateUse1 backends)"
+    hint = spelling_hint(device)
+    if hint is not None:
+        return f"no such device: {hint}"
     from torchcts.backends.catalog import find_backend
 
     entry = find_backend(device)
