@@ -83,16 +83,48 @@ def test_auto_plan_for_every_family(signals, family, confidence):
 
 @pytest.mark.parametrize("family", ["cpu", "cu118", "cu126", "cu128", "cu130", "rocm6.3", "rocm6.4", "xpu", "default"])
 def test_explicit_family_overrides_signals(family):
-    plan = plan_install(Signals("Linux", "x86_64", nvidia_smi=True, nvidia_cuda="12.8"), family, "2.9.1")
+    version = "2.7.1" if family == "cu118" else "2.9.1"  # cu118 has no 2.9 wheels: a usage error (below)
+    plan = plan_install(Signals("Linux", "x86_64", nvidia_smi=True, nvidia_cuda="12.8"), family, version)
     assert plan.family == family and plan.confidence == "high" and "--family" in plan.reasons[0]
-    assert plan.torch_version == "2.9.1"
+    assert plan.torch_version == version
     assert ("--index-url" in plan.command) == (family != "default")
 
 
-def test_family_outside_its_published_range_is_noted():
-    assert any("not published" in n for n in plan_install(Signals("Linux", "x86_64"), "cu118", "2.10.0").notes)
+def test_family_outside_its_published_range_is_a_usage_error_with_the_fix():
+    """issue 30: `--family cu118` for 2.13 said "not published" and exited 0."""
+    with pytest.raises(UsageError, match=r"cu118 wheels are not published for torch 2.10.0 \(only for torch up to "
+                       r"2.7\): pass --torch 2.7.0 or --family cu130 for torch 2.10.0"):
+        plan_install(Signals("Linux", "x86_64"), "cu118", "2.10.0")
     assert not plan_install(Signals("Linux", "x86_64"), "cu118", "2.7.1").notes
-    assert any("not published" in n for n in plan_install(Signals("Linux", "x86_64"), "cu130", "2.8.0").notes)
+    with pytest.raises(UsageError, match="pass --torch 2.9.0 or --family cu128 for torch 2.8.0"):
+        plan_install(Signals("Linux", "x86_64"), "cu130", "2.8.0")
+
+
+def test_auto_family_outside_its_published_range_is_still_a_note():
+    plan = plan_install(Signals("Linux", "x86_64", nvidia_smi=True, nvidia_cuda="12.4"), "auto", "2.13.0")
+    assert plan.family == "cu118" and any("not published" in n for n in plan.notes)
+
+
+@pytest.mark.parametrize(("typed", "driver", "version", "family"), [
+    ("cuda", None, "2.13.0", "cu130"), ("cuda", None, "2.8.0", "cu128"), ("cuda", "12.6", "2.13.0", "cu126"),
+    ("cuda12.8", None, "2.13.0", "cu128"), ("cuda11.8", None, "2.7.1", "cu118"), ("mps", None, "2.13.0", "default"),
+])
+def test_family_names_users_type_are_mapped_and_said(typed, driver, version, family):
+    """issue 30: `--family cuda` and `mps` were rejected while `rocm` was accepted."""
+    signals = Signals("Darwin", "arm64") if typed == "mps" else Signals("Linux", "x86_64", nvidia_smi=driver is not None,
+                                                                        nvidia_cuda=driver)
+    plan = plan_install(signals, typed, version)
+    assert plan.family == family and plan.reasons[0].startswith(f"--family {typed}: ")
+    assert family in plan.reasons[0] and not plan.notes
+
+
+def test_cli_family_cuda_prints_the_family_chosen(fake_machine, cli, capsys):
+    assert cli(["install", "--family", "cuda", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "plan: wheel family cu130" in out and "--family cuda: cu130, the newest CUDA family published for torch " \
+        "2.13.0 that the driver (CUDA 13.0) runs" in out
+    assert cli(["install", "--family", "cu118", "--dry-run"]) == 2
+    assert "cu118 wheels are not published for torch 2.13.0" in capsys.readouterr().err
 
 
 def test_default_family_on_linux_warns_about_size():
@@ -176,8 +208,8 @@ def test_cli_pip_failure_exits_1(fake_machine, cli, capsys):
 
 
 def test_cli_bad_family_is_usage_error(fake_machine, cli, capsys):
-    assert cli(["install", "--family", "cuda"]) == 2
-    assert "unknown wheel family 'cuda'" in capsys.readouterr().err
+    assert cli(["install", "--family", "cuda99"]) == 2
+    assert "unknown wheel family 'cuda99'" in capsys.readouterr().err
 
 
 def test_cli_interactive_asks_first(fake_machine, cli, capsys, monkeypatch):

@@ -61,3 +61,25 @@ def test_manifest_backend_is_imported_before_counting_with_and_without_a_run(cli
     for argv in (["report", "--suite", "operators"], ["inventory", "--suite", "operators"], ["report", str(run)]):
         assert cli(["coverage", *argv, "--manifest", "m.py"]) == 2, argv
         assert "backend_import 'no_such_backend_module' failed to import" in capsys.readouterr().err, argv
+
+
+def test_observed_by_kind_table_names_each_column_once():
+    """issue 30: the by-kind table of `coverage report RUN` listed "observed" twice."""
+    from torchcts.coverage.observed import render_markdown
+
+    summary = {
+        "device": "cpu", "dispatch_key": "CPU", "device_registered": True,
+        "headline": {"implementable": 4, "observed": 1, "percent": 25.0, "excluded": 0, "composite_implicit": 0,
+                     "missing": 0, "pending": 0, "surfaces": 10, "observed_all": 3},
+        "cases": {"observed": 2, "unobserved": {}, "malformed": 0},
+        "by_kind": {"functional": {"surfaces": 10, "observed": 3, "implementable": 4, "implementable_observed": 1,
+                                   "percent": 25.0}},
+        "by_kernel": {}, "exclusions": [], "largest_unobserved_families": [], "unobserved": [],
+    }
+    lines = render_markdown(summary, "r").splitlines()
+    header = lines[lines.index("## By surface kind") + 2]
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    assert len(columns) == len(set(columns)) == 6
+    assert columns == ["kind", "surfaces", "surfaces observed", "implementable", "implementable observed",
+                       "% of implementable"]
+    assert lines[lines.index("## By surface kind") + 4] == "| functional | 10 | 3 | 4 | 1 | 25.0 |"

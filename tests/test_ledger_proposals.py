@@ -55,7 +55,7 @@ def _final_failures(run_dir: Path) -> list[dict]:
 def test_update_writes_python_entries_that_validate_and_xfail_exactly_these_failures(tmp_path, monkeypatch, cli, capsys):
     monkeypatch.chdir(tmp_path)
     run_dir = make_run(tmp_path)
-    assert cli(["expectations", "update", run_dir.name]) == 0
+    assert cli(["expectations", "update", run_dir.name, "--group", "case"]) == 0
     assert "nothing applied" in capsys.readouterr().out
     ns: dict = {}
     exec((tmp_path / "expectations.proposed.py").read_text(), ns)  # noqa: S102 - the ledger file it wrote
@@ -71,13 +71,13 @@ def test_update_writes_python_entries_that_validate_and_xfail_exactly_these_fail
     today = run_date(json.loads((run_dir / "run.json").read_text()))
     assert {apply(r, entries, today).status for r in _final_failures(run_dir)} == {"xfailed"}
     # never overwrites silently
-    assert cli(["expectations", "update", run_dir.name]) == 2
+    assert cli(["expectations", "update", run_dir.name, "--group", "case"]) == 2
 
 
-def test_update_by_cluster_writes_toml_selectors(tmp_path, monkeypatch, cli):
+def test_update_by_selector_writes_toml_selectors(tmp_path, monkeypatch, cli):
     monkeypatch.chdir(tmp_path)
     run_dir = make_run(tmp_path)
-    assert cli(["expectations", "update", "--group", "cluster", "--output", "ledger.toml", "--expires-days", "30"]) == 0
+    assert cli(["expectations", "update", "--group", "selector", "--output", "ledger.toml", "--expires-days", "30"]) == 0
     entries = tomllib.loads((tmp_path / "ledger.toml").read_text())["expectations"]
     assert validate_entries(entries) == []
     assert entries[0]["match"] == {"suite": "operators", "kind": "elementwise", "op": "aten::sub",
@@ -86,3 +86,46 @@ def test_update_by_cluster_writes_toml_selectors(tmp_path, monkeypatch, cli):
     assert len(entries) == 3
     today = run_date(json.loads((run_dir / "run.json").read_text()))
     assert {apply(r, entries, today).status for r in _final_failures(run_dir)} == {"xfailed"}
+
+
+LONG = ("RuntimeError: the device queue rejected the reduction because its workspace request of many bytes "
+        "exceeds the per-stream limit configured for this backend; raise the limit or split the reduction")
+
+
+def test_update_proposes_one_entry_per_triage_cluster_with_the_whole_reason(tmp_path, monkeypatch, cli):
+    """issue 30: one entry per case with reasons cut mid-word; now one per cluster, a glob plus a signature."""
+    monkeypatch.chdir(tmp_path)
+    run_dir = make_run(tmp_path)
+    more = [_rec("operators/reduction/sum/float32", "error", LONG), _rec("operators/reduction/mean/float32", "error", LONG),
+            _rec("operators/reduction/amax/float32", "passed")]  # a glob over all three would make amax xpassed
+    with (run_dir / "cases.jsonl").open("a") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in more))
+    assert cli(["expectations", "update"]) == 0
+    ns: dict = {}
+    exec((tmp_path / "expectations.proposed.py").read_text(), ns)  # noqa: S102 - the ledger file it wrote
+    entries = ns["expectations"]
+    assert validate_entries(entries) == []
+    by_match = {json.dumps(e["match"], sort_keys=True): e for e in entries}
+    assert len(entries) == 4  # sub's missing kernel, the reduction error, add's mismatch, mul's crash
+    sub = by_match['"operators/elementwise/sub/*"']
+    assert sub["signature"] == "missing_kernel: aten::sub.Tensor" and sub["reason"].startswith("TODO: why it fails (2 cases")
+    reduction = by_match[json.dumps({"case": ["operators/reduction/mean/float32", "operators/reduction/sum/float32"]})]
+    assert LONG in reduction["reason"] and reduction["signature"].startswith("RuntimeError: ")
+    assert by_match['"operators/elementwise/mul/float32"']["status"] == "known_crash"
+    today = run_date(json.loads((run_dir / "run.json").read_text()))
+    from torchcts.results.rundir import final_records
+
+    applied = {r.id: apply(r, entries, today).status for r in final_records(run_dir)}
+    assert {applied[r.id] for r in _final_failures(run_dir)} == {"xfailed"}
+    assert applied["operators/reduction/amax/float32"] == "passed"
+    assert applied["operators/elementwise/abs/int64"] == "passed"
+
+
+def test_case_patterns_name_exactly_the_cluster():
+    from torchcts.results.proposals import case_patterns
+
+    ids = ["s/k/add/float16", "s/k/add/float32", "s/k/mul/float32", "t/x"]
+    assert case_patterns(ids[:2], ids) == ["s/k/add/*"]
+    assert case_patterns(["s/k/add/float32", "s/k/mul/float32"], ids) == ["s/k/*/float32"]
+    assert case_patterns(["s/k/add/float16", "s/k/mul/float32"], ids) == ["s/k/add/float16", "s/k/mul/float32"]
+    assert case_patterns(["s/k/add/float16", "t/x"], ids) == ["s/k/add/float16", "t/x"]

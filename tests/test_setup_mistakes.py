@@ -65,3 +65,59 @@ def test_rocm_names_are_not_devices_even_with_a_manifest(workdir, cli, capsys, m
     capsys.readouterr()
     assert cli(["run", "--device", device]) == 2
     assert f"'{device}' is not a device: ROCm runs as --device cuda (the rocm backend gate)" in _err_line(capsys)
+
+
+# issue 30: each configuration error in seconds, exit 2, naming the closest name. The bound is generous
+# (a loaded machine); these errors took 16-19 s under load when they imported torch first.
+TYPO_MANIFEST = good_py(supported_dtypes="{torch.float32: True, torch.int46: True}")
+CONFIG_ERRORS = {
+    "device_typo_no_manifest": (None, ["run", "--device", "cdua"], "unknown device 'cdua': did you mean 'cuda'?"),
+    "device_typo_of_cpu": (None, ["run", "--device", "cpux", "--level", "1"], "did you mean 'cpu'?"),
+    "catalog_device_typo": (None, ["show-skips", "--device", "npuu"], "did you mean 'npu'?"),
+    "dtype_flag_typo": (None, ["run", "--validation", "--dtype", "float23"],
+                        "unknown dtype 'float23' for --dtype: did you mean 'float32'?"),
+    "suite_flag_typo": (None, ["run", "--validation", "--suite", "opinf"],
+                        "unknown suite 'opinf' for --suite: did you mean 'opinfo'? (known: opinfo, "),
+    "manifest_dtype_typo_run": (TYPO_MANIFEST, ["run", "--device", "cpu"], "did you mean 'torch.int64'?"),
+    "manifest_dtype_typo_check": (TYPO_MANIFEST, ["check-manifest"], "unknown dtype 'torch.int46' at line"),
+    "manifest_device_typo": (good_py(device_name='"cdua"'), ["check-manifest"],
+                             "device_name 'cdua': no such device: did you mean 'cuda'?"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIG_ERRORS))
+def test_configuration_errors_are_fast_and_name_the_closest(tmp_path, name):
+    import time
+
+    manifest, argv, expected = CONFIG_ERRORS[name]
+    if manifest is not None:
+        (tmp_path / "manifest.py").write_text(manifest)
+    start = time.monotonic()
+    r = run_cli(*argv, cwd=tmp_path)
+    took = time.monotonic() - start
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert expected in r.stderr
+    assert took < 10, f"{name}: {took:.1f} s"
+    assert not (tmp_path / "results").exists()  # nothing was started
+
+
+def test_show_skips_reads_the_manifest_alone_without_the_backend(workdir, cli, capsys):
+    """issue 30: show-skips refused to list what is not claimed unless the backend was installed."""
+    (workdir / "manifest.py").write_text(good_py(device_name='"npu"', backend_import='"torch_npu_not_here"',
+                                                 semantic_level="2"))
+    assert cli(["show-skips", "--device", "npu", "--suite", "operators"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("from the manifest alone: the backend 'torch_npu_not_here' was not imported")
+    assert "cases would run" in out[1] and "not claimed, by dtype" in "\n".join(out)
+    assert cli(["run", "--device", "npu", "--suite", "operators"]) == 2  # a run still needs the backend
+    assert "backend_import 'torch_npu_not_here' failed to import" in _err_line(capsys)
+
+
+def test_a_run_without_a_manifest_says_so_in_its_first_line(tmp_path):
+    from torchcts.engine.setup import NO_MANIFEST_NOTE
+
+    r = run_cli("run", "--device", "cpu", "--op", "abs", "--dtype", "float32", "--level", "1", cwd=tmp_path,
+                timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stderr.splitlines()[0] == NO_MANIFEST_NOTE
+    assert "built-in CPU claims" in NO_MANIFEST_NOTE

@@ -53,6 +53,16 @@ def test_text_and_markdown_show_the_same_rows() -> None:
     assert "6 cases did not run (4 not_claimed, 2 not_applicable)" in md
 
 
+def test_reason_rows_name_their_placeholders_and_one_case() -> None:
+    """issue 30: raw {op}/{dtype} read as a template bug; a row shows <op>, <dtype> and an example."""
+    records = _records()
+    text = "\n".join(render_text(summarize(records)))
+    assert "{op}" not in text and "{dtype}" not in text
+    assert "not_applicable: <op> is not supported for <dtype> on CPU (the oracle); e.g. t, uint16" in text
+    md = "\n".join(render_markdown(records))
+    assert "{op}" not in md and "| not_applicable: \\<op\\> is not supported for \\<dtype\\> on CPU (the oracle); e.g. t, uint16 | 2 |" in md
+
+
 def test_summary_md_has_the_section_near_the_top_and_none_when_all_ran() -> None:
     run = {"name": "r", "device": {"type": "cpu"}, "status": "complete"}
     md = summary_md(run, _records())

@@ -42,7 +42,7 @@ def test_aliases_collapse_like_torch_and_dtype_values_in_expectations(tmp_path, 
 
 
 @pytest.mark.parametrize("source", [
-    "import torch\nmanifest = {torch.float99: True}",  # unknown dtype: exec's error message names it
+    "import torch\nmanifest = {torch.bananas: True}",  # no dtype's typo: exec's error message names it
     "manifest = {torch.float32: True}\nimport torch",  # NameError when executed
     "import os\nmanifest = {'device_name': os.environ['X']}",
     "import torch\nx = dict(a=1)\nmanifest = {}",
@@ -54,6 +54,26 @@ def test_aliases_collapse_like_torch_and_dtype_values_in_expectations(tmp_path, 
 ])
 def test_anything_but_literals_is_executed(source):
     assert literal_manifest(source) == (False, None)
+
+
+def test_a_dtype_typo_fails_as_executing_it_would_without_importing_torch(tmp_path, monkeypatch):
+    """issue 30: a typo of a dtype took a torch import (16 s under load) to report."""
+    path = tmp_path / "manifest.py"
+    path.write_text(render_python("minimal", "cpu").replace("torch.int64: True", "torch.int46: True"))
+    with pytest.raises(load.DtypeTypo):
+        literal_manifest(path.read_text())
+    messages = []
+    for _ in range(2):  # read here, then executed
+        with pytest.raises(load.ManifestError) as err:
+            load.load_manifest(path)
+        messages.append(str(err.value))
+        monkeypatch.setattr(load, "literal_manifest", lambda source: (False, None))
+    assert messages[0] == messages[1] and "unknown dtype 'torch.int46' at line" in messages[0]
+    assert "did you mean 'torch.int64'?" in messages[0]
+    code = ("import sys; from torchcts.manifest.load import load_manifest\n"
+            f"try:\n    load_manifest({str(path)!r})\nexcept Exception as e:\n    print(type(e).__name__, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ManifestError False"
 
 
 def test_plain_manifest_run_never_imports_torch_in_the_controller(tmp_path):

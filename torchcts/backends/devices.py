@@ -22,9 +22,27 @@ class DeviceInfo:
 
 
 def import_backend(module: str | None) -> None:
-    """Import the manifest's backend_import; any failure is one clear usage error."""
+    """Import the manifest's backend_import, torch first; any failure is one clear usage error.
+
+    Torch first, always: a backend that PyTorch autoloads (the `torch.backends` entry point) imports
+    torch at its top, and torch's import calls back into the half-imported backend (a circular
+    import) when the backend is the one imported first. A module that is not installed is said
+    before torch is imported (seconds under load)."""
     if not module:
         return
+    if _not_installed(module):
+        raise UsageError(
+            f"backend_import '{module}' failed to import: ModuleNotFoundError: No module named "
+            f"'{module.split('.')[0]}'; install the backend package in this environment or fix backend_import in the manifest"
+        )
+    try:
+        import torch  # noqa: F401 - before the backend: see above
+    except BaseException as exc:  # noqa: BLE001 - an autoloaded backend may raise anything
+        raise UsageError(
+            f"importing torch failed: {type(exc).__name__}: {first_line(exc)}; a backend PyTorch autoloads "
+            "(the torch.backends entry point) runs inside that import: fix or uninstall it, or set "
+            "TORCH_DEVICE_BACKEND_AUTOLOAD=0 and name it in backend_import"
+        ) from None
     try:
         importlib.import_module(module)
     except BaseException as exc:  # noqa: BLE001 - a backend may raise anything, SystemExit included
@@ -32,6 +50,16 @@ def import_backend(module: str | None) -> None:
             f"backend_import '{module}' failed to import: {type(exc).__name__}: {first_line(exc)}; "
             "install the backend package in this environment or fix backend_import in the manifest"
         ) from None
+
+
+def _not_installed(module: str) -> bool:
+    """True when the top-level package of `module` is not on sys.path (known without importing it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module.split(".")[0]) is None
+    except (ImportError, ValueError):  # a malformed name: let the import say why
+        return False
 
 
 ROCM_NAMES = ("rocm", "hip")
@@ -44,6 +72,37 @@ def reject_rocm_name(name: str | None) -> None:
         raise UsageError(f"'{name}' is not a device: {ROCM_FIX}")
 
 
+def misspelt_device(name: str) -> str | None:
+    """The in-tree or catalog device name `name` is a typo of (cdua: cuda, cpux: cpu), known without
+    importing torch; None for a known name or one close to none (a backend may register any name)."""
+    import difflib
+
+    from torchcts.backends.catalog import PRIVATEUSE1, find_backend
+
+    if name in IN_TREE_DEVICES or find_backend(name) is not None:
+        return None
+    known = [*IN_TREE_DEVICES, *(entry.device for entry in PRIVATEUSE1)]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def spelling_hint(name: str) -> str | None:
+    """`did you mean 'cuda'? (...)` for a misspelt device name (misspelt_device), else None."""
+    close = misspelt_device(name)
+    if close is None:
+        return None
+    return (f"did you mean '{close}'? (in-tree devices: {', '.join(IN_TREE_DEVICES)}; "
+            "'torchcts backends' lists the PrivateUse1 backends)")
+
+
+def check_device_spelling(name: str) -> None:
+    """A --device that is a typo of a known device name: UsageError naming the closest one, before
+    anything is imported (a misspelt device is a configuration error, not a backend to write)."""
+    hint = spelling_hint(name)
+    if hint is not None:
+        raise UsageError(f"unknown device '{name}': {hint}")
+
+
 def missing_import_problem(device: str, backend_import: str | None) -> str | None:
     """Why a manifest's device cannot work, known without importing anything: not shipped by
     PyTorch and nothing to import registers it; the text after "device_name 'X': "."""
@@ -51,6 +110,9 @@ def missing_import_problem(device: str, backend_import: str | None) -> str | Non
         return None
     if device in ROCM_NAMES:
         return f"{ROCM_FIX}; set device_name to 'cuda'"
+    hint = spelling_hint(device)
+    if hint is not None:
+        return f"no such device: {hint}"
     from torchcts.backends.catalog import find_backend
 
     entry = find_backend(device)

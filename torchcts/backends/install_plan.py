@@ -55,14 +55,66 @@ def index_url(family: str) -> str | None:
     return None if family == "default" else f"{INDEX}/{family}"
 
 
+# Names users type for a family by its device or toolkit: `cuda` (the newest CUDA family for the
+# torch version and driver), `cudaX.Y` (cuXY), `mps` (PyPI's wheel, which carries MPS on macOS).
+CUDA_PATTERN = re.compile(r"cuda(\d+)\.(\d+)")
+DEVICE_NAMES = ("cuda", "mps")
+
+
 def check_family(family: str) -> None:
-    if family in ("auto", "rocm") or family in FIXED_FAMILIES or ROCM_PATTERN.fullmatch(family):
+    if family in ("auto", "rocm", *DEVICE_NAMES) or family in FIXED_FAMILIES or ROCM_PATTERN.fullmatch(family):
+        return
+    if (m := CUDA_PATTERN.fullmatch(family)) and f"cu{m[1]}{m[2]}" in CUDA_FAMILIES:
         return
     hint = " (HIP is ROCm's runtime: the wheel family is rocm, the device --device cuda)" if family == "hip" else ""
     raise UsageError(
-        f"unknown wheel family '{family}' for --family{hint}; use auto, {', '.join(FIXED_FAMILIES)}, rocm (the newest "
-        "for the torch version) or rocmX.Y (e.g. rocm6.4)"
+        f"unknown wheel family '{family}' for --family{hint}; use auto, {', '.join(FIXED_FAMILIES)}, cuda (the newest "
+        "CUDA family for the torch version), mps (default), rocm (the newest for the torch version) or rocmX.Y (e.g. rocm6.4)"
     )
+
+
+def published(family: str, version: str) -> bool:
+    """Whether the family has wheels of this torch release (FAMILY_TORCH_RANGE)."""
+    first, last = FAMILY_TORCH_RANGE.get(family, (None, None))
+    v2 = parse_version(version)[:2]
+    return not ((first and v2 < first) or (last and v2 > last))
+
+
+def unpublished_problem(family: str, version: str) -> str:
+    """Why pip would find no wheel of `family` for `version`, and the two fixes (UsageError text)."""
+    first, last = FAMILY_TORCH_RANGE[family]
+    span = f"torch {first[0]}.{first[1]} and newer" if first else f"torch up to {last[0]}.{last[1]}"  # type: ignore[index]
+    nearest = first or last
+    assert nearest is not None
+    fixes = [f"pass --torch {nearest[0]}.{nearest[1]}.0"]
+    if family in CUDA_FAMILIES:
+        others = [f for f in CUDA_FAMILIES if published(f, version)]
+        if others:
+            fixes.append(f"--family {others[-1]} for torch {version}")
+    return f"{family} wheels are not published for torch {version} (only for {span}): {' or '.join(fixes)}"
+
+
+def _named_family(family: str, version: str, signals: Signals, notes: list[str]) -> tuple[str, list[str]]:
+    """A family typed by its device or toolkit name (DEVICE_NAMES, cudaX.Y): the family, and the
+    reason that says what was chosen."""
+    if family == "mps":
+        if not (signals.system == "Darwin" and signals.machine in ("arm64", "aarch64")):
+            notes.append(f"MPS runs only on macOS with Apple silicon; this machine is {signals.system} {signals.machine}")
+        return "default", ["--family mps: the default (PyPI) wheel, which carries MPS on macOS (--device mps)"]
+    if (m := CUDA_PATTERN.fullmatch(family)) is not None:
+        chosen = f"cu{m[1]}{m[2]}"
+        return chosen, [f"--family {family}: the wheel family {chosen} (CUDA {m[1]}.{m[2]})"]
+    candidates = [f for f in CUDA_FAMILIES if published(f, version)]
+    why = f"the newest CUDA family published for torch {version}"
+    if signals.nvidia_cuda is not None:
+        driver = parse_version(signals.nvidia_cuda)[:2]
+        fitting = [f for f in candidates if CUDA_FAMILIES[f] <= driver]
+        if fitting:
+            candidates, why = fitting, f"{why} that the driver (CUDA {signals.nvidia_cuda}) runs"
+        else:
+            notes.append(f"the driver supports CUDA {signals.nvidia_cuda}, older than every CUDA family for torch "
+                         f"{version}: update the driver")
+    return candidates[-1], [f"--family cuda: {candidates[-1]}, {why}"]
 
 
 def newest_rocm(version: str, notes: list[str]) -> str:
@@ -159,11 +211,14 @@ def plan_install(
     elif family == "rocm":
         chosen = newest_rocm(version, notes)
         confidence, reasons = "high", [f"--family rocm: {chosen} is the newest ROCm family published for torch {version}"]
+    elif family in DEVICE_NAMES or CUDA_PATTERN.fullmatch(family):
+        chosen, reasons = _named_family(family, version, signals, notes)
+        confidence = "high"
     else:
         chosen, confidence, reasons = family, "high", [f"--family {family} given"]
-    first, last = FAMILY_TORCH_RANGE.get(chosen, (None, None))
-    v2 = parse_version(version)[:2]
-    if (first and v2 < first) or (last and v2 > last):
+    if not published(chosen, version):
+        if family != "auto":  # the user's own choice: pip would find nothing, so nothing is planned
+            raise UsageError(unpublished_problem(chosen, version))
         notes.append(f"{chosen} wheels are not published for torch {version}: pip will find none; pick another family")
     if chosen == "default" and signals.system == "Linux":
         notes.append("on Linux the PyPI wheel is a CUDA build (a multi-GB download); cpu is the small one")

@@ -98,7 +98,10 @@ def selection_from_args(args: argparse.Namespace) -> Selection:
     for d in args.dtype:
         name = dtype_name(d)
         if name is None:
-            raise UsageError(f"unknown dtype '{d}' for --dtype: use a torch dtype name such as float32")
+            from torchcts.manifest.schema import DTYPES
+            from torchcts.manifest.validate import suggest
+
+            raise UsageError(f"unknown dtype '{d}' for --dtype" + suggest(d.removeprefix("torch."), DTYPES))
         dtypes.append(name)
     if args.max_samples is not None and args.max_samples < 1:
         raise UsageError("--max-samples must be a positive integer")
@@ -108,7 +111,11 @@ def selection_from_args(args: argparse.Namespace) -> Selection:
 
     for s in args.suite:
         if s not in KNOWN_SUITE_NAMES:
-            raise UsageError(f"unknown suite '{s}' for --suite; known: {', '.join(KNOWN_SUITE_NAMES)}")
+            import difflib
+
+            close = difflib.get_close_matches(s, KNOWN_SUITE_NAMES, n=1, cutoff=0.6)
+            hint = f": did you mean '{close[0]}'? (known: " if close else "; known: "
+            raise UsageError(f"unknown suite '{s}' for --suite{hint}{', '.join(KNOWN_SUITE_NAMES)}{')' if close else ''}")
     return Selection(
         suites=list(args.suite),
         ops=list(args.op),

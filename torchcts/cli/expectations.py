@@ -18,8 +18,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     up.add_argument("--output", "-o", metavar="FILE",
                     help="file to write (default expectations.proposed.py; .toml writes TOML)")
     up.add_argument("--format", choices=("py", "toml"), help="default: from the --output suffix, else py")
-    up.add_argument("--group", choices=("case", "cluster"), default="case",
-                    help="one entry per failing case (default) or per root-cause cluster and op")
+    up.add_argument("--group", choices=("cluster", "case", "selector"), default="cluster",
+                    help="one entry per root-cause cluster of triage: a case-id glob plus its signature (default); "
+                         "per failing case; or a {suite, kind, op, dtype} selector per cluster and op")
     up.add_argument("--expires-days", type=int, default=90, metavar="N", help="expiry N days after the run (default 90)")
     up.add_argument("--force", action="store_true", help="overwrite an existing output file")
 

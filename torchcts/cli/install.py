@@ -11,7 +11,8 @@ HELP = "choose and install a PyTorch wheel family (cpu, cuXXX, rocmX.Y, xpu, def
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--family", default="auto", metavar="F",
-                   help="auto (from hardware signals), cpu, cu118, cu126, cu128, cu130, rocm (the newest for --torch), rocmX.Y, xpu or default (PyPI)")
+                   help="auto (from hardware signals), cpu, cu118, cu126, cu128, cu130, cuda (the newest for --torch and the "
+                        "driver), cudaX.Y, rocm (the newest for --torch), rocmX.Y, xpu, mps or default (PyPI)")
     p.add_argument("--torch", metavar="VERSION", help="torch release to install (default: newest validated)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and the pip command; install nothing")
     p.add_argument("--yes", "-y", action="store_true", help="install without asking (needed in CI)")

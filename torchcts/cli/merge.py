@@ -24,11 +24,26 @@ def main(args: argparse.Namespace) -> int:
     from torchcts.results.scorecard import print_scorecard
 
     root = Path(args.results_dir)
-    runs = {rundir.resolve_run(r, root).resolve(): None for r in args.runs}  # `results/*` names latest's run twice
-    out = merge_runs(list(runs), root)
+    out = merge_runs(distinct_runs(args.runs, root), root)
     run = rundir.read_run(out)
     from torchcts.results.step_summary import append_step_summary
 
     append_step_summary(out)  # a GitHub Actions fan-in job shows the merged summary
     print_scorecard(out, run, sys.stdout)
     return EXIT_FAILURES if gate_failures(run) or run.get("missing_shards") else EXIT_OK
+
+
+def distinct_runs(given: list[str], root: Path) -> list[Path]:
+    """Each run once: `results/*` names the latest run twice (its folder and `latest`), which is
+    fine; the same run folder given twice otherwise is a mistake, said as such (UsageError)."""
+    from torchcts.errors import UsageError
+    from torchcts.results import rundir
+
+    seen: dict[Path, str] = {}
+    for ref in given:
+        run = rundir.resolve_run(ref, root).resolve()
+        if run in seen and Path(ref).name != "latest" and Path(seen[run]).name != "latest":
+            raise UsageError(f"the same run given twice: {run.name} (as '{seen[run]}' and '{ref}'); "
+                             "give each shard's run folder once")
+        seen.setdefault(run, ref)
+    return list(seen)

@@ -26,11 +26,15 @@ def main(args: argparse.Namespace) -> int:
 
     if args.top < 1:
         raise UsageError("--top must be a positive number of rows")
-    setup = prepare(run_spec(args))
+    setup = prepare(run_spec(args), resolve=False)  # the manifest alone: the backend need not be installed
     skipped = setup.result.skipped
     summary = summarize(skip_record(d.case, d.status, d.reason) for d in skipped)
     lines = [f"{len(setup.result.to_run)} cases would run; {headline(summary, 'would not')}; "
              f"{setup.result.filtered} filtered", *render_text(summary, args.top)]
+    backend = setup.spec.manifest.backend_import if setup.spec.manifest else None
+    if backend and not args.validation:
+        lines.insert(0, f"from the manifest alone: the backend '{backend}' was not imported (cases its "
+                        "kernels turn out not to support are counted only when a run reaches them)")
     if args.details:
         lines += [f"{d.status:15} {d.case.id}  ({d.reason})" for d in skipped]
     elif skipped:

@@ -168,7 +168,7 @@ def render_markdown(summary: dict[str, Any], run_name: str, list_unobserved: boo
         "",
         "## By surface kind",
         "",
-        "| kind | surfaces | observed | implementable | observed | % |",
+        "| kind | surfaces | surfaces observed | implementable | implementable observed | % of implementable |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for kind, row in summary["by_kind"].items():

@@ -331,6 +331,20 @@ def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any])
     judge.from_serializable(outcome.get_result())
 
 
+# A case that runs and finds itself out of scope is a pytest skip; pytest's summary names it by
+# its TorchCTS status ("5 not_applicable", not "5 skipped"), the word the scorecard counts it under.
+NO_VERDICT = ("not_applicable", "pending")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
+    if report.when != "call" or not report.skipped or hasattr(report, "wasxfail"):
+        return None
+    record = record_of(report)
+    status = str(record.status) if record and record.status else None
+    return (status, "s", status.upper()) if status in NO_VERDICT else None
+
+
 def _is_timeout(call: pytest.CallInfo[None]) -> bool:
     exc = call.excinfo
     return exc is not None and exc.typename == "Failed" and str(exc.value).lstrip().startswith("Timeout")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, replace
 
-from torchcts.backends.devices import resolve_device
+from torchcts.backends.devices import check_device_spelling, resolve_device
 from torchcts.cases.registry import iter_cases
 from torchcts.compat import check_torch_version
 from torchcts.engine import selection_memo
@@ -19,6 +19,10 @@ from torchcts.errors import UsageError
 from torchcts.manifest.load import find_manifest, load_manifest
 from torchcts.manifest.schema import Manifest
 from torchcts.manifest.templates import cpu_manifest, validation_manifest
+
+# The first line of a CPU run with no manifest (README.md, "Your backend in five minutes").
+NO_MANIFEST_NOTE = ("torchcts: note: no manifest here (manifest.py, torchcts.toml or [tool.torchcts] in "
+                    "pyproject.toml): using the built-in CPU claims; 'torchcts init' writes one to edit")
 
 
 @dataclass
@@ -45,8 +49,9 @@ def load_claims(device: str | None, manifest_path: str | None, validation: bool 
             )
         return manifest
     if device == "cpu":
-        print("torchcts: note: no manifest found; using the built-in CPU claims", file=sys.stderr)
+        print(NO_MANIFEST_NOTE, file=sys.stderr)
         return cpu_manifest()
+    check_device_spelling(device)  # a typo of a known name: the closest one, before torch is imported
     resolve_device(device)  # an unknown or unavailable device says so first, with what is here
     raise UsageError(
         f"no manifest found for device '{device}': run 'torchcts init --backend {device}' "
@@ -54,14 +59,16 @@ def load_claims(device: str | None, manifest_path: str | None, validation: bool 
     )
 
 
-def prepare(spec: RunSpec) -> RunSetup:
-    """Resolve a checked spec (cli/common.py: run_spec): claims, device, the cases to run."""
+def prepare(spec: RunSpec, resolve: bool = True) -> RunSetup:
+    """Resolve a checked spec (cli/common.py: run_spec): claims, device, the cases to run.
+    `resolve=False` (show-skips) decides from the manifest alone: the backend is not imported and
+    the device not checked (device_info stays None), since selection reads only the claims."""
     check_torch_version()
     selection = spec.selection
     manifest = load_claims(spec.device, spec.manifest_arg, spec.validation)
     if selection.max_samples is None:
         selection.max_samples = manifest.max_samples
-    device = resolve_device("cpu" if spec.validation else spec.device, manifest.backend_import)
+    device = resolve_device("cpu" if spec.validation else spec.device, manifest.backend_import) if resolve else None
     key = selection_memo.memo_key(manifest, selection)
     result = selection_memo.load(key) if key else None
     if result is None:

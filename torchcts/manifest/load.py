@@ -15,7 +15,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from torchcts.errors import ManifestError, UsageError
-from torchcts.manifest.literal import literal_manifest
+from torchcts.manifest.literal import DtypeTypo, literal_manifest
 from torchcts.manifest.schema import Manifest
 from torchcts.manifest.validate import validate
 
@@ -60,7 +60,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 def _read_python(path: Path) -> Any:
     source = _read_text(path)
-    plain, value = literal_manifest(source)
+    try:
+        plain, value = literal_manifest(source)
+    except DtypeTypo as typo:
+        raise ManifestError([_dtype_problem(typo.name, f" at line {typo.lineno}")], display_path(path)) from None
     if plain:  # literals and torch dtypes only: the same value without importing torch
         return value
     namespace: dict[str, Any] = {"__file__": str(path), "__name__": "torchcts_manifest"}
@@ -109,11 +112,16 @@ def _exec_problem(exc: BaseException, filename: str) -> str:
     if isinstance(exc, AttributeError) and type(getattr(exc, "obj", None)).__name__ == "module" and (
         getattr(exc.obj, "__name__", "") == "torch"
     ):
-        from torchcts.manifest.schema import DTYPES
-        from torchcts.manifest.validate import suggest
-
-        return f"unknown dtype 'torch.{exc.name}'{where}" + suggest(str(exc.name), DTYPES, prefix="torch.")
+        return _dtype_problem(str(exc.name), where)
     return f"running the manifest raised {type(exc).__name__}{where}: {exc}; fix the manifest code"
+
+
+def _dtype_problem(name: str, where: str) -> str:
+    """`torch.<name>` is no dtype: the problem with the closest dtype."""
+    from torchcts.manifest.schema import DTYPES
+    from torchcts.manifest.validate import suggest
+
+    return f"unknown dtype 'torch.{name}'{where}" + suggest(name, DTYPES, prefix="torch.")
 
 
 def read_raw(path: Path) -> Any:

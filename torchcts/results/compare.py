@@ -75,11 +75,37 @@ def compare_runs(old_dir: Path, new_dir: Path, new_records: list[CaseRecord] | N
     c = compare_records(rundir.final_records(old_dir), new, **kw)
     for key in ("device", "gate", "manifest_hash", "validation", "selection"):
         if old_run.get(key) != new_run.get(key):
-            c.notes.append(f"the runs differ in {key}: {old_run.get(key)!r} vs {new_run.get(key)!r}")
+            c.notes.append(difference(key, old_run.get(key), new_run.get(key)))
     for name, run in (("old", old_run), ("new", new_run)):
         if run.get("status") != "complete":
             c.notes.append(f"the {name} run is {run.get('status', 'interrupted')}: cases it did not reach are missing")
     return c
+
+
+def difference(key: str, old: Any, new: Any) -> str:
+    """`the runs differ in selection: dtypes float32 vs (all); ops add vs mul`: for a mapping (the
+    selection, the device) only the fields that differ, each value as a flag takes it, never a
+    Python repr."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = sorted(k for k in {**old, **new} if old.get(k) != new.get(k))
+        parts = [f"{k} {_plain(k, old.get(k))} vs {_plain(k, new.get(k))}" for k in keys]
+        return f"the runs differ in {key}: " + "; ".join(parts)
+    return f"the runs differ in {key}: {_plain(key, old)} vs {_plain(key, new)}"
+
+
+_JOINERS = {"shard": "/", "level_range": ":"}  # --shard I/N, --level-range A:B
+
+
+def _plain(key: str, value: Any) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return _JOINERS.get(key, ",").join(str(v) for v in value) if value else "(all)"
+    if isinstance(value, dict):
+        return " ".join(f"{k}={_plain(k, v)}" for k, v in value.items()) or "(none)"
+    return str(value)
 
 
 def render(c: Comparison, limit: int = 50) -> str:

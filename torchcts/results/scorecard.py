@@ -25,6 +25,15 @@ def by_capability(records: list[CaseRecord]) -> dict[str, dict[str, int]]:
     return {k: dict(v) for k, v in sorted(groups.items())}
 
 
+def decided_before_run(records: list[CaseRecord]) -> dict[str, int]:
+    """not_claimed/not_applicable counts of the cases selection decided (engine/selection.py): they
+    are never pytest items, so pytest's summary line cannot count them. A case that ran and found
+    itself not applicable carries the probe's `started_at` (engine/probe.py); these do not."""
+    counts: Counter[str] = Counter(str(r.status) for r in records
+                                   if r.status in ("not_claimed", "not_applicable") and r.started_at is None)
+    return {k: counts[k] for k in ("not_claimed", "not_applicable") if counts[k]}
+
+
 def _counts(g: dict[str, int]) -> str:
     return " ".join(f"{s}={g[s]}" for s in ORDER if g.get(s))
 
@@ -55,6 +64,10 @@ def print_scorecard(
     label = " (validation: not backend evidence)" if run.get("validation") else ""
     print(f"device {run.get('device', {}).get('type')} gate {run.get('gate')}{label}; run {run.get('status')}", file=out)
     print("totals: " + ", ".join(f"{k} {v}" for k, v in t.items()) + f"; filtered {run.get('filtered', 0)}", file=out)
+    before = decided_before_run(records)
+    if before:
+        print("  of these, decided before the run from the claims and the build (not in pytest's counts): "
+              + ", ".join(f"{k} {v}" for k, v in before.items()), file=out)
     for key in ("level", "suite", "dtype"):
         _section(out, key, by(records, key))
     _section(out, "capability", by_capability(records))

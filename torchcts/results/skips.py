@@ -28,6 +28,8 @@ class SkipSummary:
     by_capability: Counter[str] = field(default_factory=Counter)  # not_claimed: a capability is not
     by_reason: Counter[tuple[str, str]] = field(default_factory=Counter)  # (status, reason with {op}/{dtype})
     by_op: Counter[str] = field(default_factory=Counter)
+    # by_reason's key -> the first case's (op, dtype): shown with the reason, so {op}/{dtype} read as placeholders
+    examples: dict[tuple[str, str], tuple[str, str | None]] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -77,8 +79,20 @@ def summarize(records: Iterable[CaseRecord]) -> SkipSummary:
             for cap in re.findall(r"'([^']+)'", m.group(1)):
                 out.by_capability[cap.replace("|", " or ")] += 1
         else:
-            out.by_reason[(status, general_reason(r, op))] += 1
+            key = (status, general_reason(r, op))
+            out.by_reason[key] += 1
+            out.examples.setdefault(key, (op, r.dtype))
     return out
+
+
+def reason_label(s: SkipSummary, key: tuple[str, str]) -> str:
+    """A reason row as read: its placeholders as <op> and <dtype>, and one case they stand for
+    (`not_applicable: <op> is not supported for <dtype> on CPU (the oracle); e.g. t, uint16`)."""
+    status, reason = key
+    text = reason.replace("{op}", "<op>").replace("{dtype}", "<dtype>")
+    op, dtype = s.examples.get(key, ("", None))
+    shown = [v for v, mark in ((op, "<op>"), (dtype, "<dtype>")) if v and mark in text]
+    return f"{status}: {text}" + (f"; e.g. {', '.join(shown)}" if shown else "")
 
 
 def _table(counter: Counter[Any], top: int | None) -> list[tuple[Any, int]]:
@@ -93,7 +107,7 @@ def sections(s: SkipSummary, top: int = 10) -> list[tuple[str, list[tuple[str, i
     if s.by_capability:
         out.append(("not claimed, by capability (a case may need several)", _table(s.by_capability, None)))
     if s.by_reason:
-        rows = [(f"{status}: {reason}", n) for (status, reason), n in _table(s.by_reason, top)]
+        rows = [(reason_label(s, key), n) for key, n in _table(s.by_reason, top)]
         rest = len(s.by_reason) - len(rows)
         title = "by reason" + (f" (top {len(rows)} of {len(s.by_reason)})" if rest > 0 else "")
         out.append((title, rows))

@@ -1,0 +1,46 @@
+"""A backend PyTorch autoloads (the `torch.backends` entry point) works with check-manifest and run:
+torch is imported before backend_import everywhere (backends/devices.py: import_backend), since
+importing such a backend first makes torch's import call back into the half-imported backend."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import latest_run, records, run_cli
+from test_foundation_manifest import good_py
+
+BACKEND = '''import torch  # noqa: F401  a real backend package imports torch at its top
+
+
+def autoload() -> None:
+    import torchcts.sim  # noqa: F401  registers the device 'sim'
+'''
+
+
+@pytest.fixture
+def autoloaded(tmp_path: Path) -> dict[str, str]:
+    """A folder on PYTHONPATH holding `simauto_backend` and a dist-info whose entry point in the
+    group `torch.backends` names it, as `pip install` of an out-of-tree backend leaves."""
+    site = tmp_path / "site"
+    dist = site / "simauto-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (site / "simauto_backend.py").write_text(BACKEND)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: simauto\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[torch.backends]\nsim = simauto_backend:autoload\n")
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    return {"PYTHONPATH": path, "TORCH_DEVICE_BACKEND_AUTOLOAD": "1"}
+
+
+def test_check_manifest_and_run_work_with_an_autoloaded_backend(tmp_path, autoloaded):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "manifest.py").write_text(good_py(device_name='"sim"', backend_import='"simauto_backend"'))
+    r = run_cli("check-manifest", cwd=project, env=autoloaded)
+    assert r.returncode == 0, r.stdout + r.stderr  # was a circular import (exit 2)
+    assert "OK — device 'sim'" in r.stdout
+    r = run_cli("run", "--device", "sim", "--op", "abs", "--dtype", "float32", "--level", "1",
+                cwd=project, env=autoloaded, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [rec["status"] for rec in records(latest_run(project)) if rec["status"] != "filtered"] == ["passed"]
