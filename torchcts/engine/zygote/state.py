@@ -23,6 +23,8 @@ REFUSALS_KEPT = 10  # the status file keeps the latest refusals
 
 
 def write_atomically(path: str, data: bytes, mode: int = 0o600) -> None:
+    """torchcts/safe_io.py's job, written again on purpose: the server never imports torchcts (its
+    forked workers import it fresh, so an edited torchcts file can never be stale in a worker)."""
     folder = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
     try:
