@@ -134,7 +134,8 @@ def measured_run(args: list[str], cwd: Path, env: dict[str, str], timeout: float
     wall = time.perf_counter() - start
     time.sleep(0.2)  # the server reaps the last worker after the launcher's exit status is relayed
     return {"wall_s": round(wall, 2), "cpu_s": round(children_cpu() + warm_server_cpu(env) - cpu0, 2),
-            "exit": code, "peak_rss_tree_mb": round(peak, 1), "peak_pss_tree_mb": round(peak_pss, 1), "load_avg_1m": round(os.getloadavg()[0], 2)}
+            "exit": code, "peak_rss_tree_mb": round(peak, 1), "peak_pss_tree_mb": round(peak_pss, 1),
+            "load_avg_1m": round(os.getloadavg()[0], 2)}
 
 
 def one_op(cwd: Path, env: dict[str, str], manifest: Path, repeat: int, warm: bool) -> dict[str, object]:

@@ -34,7 +34,8 @@ RUN = {"name": "20260101T000000Z-abc123", "device": {"type": "cpu", "gate": "cpu
 RECORDS = [
     rec("opinfo/add/float32", "passed", info={"max_abs_error": 1e-7}),
     rec("opinfo/add/float16", "failed", message="values differ <b>",
-        mismatch={"max_abs_error": 0.25, "max_rel_error": 0.1, "mismatched": 3, "total": 10}, repro="torchcts run --device cpu --case opinfo/add/float16"),
+        mismatch={"max_abs_error": 0.25, "max_rel_error": 0.1, "mismatched": 3, "total": 10},
+        repro="torchcts run --device cpu --case opinfo/add/float16"),
     rec("opinfo/mul/float32", "crashed", signal="SIGSEGV", message="worker died", output_tail="Fatal Python error"),
     rec("opinfo/mul/float16", "timeout", message="exceeded"),
     rec("strides/clone/float32", "not_claimed", message="float64 not claimed"),

@@ -18,8 +18,8 @@ TODAY = dt.date(2026, 11, 30)
 def rec(case_id: str, status: str, message: str = "", **extra) -> CaseRecord:
     suite, *_rest = case_id.split("/")
     parts = case_id.split("/")
-    return CaseRecord.from_json({"id": case_id, "suite": suite, "ops": [f"aten::{parts[2]}"], "dtype": parts[-1], "kind": parts[1],
-            "status": status, "message": message, **extra})
+    return CaseRecord.from_json({"id": case_id, "suite": suite, "ops": [f"aten::{parts[2]}"], "dtype": parts[-1],
+            "kind": parts[1], "status": status, "message": message, **extra})
 
 
 MISMATCH = {"mismatch": {"what": "values differ", "max_abs_error": 1.0}}

@@ -103,8 +103,8 @@ def test_layouts_are_named_when_strides_shape_or_dtype_differ():
     assert m.what == "shape mismatch" and "got float32[2, 3] strides [3, 1], expected float32[3, 2]" in m.describe()
 
 
-FAILED = CaseRecord.from_json({"id": "opinfo/mul/float32/noncontiguous", "suite": "opinfo", "status": "failed", "dtype": "float32",
-          "kind": "noncontiguous", "ops": ["aten::mul"], "level": 5, "op": "mul",
+FAILED = CaseRecord.from_json({"id": "opinfo/mul/float32/noncontiguous", "suite": "opinfo", "status": "failed",
+          "dtype": "float32", "kind": "noncontiguous", "ops": ["aten::mul"], "level": 5, "op": "mul",
           "message": "values differ: 4/5 elements differ, max abs error 3.2e-4, no rel error (every differing element "
                      "expects 0)", "mismatch": {"max_abs_error": 3.2e-4, "mismatched": 4, "total": 5},
           "info": {"op": "mul", "variant": "", "sample_index": 1,

@@ -60,7 +60,8 @@ def test_reason_rows_name_their_placeholders_and_one_case() -> None:
     assert "{op}" not in text and "{dtype}" not in text
     assert "not_applicable: <op> is not supported for <dtype> on CPU (the oracle); e.g. t, uint16" in text
     md = "\n".join(render_markdown(records))
-    assert "{op}" not in md and "| not_applicable: \\<op\\> is not supported for \\<dtype\\> on CPU (the oracle); e.g. t, uint16 | 2 |" in md
+    assert "{op}" not in md and ("| not_applicable: \\<op\\> is not supported for \\<dtype\\> on CPU (the oracle); "
+                                 "e.g. t, uint16 | 2 |") in md
 
 
 def test_summary_md_has_the_section_near_the_top_and_none_when_all_ran() -> None:

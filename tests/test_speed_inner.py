@@ -32,7 +32,8 @@ def test_aliases_collapse_like_torch_and_dtype_values_in_expectations(tmp_path, 
     text = render_python("complete", "cpu").replace("torch.float16: True,", "torch.half: True, torch.float16: False,")
     text = text.replace('"expectations": [],', '"expectations": [{"match": {"op": "add", "dtype": [torch.double]}, '
                         '"status": "xfail", "reason": "r", "expires": "2099-01-01"}],')
-    text = text.replace('"tolerance_overrides": {},', '"tolerance_overrides": {"elementwise": {torch.float64: {"atol": 1e-3, "rtol": 0.5}}},')
+    text = text.replace('"tolerance_overrides": {},',
+                        '"tolerance_overrides": {"elementwise": {torch.float64: {"atol": 1e-3, "rtol": 0.5}}},')
     assert text.count("torch.half") == 1 and text.count("torch.double") == 1 and "1e-3" in text
     path.write_text(text)
     assert literal_manifest(path.read_text())[0]
@@ -71,7 +72,8 @@ def test_a_dtype_typo_fails_as_executing_it_would_without_importing_torch(tmp_pa
     assert messages[0] == messages[1] and "unknown dtype 'torch.int46' at line" in messages[0]
     assert "did you mean 'torch.int64'?" in messages[0]
     code = ("import sys; from torchcts.manifest.load import load_manifest\n"
-            f"try:\n    load_manifest({str(path)!r})\nexcept Exception as e:\n    print(type(e).__name__, 'torch' in sys.modules)")
+            f"try:\n    load_manifest({str(path)!r})\n"
+            "except Exception as e:\n    print(type(e).__name__, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "ManifestError False"
 

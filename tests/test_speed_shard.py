@@ -83,7 +83,8 @@ def test_shard_runs_merge_into_one_run(tmp_path):
     assert whole.returncode == 0
     run = json.loads((merged / "run.json").read_text())
     assert run["status"] == "complete" and run["merged_from"] == [p.name for p in shards]
-    whole_dir = [p for p in (tmp_path / "results").iterdir() if p.is_dir() and not p.is_symlink() and p.name not in {s.name for s in shards} and p != merged and not p.name.startswith(".")][0]
+    whole_dir = [p for p in (tmp_path / "results").iterdir() if p.is_dir() and not p.is_symlink()
+                 and p.name not in {s.name for s in shards} and p != merged and not p.name.startswith(".")][0]
     assert sorted(r["id"] for r in records(merged)) == sorted(r["id"] for r in records(whole_dir))
     # a shard mixed with a non-shard run is refused
     bad = run_cli("merge", str(shards[0]), str(whole_dir), cwd=tmp_path)

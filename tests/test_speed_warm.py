@@ -180,7 +180,8 @@ def test_planted_crashes_are_isolated_on_forked_workers(server_env, tmp_path):
     # process's working folder, so server and launcher would differ and the server refuses to fork.
     env["PYTHONPATH"] = os.pathsep.join(p for p in env["PYTHONPATH"].split(os.pathsep) if p)
     path, _ = start(env, profile="full", seconds=300)
-    picked = [arg for name in ("a_ok", "b_segfault", "c_ok", "d_hang", "g_exit", "i_ok") for arg in ("--case", f"planted/{name}/*")]
+    picked = [arg for name in ("a_ok", "b_segfault", "c_ok", "d_hang", "g_exit", "i_ok")
+              for arg in ("--case", f"planted/{name}/*")]
     r = run_cli("run", "--device", "cpu", *picked, "--timeout", "3", "--warm", "--", "-p", "no:benchmark",
                 cwd=tmp_path, env=env, timeout=300)
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
@@ -193,7 +194,8 @@ def test_planted_crashes_are_isolated_on_forked_workers(server_env, tmp_path):
     assert recs["g_exit"]["exit_code"] == 7 and "exit code 7" in recs["g_exit"]["message"]
     assert recs["d_hang"]["timeout_s"] == 3 and "time.sleep(600)" in recs["d_hang"]["output_tail"]
     forks = Path(path + ".log").read_text().count("forked worker")
-    assert forks >= 4, (forks, r.stderr[-2000:], Path(path + ".log").read_text()[-2000:])  # the first workers and a replacement per crash and timeout, all forked
+    # the first workers and a replacement per crash and timeout, all forked
+    assert forks >= 4, (forks, r.stderr[-2000:], Path(path + ".log").read_text()[-2000:])
     assert "warm workers unavailable" not in r.stderr and "starting a warm worker server" not in r.stderr
 
 

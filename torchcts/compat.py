@@ -335,7 +335,8 @@ def _load_privateuse1_guard() -> None:
     if shutil.which("c++") is None and shutil.which("g++") is None:
         raise UsageError(
             f"a Python PrivateUse1 backend on PyTorch {torch.__version__} needs a C++ compiler to build its device "
-            "guard (this PyTorch cannot register one from Python): install g++, or use a PyTorch with torch.utils.backend_registration._setup_privateuseone_for_python_backend"
+            "guard (this PyTorch cannot register one from Python): install g++, or use a PyTorch with "
+            "torch.utils.backend_registration._setup_privateuseone_for_python_backend"
         )
     log = io.StringIO()  # cpp_extension prints "No CUDA runtime is found" on CUDA wheels without a GPU
     try:

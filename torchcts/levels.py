@@ -11,9 +11,12 @@ from torchcts.errors import UsageError
 LEVELS: dict[int, str] = {
     1: "core primitives: device registration, creation, copy round trips, elementwise basics",
     2: "operator values: OpInfo forward for claimed dtypes, factories, reductions, broadcasting",
-    3: "framework semantics: out=, in-place (also through views), views and aliasing, indexing, errors, promotion and mixed dtypes, RNG and random ops' values, serialization, basic autograd",
-    4: "production breadth: backward of every differentiable op, training steps, matmul and conv families, foreach, low-precision dtypes",
-    5: "advanced numerics and layout: linalg, fft, special functions, strides, channels_last, NaN/Inf semantics, accumulation at dtype limits, sparse and nested",
+    3: ("framework semantics: out=, in-place (also through views), views and aliasing, indexing, errors, promotion and "
+        "mixed dtypes, RNG and random ops' values, serialization, basic autograd"),
+    4: ("production breadth: backward of every differentiable op, training steps, matmul and conv families, foreach, "
+        "low-precision dtypes"),
+    5: ("advanced numerics and layout: linalg, fft, special functions, strides, channels_last, NaN/Inf semantics, "
+        "accumulation at dtype limits, sparse and nested"),
     6: "integration: torch.compile, device API (streams, events, guards), allocator and memory",
     7: "workloads and multi-device",
     8: "stress and adversarial: large tensors, heavy shapes, sizes at kernel tiling thresholds",

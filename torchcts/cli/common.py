@@ -25,7 +25,8 @@ def folder_arg(value: str) -> str:
 
 
 def add_manifest_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--manifest", metavar="PATH", help="manifest file (default: manifest.py, torchcts.toml or pyproject.toml here)")
+    p.add_argument("--manifest", metavar="PATH",
+                   help="manifest file (default: manifest.py, torchcts.toml or pyproject.toml here)")
 
 
 def add_selection_args(p: argparse.ArgumentParser) -> None:
@@ -48,7 +49,8 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
                    help="with --shard auto on a Kubernetes Indexed Job: the number of shards (or TORCHCTS_SHARD_COUNT)")
     p.add_argument("--shard-durations", metavar="RUN", help="balance shards by the case durations of an earlier run")
     p.add_argument("--validation", action="store_true", help="check the harness: forces cpu and a broad fixed claim set")
-    p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg, help="where run folders go (default: results)")
+    p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg,
+                   help="where run folders go (default: results)")
 
 
 def run_spec(args: argparse.Namespace) -> RunSpec:

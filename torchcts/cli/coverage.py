@@ -57,14 +57,17 @@ def configure(p: argparse.ArgumentParser) -> None:
     col = sub.add_parser("collect-backend-evidence", help="run the oracles of selected surfaces; append records to the store")
     col.add_argument("--store", required=True, metavar="DIR", type=folder_arg, help="the evidence store, e.g. evidence/backends")
     col.add_argument("--device", help="runtime device: cpu, cuda, mps, xpu or a PrivateUse1 name")
-    col.add_argument("--backend-gate", required=True, metavar="G", help="gate(s): cpu, cuda, rocm, mps, xpu, a PrivateUse1 name; join with +")
+    col.add_argument("--backend-gate", required=True, metavar="G",
+                     help="gate(s): cpu, cuda, rocm, mps, xpu, a PrivateUse1 name; join with +")
     col.add_argument("--surface", action="append", default=[], metavar="S",
                      help="aten overload, op or glob (repeatable; default: the surfaces the hand-written suites cover)")
     _suite_arg(col, "suites whose cases are the oracles")
     col.add_argument("--level", type=int, metavar="N", help="oracles from levels 1..N (default: the manifest's semantic_level)")
-    col.add_argument("--manifest", metavar="PATH", help="manifest file (default: one found here; in-tree devices have built-in claims)")
+    col.add_argument("--manifest", metavar="PATH",
+                     help="manifest file (default: one found here; in-tree devices have built-in claims)")
     col.add_argument("--run-pending-candidates", action="store_true", help="also run oracles not yet promoted")
-    col.add_argument("--require-oracle-results", action="store_true", help="exit 1 unless every selected surface has an oracle result")
+    col.add_argument("--require-oracle-results", action="store_true",
+                     help="exit 1 unless every selected surface has an oracle result")
     col.add_argument("--fail-on-oracle-failure", action="store_true", help="exit 1 if any oracle failed")
     col.add_argument("--validation", action="store_true", help=argparse.SUPPRESS)
 
@@ -156,7 +159,8 @@ def _observed_report(args: argparse.Namespace) -> int:
                          "drop --suite/--device, or drop RUN for the static plan")
     _import_manifest_backend(args)
     run_dir, summary = report_run(args.run, top=args.top, results_root=Path(args.results_dir))
-    _emit(args, json.dumps(summary, indent=1, sort_keys=True) + "\n" if args.json else render_markdown(summary, run_dir.name, args.list_unobserved))
+    _emit(args, json.dumps(summary, indent=1, sort_keys=True) + "\n" if args.json
+          else render_markdown(summary, run_dir.name, args.list_unobserved))
     return EXIT_OK
 
 

@@ -17,7 +17,8 @@ HELP = "rebuild reports from a run's records (default: the latest run)"
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", nargs="?", help="run folder or name (default: latest)")
     p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg)
-    p.add_argument("--triage", action="store_true", help="print only the failures grouped into root-cause clusters, each with the "
+    p.add_argument("--triage", action="store_true",
+                   help="print only the failures grouped into root-cause clusters, each with the "
                    "arguments its failures share (no scorecard)")
 
 

@@ -398,7 +398,8 @@ class Recorder:
             self.progress.forget(case.id)
             return
         if case.id in self._recorded:  # last record per id wins: this one replaces its earlier result
-            record.message = f"{record.message}; its checks had finished, so the crash came after them (teardown or deferred work)"
+            record.message = (f"{record.message}; its checks had finished, "
+                              "so the crash came after them (teardown or deferred work)")
         judge.attach(report, self.judge(record))
 
     @pytest.hookimpl(hookwrapper=True)

@@ -70,7 +70,8 @@ def _run(case: Case, ctx: Any) -> Outcome:
     except OracleMismatch as exc:
         return Outcome("failed", scrub(str(exc))[:500], {"case": case.id, **exc.mismatch.to_json()})
     except Exception as exc:  # noqa: BLE001 - the backend raised: an error result, recorded
-        return Outcome("error", scrub(f"{type(exc).__name__}: {first_line(exc, 500)}"), {"case": case.id, "exception": type(exc).__name__})
+        return Outcome("error", scrub(f"{type(exc).__name__}: {first_line(exc, 500)}"),
+                       {"case": case.id, "exception": type(exc).__name__})
     finally:
         ctx.info.clear()
     return Outcome("passed")

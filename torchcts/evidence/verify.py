@@ -112,7 +112,8 @@ def _check_index(path: Path) -> list[str]:
         elif e is None:
             problems.append(f"{st.INDEX}: {name} is indexed but missing from the store")
         elif h.get("records") != e["records"]:
-            problems.append(f"{name}: {e['records']} records but the index says {h.get('records')} (records removed or added by hand)")
+            problems.append(f"{name}: {e['records']} records but the index says {h.get('records')} "
+                            "(records removed or added by hand)")
         elif h.get("head") != e["head"]:
             problems.append(f"{name}: its last line differs from the indexed one (the last record was changed)")
     return problems

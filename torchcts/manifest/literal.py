@@ -92,7 +92,8 @@ def literal_manifest(source: str) -> tuple[bool, Any]:
     imported = False
     try:
         for i, stmt in enumerate(tree.body):
-            if i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+            if (i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+                    and isinstance(stmt.value.value, str)):
                 continue  # the docstring
             if isinstance(stmt, ast.Import) and [(a.name, a.asname) for a in stmt.names] == [("torch", None)]:
                 imported = True

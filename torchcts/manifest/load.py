@@ -38,7 +38,8 @@ def find_manifest(start: Path | None = None) -> Path | None:
 def display_path(path: Path) -> str:
     """A path as shown to users and written to results: relative when under the cwd, else its name."""
     try:
-        return os.path.relpath(path.resolve(), Path.cwd().resolve()) if path.resolve().is_relative_to(Path.cwd().resolve()) else path.name
+        return (os.path.relpath(path.resolve(), Path.cwd().resolve()) if path.resolve().is_relative_to(Path.cwd().resolve())
+                else path.name)
     except (OSError, ValueError):
         return path.name
 

@@ -149,7 +149,8 @@ def find_mismatch(actual: Any, expected: Any, tol: TolSpec, path: str = "") -> M
         return tensor_mismatch(torch.tensor(actual, dtype=wide), torch.tensor(expected, dtype=wide), tol, path)
     if isinstance(actual, torch.Tensor):
         return Mismatch(f"expected {type(expected).__name__}, got a tensor", path)
-    return None if actual == expected else Mismatch("values differ", path, first_actual=repr(actual), first_expected=repr(expected))
+    return None if actual == expected else Mismatch("values differ", path, first_actual=repr(actual),
+                                                    first_expected=repr(expected))
 
 
 def max_abs_error(actual: Any, expected: Any) -> float | None:

@@ -2,7 +2,8 @@
 
 The process that builds a record calls one `RecordAnnotator` per pytest session (engine/plugin.py:
 a worker for the cases it runs, the controller for the crash records it makes), so each record is
-judged once, where pytest's outcome must already agree with it (a worker's own `-x`). In a rerun session (`attempt` > 1: engine/rerun.py passes `--torchcts-attempt N`
+judged once, where pytest's outcome must already agree with it (a worker's own `-x`). In a rerun session \
+(`attempt` > 1: engine/rerun.py passes `--torchcts-attempt N`
 to pytest, the plugin hands it to the Recorder) a case that failed before and passes now is
 `flaky`; its new record supersedes the old one.
 """

@@ -8,7 +8,8 @@ Rules (docs/ledger.md):
 - one with a different signature stays failing, with a note naming the entry and both signatures;
 - a passing case matched by an entry becomes `xpassed` and is listed for removal;
 - an expired entry still applies (the failure is still known) but is reported; an entry matching
-  no selected case is reported (so is an entry shadowed by earlier ones: it never decides). Under `--strict-expectations` expired and unmatched entries,
+  no selected case is reported (so is an entry shadowed by earlier ones: it never decides). Under \
+`--strict-expectations` expired and unmatched entries,
   xpassed and flaky cases fail the run.
 The first entry that matches a case decides; later ones are not consulted for it.
 """

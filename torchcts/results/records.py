@@ -48,7 +48,8 @@ class CaseRecord:
     # -- evidence of a failure --
     exception: str | None = None  # the exception's type name (error)
     traceback: str | None = None  # the last 30 lines of its traceback (error)
-    mismatch: dict[str, Any] | None = None  # oracle/mismatch.py: Mismatch.to_json() (failed); kept a dict, its schema is the oracle's
+    mismatch: dict[str, Any] | None = None  # oracle/mismatch.py: Mismatch.to_json() (failed); kept a dict,
+                                            # its schema is the oracle's
     info: dict[str, Any] | None = None  # CaseContext.info: what `describe` noted (sample, tolerance, repro...); free-form
     signal: str | None = None  # a crashed worker's signal name (engine/isolation.py: crash_details)
     exit_code: int | None = None  # a crashed worker's exit code (negative: the signal)
@@ -72,8 +73,10 @@ class CaseRecord:
     repro: str | None = None  # the `torchcts run --case` line that reruns it
     repro_script: str | None = None  # the `torchcts repro` line writing a standalone script
     signature: str | None = None  # results/signatures.py: the failure's signature (failing records)
-    expectation: dict[str, Any] | None = None  # results/ledger.py: _note() of the entry that matched; kept a dict (entry, status, reason, tracker, expires, expired, note, original_status)
-    first_failure: dict[str, Any] | None = None  # a flaky record's first failure (status, message, signature, mismatch, exception)
+    expectation: dict[str, Any] | None = None  # results/ledger.py: _note() of the entry that matched; kept a dict
+                                               # (entry, status, reason, tracker, expires, expired, note, original_status)
+    first_failure: dict[str, Any] | None = None  # a flaky record's first failure
+                                                 # (status, message, signature, mismatch, exception)
     # -- fields no TorchCTS writes (a newer or foreign record): kept, written back unchanged --
     extra: dict[str, Any] = field(default_factory=dict)
     # Which fields the source held: these are written even when None or empty (exact round trip).

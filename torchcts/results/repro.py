@@ -34,7 +34,8 @@ _HEADER = '''\
 
 {message}
 Needs only torch and the backend module you name (--import MODULE or $TORCHCTS_BACKEND_IMPORT);
-it never imports from its own folder and loads its inputs with torch.load(weights_only=True). The inputs are in {inputs} beside this file, with their
+it never imports from its own folder and loads its inputs with torch.load(weights_only=True). \
+The inputs are in {inputs} beside this file, with their
 exact layout: each tensor is rebuilt on the device with its shape, strides, storage offset and
 dtype, and arguments that shared memory share it again.
 Run: python {script} [--import MODULE]   (exit 0: the sample matches CPU; 1: a mismatch, the device raised, or it

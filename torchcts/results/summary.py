@@ -49,7 +49,8 @@ def render_markdown(run: dict[str, Any], records: list[CaseRecord], first_failur
     lines = [
         f"# TorchCTS run {md_text(run.get('name', ''))}",
         "",
-        f"- device: {md_code(dev.get('type'))} (gate {md_code(dev.get('gate'))}){' — validation, not backend evidence' if run.get('validation') else ''}",
+        f"- device: {md_code(dev.get('type'))} (gate {md_code(dev.get('gate'))})"
+        f"{' — validation, not backend evidence' if run.get('validation') else ''}",
         f"- torch {md_text(run.get('torch', {}).get('torch'))}, torchcts {md_text(run.get('torchcts'))}",
         f"- status: {md_text(run.get('status'))}; filtered: {md_text(run.get('filtered', 0))}",
         *([f"- **{md_text(run['unreadable_records'])} unreadable records** in cases.jsonl, not in the totals: "

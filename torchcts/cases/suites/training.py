@@ -89,7 +89,8 @@ def zero_grad(ctx: CaseContext, dtype: torch.dtype, set_to_none: bool) -> None:
         if set_to_none:
             expect(p.grad is None, "zero_grad(set_to_none=True) left a gradient tensor")
         else:
-            expect(p.grad is not None and p.grad.device.type == ctx.device_type, "zero_grad(set_to_none=False) dropped the gradient")
+            expect(p.grad is not None and p.grad.device.type == ctx.device_type,
+                   "zero_grad(set_to_none=False) dropped the gradient")
             ctx.assert_close(p.grad.cpu(), torch.zeros_like(p.grad, device="cpu"))
     compare_training(ctx, "cnn", "adamw", TrainPlan(set_to_none=set_to_none))
 

@@ -74,8 +74,10 @@ class Workload:
 
 _SDPA = ("aten::scaled_dot_product_attention", "aten::layer_norm", "aten::linear")
 WORKLOADS: dict[str, Workload] = {
-    "transformer_causal": Workload(TransformerBlock, _causal, functools.partial(TransformerBlock, attention=math_attention), _SDPA),
-    "transformer_padding": Workload(TransformerBlock, _padding, functools.partial(TransformerBlock, attention=math_attention), _SDPA),
+    "transformer_causal": Workload(TransformerBlock, _causal,
+                                   functools.partial(TransformerBlock, attention=math_attention), _SDPA),
+    "transformer_padding": Workload(TransformerBlock, _padding,
+                                    functools.partial(TransformerBlock, attention=math_attention), _SDPA),
     "convnet": Workload(MODELS["convnet"].build, _image, ops=("aten::convolution", "aten::native_batch_norm")),
     "embedding_lstm": Workload(EmbeddingLSTM, _tokens, ops=("aten::embedding", "aten::lstm")),
 }
