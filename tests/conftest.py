@@ -78,5 +78,14 @@ def start_hanging_run(tmp_path: Path, planted_env: dict[str, str]) -> subprocess
     env = {**os.environ, "CI": "true", **planted_env, "PLANTED_HANG_LAST": "1"}
     args = [sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--timeout", "120",
             "--case", "planted/a_ok/*", "--case", "planted/z_hang/*", "--", "-p", "no:benchmark", "-n", "1"]
+    # A shell that ignores SIGINT (a background job, nohup, some CI runners) passes that on through
+    # exec, and Python then never raises KeyboardInterrupt: the run a user starts has the default.
     return subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True, text=True)
+                            stdin=subprocess.DEVNULL, start_new_session=True, text=True,
+                            preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

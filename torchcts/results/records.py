@@ -51,7 +51,7 @@ class CaseRecord:
     mismatch: dict[str, Any] | None = None  # oracle/mismatch.py: Mismatch.to_json() (failed); kept a dict,
                                             # its schema is the oracle's
     info: dict[str, Any] | None = None  # CaseContext.info: what `describe` noted (sample, tolerance, repro...); free-form
-    signal: str | None = None  # a crashed worker's signal name (engine/isolation.py: crash_details)
+    signal: str | None = None  # a crashed worker's signal name (engine/isolation.py: crash_record)
     exit_code: int | None = None  # a crashed worker's exit code (negative: the signal)
     timeout_s: float | None = None  # the time limit a `timeout` record exceeded
     output_tail: str | None = None  # the dead worker's log tail: faulthandler output, timeout stacks
