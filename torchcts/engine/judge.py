@@ -76,6 +76,14 @@ def attach(report: pytest.TestReport, record: CaseRecord) -> None:
     setattr(report, RECORD_ATTR, record)
 
 
+def detach(report: Any) -> None:
+    """Drop the record from a report once it is written: pytest's terminal reporter keeps every
+    report until the session ends, and a level-8 run's records held there cost hundreds of MB in
+    the controller (and the garbage collector's time walking them)."""
+    if hasattr(report, RECORD_ATTR):
+        delattr(report, RECORD_ATTR)
+
+
 def record_of(report: Any) -> CaseRecord | None:
     """The record a report carries (built here, or shipped by a worker), None for other reports."""
     record = getattr(report, RECORD_ATTR, None)
