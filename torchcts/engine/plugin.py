@@ -12,7 +12,6 @@ from __future__ import annotations
 import shlex
 import time
 import traceback
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -300,7 +299,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     if not isinstance(item, CaseItem):
         return
     if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
-        record = replace(item.record)
+        record = item.record.copy()
         for name in _EMPTY_DROPPED:
             if getattr(record, name) in ({}, ""):
                 setattr(record, name, None)

@@ -11,7 +11,6 @@ to pytest, the plugin hands it to the Recorder) a case that failed before and pa
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +51,9 @@ class RecordAnnotator:
         prev = self.previous.get(record.id)
         op = self.op_name(record.id) if record.op is None else None
         if op:  # ledger selectors and triage name OpInfo ops by their OpInfo name too
-            record = replace(record, op=op)
+            record = record.copy(op=op)
         if self.attempt > 1:
-            record = replace(record, attempt=self.attempt)
+            record = record.copy(attempt=self.attempt)
         if prev is not None and prev.status in FAILING and record.status == "passed":
             if prev.status in CRASHES and not forgives_crashes(self.ledger.device):
                 record = crash_stands(record, prev, self.ledger.device)
@@ -64,7 +63,7 @@ class RecordAnnotator:
             record = self.ledger(record)
         case = self.planned(record.id) if record.repro and record.status != "xpassed" else None
         if case is not None and has_script(case):
-            record = replace(record, repro_script=repro_script_command(record.id, str(self.run_dir)))
+            record = record.copy(repro_script=repro_script_command(record.id, str(self.run_dir)))
         return record
 
 
@@ -74,8 +73,7 @@ _FIRST_FAILURE = ("status", "message", "signature", "mismatch", "exception")
 def flaky_record(record: CaseRecord, prev: CaseRecord) -> CaseRecord:
     """A case that failed, then passed on a rerun: still reported, with its first failure."""
     first = {k: getattr(prev, k) for k in _FIRST_FAILURE if getattr(prev, k)}
-    return replace(
-        record,
+    return record.copy(
         status=Status.FLAKY,
         message=f"passed on attempt {record.attempt} after {prev.status}: {prev.message or ''}"[:600],
         first_failure={k: v.value if isinstance(v, Status) else v for k, v in first.items()},
@@ -86,8 +84,7 @@ def flaky_record(record: CaseRecord, prev: CaseRecord) -> CaseRecord:
 
 def crash_stands(record: CaseRecord, prev: CaseRecord, device: str | None) -> CaseRecord:
     """A crash that passed on a rerun, on a device that never forgives crashes: the crash stands."""
-    return replace(
-        prev,
+    return prev.copy(
         attempt=record.attempt,
         message=(f"{prev.message or ''}; passed on rerun attempt {record.attempt}, but a "
                  f"{prev.status} on {device} always fails the run")[:600],

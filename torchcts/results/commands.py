@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ def offered_commands(record: CaseRecord, run: dict[str, Any], run_dir: Path,
         if manifest and not run.get("validation"):  # the script imports that manifest's backend module
             script += f" --manifest {shlex.quote(manifest)}"
         script = scrub(script)
-    return replace(record, repro=repro, repro_script=script)
+    return record.copy(repro=repro, repro_script=script)
 
 
 def reader_manifest(value: Any, run_dir: Path) -> str | None:

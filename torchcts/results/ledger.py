@@ -17,7 +17,6 @@ The first entry that matches a case decides; later ones are not consulted for it
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import replace
 from typing import Any
 
 from torchcts.manifest.expectations import is_expired
@@ -54,7 +53,7 @@ def crash_rule(record: CaseRecord, device: str | None) -> CaseRecord:
     if was not in CRASHES:
         return record
     message = f"{was} on {device}, which never forgives a crash (the record said {record.status}): {record.message or ''}"
-    return replace(record, status=Status(was), message=message[:600])
+    return record.copy(status=Status(was), message=message[:600])
 
 
 def run_device(run: dict[str, Any]) -> str | None:
@@ -104,7 +103,7 @@ def apply(record: CaseRecord, entries: list[dict[str, Any]], today: _dt.date,
     that never forgives crashes (`device`), a crash or timeout stays failing whatever the entry.
     """
     status = record.status
-    out = replace(record, signature=signature_of(record)) if status in FAILING else replace(record)
+    out = record.copy(signature=signature_of(record)) if status in FAILING else record.copy()
     if not entries or status not in (*FAILING, "passed"):
         return out
     index = (matcher or compile_entries(entries)).first(out.selector_view())
