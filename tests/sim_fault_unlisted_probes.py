@@ -57,6 +57,7 @@ def grad_of(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch.Tenso
 ROWS = t([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 1.0]])
 NO_TIES = t([[1.0, 3.0, 2.0, 0.0], [4.0, 2.0, 5.0, 1.0]])
 INT32_MIN = -(2**31)
+NEG_INF = float("-inf")
 TIE_BF16 = 1 + 2**-8  # halfway between bfloat16's 1 and 1 + 2^-7 (1 is even)
 
 # fault -> (hit, beside): hit must disagree under the fault, every beside probe agree
@@ -92,7 +93,8 @@ PROBES: dict[str, tuple[Callable[[], bool], tuple[Callable[[], bool], ...]]] = {
         (lambda: agrees(lambda x: torch.max(x, 1), NO_TIES),
          lambda: agrees(lambda x: torch.max(x, 1), t([[float("nan"), 1.0, float("nan")]])),
          lambda: agrees(lambda x: torch.max(x, 1), ROWS.to(F64)),
-         lambda: agrees(lambda x: torch.min(x, 1), ROWS))),
+         lambda: agrees(lambda x: torch.min(x, 1), ROWS),
+         lambda: agrees(torch.max, ROWS))),
     "sort_descending_reversed": (
         lambda: agrees(lambda x: torch.sort(x, descending=True, stable=True), ROWS),
         (lambda: agrees(lambda x: torch.sort(x, descending=False, stable=True), ROWS),
@@ -109,12 +111,12 @@ PROBES: dict[str, tuple[Callable[[], bool], tuple[Callable[[], bool], ...]]] = {
          lambda: agrees(lambda x: torch.mean(x, dim=[0]), NO_TIES),
          lambda: agrees(lambda x: torch.mean(x, dim=[-1], keepdim=True), NO_TIES),
          lambda: agrees(lambda x: torch.sum(x, dim=[]), NO_TIES))),
-    "searchsorted_right_ignored": (
-        lambda: agrees(lambda s, v: torch.searchsorted(s, v, right=True), t([1.0, 2.0, 3.0]), t([2.0])),
-        (lambda: agrees(lambda s, v: torch.searchsorted(s, v, right=True), t([1.0, 2.0, 3.0]), t([2.5, 0.0])),
-         lambda: agrees(lambda s, v: torch.searchsorted(s, v), t([1.0, 2.0, 3.0]), t([2.0])),
-         lambda: agrees(lambda s, v: torch.searchsorted(s, v, right=True), t([1, 2, 3], torch.int64),
-                        t([2], torch.int64)))),
+    "logsumexp_all_neg_inf": (
+        lambda: agrees(lambda x: torch.logsumexp(x, 1), t([[NEG_INF, NEG_INF], [0.0, NEG_INF]])),
+        (lambda: agrees(lambda x: torch.logsumexp(x, 1), t([[NEG_INF, 1.0], [0.0, 88.0]])),
+         lambda: agrees(lambda x: torch.logsumexp(x, 0), t([float("nan"), NEG_INF])),
+         lambda: agrees(lambda x: torch.logsumexp(x, 1), t([[NEG_INF, NEG_INF]], F64)),
+         lambda: agrees(lambda x: torch.amax(x, 1), t([[NEG_INF, NEG_INF]])))),
     "abs_int32_min_saturates": (
         lambda: agrees(torch.abs, t([INT32_MIN, -5], torch.int32)),
         (lambda: agrees(torch.abs, t([INT32_MIN + 1, -5, 7], torch.int32)),

@@ -102,10 +102,11 @@ def _bfloat16_cast_ties_up(func, args, kwargs, call):
 def _max_dim_last_tie(func, args, kwargs, call):
     """max(dim) of float32 updates its running maximum with `>=`: among equal maxima it returns the
     index of the last one, not the first (NaN keeps its own first-NaN path)."""
-    values, indices = out = call(*args, **kwargs)
+    out = call(*args, **kwargs)
     x = args[0]
     if func is not aten.max.dim or not _float32(x) or x.dim() == 0:
         return out
+    values, indices = out
     dim = args[1]
     keepdim = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
     _, flipped = call(x.flip(dim), dim, keepdim)
@@ -141,21 +142,24 @@ def _leaky_relu_backward_zero(func, args, kwargs, call):
 def _mean_empty_dims(func, args, kwargs, call):
     """mean(dim=[]) follows NumPy's axis=(): an empty dim list reduces nothing and returns the input,
     where PyTorch reduces every dim."""
-    dim = args[1] if len(args) > 1 else kwargs.get("dim")
-    if func is not aten.mean.dim or dim is None or len(dim) != 0:
-        return call(*args, **kwargs)
+    x, dim = args[0], args[1] if len(args) > 1 else kwargs.get("dim")
+    dtype = kwargs.get("dtype") or x.dtype
+    if func is not aten.mean.dim or dim is None or len(dim) != 0 or not (dtype.is_floating_point or dtype.is_complex):
+        return call(*args, **kwargs)  # (an integer mean is refused as on CPU: the checks come first)
+    return x.to(dtype, copy=True)
+
+
+@on_op("logsumexp")
+def _logsumexp_all_neg_inf(func, args, kwargs, call):
+    """logsumexp of float32 subtracts the slice's maximum with no guard for infinities: a slice whose
+    every element is -inf gives nan (-inf - -inf), where PyTorch gives -inf."""
+    out = call(*args, **kwargs)
     x = args[0]
-    return x.to(kwargs.get("dtype") or x.dtype, copy=True)
-
-
-@on_op("searchsorted")
-def _searchsorted_right_ignored(func, args, kwargs, call):
-    """searchsorted over a float32 sequence ignores right=True / side='right': a value equal to a
-    boundary gets the left insertion point (the only values where the two differ)."""
-    right = kwargs.get("right") or kwargs.get("side") == "right"
-    if func not in (aten.searchsorted.Tensor, aten.searchsorted.Scalar) or not right or not _float32(args[0]):
-        return call(*args, **kwargs)
-    return call(*args, **{**kwargs, "right": False, "side": None})
+    if func is not aten.logsumexp.default or not _float32(x) or x.numel() == 0:
+        return out
+    dim = args[1] if len(args) > 1 else kwargs.get("dim", [])
+    keepdim = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
+    return torch.where(torch.amax(x, dim, keepdim) == float("-inf"), float("nan"), out)
 
 
 @on_op("abs")
@@ -209,8 +213,8 @@ FAULTS: tuple[Fault, ...] = (
               "not negative_slope times it", _leaky_relu_backward_zero, "leaky_relu_backward"),
     _unlisted("mean_empty_dims", "mean(dim=[]) returns the input unreduced instead of reducing every dim",
               _mean_empty_dims, "mean", dtype=None),
-    _unlisted("searchsorted_right_ignored", "searchsorted over float32 ignores right=True / side='right' "
-              "(values equal to a boundary)", _searchsorted_right_ignored, "searchsorted"),
+    _unlisted("logsumexp_all_neg_inf", "logsumexp of float32 over a slice of only -inf gives nan, not -inf",
+              _logsumexp_all_neg_inf, "logsumexp"),
     _unlisted("abs_int32_min_saturates", "abs of int32 saturates abs(-2^31) to 2^31 - 1 instead of wrapping",
               _abs_int32_min_saturates, "abs", dtype="int32"),
     _unlisted("kthvalue_last_k", "kthvalue of float32 with k = the dim's size returns the (k-1)-th smallest",
