@@ -210,7 +210,7 @@ FAULTS: tuple[Fault, ...] = (
     _unlisted("sort_descending_reversed", "stable descending sort of float32 returns ties in reverse input order",
               _sort_descending_reversed, "sort"),
     _unlisted("leaky_relu_backward_zero", "leaky_relu's float32 gradient at exactly 0 is the full gradient, "
-              "not negative_slope times it", _leaky_relu_backward_zero, "leaky_relu_backward"),
+              "not negative_slope times it", _leaky_relu_backward_zero, "leaky_relu"),
     _unlisted("mean_empty_dims", "mean(dim=[]) returns the input unreduced instead of reducing every dim",
               _mean_empty_dims, "mean", dtype=None),
     _unlisted("logsumexp_all_neg_inf", "logsumexp of float32 over a slice of only -inf gives nan, not -inf",
