@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from test_sim_faults import FAULTS, GROUPS
+from test_sim_faults import FAULTS, GROUPS, UNLISTED
 
 from torchcts.engine.selftest import ENV, SIM_MANIFEST
 
@@ -32,7 +32,9 @@ ACTION = re.compile(r"^ {11}(repro|script): (.*)$")
 
 
 def test_every_fault_has_a_repro_check():
-    assert {f for g in REPRO_GROUPS.values() for f in g} == set(FAULTS)
+    # an unlisted fault has no failing case until the input-exploration suite lands (sim/faults_unlisted.py);
+    # then its exploring case joins here
+    assert {f for g in REPRO_GROUPS.values() for f in g} == set(FAULTS) - UNLISTED
 
 
 def printed_lines(stdout: str) -> dict[str, dict[str, str]]:

@@ -23,6 +23,9 @@ from torchcts.results.statuses import FAILURES
 
 HERE = Path(__file__).parent
 FAULTS = {f["name"]: f for f in fault_catalog()}
+# Faults no existing case targets (sim/faults_unlisted.py): meant for input exploration, proven
+# missed by OpInfo and narrow in tests/test_sim_faults_unlisted.py; no suite of this file catches them.
+UNLISTED = {n for n, f in FAULTS.items() if f["unlisted"]}
 
 
 def test_sim_device_semantics():
@@ -37,7 +40,7 @@ def test_every_fault_misbehaves_only_when_planted():
                        timeout=180, stdin=subprocess.DEVNULL)
     assert r.returncode == 0 and r.stdout.strip().endswith("DONE"), r.stdout + r.stderr
     probed = {line.split()[0] for line in r.stdout.splitlines() if line.endswith(" ok")}
-    assert probed | {"mul_complex128_segv", "sub_int16_hang"} == set(FAULTS)
+    assert probed | {"mul_complex128_segv", "sub_int16_hang"} | UNLISTED == set(FAULTS)
 
 
 def test_clean_sim_passes_level1(tmp_path):
@@ -146,7 +149,7 @@ GROUPED = {name for g in GROUPS.values() for name in g["caught"]}  # type: ignor
 
 def test_every_fault_is_measured_somewhere():
     """A new fault must join a group, the CLI test, or the per-fault test below."""
-    alone = [n for n in FAULTS if n not in GROUPED and n not in PROCESS_FAULTS]
+    alone = [n for n in FAULTS if n not in GROUPED and n not in PROCESS_FAULTS and n not in UNLISTED]
     assert all(FAULTS[n]["suite"] == "opinfo" for n in alone), alone
 
 
@@ -170,7 +173,7 @@ def test_faults_are_caught_by_their_cases(group, tmp_path):
     assert {c: status[c] for c in controls} == dict.fromkeys(controls, "passed")
 
 
-@pytest.mark.parametrize("name", sorted(n for n in FAULTS if n not in GROUPED and n not in PROCESS_FAULTS))
+@pytest.mark.parametrize("name", sorted(n for n in FAULTS if n not in GROUPED | UNLISTED and n not in PROCESS_FAULTS))
 def test_fault_is_caught_by_its_case(name, tmp_path):
     """Faults aimed at suites built elsewhere (OpInfo): a focused run of their suite, op and dtype."""
     fault = FAULTS[name]

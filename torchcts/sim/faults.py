@@ -10,6 +10,8 @@ inputs of any case: the measurement is only honest if no case is tuned to them.
 An op hook has the signature `hook(func, args, kwargs, call)`: args are the CPU tensors behind
 the sim tensors and `call(*args, **kwargs)` computes the correct result. A hook that returns a
 tensor other than an input's CPU tensor makes the sim return a new tensor (no aliasing).
+`Fault` and `on_op` live in fault_model.py; the faults no existing case targets (meant for input
+exploration, `Fault.unlisted`) in faults_unlisted.py, and join the registry here.
 """
 
 from __future__ import annotations
@@ -18,61 +20,15 @@ import functools
 import os
 import signal
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from torchcts import settings
-from torchcts.sim import device, state, tensor
+from torchcts.sim import device, faults_unlisted, state, tensor
+from torchcts.sim.fault_model import Fault, Hook, on_op
 
-Hook = Callable[[Any, tuple, dict, Callable[..., Any]], Any]
-
-
-@dataclass(frozen=True)
-class Fault:
-    name: str
-    description: str
-    suite: str  # the suite that exists to catch this kind of bug
-    level: int  # the level of the cases meant to catch it
-    catches: tuple[str, ...]  # case-id globs of the cases meant to catch it
-    install: Callable[[], None]
-    dtype: str | None = None  # narrows the focused selection when the bug is one dtype's
-    op: str | None = None  # narrows it to one op (`--op`), for the per-op OpInfo suite
-    # selftest's per-case limit for this fault's run when longer than its default (the first
-    # torch.compile in a worker imports dynamo: tens of seconds on a loaded machine)
-    case_timeout: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "suite": self.suite, "level": self.level,
-                "catches": list(self.catches), "dtype": self.dtype, "op": self.op, "selection": self.selection(),
-                "case_timeout": self.case_timeout}
-
-    def selection(self) -> list[str]:
-        """`torchcts run` flags of the focused selection: the catching suite at its level."""
-        args = ["--suite", self.suite, "--level-exact", str(self.level)]
-        args += ["--dtype", self.dtype] if self.dtype else []
-        return [*args, "--op", self.op] if self.op else args
-
-
-def on_op(*packets: str) -> Callable[[Hook], Callable[[], None]]:
-    """Make an installer that chains `hook` in front of the named ops' kernels."""
-
-    def wrap(hook: Hook) -> Callable[[], None]:
-        def install() -> None:
-            for packet in packets:
-                prev = tensor.OP_HOOKS.get(packet)
-                if prev is None:
-                    tensor.OP_HOOKS[packet] = hook
-                else:
-                    tensor.OP_HOOKS[packet] = (
-                        lambda f, a, k, call, _p=prev: hook(f, a, k, lambda *a2, **k2: _p(f, a2, k2, call))
-                    )
-
-        return install
-
-    return wrap
+__all__ = ["FAULTS", "Fault", "Hook", "activate", "active", "on_op"]
 
 
 def _tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
@@ -480,6 +436,7 @@ FAULTS: dict[str, Fault] = {
               "generated", 8, ("generated/_cdist_forward/*",), _cdist_skips_root, op="_cdist_forward"),
         Fault("memory_never_freed", "memory_allocated() never decreases after tensors are freed",
               "memory", 6, ("memory/stats/*",), _memory_never_freed),
+        *faults_unlisted.FAULTS,
     )
 }
 

@@ -1,0 +1,222 @@
+"""Planted faults in bug classes no existing case targets: meant to be found by input exploration.
+
+Each is one realistic accelerator-kernel bug that is wrong in one argument or value situation
+only (a halfway value, a signed zero, a subnormal, a tie, an argument at its switch point) and
+right elsewhere. Written from the bug's side, never from any case's inputs; a plain OpInfo sweep
+of the op misses each (tests/test_sim_faults_unlisted.py proves it, and that each hook is wrong
+in its situation and right beside it). Every hook wraps one functional overload: the in-place
+and out= forms of the op keep CPU's kernel.
+
+They are `Fault.unlisted`: their suite is EXPLORE_SUITE, the input exploration, at EXPLORE_LEVEL.
+While that suite is not in the build, `torchcts selftest` lists them "awaiting exploration" (not
+measured, never a miss); once it is registered under that name with cases at that level, selftest
+and tests/test_sim_faults_unlisted.py measure them with no other change (else change these two).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from torchcts.sim.fault_model import Fault, on_op
+
+EXPLORE_SUITE = "explore"
+EXPLORE_LEVEL = 8
+aten = torch.ops.aten
+
+
+def _float32(t: object) -> bool:
+    return isinstance(t, torch.Tensor) and t.dtype == torch.float32
+
+
+@on_op("round")
+def _round_half_away(func, args, kwargs, call):
+    """round of float32 uses C's roundf: halfway values round away from zero (2.5 -> 3, -0.5 -> -1),
+    not to even as PyTorch (and IEEE's default) does."""
+    out = call(*args, **kwargs)
+    x = args[0]
+    if func is not aten.round.default or not _float32(x):
+        return out
+    tie = (x - x.trunc()).abs() == 0.5
+    return torch.where(tie, x.trunc() + x.sign(), out)
+
+
+@on_op("div")
+def _div_floor_exact_negative(func, args, kwargs, call):
+    """div(rounding_mode='floor') of float32 computes trunc(a / b) - 1 for every negative quotient,
+    skipping the remainder test: one too low when the division is exact (-6 / 3 gives -3)."""
+    out = call(*args, **kwargs)
+    if (func not in (aten.div.Tensor_mode, aten.div.Scalar_mode) or kwargs.get("rounding_mode") != "floor"
+            or not _float32(out)):
+        return out
+    q = torch.div(args[0], args[1])
+    return torch.where((q < 0) & (q == q.trunc()), out - 1, out)
+
+
+@on_op("copysign")
+def _copysign_negative_zero(func, args, kwargs, call):
+    """copysign of float32 takes the sign from `other < 0`, not from other's sign bit: other = -0.0
+    gives +|self| instead of -|self|."""
+    out = call(*args, **kwargs)
+    other = args[1]
+    if func not in (aten.copysign.Tensor, aten.copysign.Scalar) or not _float32(out):
+        return out
+    if isinstance(other, torch.Tensor):
+        if not other.is_floating_point():
+            return out
+        return torch.where((other == 0) & torch.signbit(other), out.abs(), out)
+    return out.abs() if other == 0 and math.copysign(1.0, other) < 0 else out
+
+
+@on_op("log")
+def _log_subnormal_as_zero(func, args, kwargs, call):
+    """log of float32 treats subnormal inputs as zero (denormals-are-zero): -inf instead of -87.4 ...
+    -103.3 (and -inf instead of nan for negative subnormals)."""
+    out = call(*args, **kwargs)
+    x = args[0]
+    if func is not aten.log.default or not _float32(x):
+        return out
+    subnormal = (x != 0) & (x.abs() < torch.finfo(torch.float32).tiny)
+    return torch.where(subnormal, float("-inf"), out)
+
+
+@on_op("_to_copy")
+def _bfloat16_cast_ties_up(func, args, kwargs, call):
+    """float32 -> bfloat16 conversion rounds with (bits + 0x8000) >> 16: a value exactly halfway between
+    two bfloat16 values goes up in magnitude, not to the even one (1 + 2^-8 -> 1 + 2^-7, not 1)."""
+    out = call(*args, **kwargs)
+    x = args[0]
+    if func is not aten._to_copy.default or kwargs.get("dtype") != torch.bfloat16 or not _float32(x):
+        return out
+    bits = x.contiguous().view(torch.int32)
+    tie = ((bits & 0xFFFF) == 0x8000) & torch.isfinite(x)
+    if tie.any():
+        up = ((bits + 0x8000) & -0x10000).view(torch.float32).to(torch.bfloat16)
+        out[tie] = up[tie]
+    return out
+
+
+@on_op("max")
+def _max_dim_last_tie(func, args, kwargs, call):
+    """max(dim) of float32 updates its running maximum with `>=`: among equal maxima it returns the
+    index of the last one, not the first (NaN keeps its own first-NaN path)."""
+    out = call(*args, **kwargs)
+    x = args[0]
+    if func is not aten.max.dim or not _float32(x) or x.dim() == 0:
+        return out
+    values, indices = out
+    dim = args[1]
+    keepdim = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
+    _, flipped = call(x.flip(dim), dim, keepdim)
+    last = x.shape[dim] - 1 - flipped
+    return values, torch.where(torch.isnan(values), indices, last)
+
+
+@on_op("sort")
+def _sort_descending_reversed(func, args, kwargs, call):
+    """A stable descending sort of float32 is the ascending stable sort reversed: equal values come
+    out in reverse input order (indices of ties reversed), the values themselves are right."""
+    x = args[0]
+    if (func is not aten.sort.stable or not kwargs.get("stable") or not kwargs.get("descending")
+            or not _float32(x) or x.dim() == 0):
+        return call(*args, **kwargs)
+    dim = kwargs.get("dim", -1)
+    values, indices = call(x, stable=True, dim=dim, descending=False)
+    return values.flip(dim), indices.flip(dim)
+
+
+@on_op("leaky_relu_backward")
+def _leaky_relu_backward_zero(func, args, kwargs, call):
+    """leaky_relu's float32 gradient tests `x >= 0`: at exactly x = 0 (either sign) it passes the full
+    gradient where PyTorch scales it by negative_slope."""
+    out = call(*args, **kwargs)
+    grad, x = args[0], args[1]
+    if not _float32(x):
+        return out
+    return torch.where(x == 0, grad, out)
+
+
+@on_op("mean")
+def _mean_empty_dims(func, args, kwargs, call):
+    """mean(dim=[]) follows NumPy's axis=(): an empty dim list reduces nothing and returns the input,
+    where PyTorch reduces every dim."""
+    x, dim = args[0], args[1] if len(args) > 1 else kwargs.get("dim")
+    dtype = kwargs.get("dtype") or x.dtype
+    if func is not aten.mean.dim or dim is None or len(dim) != 0 or not (dtype.is_floating_point or dtype.is_complex):
+        return call(*args, **kwargs)  # (an integer mean is refused as on CPU: the checks come first)
+    return x.to(dtype, copy=True)
+
+
+@on_op("logsumexp")
+def _logsumexp_all_neg_inf(func, args, kwargs, call):
+    """logsumexp of float32 subtracts the slice's maximum with no guard for infinities: a slice whose
+    every element is -inf gives nan (-inf - -inf), where PyTorch gives -inf."""
+    out = call(*args, **kwargs)
+    x = args[0]
+    if func is not aten.logsumexp.default or not _float32(x) or x.numel() == 0:
+        return out
+    dim = args[1] if len(args) > 1 else kwargs.get("dim", [])
+    keepdim = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
+    return torch.where(torch.amax(x, dim, keepdim) == float("-inf"), float("nan"), out)
+
+
+@on_op("abs")
+def _abs_int32_min_saturates(func, args, kwargs, call):
+    """abs of int32 uses a saturating instruction: abs(-2^31) is 2^31 - 1, where PyTorch (two's
+    complement) wraps to -2^31."""
+    out = call(*args, **kwargs)
+    x = args[0]
+    if func is not aten.abs.default or not isinstance(x, torch.Tensor) or x.dtype != torch.int32:
+        return out
+    info = torch.iinfo(torch.int32)
+    return torch.where(x == info.min, info.max, out)
+
+
+@on_op("kthvalue")
+def _kthvalue_last_k(func, args, kwargs, call):
+    """kthvalue of float32 with k equal to the dim's size (the maximum) returns the (k-1)-th smallest:
+    its quickselect's upper bound is exclusive (k at the other end, 1, is right)."""
+    x = args[0]
+    if func is not aten.kthvalue.default or not _float32(x):
+        return call(*args, **kwargs)
+    k = args[1]
+    dim = args[2] if len(args) > 2 else kwargs.get("dim", -1)
+    size = x.shape[dim] if x.dim() else 1
+    if k != size or size < 2:
+        return call(*args, **kwargs)
+    return call(x, k - 1, *args[2:], **kwargs)
+
+
+def _unlisted(name: str, description: str, install: Callable[[], None], op: str, dtype: str | None = "float32") -> Fault:
+    return Fault(name, description, EXPLORE_SUITE, EXPLORE_LEVEL, (f"{EXPLORE_SUITE}/*",), install,
+                 dtype=dtype, op=op, unlisted=True)
+
+
+FAULTS: tuple[Fault, ...] = (
+    _unlisted("round_half_away", "round of float32 rounds halfway values away from zero, not to even",
+              _round_half_away, "round"),
+    _unlisted("div_floor_exact_negative", "div(rounding_mode='floor') of float32 is one too low for exact "
+              "negative quotients", _div_floor_exact_negative, "div"),
+    _unlisted("copysign_negative_zero", "copysign of float32 treats other = -0.0 as positive",
+              _copysign_negative_zero, "copysign"),
+    _unlisted("log_subnormal_as_zero", "log of float32 flushes subnormal inputs to zero (-inf)",
+              _log_subnormal_as_zero, "log"),
+    _unlisted("bfloat16_cast_ties_up", "float32 -> bfloat16 conversion rounds halfway values up in magnitude, "
+              "not to even", _bfloat16_cast_ties_up, "_to_copy"),
+    _unlisted("max_dim_last_tie", "max(dim) of float32 returns the index of the last of equal maxima",
+              _max_dim_last_tie, "max"),
+    _unlisted("sort_descending_reversed", "stable descending sort of float32 returns ties in reverse input order",
+              _sort_descending_reversed, "sort"),
+    _unlisted("leaky_relu_backward_zero", "leaky_relu's float32 gradient at exactly 0 is the full gradient, "
+              "not negative_slope times it", _leaky_relu_backward_zero, "leaky_relu"),
+    _unlisted("mean_empty_dims", "mean(dim=[]) returns the input unreduced instead of reducing every dim",
+              _mean_empty_dims, "mean", dtype=None),
+    _unlisted("logsumexp_all_neg_inf", "logsumexp of float32 over a slice of only -inf gives nan, not -inf",
+              _logsumexp_all_neg_inf, "logsumexp"),
+    _unlisted("abs_int32_min_saturates", "abs of int32 saturates abs(-2^31) to 2^31 - 1 instead of wrapping",
+              _abs_int32_min_saturates, "abs", dtype="int32"),
+    _unlisted("kthvalue_last_k", "kthvalue of float32 with k = the dim's size returns the (k-1)-th smallest",
+              _kthvalue_last_k, "kthvalue"),
+)
