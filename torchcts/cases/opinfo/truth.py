@@ -94,7 +94,15 @@ def _sensitivity(fn: Any, wide: tuple[Any, ...], value: Any, eps: float) -> Any:
 @unobserved()  # oracle work, not the device's (cases/observe.py)
 def truth_of(op: Any, fn: Any, sample: Any, dtype: torch.dtype, category: str) -> Truth:
     """The op's result on the widened CPU sample, or why there is none; for pointwise ops
-    (STRICT_CATEGORIES) also its sensitivity to the inputs' rounding."""
+    (STRICT_CATEGORIES) also its sensitivity to the inputs' rounding. Never raises: a truth that
+    cannot be computed is recorded as missing, never a verdict."""
+    try:
+        return _truth(op, fn, sample, dtype, category)
+    except Exception as exc:  # noqa: BLE001 - TorchCTS's own measuring must not decide a case
+        return Truth(missing=f"computing the truth raised {type(exc).__name__}")
+
+
+def _truth(op: Any, fn: Any, sample: Any, dtype: torch.dtype, category: str) -> Truth:
     why = why_no_truth(op, sample, dtype, category)
     if why is not None:
         return Truth(missing=why)
