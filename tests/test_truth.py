@@ -102,6 +102,23 @@ def test_a_few_ulps_worse_than_cpu_or_an_ill_conditioned_sample_passes():
     assert judge(far, cpu, _truth(truth, sens), tolerance_for("reduction", "float32"), strict=True)[0] is None
 
 
+def test_flushing_subnormal_results_to_zero_is_left_to_the_tolerance():
+    x = torch.tensor([1e-3, 2e-3, 3e-3], dtype=torch.float16)
+    y = torch.tensor([1e-3, 2e-3, 3e-3], dtype=torch.float16)
+    truth = x.double() * y.double()  # 1e-6 ... 9e-6: subnormal in float16 (below 6.1e-5)
+    cpu = x * y
+    flushed = torch.zeros_like(cpu)  # FTZ: inside atol 1e-5, hundreds of subnormal ulps off
+    tol = tolerance_for("elementwise", "float16")
+    assert judge(flushed, cpu, Truth(), tol, strict=True)[0] is None
+    mismatch, precision = judge(flushed, cpu, _truth(truth), tol, strict=True)
+    assert mismatch is None and precision.device_ulp_vs_truth > WORSE_FLOOR_ULPS
+    # the same kind of error on normal results (1e-4: 5e-6 is ~80 ulps there, inside atol) fails
+    normal = torch.tensor([1.0e-4, 1.5e-4, 2.0e-4], dtype=torch.float16)
+    off = (normal.float() + 5e-6).half()
+    mismatch, _ = judge(off, normal, _truth(normal.double()), tol, strict=True)
+    assert mismatch is not None and mismatch.what.startswith("much less accurate")
+
+
 def test_pytorch_decomposition_with_cancellation_passes():
     """addcmul's Python decomposition rounds twice: 57 ulps where its terms cancel (sample 10),
     CPU's kernel 0.3; the sample's sensitivity gives it room, and a 2^-17 sin does not get it."""
