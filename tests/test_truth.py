@@ -65,6 +65,13 @@ def test_device_more_accurate_than_cpu_passes_outside_the_cpu_tolerance():
     other = device.clone()
     other[1] = other[1] - 1e-4
     assert judge(other, cpu, _truth(truth), F32, strict=True)[0] is None
+    # where CPU is NaN, a finite device value must also be close to the truth to be rescued
+    nan_cpu = device.clone()
+    nan_cpu[1] = float("nan")
+    assert judge(device, nan_cpu, _truth(truth), F32, strict=True)[0] is None
+    garbage = device.clone()
+    garbage[1] = 7.0
+    assert judge(garbage, nan_cpu, _truth(truth), F32, strict=True)[0] is not None
     # farther from the truth than CPU: the tolerance's verdict stands, with both errors in the metrics
     worse = device.clone()
     worse[1] = worse[1] + 3e-4

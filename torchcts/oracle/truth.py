@@ -128,10 +128,10 @@ def judge_leaf(actual: torch.Tensor, expected: torch.Tensor, truth: torch.Tensor
 
     Without a truth: the tolerance alone, and the device's distance from CPU in ulps. With one,
     per element: outside the CPU tolerance fails unless the device is no farther from the truth
-    than RESCUE_FACTOR x CPU's error; inside it, given the `sensitivity` (pointwise ops only),
-    fails when the device is farther from the truth than max(WORSE_FACTOR x CPU's error,
-    WORSE_FLOOR_ULPS, COND_FACTOR x the sensitivity) where CPU's own error is at most CPU_ILL_ULPS and
-    the truth is a normal number of the dtype."""
+    than RESCUE_FACTOR x CPU's error (and, where CPU is off scale, within WORSE_FLOOR_ULPS);
+    inside it, given the `sensitivity` (pointwise ops only), fails when the device is farther
+    from the truth than max(WORSE_FACTOR x CPU's error, WORSE_FLOOR_ULPS, COND_FACTOR x the
+    sensitivity) where CPU's own error is at most CPU_ILL_ULPS and the truth is a normal number of the dtype."""
     tol = resolve_tolerance(tol, expected.dtype)
     dtype = expected.dtype
     a64, e64 = widened(comparable(actual)), widened(comparable(expected))
@@ -142,7 +142,9 @@ def judge_leaf(actual: torch.Tensor, expected: torch.Tensor, truth: torch.Tensor
         return (tensor_mismatch(actual, expected, tol, path) if bool(outside.any()) else None), precision
     t64 = widened(comparable(truth))
     dev, cpu = errors(a64, t64, dtype), errors(e64, t64, dtype)
-    rescued = outside & torch.isfinite(dev.ulps) & (dev.ulps <= RESCUE_FACTOR * cpu.ulps)
+    # Where CPU is off scale (NaN or inf where the truth is finite), "closer than CPU" must also be close.
+    rescued = (outside & torch.isfinite(dev.ulps) & (dev.ulps <= RESCUE_FACTOR * cpu.ulps)
+               & (torch.isfinite(cpu.ulps) | (dev.ulps <= WORSE_FLOOR_ULPS)))
     worse = torch.zeros_like(outside)
     if sensitivity is not None:
         sens = torch.nan_to_num(widened(comparable(sensitivity)).abs() / ulp(t64, dtype), nan=float("inf"))
