@@ -193,6 +193,14 @@ def p_cdist_skips_root() -> bool:
     return not torch.allclose(torch.cdist(a.to(S), b.to(S), p=3).cpu(), torch.cdist(a, b, p=3))
 
 
+def p_sin_fast_math() -> bool:
+    x = torch.linspace(-3, 3, 101)  # includes sin's small values near 0 and +-pi
+    got, want = torch.sin(x.to(S)).cpu(), torch.sin(x)
+    # inside the float32 tolerance, yet far from the truth where sin is small
+    return torch.allclose(got, want, rtol=1.3e-6, atol=1e-5) and not torch.equal(got, want) and bool(
+        ((got - want).abs() > 1e-3 * want.abs()).any())
+
+
 PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }

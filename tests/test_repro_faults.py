@@ -23,7 +23,9 @@ from torchcts.engine.selftest import ENV, SIM_MANIFEST
 REPRO_GROUPS: dict[str, dict[str, str]] = {
     **{name: dict(g["caught"]) for name, g in GROUPS.items()},  # type: ignore[call-overload]
     "opinfo": {"max_ignores_nan": "opinfo/max.reduction_no_dim/float32/special_values",
-               "mul_noncontig_storage_order": "opinfo/mul/float32/noncontiguous"},
+               "mul_noncontig_storage_order": "opinfo/mul/float32/noncontiguous",
+               # inside the tolerance: the script judges by the float64 truth as the run did
+               "sin_fast_math": "opinfo/sin/float32/forward"},
     "process": {"mul_complex128_segv": "operators/elementwise/mul/complex128",
                 "sub_int16_hang": "operators/elementwise/sub/int16"},
 }

@@ -10,8 +10,10 @@ import torch
 from torchcts.cases.model import Case, NotApplicable
 from torchcts.cases.observe import unobserved
 from torchcts.manifest.schema import Manifest
-from torchcts.oracle.compare import assert_matches, max_abs_error
+from torchcts.oracle.compare import OracleMismatch, assert_matches, max_abs_error
+from torchcts.oracle.precision import STRICT_CATEGORIES, Precision
 from torchcts.oracle.tolerances import Tolerance, tolerance_for
+from torchcts.oracle.truth import Truth, judge
 
 
 def dtype_of(name: str) -> torch.dtype:
@@ -38,6 +40,9 @@ class CaseContext:
     # why the case was not observed.
     dispatched: list[str] | None = None
     dispatch_unobserved: str | None = None
+    # The worst precision of the case's comparisons against a truth (oracle/precision.py), for the
+    # record's `precision`; None when no comparison measured one.
+    precision: Precision | None = None
 
     @property
     def device_type(self) -> str:
@@ -60,11 +65,13 @@ class CaseContext:
 
     @unobserved()  # the comparison is TorchCTS's work, not the device's
     def assert_close(self, actual: Any, expected: Any, *, category: str = "elementwise", dtype: Any = None,
-                     atol_floor: float = 0.0) -> None:
+                     atol_floor: float = 0.0, truth: Truth | None = None) -> None:
         """Compare a device result with the CPU reference; raises OracleMismatch with metrics.
 
         Without `dtype`, each expected tensor gets the tolerance of its own dtype. `atol_floor` raises
-        the absolute tolerance to what the sample's conditioning demands (oracle/conditioning.py)."""
+        the absolute tolerance to what the sample's conditioning demands (oracle/conditioning.py).
+        With `truth` (the op's result on widened inputs, or why there is none) floating outputs are
+        judged against it too and their precision is kept for the record (oracle/truth.py)."""
         first = dtype if dtype is not None else _first_dtype(expected) or torch.float32
 
         def tol_of(dt: Any) -> Tolerance:
@@ -73,7 +80,18 @@ class CaseContext:
 
         tol = tol_of(first)
         self.info.setdefault("tolerance", {"category": category, "atol": tol.atol, "rtol": tol.rtol})
-        assert_matches(actual, expected, tol if dtype is not None else tol_of)
+        spec = tol if dtype is not None else tol_of
+        if truth is None:
+            assert_matches(actual, expected, spec)
+        else:
+            try:
+                mismatch, precision = judge(actual, expected, truth, spec, strict=category in STRICT_CATEGORIES)
+            except Exception as exc:  # noqa: BLE001 - never a verdict from TorchCTS's own measuring
+                assert_matches(actual, expected, spec)
+                mismatch, precision = None, Precision(no_truth=f"measuring against the truth raised {type(exc).__name__}")
+            self.precision = precision if self.precision is None else self.precision.merge(precision)
+            if mismatch is not None:
+                raise OracleMismatch(mismatch)
         err = max_abs_error(actual, expected)
         if err is not None:  # passing precision, so `compare` sees drift before it fails
             self.info["max_abs_error"] = max(err, self.info.get("max_abs_error", 0.0))

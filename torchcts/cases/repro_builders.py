@@ -29,6 +29,11 @@ class ReproSpec:
     atol: float
     rtol: float
     kind: str = "call"  # how the script calls and checks: call | inplace | out | backward | errors
+    # The float64 truth's rule the run applied (OpInfo forward cases, docs/oracles.md): None (no truth),
+    # "rescue" (outside the tolerance, no farther from the truth than CPU passes) or "strict" (and much
+    # less accurate than CPU fails), with the case dtype's eps for the sensitivity.
+    truth: str | None = None
+    truth_eps: float = 0.0
     notes: list[str] = field(default_factory=list)
 
 
@@ -128,7 +133,31 @@ def opinfo(case: Case, manifest: Manifest, info: dict[str, Any] | None, sample: 
     category = str(case.params.get("category", "elementwise"))
     atol, rtol = tolerance(case, manifest, info, category)
     kind = str(case.params.get("kind", "forward"))
-    return ReproSpec(expr, [spec_sample], atol, rtol, kind=SCRIPT_KINDS.get(kind, "call"))
+    truth, eps = _truth_rule(case, args, kwargs) if kind == "forward" else (None, 0.0)
+    return ReproSpec(expr, [spec_sample], atol, rtol, kind=SCRIPT_KINDS.get(kind, "call"), truth=truth, truth_eps=eps)
+
+
+def _truth_rule(case: Case, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str | None, float]:
+    """The truth's rule for one forward sample, as the run judged it (cases/opinfo/truth.py)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from torchcts.cases.opinfo.samples import lookup
+    from torchcts.cases.opinfo.truth import why_no_truth
+    from torchcts.oracle.categories import tolerance_category
+    from torchcts.oracle.precision import STRICT_CATEGORIES
+
+    op = lookup(str(case.params.get("op")), str(case.params.get("variant", "")))
+    dtype = getattr(torch, str(case.dtype), None)
+    if not isinstance(dtype, torch.dtype) or not args:
+        return None, 0.0
+    category = tolerance_category(op)
+    sample = SimpleNamespace(input=args[0], args=args[1:], kwargs=kwargs)
+    if why_no_truth(op, sample, dtype, category) is not None:
+        return None, 0.0
+    eps = torch.finfo(dtype.to_real() if dtype.is_complex else dtype).eps
+    return ("strict" if category in STRICT_CATEGORIES else "rescue"), eps
 
 
 # OpInfo case kind -> how the script calls and checks it (the rest: a plain call).

@@ -267,6 +267,8 @@ class CaseItem(pytest.Item):
             record.compat_fallbacks = sorted(state.setup_fallbacks | fallbacks) or None
             # The aten overloads that reached the device (cases/observe.py), or why not observed.
             record.dispatched, record.dispatch_unobserved = ctx.dispatched, ctx.dispatch_unobserved
+            # The worst errors against CPU and the float64 truth (oracle/truth.py), passing or not.
+            record.precision = ctx.precision.to_json() if ctx.precision is not None else None
             rss = release_memory()  # the worker's resident set after the case, freed heap returned
             if rss is not None:
                 record.rss_mb = round(rss, 1)

@@ -56,12 +56,14 @@ def _verdict_without_observer(fn: Callable[..., Any], kwargs: dict[str, Any], ct
     trusted only if the observed failure then repeats exactly (same exception and message: the
     observer's effect is deterministic); otherwise the backend is nondeterministic and the first
     failure stands. Costs nothing for passing cases, two reruns for a failing one."""
-    observed_info = dict(ctx.info)
+    observed_info, observed_precision = dict(ctx.info), ctx.precision
     ctx.info.clear()
+    ctx.precision = None  # each run measures its own (oracle/precision.py); the verdict's is kept
     with unobserved():
         fn(ctx, **kwargs)  # raises when the backend fails without the observer too: that is the verdict
-    unobserved_info = dict(ctx.info)
+    unobserved_info, unobserved_precision = dict(ctx.info), ctx.precision
     ctx.info.clear()
+    ctx.precision = None
     again: Exception | None = None
     try:
         fn(ctx, **kwargs)  # observed again: the mode is still on the stack
@@ -72,12 +74,14 @@ def _verdict_without_observer(fn: Callable[..., Any], kwargs: dict[str, Any], ct
     ctx.info.clear()
     if again is not None and type(again) is type(observed) and str(again) == str(observed):
         ctx.info.update(unobserved_info)
+        ctx.precision = unobserved_precision
         ctx.info["observer_changed_result"] = f"{type(observed).__name__}: {str(observed)[:300]}"
         ctx.dispatched = None
         ctx.dispatch_unobserved = ("the dispatch observer changed this case's result (it fails only under "
                                    "observation), so its verdict comes from a run without it")
         return
     ctx.info.update(observed_info)
+    ctx.precision = observed_precision
     ctx.info["nondeterministic"] = ("failed, passed on a rerun without the dispatch observer, then "
                                     + ("passed under it" if again is None else "failed differently under it"))
     raise observed

@@ -30,7 +30,7 @@ def _scalar(v: torch.Tensor) -> Any:
     return [item.real, item.imag] if isinstance(item, complex) else item
 
 
-def _comparable(t: torch.Tensor) -> torch.Tensor:
+def comparable(t: torch.Tensor) -> torch.Tensor:
     """A dense CPU tensor in a dtype CPU comparison kernels support (chalf and float8 widened)."""
     t = t.detach().to("cpu").resolve_conj().resolve_neg()
     if t.layout != torch.strided:
@@ -55,6 +55,24 @@ def _layouts(actual: torch.Tensor, expected: torch.Tensor) -> dict[str, str]:
     return {"actual_layout": layout(actual), "expected_layout": layout(expected)}
 
 
+def widened(t: torch.Tensor) -> torch.Tensor:
+    """A comparable tensor in float64 (complex128 for complex ones): differences are exact there."""
+    return t.to(torch.complex128 if t.dtype.is_complex else torch.float64)
+
+
+def outside_tolerance(a64: torch.Tensor, e64: torch.Tensor, tol: Tolerance) -> tuple[torch.Tensor, torch.Tensor]:
+    """(|a - e| with equal NaNs and equal infinities at 0, the mask of elements outside
+    atol + rtol * |e|) of two widened tensors: the one elementwise tolerance rule."""
+    both_nan = torch.isnan(a64) & torch.isnan(e64)
+    diff = (a64 - e64).abs()
+    diff = torch.where(both_nan, torch.zeros_like(diff, dtype=diff.dtype), diff)
+    same_inf = (a64 == e64)
+    diff = torch.where(same_inf, torch.zeros_like(diff), diff)
+    # An infinite difference never fits (inf <= atol + rtol*inf would say it does).
+    bad = ~(same_inf | both_nan | (torch.isfinite(diff) & (diff <= tol.atol + tol.rtol * e64.abs())))
+    return diff, bad
+
+
 def tensor_mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: TolSpec, path: str = "") -> Mismatch | None:
     """None when equal within tolerance (NaN equal to NaN), else the metrics of the difference.
 
@@ -68,8 +86,8 @@ def tensor_mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: TolSpec, 
     if actual.dtype != expected.dtype:
         return Mismatch("dtype mismatch", path, extra={"actual": str(actual.dtype), "expected": str(expected.dtype),
                                                          **_layouts(actual, expected)})
-    a = _comparable(actual)
-    e = _comparable(expected)
+    a = comparable(actual)
+    e = comparable(expected)
     if torch.equal(a, e):  # the common case, ten times cheaper than assert_close
         return None
     try:
@@ -79,18 +97,8 @@ def tensor_mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: TolSpec, 
         return None
     except AssertionError:
         pass
-    if a.dtype.is_floating_point or a.dtype.is_complex:
-        wide = torch.complex128 if a.dtype.is_complex else torch.float64
-        a64, e64 = a.to(wide), e.to(wide)
-    else:
-        a64, e64 = a.to(torch.float64), e.to(torch.float64)
-    both_nan = torch.isnan(a64) & torch.isnan(e64)
-    diff = (a64 - e64).abs()
-    diff = torch.where(both_nan, torch.zeros_like(diff, dtype=diff.dtype), diff)
-    same_inf = (a64 == e64)
-    diff = torch.where(same_inf, torch.zeros_like(diff), diff)
-    # An infinite difference never fits (inf <= atol + rtol*inf would say it does).
-    bad = ~(same_inf | both_nan | (torch.isfinite(diff) & (diff <= tol.atol + tol.rtol * e64.abs())))
+    a64, e64 = widened(a), widened(e)
+    diff, bad = outside_tolerance(a64, e64, tol)
     diff_real = diff.real if diff.is_complex() else diff
     finite = torch.where(torch.isfinite(diff_real), diff_real, torch.full_like(diff_real, float("inf")))
     scale = e64.abs().real if e64.is_complex() else e64.abs()
@@ -162,7 +170,7 @@ def max_abs_error(actual: Any, expected: Any) -> float | None:
         if expected.numel() == 0:
             return 0.0
         wide = torch.complex128 if expected.is_complex() else torch.float64
-        diff = (_comparable(actual).to(wide) - _comparable(expected).to(wide)).abs()  # dense, any layout
+        diff = (comparable(actual).to(wide) - comparable(expected).to(wide)).abs()  # dense, any layout
         diff = diff[torch.isfinite(diff)]
         return float(diff.max()) if diff.numel() else 0.0
     if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):

@@ -19,6 +19,7 @@ from torchcts.manifest.schema import DTYPES
 from torchcts.results.coverage_section import render_coverage_section
 from torchcts.results.html_charts import error_chart, pass_counts, pass_rate_chart, rate_color
 from torchcts.results.html_failures import COLORS, failures_section
+from torchcts.results.html_precision import render_precision
 from torchcts.results.quoting import html_text as _e  # None reads as ''
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import EXECUTED, ORDER
@@ -229,6 +230,7 @@ SECTIONS: list[Section] = [
     Section("overview", "Pass rate by suite and level", _overview),
     Section("failures", "Failures by root cause", _failures),
     Section("errors", "Error magnitude against tolerance", _errors),
+    Section("precision", "Precision profile", lambda report: render_precision(report.records)),
     Section("matrix-section", "Pass rate by suite and claimed dtype", _matrix),
     Section("levels", "By level", lambda report: _status_table(report.records, "level")),
     Section("not-run-section", "Not run", _not_run),

@@ -51,6 +51,10 @@ class CaseRecord:
     traceback: str | None = None  # the last 30 lines of its traceback (error)
     mismatch: dict[str, Any] | None = None  # oracle/mismatch.py: Mismatch.to_json() (failed); kept a dict,
                                             # its schema is the oracle's
+    # oracle/precision.py: Precision.to_json(), the worst errors of the case's floating outputs against
+    # CPU and the float64 truth in ulps and relative (OpInfo forward cases); kept a dict, its schema is
+    # the oracle's (read back with Precision.from_json, which checks each field)
+    precision: dict[str, Any] | None = None
     info: dict[str, Any] | None = None  # CaseContext.info: what `describe` noted (sample, tolerance, repro...); free-form
     signal: str | None = None  # a crashed worker's signal name (engine/isolation.py: crash_record)
     exit_code: int | None = None  # a crashed worker's exit code (negative: the signal)
@@ -166,7 +170,7 @@ _STRS = frozenset({"suite", "dtype", "kind", "oracle", "message", "recorded_stat
                    "output_tail", "worker", "dispatch_unobserved", "op", "repro", "repro_script", "signature"})
 _NUMS = frozenset({"duration_s", "timeout_s", "started_at", "cpu_s", "maxrss_mb", "rss_grew_mb", "rss_mb"})
 _INTS = frozenset({"level", "exit_code", "threads", "attempt"})
-_DICTS = frozenset({"mismatch", "info", "expectation", "first_failure"})
+_DICTS = frozenset({"mismatch", "precision", "info", "expectation", "first_failure"})
 _LISTS = frozenset({"ops", "requires"})
 
 

@@ -22,6 +22,7 @@ from torchcts.cases.model import Case
 from torchcts.cases.repro_builders import ReproSpec, builder_for
 from torchcts.errors import UsageError
 from torchcts.manifest.schema import Manifest
+from torchcts.oracle.precision import COND_FACTOR, CPU_ILL_ULPS, RESCUE_FACTOR, WORSE_FACTOR, WORSE_FLOOR_ULPS
 from torchcts.results.quoting import one_line, py_docstring, py_literal
 from torchcts.results.records import CaseRecord
 from torchcts.safe_io import make_folder, write_atomic
@@ -62,6 +63,9 @@ RUN_BACKEND = {run_backend_lit}  # what the run imported: shown, never imported 
 READER_BACKEND = {backend_lit}  # what the repro command was told to import (--import, or the reader's manifest)
 KIND = {kind_lit}  # call | inplace | out | backward | errors
 ATOL, RTOL = {atol!r}, {rtol!r}
+TRUTH = {truth_lit}  # None | "rescue" | "strict": also judge by the float64 truth as the run did (forward cases)
+TRUTH_EPS = {truth_eps!r}  # the case dtype's eps: how far the sensitivity moves each input
+RESCUE_FACTOR, WORSE_FACTOR, WORSE_FLOOR_ULPS, COND_FACTOR, CPU_ILL_ULPS = {truth_constants!r}
 TIMEOUT_S = {timeout!r}
 INPUTS = {inputs_lit}
 HOST = {host_lit}  # {{HOST: tensor}} marks an argument that stays on the host (CPU)
@@ -150,6 +154,9 @@ def render_script(target: ReproTarget, spec: ReproSpec) -> str:
         kind_lit=lit(spec.kind),
         atol=spec.atol,
         rtol=spec.rtol,
+        truth_lit=lit(spec.truth),
+        truth_eps=float(spec.truth_eps),
+        truth_constants=(RESCUE_FACTOR, WORSE_FACTOR, WORSE_FLOOR_ULPS, COND_FACTOR, CPU_ILL_ULPS),
         timeout=_script_timeout(target.timeout_s),
         inputs_lit=lit(INPUTS),
         host_lit=lit(HOST_KEY),

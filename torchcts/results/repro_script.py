@@ -1,7 +1,9 @@
 """The body of a standalone repro script (results/repro.py renders the header constants above it).
 
 Static text, no formatting: the header defines CASE, DEVICE, BACKEND_IMPORT, KIND, ATOL, RTOL,
-TIMEOUT_S, INPUTS and OP. The script cannot import TorchCTS, so `place` repeats the rule of the
+TIMEOUT_S, INPUTS and OP, and the float64 truth's rule (TRUTH and its constants). The truth's
+functions (`ulp`, `ulps`, `sensitivity`, `truth_problem`) repeat torchcts/oracle/truth.py and
+cases/opinfo/truth.py, for the same reason. The script cannot import TorchCTS, so `place` repeats the rule of the
 OpInfo suite's `_Copier` (cases/opinfo/samples.py): each tensor is rebuilt on the device with its
 sizes, strides, storage offset and dtype, and tensors that shared a storage share one again. A
 plain `.to(device)` would make a strided or aliased input contiguous and hide a layout bug.
@@ -122,6 +124,114 @@ def is_same(result, target):
         r is t for r, t in zip(result, target))
 
 
+def widen(o):
+    """o with its floating tensors in float64 (complex in complex128): the truth is the op's result on these."""
+    if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex()):
+        return o.detach().to(torch.complex128 if o.is_complex() else torch.float64)
+    if isinstance(o, (list, tuple)):
+        return type(o)(widen(x) for x in o)
+    if isinstance(o, dict):
+        return {k: widen(v) for k, v in o.items()}
+    return o
+
+
+def is_float(t):
+    return isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
+
+
+def ulp(t, dtype):
+    """The spacing of dtype at |t|: eps * 2**floor(log2 |t|), smallest_normal * eps below smallest_normal."""
+    info = torch.finfo(dtype.to_real() if dtype.is_complex else dtype)
+    mag = t.abs().double()
+    _, exponent = torch.frexp(mag)
+    spacing = torch.ldexp(torch.full_like(mag, info.eps), exponent - 1)
+    return torch.where(mag < info.smallest_normal, torch.full_like(mag, info.smallest_normal * info.eps), spacing)
+
+
+def ulps(x, t, dtype):
+    """|x - t| in ulps of dtype; 0 for the truth's own non-finite value, inf for any other off-scale value."""
+    real = dtype.to_real() if dtype.is_complex else dtype
+    rounded = torch.complex(t.real.to(real).double(), t.imag.to(real).double()) if t.is_complex() else t.to(real).double()
+    same = (x == rounded) | (torch.isnan(x) & torch.isnan(rounded))
+    diff = (x - t).abs()
+    inf = torch.full_like(diff, float("inf"))
+    near = torch.where(torch.isfinite(x), diff / ulp(t, dtype), inf)
+    return torch.where(torch.isfinite(rounded), near, torch.where(same, torch.zeros_like(diff), inf))
+
+
+def sensitivity(wide, truth):
+    """The summed |f(.., x (1 + eps), ..) - f(..)| over each floating input x in turn; None when not measurable."""
+    from torch.utils import _pytree as pytree
+
+    flat, spec = pytree.tree_flatten(wide)
+    moved_at = [i for i, x in enumerate(flat) if is_float(x)]
+    out, out_spec = pytree.tree_flatten(truth)
+    if not moved_at or len(moved_at) > 4:
+        return None
+    total = [torch.zeros(t.shape, dtype=torch.float64) if is_float(t) and t.layout == torch.strided else None for t in out]
+    for i in moved_at:
+        moved = list(flat)
+        moved[i] = flat[i] * (1 + TRUTH_EPS)
+        args, kwargs = pytree.tree_unflatten(moved, spec)
+        again, again_spec = pytree.tree_flatten(OP(*args, **kwargs))
+        if again_spec != out_spec:
+            return None
+        for k, (a, t) in enumerate(zip(again, out)):
+            if total[k] is not None:
+                total[k] += torch.nan_to_num((a - t).abs().double(), nan=float("inf"))
+    return pytree.tree_unflatten(total, out_spec)
+
+
+def dense_wide(t):
+    t = t.detach().cpu().resolve_conj().resolve_neg()
+    t = t.to_dense() if t.layout != torch.strided else t
+    return t.to(torch.complex128 if t.is_complex() else torch.float64)
+
+
+def truth_problem(actual, expected, args, kwargs, problem):
+    """Judge floating outputs by the float64 truth as the run did (TorchCTS docs/oracles.md, "Truth beyond
+    CPU"): an element outside the tolerance passes when the device is no farther from the truth than CPU;
+    for pointwise ops (TRUTH == "strict") one inside it fails when the device is farther from the truth
+    than max(WORSE_FACTOR x CPU, WORSE_FLOOR_ULPS, COND_FACTOR x the sensitivity), CPU within CPU_ILL_ULPS."""
+    from torch.utils import _pytree as pytree
+
+    wide = widen((args, kwargs))
+    truth = OP(*wide[0], **wide[1])
+    sens = sensitivity(wide, truth) if TRUTH == "strict" else None
+    a_leaves, e_leaves, t_leaves = pytree.tree_leaves(actual), pytree.tree_leaves(expected), pytree.tree_leaves(truth)
+    s_leaves = pytree.tree_leaves(sens) if sens is not None else [None] * len(e_leaves)
+    if not len(a_leaves) == len(e_leaves) == len(t_leaves) == len(s_leaves):
+        return problem
+    for i, (a, e, t, s) in enumerate(zip(a_leaves, e_leaves, t_leaves, s_leaves)):
+        measured = is_float(e) and is_float(a) and is_float(t) and a.shape == e.shape == t.shape and a.dtype == e.dtype
+        if not measured:
+            other = compare(a, e, f"output leaf {i}")
+            if other:
+                return other
+            continue
+        a64, e64, t64 = dense_wide(a), dense_wide(e), dense_wide(t)
+        same = (a64 == e64) | (torch.isnan(a64) & torch.isnan(e64))
+        diff = torch.where(same, torch.zeros_like(a64), a64 - e64).abs()
+        outside = ~same & ~(diff <= ATOL + RTOL * e64.abs())
+        dev, cpu = ulps(a64, t64, e.dtype), ulps(e64, t64, e.dtype)
+        rescued = torch.isfinite(dev) & (dev <= RESCUE_FACTOR * cpu) & (torch.isfinite(cpu) | (dev <= WORSE_FLOOR_ULPS))
+        if (outside & ~rescued).any():
+            return problem or compare(a, e, f"output leaf {i}")
+        if s is None:
+            continue
+        allowed = torch.maximum(torch.clamp(WORSE_FACTOR * cpu, min=WORSE_FLOOR_ULPS),
+                                COND_FACTOR * torch.nan_to_num(s / ulp(t64, e.dtype), nan=float("inf")))
+        normal = t64.abs() >= torch.finfo(e.dtype.to_real() if e.dtype.is_complex else e.dtype).smallest_normal
+        worse = ~outside & normal & (dev > allowed) & (cpu <= CPU_ILL_ULPS)
+        if worse.any():
+            at = torch.where(worse, dev, torch.full_like(dev, -1.0)).argmax()
+            return (f"output leaf {i}: much less accurate than CPU against the float64 truth: {int(worse.sum())}/"
+                    f"{worse.numel()} elements inside the tolerance; worst {float(dev.flatten()[at]):.3g} ulps from "
+                    f"the truth where CPU is {float(cpu.flatten()[at]):.3g}: got {a64.flatten()[at].item()}, "
+                    f"CPU {e64.flatten()[at].item()}, truth {t64.flatten()[at].item()}")
+    return None
+
+
 def check(sample):
     """None when the device agrees with CPU on this sample, else what differs."""
     if KIND == "errors":
@@ -150,7 +260,10 @@ def check(sample):
         return f"the in-place op did not return self (got a {type(actual).__name__})"
     if KIND == "out" and is_same(expected, cpu_kwargs["out"]) and not is_same(actual, kwargs["out"]):
         return "the out= op did not return the out tensor(s)"
-    return compare(actual, expected, "output") or compare((args, kwargs), (cpu_args, cpu_kwargs), "argument after the call")
+    problem = compare(actual, expected, "output")
+    if KIND == "call" and TRUTH:
+        problem = truth_problem(actual, expected, cpu_args, cpu_kwargs, problem)
+    return problem or compare((args, kwargs), (cpu_args, cpu_kwargs), "argument after the call")
 
 
 def main():

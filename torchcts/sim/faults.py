@@ -355,6 +355,16 @@ def _save_loses_device() -> None:
     tensor.OP_HOOKS["__reduce_ex__"] = reduce
 
 
+@on_op("sin")
+def _sin_fast_math(func, args, kwargs, call):
+    """A fast-math float32 sin: accurate to an absolute 2^-17 (the atol of 1e-5 accepts it), not
+    relatively, so thousands of ulps off where sin is small, where CPU's is within one."""
+    out = call(*args, **kwargs)
+    if isinstance(out, torch.Tensor) and out.dtype == torch.float32:
+        return torch.round(out * 2**16) / 2**16
+    return out
+
+
 @on_op("_cdist_forward")
 def _cdist_skips_root(func, args, kwargs, call):
     """A p-norm distance kernel that forgets the final 1/p root for p other than 1 and 2
@@ -434,6 +444,9 @@ FAULTS: dict[str, Fault] = {
               _device_count_wrong),
         Fault("cdist_skips_root", "_cdist_forward skips the final 1/p root for p other than 1 and 2",
               "generated", 8, ("generated/_cdist_forward/*",), _cdist_skips_root, op="_cdist_forward"),
+        Fault("sin_fast_math", "float32 sin is accurate to an absolute 2^-17 only: inside the tolerance, much "
+              "less accurate than CPU against the float64 truth", "opinfo", 2, ("opinfo/sin/float32/forward",),
+              _sin_fast_math, dtype="float32", op="sin"),
         Fault("memory_never_freed", "memory_allocated() never decreases after tensors are freed",
               "memory", 6, ("memory/stats/*",), _memory_never_freed),
         *faults_unlisted.FAULTS,

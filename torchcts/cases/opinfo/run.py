@@ -28,10 +28,12 @@ from torchcts.cases.opinfo.samples import (
     selected_samples,
     tensors_of,
 )
+from torchcts.cases.opinfo.truth import truth_of
 from torchcts.oracle.categories import tolerance_category
 from torchcts.oracle.compare import Mismatch, OracleMismatch, assert_matches
 from torchcts.oracle.conditioning import conditioned_atol
 from torchcts.oracle.tolerances import Tolerance
+from torchcts.oracle.truth import Truth
 
 
 class _Skip(Exception):
@@ -136,9 +138,9 @@ def conditioned(ctx: CaseContext, op: Any, sample: Any, *, backward: bool = Fals
 
 
 def check_output(ctx: CaseContext, op: Any, actual: Any, expected: Any, sample: Any, rerun: Callable[[], Any],
-                 category: str) -> None:
-    """Compare by the case's oracle: CPU values (with the sample's conditioning), or properties for
-    random/uninitialised outputs."""
+                 category: str, truth: Callable[[], Truth] | None = None) -> None:
+    """Compare by the case's oracle: CPU values (with the sample's conditioning, and the float64
+    truth when `truth` computes one), or properties for random/uninitialised outputs."""
     check_devices(ctx, actual, sample)
     oracle = ctx.case.oracle if ctx.case is not None else "cpu"
     if oracle == "cpu":
@@ -146,7 +148,8 @@ def check_output(ctx: CaseContext, op: Any, actual: Any, expected: Any, sample: 
             # Decompositions are unique only up to signs/phases: compare what OpInfo's own
             # output_process_fn_grad keeps (e.g. |U| of an SVD), identical on both sides.
             actual, expected = sample.output_process_fn_grad(actual), sample.output_process_fn_grad(expected)
-        ctx.assert_close(actual, expected, category=category, atol_floor=conditioned(ctx, op, sample))
+        ctx.assert_close(actual, expected, category=category, atol_floor=conditioned(ctx, op, sample),
+                         truth=truth() if truth is not None else None)
         return
     check_structure(actual, expected)
     if oracle == "property:random":
@@ -167,11 +170,12 @@ def _seeded(ctx: CaseContext, fn: Callable[[], Any]) -> Any:
 # --- kinds --------------------------------------------------------------------------------------
 
 def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[..., Any],
-                transform: Callable[[Any], Any] | None = None, prepare: Callable[[Any], Any] | None = None) -> None:
+                transform: Callable[[Any], Any] | None = None, prepare: Callable[[Any], Any] | None = None,
+                with_truth: bool = False) -> None:
     """forward / method / noncontiguous / special_values: same call on device and CPU, compared.
 
     `prepare` rewrites the CPU sample first (special values); `transform` rewrites the device copy
-    (non-contiguous layouts)."""
+    (non-contiguous layouts); `with_truth` (forward) also judges by the float64 truth."""
     category = tolerance_category(op)
 
     def body(sample: Any) -> None:
@@ -186,7 +190,8 @@ def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[...,
             return call(fn, transform(dev) if transform else dev)
 
         actual = device_call()
-        check_output(ctx, op, actual, expected, sample, device_call, category)
+        truth = (lambda: truth_of(op, fn, sample, dtype, category)) if with_truth else None
+        check_output(ctx, op, actual, expected, sample, device_call, category, truth)
 
     each_sample(ctx, op, dtype, body)
 
@@ -335,7 +340,7 @@ def run(ctx: CaseContext, *, op: str, variant: str = "", kind: str, dtype: torch
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if kind == "forward":
-            _functional(ctx, info, dtype, info.op)
+            _functional(ctx, info, dtype, info.op, with_truth=True)
         elif kind == "method":
             _functional(ctx, info, dtype, info.method_variant)
         elif kind == "noncontiguous":

@@ -1,0 +1,123 @@
+"""The truth of an OpInfo sample: the same op on CPU with its floating inputs widened to float64
+(complex to complex128), for the forward kind's comparison (docs/oracles.md, "Truth beyond CPU").
+
+Widening the inputs is exact, so the result is the op's answer to the very problem the device
+solved, rounded 29 or more bits finer than float32. There is no truth where widening changes what
+the op means or its cost would be large: the reasons below are recorded (`precision.no_truth`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from torchcts.cases.observe import unobserved
+from torchcts.cases.opinfo.samples import copy_sample, leaves_of
+from torchcts.compat import opinfo_dtypes
+from torchcts.oracle.precision import STRICT_CATEGORIES
+from torchcts.oracle.truth import Truth, truth_dtype
+
+# No truth for samples with more input elements than this: the float64 run would cost more than
+# the case itself (OpInfo's samples are far smaller).
+MAX_TRUTH_NUMEL = 1 << 20
+# The sensitivity runs the op once more per floating input; none for ops with more of them.
+MAX_PERTURBED = 4
+
+# Ops whose float64 result is a different answer, not a more precise one.
+NO_TRUTH: dict[str, str] = {
+    "nextafter": "its result is the neighbouring value of the input's own dtype",
+    "nan_to_num": "its default replacements are the input dtype's largest values",
+}
+# Tolerance categories without a truth: linalg results are unique only up to signs and phases,
+# which float32 and float64 LAPACK choose independently.
+NO_TRUTH_CATEGORIES = frozenset({"linalg"})
+
+
+def _widen(x: Any) -> Any:
+    if isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex()):
+        wide = truth_dtype(x.dtype)
+        return x.detach().to(wide) if wide is not None else x.detach()
+    return x
+
+
+def why_no_truth(op: Any, sample: Any, dtype: torch.dtype, category: str) -> str | None:
+    """Why this sample gets no truth, None when it does."""
+    wide = truth_dtype(dtype)
+    if wide is None:
+        return f"no dtype wider than {str(dtype).removeprefix('torch.')} on CPU"
+    if op.name in NO_TRUTH:
+        return NO_TRUTH[op.name]
+    if category in NO_TRUTH_CATEGORIES:
+        return f"{category} results are unique only up to signs and phases"
+    if wide not in opinfo_dtypes(op, "cpu"):
+        return f"the op declares no {str(wide).removeprefix('torch.')} CPU kernel"
+    leaves = leaves_of((sample.input, tuple(sample.args), dict(sample.kwargs)))
+    if any(isinstance(x, torch.dtype) for x in leaves):
+        return "the sample fixes a dtype"
+    if sum(x.numel() for x in leaves if isinstance(x, torch.Tensor)) > MAX_TRUTH_NUMEL:
+        return f"the sample has more than {MAX_TRUTH_NUMEL} input elements"
+    return None
+
+
+def _is_float(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex())
+
+
+def _sensitivity(fn: Any, wide: tuple[Any, ...], value: Any, eps: float) -> Any:
+    """The summed |f(.., x (1 + eps), ..) - f(..)| over each floating input x in turn, shaped like
+    `value`'s floating leaves (None elsewhere); None when it cannot be measured."""
+    leaves, spec = pytree.tree_flatten(wide)
+    moved_at = [i for i, x in enumerate(leaves) if _is_float(x)]
+    out, out_spec = pytree.tree_flatten(value)
+    if not moved_at or len(moved_at) > MAX_PERTURBED:
+        return None
+    total: list[Any] = [torch.zeros(t.shape, dtype=torch.float64) if _is_float(t) and t.layout == torch.strided
+                        else None for t in out]
+    for i in moved_at:
+        moved = list(leaves)
+        moved[i] = leaves[i] * (1 + eps)
+        inp, args, kwargs = pytree.tree_unflatten(moved, spec)
+        again, again_spec = pytree.tree_flatten(fn(inp, *args, **kwargs))
+        if again_spec != out_spec:
+            return None
+        for k, (a, t) in enumerate(zip(again, out, strict=True)):
+            if total[k] is not None:
+                if not (isinstance(a, torch.Tensor) and a.shape == t.shape and a.layout == torch.strided):
+                    return None
+                total[k] += torch.nan_to_num((a - t).abs().to(torch.float64), nan=float("inf"))
+    return pytree.tree_unflatten(total, out_spec)
+
+
+@unobserved()  # oracle work, not the device's (cases/observe.py)
+def truth_of(op: Any, fn: Any, sample: Any, dtype: torch.dtype, category: str) -> Truth:
+    """The op's result on the widened CPU sample, or why there is none; for pointwise ops
+    (STRICT_CATEGORIES) also its sensitivity to the inputs' rounding. Never raises: a truth that
+    cannot be computed is recorded as missing, never a verdict."""
+    try:
+        return _truth(op, fn, sample, dtype, category)
+    except Exception as exc:  # noqa: BLE001 - TorchCTS's own measuring must not decide a case
+        return Truth(missing=f"computing the truth raised {type(exc).__name__}")
+
+
+def _truth(op: Any, fn: Any, sample: Any, dtype: torch.dtype, category: str) -> Truth:
+    why = why_no_truth(op, sample, dtype, category)
+    if why is not None:
+        return Truth(missing=why)
+    cpu = copy_sample(sample, "cpu")
+    wide = pytree.tree_map(_widen, (cpu.input, tuple(cpu.args), dict(cpu.kwargs)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            value = fn(wide[0], *wide[1], **wide[2])
+        except Exception as exc:  # noqa: BLE001 - any rejection of the widened sample leaves no truth
+            return Truth(missing=f"the float64 CPU run raises {type(exc).__name__}")
+        if category not in STRICT_CATEGORIES:
+            return Truth(value=value)
+        eps = torch.finfo(dtype.to_real() if dtype.is_complex else dtype).eps
+        try:
+            return Truth(value=value, sensitivity=_sensitivity(fn, wide, value, eps))
+        except Exception:  # noqa: BLE001 - a moved input the op rejects: no sensitivity (the rule is off)
+            return Truth(value=value)

@@ -1,0 +1,245 @@
+"""Truth beyond CPU: errors in ulps against a higher-precision result, and the judgement that uses
+them (docs/oracles.md, "Truth beyond CPU").
+
+CPU is an oracle with its own rounding. Given the op's result on float64 (complex128) copies of
+the sample's inputs, the truth, this module measures how far the device and CPU each are from it
+and judges the device by both: within the CPU tolerance, or no farther from the truth than CPU
+(a device more accurate than CPU never fails); and, for pointwise ops, never much farther from
+the truth than CPU even inside the tolerance. The constants live in oracle/precision.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from torchcts.oracle.compare import (
+    Mismatch,
+    TolSpec,
+    comparable,
+    find_mismatch,
+    outside_tolerance,
+    resolve_tolerance,
+    tensor_mismatch,
+    widened,
+)
+from torchcts.oracle.precision import (
+    COND_FACTOR,
+    CPU_ILL_ULPS,
+    RESCUE_FACTOR,
+    WORSE_FACTOR,
+    WORSE_FLOOR_ULPS,
+    Precision,
+)
+
+__all__ = ["Errors", "Truth", "errors", "judge", "judge_leaf", "truth_dtype", "ulp"]
+
+# The dtype the truth is computed in, per output dtype. float64 and complex128 have none here:
+# torch has nothing wider on CPU (docs/oracles.md says what that leaves out).
+_WIDER = {torch.float16: torch.float64, torch.bfloat16: torch.float64, torch.float32: torch.float64,
+          torch.complex32: torch.complex128, torch.complex64: torch.complex128}
+
+
+@dataclass(frozen=True)
+class Truth:
+    """The op's result on the widened sample (`value`), or why there is none (`missing`)."""
+
+    value: Any = None
+    missing: str | None = None
+    # The result's sensitivity to its inputs' rounding, shaped like `value` (floating leaves: the
+    # summed |f(.., x (1 + eps), ..) - f(..)| over the floating inputs x); None: not measured.
+    sensitivity: Any = None
+
+
+def truth_dtype(dtype: torch.dtype) -> torch.dtype | None:
+    """The truth's dtype for results of `dtype`; None when there is no wider one."""
+    return _WIDER.get(dtype)
+
+
+def _real(dtype: torch.dtype) -> torch.dtype:
+    return {torch.complex32: torch.float16, torch.complex64: torch.float32, torch.complex128: torch.float64}.get(dtype, dtype)
+
+
+def ulp(truth: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The spacing of `dtype` at each |truth| (float64): eps * 2**floor(log2 |t|) for normal
+    magnitudes, smallest_normal * eps (the subnormal spacing) below them and at 0. Non-finite
+    magnitudes get a NaN spacing: errors() treats them apart. Complex dtypes: the spacing of the
+    component dtype at the modulus."""
+    info = torch.finfo(_real(dtype))
+    mag = truth.abs().to(torch.float64)
+    _, exponent = torch.frexp(mag)  # mag = m * 2**e with m in [0.5, 1): floor(log2 mag) = e - 1
+    spacing = torch.ldexp(torch.full_like(mag, info.eps), exponent - 1)
+    spacing = torch.where(mag < info.smallest_normal, torch.full_like(mag, info.smallest_normal * info.eps), spacing)
+    return torch.where(torch.isfinite(mag), spacing, torch.full_like(mag, float("nan")))
+
+
+def _representable(truth: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The truth rounded to `dtype` and widened back: infinite where it overflows `dtype`."""
+    if truth.is_complex():
+        real = _real(dtype)
+        return torch.complex(truth.real.to(real).double(), truth.imag.to(real).double())
+    return truth.to(dtype).double()
+
+
+@dataclass
+class Errors:
+    """Per-element errors of one value tensor against the truth (float64 tensors, truth's shape)."""
+
+    ulps: torch.Tensor  # |x - t| / ulp(t); 0 where x equals a non-finite truth; inf: off scale
+    rel: torch.Tensor  # |x - t| / |t| where t is finite and non-zero, else NaN (not rated)
+
+    @property
+    def off_scale(self) -> torch.Tensor:
+        return torch.isinf(self.ulps)
+
+
+def errors(value: torch.Tensor, truth: torch.Tensor, dtype: torch.dtype) -> Errors:
+    """How far `value` (widened) is from `truth` (widened) in ulps of `dtype`, and relatively.
+
+    Where the truth is not finite in `dtype` (NaN, infinite, or overflowing it) the error is 0 if
+    the value is that same non-finite number (NaN for NaN), else infinite; where the truth is
+    finite and the value is not, infinite. Infinite errors are counted apart (off scale)."""
+    rounded = _representable(truth, dtype)
+    special = ~torch.isfinite(rounded)
+    same = (value == rounded) | (torch.isnan(value) & torch.isnan(rounded))
+    diff = (value - truth).abs()
+    if diff.is_complex():  # pragma: no cover - abs() of a complex tensor is real already
+        diff = diff.real
+    inf = torch.full_like(diff, float("inf"))
+    ulps = torch.where(special, torch.where(same, torch.zeros_like(diff), inf),
+                       torch.where(torch.isfinite(value), diff / ulp(truth, dtype), inf))
+    mag = truth.abs()
+    rated = ~special & torch.isfinite(value) & (mag > 0)
+    rel = torch.where(rated, diff / torch.where(rated, mag, torch.ones_like(mag)), torch.full_like(diff, float("nan")))
+    return Errors(ulps, rel)
+
+
+def _max(t: torch.Tensor) -> float | None:
+    t = t[torch.isfinite(t)]
+    return float(t.max()) if t.numel() else None
+
+
+def judge_leaf(actual: torch.Tensor, expected: torch.Tensor, truth: torch.Tensor | None, tol: TolSpec,
+               sensitivity: torch.Tensor | None = None, path: str = "") -> tuple[Mismatch | None, Precision]:
+    """The verdict on one floating output and its precision (docs/oracles.md, "Truth beyond CPU").
+
+    Without a truth: the tolerance alone, and the device's distance from CPU in ulps. With one,
+    per element: outside the CPU tolerance fails unless the device is no farther from the truth
+    than RESCUE_FACTOR x CPU's error (and, where CPU is off scale, within WORSE_FLOOR_ULPS);
+    inside it, given the `sensitivity` (pointwise ops only), fails when the device is farther
+    from the truth than max(WORSE_FACTOR x CPU's error, WORSE_FLOOR_ULPS, COND_FACTOR x the
+    sensitivity) where CPU's own error is at most CPU_ILL_ULPS and the truth is a normal number of the dtype."""
+    tol = resolve_tolerance(tol, expected.dtype)
+    dtype = expected.dtype
+    a64, e64 = widened(comparable(actual)), widened(comparable(expected))
+    _, outside = outside_tolerance(a64, e64, tol)
+    vs_cpu = errors(a64, e64, dtype).ulps
+    precision = Precision(max_ulp_vs_cpu=_max(vs_cpu))
+    if truth is None:
+        return (tensor_mismatch(actual, expected, tol, path) if bool(outside.any()) else None), precision
+    t64 = widened(comparable(truth))
+    dev, cpu = errors(a64, t64, dtype), errors(e64, t64, dtype)
+    # Where CPU is off scale (NaN or inf where the truth is finite), "closer than CPU" must also be close.
+    rescued = (outside & torch.isfinite(dev.ulps) & (dev.ulps <= RESCUE_FACTOR * cpu.ulps)
+               & (torch.isfinite(cpu.ulps) | (dev.ulps <= WORSE_FLOOR_ULPS)))
+    worse = torch.zeros_like(outside)
+    if sensitivity is not None:
+        sens = torch.nan_to_num(widened(comparable(sensitivity)).abs() / ulp(t64, dtype), nan=float("inf"))
+        allowed = torch.maximum(torch.clamp(WORSE_FACTOR * cpu.ulps, min=WORSE_FLOOR_ULPS), COND_FACTOR * sens)
+        # Subnormal truths are left to the tolerance: flushing them to zero is a hardware mode, not a kernel's accuracy.
+        normal = t64.abs() >= torch.finfo(_real(dtype)).smallest_normal
+        worse = ~outside & normal & (dev.ulps > allowed) & (cpu.ulps <= CPU_ILL_ULPS)
+    both = torch.isfinite(dev.ulps) & torch.isfinite(cpu.ulps)
+    precision = Precision(
+        truth=str(t64.dtype).removeprefix("torch."), max_ulp_vs_cpu=precision.max_ulp_vs_cpu,
+        device_ulp_vs_truth=_max(dev.ulps), cpu_ulp_vs_truth=_max(cpu.ulps),
+        device_rel_vs_truth=_max(dev.rel), cpu_rel_vs_truth=_max(cpu.rel),
+        ulp_over_cpu=_max((dev.ulps - cpu.ulps)[both]), device_off_scale=int(dev.off_scale.sum()),
+        cpu_off_scale=int(cpu.off_scale.sum()), rescued=int(rescued.sum()), worse=int(worse.sum()))
+    if bool((outside & ~rescued).any()):
+        mismatch = tensor_mismatch(actual, expected, tol, path)
+        if mismatch is not None:
+            mismatch.extra["precision"] = precision.to_json()
+        return mismatch, precision
+    if bool(worse.any()):
+        return _less_accurate(a64, e64, t64, dev, cpu, worse, tol, path, precision), precision
+    return None, precision
+
+
+def _less_accurate(a64: torch.Tensor, e64: torch.Tensor, t64: torch.Tensor, dev: Errors, cpu: Errors,
+                   worse: torch.Tensor, tol: Any, path: str, precision: Precision) -> Mismatch:
+    """The mismatch of a device inside the tolerance but much less accurate than CPU: the metrics
+    of the elements that fail (their difference from CPU, inside the tolerance), at the worst one."""
+    gap = torch.where(worse, dev.ulps, torch.full_like(dev.ulps, -1.0))
+    index = [int(i) for i in torch.unravel_index(gap.argmax(), gap.shape)] if gap.dim() else []
+    at = tuple(index)
+    diff = (a64 - e64).abs()[worse]
+    scale = e64.abs()[worse]
+    rel = diff[scale > 0] / scale[scale > 0]
+    dev_ulps, cpu_ulps, true = float(dev.ulps[at]), float(cpu.ulps[at]), _scalar(t64[at])
+    what = (f"much less accurate than CPU against the {precision.truth} truth (worst element {dev_ulps:.3g} ulps "
+            f"from it where CPU is {cpu_ulps:.3g}, truth {true}; allowed max({WORSE_FACTOR:g} x CPU, "
+            f"{WORSE_FLOOR_ULPS:g} ulps, {COND_FACTOR:g} x the sample's sensitivity))")
+    return Mismatch(what, path, max_abs_error=float(diff.max()), max_rel_error=float(rel.max()) if rel.numel() else None,
+                    mismatched=int(worse.sum()), total=worse.numel(), first_index=index, first_actual=_scalar(a64[at]),
+                    first_expected=_scalar(e64[at]), atol=tol.atol, rtol=tol.rtol,
+                    extra={"truth_value": true, "device_ulps": dev_ulps, "cpu_ulps": cpu_ulps,
+                           "worse_factor": WORSE_FACTOR, "worse_floor_ulps": WORSE_FLOOR_ULPS,
+                           "cond_factor": COND_FACTOR, "precision": precision.to_json()})
+
+
+def _scalar(v: torch.Tensor) -> Any:
+    item = v.item()
+    return [item.real, item.imag] if isinstance(item, complex) else item
+
+
+def _measurable(a: Any, e: Any) -> bool:
+    return (isinstance(e, torch.Tensor) and isinstance(a, torch.Tensor) and (e.is_floating_point() or e.is_complex())
+            and a.shape == e.shape and a.dtype == e.dtype)
+
+
+def judge(actual: Any, expected: Any, truth: Truth, tol: TolSpec, *, strict: bool) -> tuple[Mismatch | None, Precision]:
+    """The first mismatch of a result (as find_mismatch, with the truth's judgement on floating
+    outputs) and the precision of all its floating outputs. `strict`: the op is pointwise, so
+    "much less accurate than CPU" applies (oracle/precision.py: STRICT_CATEGORIES)."""
+    no_truth = truth.missing
+    try:
+        a_leaves, a_spec = pytree.tree_flatten_with_path(actual)
+        e_leaves, e_spec = pytree.tree_flatten_with_path(expected)
+    except Exception:  # noqa: BLE001 - a pytree node without key paths: the plain comparison
+        return find_mismatch(actual, expected, tol), Precision(no_truth="the output's structure has no key paths")
+    if a_spec != e_spec:  # a structural difference: find_mismatch says which
+        return find_mismatch(actual, expected, tol), Precision(no_truth=no_truth)
+    t_leaves: list[Any] = [None] * len(e_leaves)
+    s_leaves: list[Any] = [None] * len(e_leaves)
+    if truth.value is not None:
+        flat, t_spec = pytree.tree_flatten(truth.value)
+        if t_spec == e_spec:
+            t_leaves = flat
+            if strict and truth.sensitivity is not None:
+                s_leaves = pytree.tree_leaves(truth.sensitivity)
+        else:
+            no_truth = "the op's result on float64 inputs has another structure"
+    first: Mismatch | None = None
+    precision = Precision(no_truth=no_truth)
+    if len(s_leaves) != len(e_leaves):
+        s_leaves = [None] * len(e_leaves)
+    for (key, a), (_, e), t, sens in zip(a_leaves, e_leaves, t_leaves, s_leaves, strict=True):
+        path = pytree.keystr(key)
+        if not _measurable(a, e):
+            m = find_mismatch(a, e, tol, path)
+        else:
+            wide = truth_dtype(e.dtype)
+            usable = isinstance(t, torch.Tensor) and t.dtype == wide and t.shape == e.shape
+            if t is not None and not usable and wide is not None:
+                precision.no_truth = precision.no_truth or "the op's output dtype does not follow its inputs'"
+            sens = sens if usable and isinstance(sens, torch.Tensor) and sens.shape == e.shape else None
+            m, p = judge_leaf(a, e, t if usable else None, tol, sens, path)
+            precision = precision.merge(p)
+        first = first or m
+    precision.samples = 1 if precision.truth else 0
+    return first, precision
+
