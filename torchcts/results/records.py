@@ -55,6 +55,9 @@ class CaseRecord:
     exit_code: int | None = None  # a crashed worker's exit code (negative: the signal)
     timeout_s: float | None = None  # the time limit a `timeout` record exceeded
     output_tail: str | None = None  # the dead worker's log tail: faulthandler output, timeout stacks
+    # The op that raised or produced the wrong value when it is not the op under test: a device op the
+    # case needed besides its own (CaseContext.helper_op); triage counts the failure under it.
+    failed_op: str | None = None
     # -- where and how it ran (engine/probe.py, cases/observe.py, compat.py) --
     started_at: float | None = None  # epoch seconds when the case started
     worker: str | None = None  # xdist's worker id ("gw0"), "main" in-process
@@ -144,7 +147,7 @@ class CaseRecord:
 
 _FIELDS = tuple(f.name for f in fields(CaseRecord) if f.name not in ("extra", "_keys"))
 _STRS = ("suite", "dtype", "kind", "oracle", "message", "recorded_status", "exception", "traceback", "signal",
-         "output_tail", "worker", "dispatch_unobserved", "op", "repro", "repro_script", "signature")
+         "output_tail", "failed_op", "worker", "dispatch_unobserved", "op", "repro", "repro_script", "signature")
 _NUMS = ("duration_s", "timeout_s", "started_at", "cpu_s", "maxrss_mb", "rss_grew_mb", "rss_mb")
 _INTS = ("level", "exit_code", "threads", "attempt")
 _DICTS = ("mismatch", "info", "expectation", "first_failure")
