@@ -19,6 +19,13 @@ from torchcts.results import rundir
 os.environ["TORCHCTS_WARM"] = "0"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """A line per test file as it completes, with how far the run is (tests/helpers/file_progress.py)."""
+    from helpers.file_progress import register
+
+    register(config)
+
+
 @pytest.fixture(autouse=True)
 def fresh_settings(monkeypatch: pytest.MonkeyPatch):
     """A process reads torchcts.settings once; a test that changes a variable with monkeypatch

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -270,7 +271,7 @@ def test_scorecard_sections_and_regressions_since_previous(tmp_path):
     assert line.startswith("since 20260101T000000Z-aaaaaa: 1 new failures, 1 fixes, 0 changed failures, "
                            "0 precision regressions (new: a/x/float32)")
     # the line is `torchcts compare` in brief: the command it names prints the same counts
-    command = line.rsplit("(torchcts compare ", 1)[1].rstrip(")").split()
+    command = shlex.split(line.rsplit("(torchcts compare ", 1)[1].rstrip(")"))  # as a shell reads it
     r = run_cli("compare", *command, cwd=tmp_path)
     assert r.returncode == 1 and "1 new failures, 1 fixes, 0 changed failures, 0 precision regressions" in r.stdout
     out = io.StringIO()

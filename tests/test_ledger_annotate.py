@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import runpy
+import shlex
 import sys
 import types
 from pathlib import Path
@@ -45,7 +46,8 @@ def test_ledger_selector_matches_the_opinfo_name_from_the_plan(tmp_path):
     annotate = RecordAnnotator(json.loads((run_dir / "run.json").read_text()), run_dir)
     out = annotate(CaseRecord.from_json(_failing()))
     assert out.status == "xfailed" and out.op == "nn.functional.relu"
-    assert out.repro_script == f"torchcts repro {RELU.id} --run {run_dir}"
+    # a path the scrubber would hide is quoted (records.py: shell_path): the words are what count
+    assert shlex.split(out.repro_script) == ["torchcts", "repro", RELU.id, "--run", str(run_dir)]
 
 
 def test_a_rerun_pass_after_a_failure_is_flaky(tmp_path):

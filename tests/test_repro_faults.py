@@ -1,6 +1,8 @@
 """Every planted sim fault: the repro TorchCTS prints for its failing case fails under the fault and
 passes without it, run exactly as printed (the standalone script when the case has a builder,
-else the `torchcts run` line with its --manifest, --level and --sample).
+else the `torchcts run` line with its --manifest, --level and --sample): the line and the script set
+the fault variable themselves, as the run had it; "without" sets it empty (the script) or drops the
+line's `TORCHCTS_SIM_FAULT=...` prefix.
 
 Per fault, a run of its failing case with the fault planted prints the lines; then they run with
 the fault planted, and with none. Subprocesses throughout (the sim renames PrivateUse1 for a process).
@@ -54,12 +56,17 @@ def printed_lines(stdout: str) -> dict[str, dict[str, str]]:
     return out
 
 
-def as_printed(line: str, cwd: Path, fault: str | None, timeout: float = 300) -> subprocess.CompletedProcess:
+def as_printed(line: str, cwd: Path, clean: bool = False, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run a printed line as a shell would (leading NAME=value words set the environment), with no
+    fault planted from outside; `clean`: the environment sets the fault variable empty (no fault)."""
     argv = shlex.split(line)
+    env = {k: v for k, v in __import__("os").environ.items() if k != ENV}
+    while argv and re.fullmatch(r"[A-Z_]+=.*", argv[0]):
+        name, _, value = argv.pop(0).partition("=")
+        env[name] = value
     assert argv[0] in ("torchcts", "python"), line
     argv = [sys.executable, "-m", "torchcts", *argv[1:]] if argv[0] == "torchcts" else [sys.executable, *argv[1:]]
-    env = {k: v for k, v in __import__("os").environ.items() if k != ENV}
-    env.update({"CI": "true", **({ENV: fault} if fault else {})})
+    env.update({"CI": "true", **({ENV: ""} if clean else {})})
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
 
@@ -85,14 +92,15 @@ def test_the_printed_repro_fails_under_the_fault_and_passes_without(fault, tmp_p
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
     printed = printed_lines(r.stdout).get(case)
     assert printed and "repro" in printed, (case, r.stdout[-3000:])
-    assert f"--manifest {SIM_MANIFEST}" in printed["repro"]
+    # The line plants the fault the run had and names the sim's manifest the way any machine can run it
+    assert printed["repro"].startswith(f"{ENV}={fault} torchcts run --device sim --manifest torchcts:sim/manifest.py ")
     if "script" in printed:  # the case has a builder: the standalone script is the repro
-        made = as_printed(printed["script"], tmp_path, None)
+        made = as_printed(printed["script"], tmp_path)
         assert made.returncode == 0, made.stdout + made.stderr
         command = "python " + made.stdout.rsplit("run it with: python ", 1)[1].strip()
     else:
         command = printed["repro"]
-    broken = as_printed(command, tmp_path, fault)
+    broken = as_printed(command, tmp_path)  # as printed: the line or the script sets the fault itself
     assert broken.returncode != 0, (command, broken.stdout[-2000:], broken.stderr[-2000:])
-    clean = as_printed(command, tmp_path, None)
+    clean = as_printed(command.removeprefix(f"{ENV}={fault} "), tmp_path, clean=True)
     assert clean.returncode == 0, (command, clean.stdout[-2000:], clean.stderr[-2000:])

@@ -34,6 +34,7 @@ from torchcts.cases.helpers import (
     cpu_reference,
     expect,
     expect_raises,
+    on_cpu,
     run_both,
     same_storage,
     sample,
@@ -44,7 +45,7 @@ from torchcts.cases.model import Case, NotApplicable
 
 __all__ = [
     "ALL_DTYPES", "BOOL", "COMPLEX", "FLOATING", "INTEGRAL", "Case", "CaseContext", "CaseSet", "NotApplicable",
-    "cpu_reference", "dtype_of", "expect", "expect_raises", "run_both", "same_storage", "sample",
+    "cpu_reference", "dtype_of", "expect", "expect_raises", "on_cpu", "run_both", "same_storage", "sample",
     "sample_for_cast", "to_device",
 ]
 

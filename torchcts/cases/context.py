@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +45,9 @@ class CaseContext:
     # The worst precision of the case's comparisons against a truth (oracle/precision.py), for the
     # record's `precision`; None when no comparison measured one.
     precision: Precision | None = None
+    # Each exception raised inside `helper_op`, with the op named there: the runner names that op on
+    # the record (`failed_op`) when that exception decides the verdict (`failed_op_of`).
+    helper_failures: list[tuple[BaseException, str]] = field(default_factory=list)
 
     @property
     def device_type(self) -> str:
@@ -95,6 +100,32 @@ class CaseContext:
         err = max_abs_error(actual, expected)
         if err is not None:  # passing precision, so `compare` sees drift before it fails
             self.info["max_abs_error"] = max(err, self.info.get("max_abs_error", 0.0))
+
+    @contextmanager
+    def helper_op(self, op: str) -> Iterator[None]:
+        """Around a device op the case needs but does not test (a write that checks aliasing, a
+        check that the device still computes): a failure inside is reported against `op`, so a gap
+        in that op is not counted against the op under test. Inputs are prepared on CPU instead
+        wherever the case allows (cases/helpers.py: `sample`, then `.to(device)`)."""
+        try:
+            yield
+        except NotApplicable:
+            raise
+        except Exception as exc:
+            self.helper_failures.append((exc, op))
+            raise
+
+    def failed_op_of(self, exc: BaseException) -> str | None:
+        """The helper op whose failure `exc` is (itself, or the exception it was raised from), else None."""
+        seen: set[int] = set()
+        cur: BaseException | None = exc
+        while cur is not None and id(cur) not in seen:
+            seen.add(id(cur))
+            for failed, op in reversed(self.helper_failures):
+                if failed is cur:
+                    return op
+            cur = cur.__cause__ or (None if cur.__suppress_context__ else cur.__context__)
+        return None
 
     def not_applicable(self, reason: str) -> None:
         raise NotApplicable(reason)

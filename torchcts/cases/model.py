@@ -8,7 +8,7 @@ without importing the code that runs it.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,12 +85,14 @@ class Pending(NotApplicable):
 
 
 def repro_command(case_id: str, device: str, validation: bool = False, *, manifest: str | None = None,
-                  sample: int | None = None, level: int | None = None) -> str:
+                  sample: int | None = None, level: int | None = None,
+                  quote_path: Callable[[str], str] = shlex.quote) -> str:
     """One line that reruns just this case, as printed: the manifest when it is not the one found
-    by default, the level when the case is above the manifest's, the one failing sample."""
+    by default, the level when the case is above the manifest's, the one failing sample.
+    `quote_path` quotes the manifest's path for the shell (results/records.py: `shell_path`)."""
     parts = ["torchcts run", "--validation" if validation else f"--device {shlex.quote(device)}"]
     if manifest and not validation:
-        parts.append(f"--manifest {shlex.quote(manifest)}")
+        parts.append(f"--manifest {quote_path(manifest)}")
     parts.append(f"--case {shlex.quote(case_id)}")
     if level is not None:
         parts.append(f"--level {level}")

@@ -20,7 +20,7 @@ from torchcts.compat import build_info, describe_fallbacks, fallbacks_used
 from torchcts.engine.setup import RunSetup
 from torchcts.engine.spec import RunSpec
 from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from torchcts.results import rundir
+from torchcts.results import rundir, sim_env
 from torchcts.results.finalize import finalize
 from torchcts.results.plan import write_plan
 from torchcts.results.records import skip_record
@@ -70,8 +70,10 @@ def open_run(setup: RunSetup) -> OpenedRun:
     run_dir = rundir.new_run_dir(spec.results_dir)
     to_run = result.to_run
     args = [*pytest_extra_args(spec.pytest_args, spec.isolation, spec.timeout_s, len(to_run)), *spec.pytest_args]
+    # The sim's variables (a planted fault): repro lines and scripts set them again (results/sim_env.py)
+    sim = sim_env.recorded(spec.manifest.backend_import if spec.manifest else None)
     spec = replace(spec, name=run_dir.name, started=rundir.utc_now(), planned=len(to_run), filtered=result.filtered,
-                   sharded_out=result.sharded_out, facts=opening_facts(args))
+                   sharded_out=result.sharded_out, facts={**opening_facts(args), **({"sim_env": sim} if sim else {})})
     try:
         rundir.write_run(run_dir, spec.to_json())
         rundir.point_latest(spec.results_dir, run_dir)

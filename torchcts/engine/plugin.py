@@ -253,9 +253,10 @@ class CaseItem(pytest.Item):
             pytest.skip(f"{record.status.replace('_', ' ')}: {exc}")
         except OracleMismatch as exc:
             record.status, record.message, record.mismatch = Status.FAILED, str(exc), exc.mismatch.to_json()
+            record.failed_op = ctx.failed_op_of(exc)  # a helper op's failure names that op
             raise
         except Exception as exc:
-            record.status = Status.ERROR
+            record.status, record.failed_op = Status.ERROR, ctx.failed_op_of(exc)
             record.message = f"{type(exc).__name__}: {first_line(exc, 500)}"
             record.exception = type(exc).__name__
             record.traceback = _tail(traceback.format_exc(), 30)

@@ -16,7 +16,7 @@ from torchcts.engine import selection_memo
 from torchcts.engine.selection import SelectionResult, select
 from torchcts.engine.spec import RunSpec
 from torchcts.errors import UsageError
-from torchcts.manifest.load import find_manifest, load_manifest
+from torchcts.manifest.load import find_manifest, load_manifest, portable_manifest
 from torchcts.manifest.schema import Manifest
 from torchcts.manifest.templates import cpu_manifest, validation_manifest
 
@@ -75,7 +75,8 @@ def prepare(spec: RunSpec, resolve: bool = True) -> RunSetup:
         result = select(iter_cases(selection.suites or None), manifest, selection)
         if key:
             selection_memo.store(key, result)
-    # --validation ignores any --manifest: repro lines must not name it
+    # --validation ignores any --manifest: repro lines must not name it; a manifest inside the package
+    # (the sim's) is named `torchcts:REL`, so the lines run wherever TorchCTS is installed
     resolved = replace(spec, manifest=manifest, device_info=device,
-                       manifest_arg=None if spec.validation else spec.manifest_arg)
+                       manifest_arg=None if spec.validation else portable_manifest(spec.manifest_arg))
     return RunSetup(resolved, result)

@@ -20,6 +20,39 @@ from torchcts.manifest.schema import Manifest
 from torchcts.manifest.validate import validate
 
 SEARCH_ORDER = ("manifest.py", "torchcts.toml", "pyproject.toml")
+# `--manifest torchcts:sim/manifest.py` names a manifest shipped inside the package (the sim's), so a
+# printed command runs on any machine without naming where TorchCTS is installed (no absolute path).
+PACKAGE_PREFIX = "torchcts:"
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+_SCRUBBED_PACKAGE = "<torchcts>/torchcts/"  # results/scrub.py's label of the checkout, as an old run.json holds it
+
+
+def manifest_file(value: str | Path) -> Path:
+    """The file a `--manifest` value names: a path, or `torchcts:REL` inside the package."""
+    text = str(value)
+    if not text.startswith(PACKAGE_PREFIX):
+        return Path(value)
+    rel = Path(text[len(PACKAGE_PREFIX):])
+    if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+        raise UsageError(f"--manifest {text}: `{PACKAGE_PREFIX}` names a file inside the torchcts package, "
+                         f"e.g. {PACKAGE_PREFIX}sim/manifest.py")
+    return PACKAGE_DIR / rel
+
+
+def portable_manifest(value: str | None) -> str | None:
+    """`value` as a command can repeat it anywhere: a file inside the package (also as an old run.json
+    wrote it, `<torchcts>/torchcts/...`) becomes `torchcts:REL`; anything else is returned unchanged."""
+    if not value or value.startswith(PACKAGE_PREFIX):
+        return value
+    if value.startswith(_SCRUBBED_PACKAGE):
+        return PACKAGE_PREFIX + value[len(_SCRUBBED_PACKAGE):]
+    try:
+        path = Path(os.path.abspath(value))
+        inside = path.is_relative_to(PACKAGE_DIR) or path.resolve().is_relative_to(PACKAGE_DIR)
+        rel = path.resolve().relative_to(PACKAGE_DIR) if inside else None
+    except (OSError, ValueError):
+        return value
+    return PACKAGE_PREFIX + rel.as_posix() if rel is not None and rel.parts else value
 
 
 def find_manifest(start: Path | None = None) -> Path | None:
@@ -152,7 +185,7 @@ def load_manifest(path: Path | str | None = None) -> Manifest:
                 "run 'torchcts init' or pass --manifest PATH"
             )
         path = found
-    path = Path(path)
+    path = manifest_file(path)
     raw = read_raw(path)
     manifest, problems = validate(raw, source=display_path(path))
     if problems:

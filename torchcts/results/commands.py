@@ -6,17 +6,20 @@ report (terminal, summary.md, report.html, junit.xml) shows commands rebuilt her
 id, level and failing sample and run.json's device, validation flag and `--manifest` value, each
 argument quoted for the shell (`cases/model.py: repro_command`); a stored command is only a sign
 that the record had one. A `--manifest` naming a file inside the results folder is never offered
-(the command would execute a manifest that came with the run).
+(the command would execute a manifest that came with the run). Each command runs as pasted in the
+folder the run was made from (the results folder's parent): paths the scrubber hides are quoted,
+never a shell redirection, a manifest inside the package is `torchcts:REL`, and a sim run's line
+sets the sim's variables it had (tests/test_copied_commands.py).
 """
 
 from __future__ import annotations
 
 import os
-import shlex
 from pathlib import Path
 from typing import Any
 
-from torchcts.results.records import CaseRecord, record_repro, repro_script_command
+from torchcts.manifest.load import portable_manifest
+from torchcts.results.records import CaseRecord, record_repro, repro_script_command, shell_path
 from torchcts.results.scrub import scrub
 
 
@@ -34,7 +37,7 @@ def offered_commands(record: CaseRecord, run: dict[str, Any], run_dir: Path,
     if script is not None:
         script = repro_script_command(record.id, str(run_dir))
         if manifest and not run.get("validation"):  # the script imports that manifest's backend module
-            script += f" --manifest {shlex.quote(manifest)}"
+            script += f" --manifest {shell_path(manifest)}"
         script = scrub(script)
     return record.copy(repro=repro, repro_script=script)
 
@@ -45,6 +48,8 @@ def reader_manifest(value: Any, run_dir: Path) -> str | None:
     dropped, and so is anything but a string."""
     if not isinstance(value, str) or not value:
         return None
+    if value != (portable := portable_manifest(value)):  # the sim's, as an older run.json names it
+        return portable
     try:
         path = Path(os.path.abspath(value))
         results = Path(os.path.abspath(run_dir)).parent

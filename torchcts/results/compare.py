@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from torchcts.results import rundir
-from torchcts.results.records import CaseRecord
+from torchcts.results.records import CaseRecord, shell_path
 from torchcts.results.statuses import FAILURES, PASSING
 
 PRECISION_FACTOR = 2.0
@@ -166,5 +165,5 @@ def regressions_line(results_root: Path, run_dir: Path,
         return None
     c = compare_runs(prev, run_dir, new_records=records)
     head = ", ".join(x.id for x in c.new_failures[:5]) + (" ..." if len(c.new_failures) > 5 else "")
-    command = f"torchcts compare {shlex.quote(str(prev))} {shlex.quote(str(run_dir))}"
+    command = f"torchcts compare {shell_path(str(prev))} {shell_path(str(run_dir))}"
     return f"since {prev.name}: {headline(c)}{' (new: ' + head + ')' if head else ''} ({command})"

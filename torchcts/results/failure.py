@@ -42,8 +42,13 @@ def sample_line(record: CaseRecord) -> str:
     return f"{head}: {sample}" if sample is not None else head + shape
 
 
+def failed_op_line(record: CaseRecord) -> str:
+    """`failed in aten::abs, a helper op (not the op under test)`; '' when the case's own op failed."""
+    return f"failed in {record.failed_op}, a helper op (not the op under test)" if record.failed_op else ""
+
+
 def details(record: CaseRecord) -> list[str]:
-    return [line for line in (context_line(record), sample_line(record)) if line]
+    return [line for line in (failed_op_line(record), context_line(record), sample_line(record)) if line]
 
 
 def rel_error_text(mismatch: dict[str, Any]) -> str:

@@ -14,11 +14,14 @@ from __future__ import annotations
 import copy as _copy
 import json
 import math
+import re
 import shlex
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from torchcts.cases.model import Case, repro_command
+from torchcts.results import sim_env
+from torchcts.results.scrub import scrub
 from torchcts.results.statuses import STATUSES, Status
 
 __all__ = ["CaseRecord", "base_record", "record_repro", "repro_command", "repro_script_command", "skip_record"]
@@ -60,6 +63,9 @@ class CaseRecord:
     exit_code: int | None = None  # a crashed worker's exit code (negative: the signal)
     timeout_s: float | None = None  # the time limit a `timeout` record exceeded
     output_tail: str | None = None  # the dead worker's log tail: faulthandler output, timeout stacks
+    # The op that raised or produced the wrong value when it is not the op under test: a device op the
+    # case needed besides its own (CaseContext.helper_op); triage counts the failure under it.
+    failed_op: str | None = None
     # -- where and how it ran (engine/probe.py, cases/observe.py, compat.py) --
     started_at: float | None = None  # epoch seconds when the case started
     worker: str | None = None  # xdist's worker id ("gw0"), "main" in-process
@@ -167,7 +173,7 @@ class CaseRecord:
 _FIELDS = tuple(f.name for f in fields(CaseRecord) if f.name not in ("extra", "_keys"))
 _FIELD_SET = frozenset(_FIELDS)
 _STRS = frozenset({"suite", "dtype", "kind", "oracle", "message", "recorded_status", "exception", "traceback", "signal",
-                   "output_tail", "worker", "dispatch_unobserved", "op", "repro", "repro_script", "signature"})
+                   "output_tail", "failed_op", "worker", "dispatch_unobserved", "op", "repro", "repro_script", "signature"})
 _NUMS = frozenset({"duration_s", "timeout_s", "started_at", "cpu_s", "maxrss_mb", "rss_grew_mb", "rss_mb"})
 _INTS = frozenset({"level", "exit_code", "threads", "attempt"})
 _DICTS = frozenset({"mismatch", "precision", "info", "expectation", "first_failure"})
@@ -197,20 +203,31 @@ def _coerce(name: str, value: Any) -> Any:
 
 
 def record_repro(record: CaseRecord, spec: dict[str, Any], manifest: str | None) -> str:
-    """`repro_command` for a run's record; `manifest` is the `--manifest` value as given."""
+    """`repro_command` for a run's record; `manifest` is the `--manifest` value as given. The line
+    runs as pasted in the folder the run was made from: it sets the sim's variables the run had
+    (results/sim_env.py), and a manifest path the scrubber must hide is quoted (`shell_path`)."""
     from torchcts.cases.repro_builders import failing_sample
 
     level = record.level
     claimed = (spec.get("manifest") or {}).get("semantic_level")
     above = isinstance(level, int) and isinstance(claimed, int) and level > claimed
-    return repro_command(record.id, str((spec.get("device") or {}).get("type", "DEVICE")),
-                         bool(spec.get("validation")), manifest=manifest, sample=failing_sample(record.info),
-                         level=level if above else None)
+    return sim_env.shell_prefix(spec) + repro_command(
+        record.id, str((spec.get("device") or {}).get("type", "DEVICE")), bool(spec.get("validation")),
+        manifest=manifest, sample=failing_sample(record.info), level=level if above else None, quote_path=shell_path)
 
 
 def repro_script_command(case_id: str, run_dir: str) -> str:
     """One line that writes a standalone script reproducing this case from this run folder."""
-    return f"torchcts repro {shlex.quote(case_id)} --run {shlex.quote(run_dir)}"
+    return f"torchcts repro {shlex.quote(case_id)} --run {shell_path(run_dir)}"
+
+
+def shell_path(path: str) -> str:
+    """`path` quoted for the shell so that it stays one argument once scrubbed (results/scrub.py): a
+    path the scrubber turns into a placeholder (`<path:manifest.py>`, `<tmp>/...`) is quoted even where
+    the shell needs no quotes for it, so a pasted line never reads it as a redirection; one the
+    scrubber leaves runnable (under the working folder: `./manifest.py`) is quoted as shlex does."""
+    quoted = shlex.quote(path)
+    return f"'{path}'" if quoted == path and re.search("[<>]", scrub(path)) else quoted
 
 
 def base_record(case: Case) -> CaseRecord:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from torchcts.cases.repro_builders import ReproSpec, builder_for
 from torchcts.errors import UsageError
 from torchcts.manifest.schema import Manifest
 from torchcts.oracle.precision import COND_FACTOR, CPU_ILL_ULPS, RESCUE_FACTOR, WORSE_FACTOR, WORSE_FLOOR_ULPS
+from torchcts.results import sim_env
 from torchcts.results.quoting import one_line, py_docstring, py_literal
 from torchcts.results.records import CaseRecord
 from torchcts.safe_io import make_folder, write_atomic
@@ -84,7 +85,7 @@ def backend_module():
             return arg.split("=", 1)[1] or None
     return os.environ.get(IMPORT_ENV) or READER_BACKEND
 
-
+{sim_env_block}
 BACKEND_IMPORT = backend_module()
 if BACKEND_IMPORT:
     print(f"importing the backend module {{BACKEND_IMPORT!r}} (from --import, ${{IMPORT_ENV}} or the repro command)",
@@ -95,6 +96,17 @@ elif RUN_BACKEND:
           f"pass --import MODULE or set ${{IMPORT_ENV}}", flush=True)
 OP = {call}  # bound after the backend import, which may register or replace it
 '''
+# A sim run's variables (results/sim_env.py: a planted fault), set before the backend is imported so
+# the script reproduces what the run saw; a variable the reader sets (even empty) wins.
+_SIM_ENV_BLOCK = """
+SIM_ENV = {sim_env_lit}  # the sim's variables the run had
+for _name, _value in SIM_ENV.items():
+    if _name in os.environ:
+        print(f"note: the run had {{_name}}={{_value}}; using this environment's {{_name}}={{os.environ[_name]!r}}", flush=True)
+    else:
+        os.environ[_name] = _value
+        print(f"setting {{_name}}={{_value}} as the run had it (set {{_name}}= to run without it)", flush=True)
+"""
 HOST_KEY = "__host__"
 DEFAULT_TIMEOUT_S = 300
 MIN_TIMEOUT_S = 30  # a script starts cold (no warmed worker): never below this
@@ -111,6 +123,7 @@ class ReproTarget:
     run_dir: Path | None = None  # the run folder the default folder lies in (writes stay inside it)
     timeout_s: float | None = None  # the run's per-case limit: the script's hang detector
     backend_import: str | None = None  # the reader's backend module (never the run folder's): --import, its manifest
+    sim_env: dict[str, str] = field(default_factory=dict)  # the sim's variables the run had (results/sim_env.py)
 
 
 def safe_name(case_id: str) -> str:
@@ -162,6 +175,7 @@ def render_script(target: ReproTarget, spec: ReproSpec) -> str:
         host_lit=lit(HOST_KEY),
         call_lit=lit(spec.call),
         call=spec.call,
+        sim_env_block=_SIM_ENV_BLOCK.format(sim_env_lit=lit(target.sim_env)) if target.sim_env else "",
     ) + BODY
 
 
@@ -241,7 +255,7 @@ def target_from_run(case_id: str, run_dir: Path) -> ReproTarget:
                          "damaged; rerun, or pass --device and --manifest without --run") from None
     device = "cpu" if run.get("validation") else str(run["device"].get("type"))
     return ReproTarget(case, device, manifest, record, run_dir.name, run_dir / "repro" / safe_name(case_id),
-                       run_dir, run.get("timeout_s"))
+                       run_dir, run.get("timeout_s"), sim_env=sim_env.of_run(run))
 
 
 def target_from_registry(case_id: str, device: str, manifest: Manifest) -> ReproTarget:

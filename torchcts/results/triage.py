@@ -46,9 +46,10 @@ class Cluster:
 
 
 def op_of(record: CaseRecord) -> str:
-    """The op a failure counts under: its OpInfo name, else its first aten op, else its suite."""
+    """The op a failure counts under: the op that failed when it is not the op under test
+    (`failed_op`), else its OpInfo name, else its first aten op, else its suite."""
     ops = record.ops or []
-    return str(record.op or (ops[0] if ops else record.suite or "?"))
+    return str(record.failed_op or record.op or (ops[0] if ops else record.suite or "?"))
 
 
 def cluster_key(record: CaseRecord) -> tuple[str, str]:

@@ -2,8 +2,8 @@
 
     import torchcts.sim        # registers the device: torch.zeros(3, device="sim")
 
-Use it like any third-party backend: `torchcts run --device sim --manifest <sim manifest>`, the
-manifest being `torchcts/sim/manifest.py` (see `manifest_path()`). `TORCHCTS_SIM_FAULT=a,b`
+Use it like any third-party backend: `torchcts run --device sim --manifest torchcts:sim/manifest.py`,
+the manifest being `torchcts/sim/manifest.py` (see `manifest_path()`). `TORCHCTS_SIM_FAULT=a,b`
 plants the named faults of `torchcts.sim.faults.FAULTS` at import; `torchcts selftest` uses them
 to prove the suite catches each one.
 """

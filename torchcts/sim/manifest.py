@@ -1,5 +1,5 @@
 # The preset manifest of the simulated device `sim` (torchcts.sim); pass it with
-#   torchcts run --device sim --manifest <path of this file>
+#   torchcts run --device sim --manifest torchcts:sim/manifest.py
 # `python -c "import torchcts.sim as s; print(s.manifest_path())"` prints the path.
 # It claims what the sim supports: every aten op delegates to CPU, so every dtype CPU computes
 # and the framework semantics ride along; what it lacks (streams, events, pinned memory,

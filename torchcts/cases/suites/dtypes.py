@@ -23,6 +23,7 @@ from torchcts.cases.api import (
     CaseSet,
     dtype_of,
     expect,
+    on_cpu,
     run_both,
     sample,
     sample_for_cast,
@@ -206,7 +207,12 @@ COMPLEX_OPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "plus_real_scalar": lambda z: z + 2.5,
     "view_as_real": lambda z: torch.view_as_real(z.clone()),
     "from_parts": lambda z: torch.complex(z.real.contiguous(), z.imag.contiguous()),
-    "polar": lambda z: torch.polar(z.abs(), z.angle()),
+    "polar": torch.polar,
+}
+# The arguments of an op above made from the complex sample on CPU (default: the sample itself), so
+# polar's device run is polar alone, not abs and angle too.
+COMPLEX_ARGS: dict[str, Callable[[torch.Tensor], tuple[torch.Tensor, ...]]] = {
+    "polar": lambda z: (z.abs(), z.angle()),
 }
 
 
@@ -215,7 +221,8 @@ COMPLEX_OPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
                  "aten::sgn", "aten::mul.Tensor", "aten::view_as_real", "aten::complex", "aten::polar"))
 def complex_semantics(ctx: CaseContext, dtype: torch.dtype, op: str) -> None:
     """abs/angle of complex are real; complex64 * float64 is complex128; conj is lazy but exact."""
-    run_both(ctx, COMPLEX_OPS[op], sample((5, 3), dtype, ctx.seed))
+    z = sample((5, 3), dtype, ctx.seed)
+    run_both(ctx, COMPLEX_OPS[op], *(on_cpu(COMPLEX_ARGS[op], z) if op in COMPLEX_ARGS else (z,)))
 
 
 @SUITE.case("default_dtype", level=2, ops=("aten::lift_fresh", "aten::arange", "aten::full", "aten::zeros"),

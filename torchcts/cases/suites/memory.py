@@ -183,4 +183,5 @@ def oom_at_allocator_limit(ctx: CaseContext) -> None:
     finally:
         mod.set_per_process_memory_fraction(1.0, ctx.device)
         mod.empty_cache()
-    ctx.assert_close((torch.ones(3, device=ctx.device) * 2).cpu(), torch.full((3,), 2.0))
+    with ctx.helper_op("aten::mul.Tensor"):  # the device still computes: reported against mul, not the allocator
+        ctx.assert_close((torch.ones(3, device=ctx.device) * 2).cpu(), torch.full((3,), 2.0))

@@ -206,11 +206,13 @@ def view_mutation(ctx: CaseContext, dtype: torch.dtype, mutation: str) -> None:
         base = _t(dtype, dev, (4, 7), 4)
         view = base[1:, 2:5] if name != "squeeze_" else base[1:2, 2:5].unsqueeze(-1)
         if name == "detach_":  # a view cannot be detached in place: a tensor whose grad is tracked
-            view = (base.requires_grad_() if dtype.is_floating_point else base) * 2
+            with ctx.helper_op("aten::mul.Tensor"):  # a device op besides the one under test
+                view = (base.requires_grad_() if dtype.is_floating_point else base) * 2
         ret = fn(view, *extra)
         rec = {**meta(view), "returns_self": ret is view, "shares": same_storage(view, base),
                "requires_grad": view.requires_grad}
-        view.fill_(sample((), dtype, 5).item())
+        with ctx.helper_op("aten::fill_.Scalar"):  # the write that shows the aliasing
+            view.fill_(sample((), dtype, 5).item())
         return {**rec, "base_after_write": base.detach().cpu().clone()}
 
     mirror(ctx, {mutation: check})
