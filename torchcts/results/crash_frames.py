@@ -117,3 +117,17 @@ def crash_signature(record: CaseRecord, count: int = TOP_FRAMES) -> str:
         how = "died"
     frames = top_frames(str(record.output_tail or ""), count)
     return f"{how} at {' < '.join(frames)}" if frames else how
+
+
+BUDGET_REASON = "not run: the crash budget stopped op family"
+
+
+def budget_reason(family: str, signature: str, crashes: int) -> str:
+    """The message of a case the crash budget did not run (engine/crash_budget.py)."""
+    return (f"{BUDGET_REASON} '{family}' after {crashes} crashes with signature '{signature}' "
+            "(the same bug, not re-run; --no-crash-budget runs every case)")
+
+
+def stopped_by_budget(record: CaseRecord) -> bool:
+    """A `not_run` record the crash budget wrote (reports count these apart from a killed run's)."""
+    return record.status == "not_run" and str(record.message or "").startswith(BUDGET_REASON)
