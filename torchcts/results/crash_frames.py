@@ -16,7 +16,8 @@ line that called into the backend. For a timeout the tail is the stack where the
 The signature is `<signal or exit code> at <frame> < <frame> < <frame>` (the TOP_FRAMES innermost
 frames, innermost first), each frame `file:function` with the file's base name: addresses, offsets
 and line numbers are dropped, so one bug reads the same on every case, worker and build. Frames of
-the signal machinery itself (libc's raise/abort, faulthandler, libSegFault) are skipped. Without a
+the signal machinery itself (libc's raise/abort, faulthandler, libSegFault) and pass-through
+wrappers (torch._dynamo.disable's, torch.no_grad's decorator) are skipped. Without a
 stack the signature is the signal (or exit code) alone.
 """
 
@@ -47,6 +48,9 @@ _MACHINERY = frozenset({
     "_Py_DumpTraceback", "_Py_DumpStack", "backtrace", "__libc_start_main", "__libc_start_call_main", "_start",
 })
 _MACHINERY_FILES = ("libSegFault", "faulthandler")
+# Pass-through wrappers a call may or may not go through (torch._dynamo.disable, torch.no_grad as a
+# decorator): the same bug read two signatures with and without them.
+_WRAPPERS = frozenset({"eval_frame.py:_fn", "_contextlib.py:decorate_context", "external_utils.py:inner"})
 _LIBC = ("libc.so", "libc-", "libpthread", "ld-linux")  # an unnamed frame there is the signal's trampoline
 
 
@@ -60,7 +64,8 @@ def _frame(file: str | None, func: str | None) -> str | None:
         return None
     if func == "?" and (not file or any(m in file for m in _LIBC)):
         return None
-    return f"{_base(file or '')}:{func}" if file else func
+    frame = f"{_base(file or '')}:{func}" if file else func
+    return None if frame in _WRAPPERS else frame
 
 
 def native_frames(text: str) -> list[str]:
