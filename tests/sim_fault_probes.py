@@ -197,7 +197,7 @@ PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }
 # The crash and hang faults are proven by their runs (tests/test_sim_faults.py), not in-process.
-IN_RUN_ONLY = {"mul_complex128_segv", "sub_int16_hang"}
+IN_RUN_ONLY = {"mul_complex128_segv", "sub_int16_hang", "reduce_float32_segv"}
 
 
 def main() -> int:

@@ -25,7 +25,8 @@ REPRO_GROUPS: dict[str, dict[str, str]] = {
     "opinfo": {"max_ignores_nan": "opinfo/max.reduction_no_dim/float32/special_values",
                "mul_noncontig_storage_order": "opinfo/mul/float32/noncontiguous"},
     "process": {"mul_complex128_segv": "operators/elementwise/mul/complex128",
-                "sub_int16_hang": "operators/elementwise/sub/int16"},
+                "sub_int16_hang": "operators/elementwise/sub/int16",
+                "reduce_float32_segv": "operators/reduction/sum/n1024/float32"},
 }
 LINE = re.compile(r"^ {2}[A-Z]+ +(\S+): ")
 ACTION = re.compile(r"^ {11}(repro|script): (.*)$")
