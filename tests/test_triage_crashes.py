@@ -51,6 +51,15 @@ def test_different_signals_or_top_frames_are_different_clusters():
     assert {c.title.split(" at ")[0] for c in found} == {"crash: SIGSEGV", "crash: SIGABRT"}
 
 
+def test_a_pass_through_wrapper_frame_does_not_split_a_bug():
+    """torch._dynamo.disable's wrapper sits on some paths into the same kernel, not on others."""
+    plain = faulthandler_tail("0x1", 359)
+    wrapped = plain.replace('  File "<purelib>/torch/_ops.py"',
+                            '  File "<purelib>/torch/_dynamo/eval_frame.py", line 1446 in _fn\n  File "<purelib>/torch/_ops.py"')
+    a, b = crash("opinfo/sum/float32/forward", "gw0", plain), crash("opinfo/mean/float32/forward", "gw1", wrapped)
+    assert "eval_frame" in (b.output_tail or "") and crash_signature(a) == crash_signature(b)
+
+
 def test_a_native_stack_in_the_tail_wins_over_python_frames():
     """A backend's own handler (or gdb, a sanitizer) printed the C stack: its top frame names the bug."""
     native = ("#0  0x00007f1234 in __pthread_kill_implementation (no_tid=0) at ./nptl/pthread_kill.c:44\n"
