@@ -71,8 +71,11 @@ class CrashBudget:
         count = self.counts[family, signature]
         if count >= self.limit and family not in self.exhausted:
             self.exhausted[family] = {"signature": signature, "crashes": count}
-            write_atomic(self.work_dir, BUDGET_FILE, json.dumps({"limit": self.limit, "families": self.exhausted}),
-                         fsync=False)
+            try:
+                write_atomic(self.work_dir, BUDGET_FILE,
+                             json.dumps({"limit": self.limit, "families": self.exhausted}), fsync=False)
+            except OSError:  # a full scratch disk: the workers run every case, as without a budget
+                pass
 
 
 class BudgetReader:
