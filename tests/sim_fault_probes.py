@@ -206,7 +206,7 @@ PROBES: dict[str, Callable[[], bool]] = {
 }
 # The crash and hang faults are proven by their runs (tests/test_sim_faults.py), not in-process;
 # the unlisted ones (Fault.unlisted) by tests/sim_fault_unlisted_probes.py, wrong and right beside.
-IN_RUN_ONLY = {"mul_complex128_segv", "sub_int16_hang"}
+IN_RUN_ONLY = {"mul_complex128_segv", "sub_int16_hang", "reduce_float32_segv"}
 
 
 def main() -> int:

@@ -146,6 +146,10 @@ def test_isolation_arguments():
     assert pytest_extra_args([], True, 300, 10_000)[:2] == ["-n", str(os.cpu_count() or 1)]
     assert "--timeout=300" in pytest_extra_args([], True, 300, 10)
     assert not any(a == "-n" for a in pytest_extra_args(["-n", "0"], True, 300, 10))
+    # The user's own worker count still lets every case crash its worker (xdist's default: 4 per worker).
+    assert pytest_extra_args(["-n", "2"], True, 300, 10) == ["--max-worker-restart=26", "--timeout=300"]
+    assert pytest_extra_args(["-n2", "--max-worker-restart=1"], True, 300, 10) == ["--timeout=300"]
+    assert not any("restart" in a for a in pytest_extra_args(["-n", "0"], True, 300, 10))
     assert not any(a == "-n" for a in pytest_extra_args([], False, 300, 10))
     assert pytest_extra_args(["--timeout=5"], False, 300, 10) == []
     # work stealing unless the user chose a distribution mode

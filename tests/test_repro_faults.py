@@ -29,7 +29,8 @@ REPRO_GROUPS: dict[str, dict[str, str]] = {
                # inside the tolerance: the script judges by the float64 truth as the run did
                "sin_fast_math": "opinfo/sin/float32/forward"},
     "process": {"mul_complex128_segv": "operators/elementwise/mul/complex128",
-                "sub_int16_hang": "operators/elementwise/sub/int16"},
+                "sub_int16_hang": "operators/elementwise/sub/int16",
+                "reduce_float32_segv": "operators/reduction/sum/n1024/float32"},
 }
 LINE = re.compile(r"^ {2}[A-Z]+ +(\S+): ")
 ACTION = re.compile(r"^ {11}(repro|script): (.*)$")

@@ -23,7 +23,7 @@ OPEN_KEYS = {
     "name", "torchcts", "torch", "python", "os", "arch", "device", "gate", "validation", "manifest",
     "manifest_hash", "manifest_source", "manifest_arg", "command", "selection", "started", "ended",
     "status", "filtered", "sharded_out", "planned", "strict_expectations", "rerun_failures",
-    "compat_fallbacks", "isolation", "timeout_s", "threads",
+    "compat_fallbacks", "isolation", "timeout_s", "threads", "crash_budget",
 }
 
 
@@ -50,11 +50,15 @@ def test_every_flag_of_the_spec_is_checked_where_it_is_built(tmp_path):
     assert spec.results_dir == tmp_path / "r" and spec.pytest_args == ["-x"]
     assert spec.command[0] == "run" and str(tmp_path) not in " ".join(spec.command)  # paths as base names
     assert _spec(["run", "--validation", "--timeout", "0"]).timeout_s is None  # 0: no limit
+    assert _spec(["run", "--validation"]).crash_budget == 3  # engine/crash_budget.py: DEFAULT_LIMIT
+    assert _spec(["run", "--validation", "--crash-budget", "5"]).crash_budget == 5
+    assert _spec(["run", "--validation", "--no-crash-budget"]).crash_budget is None
     a_file = tmp_path / "file"
     a_file.write_text("x")
     bad = ([["--timeout", "nan"], "--timeout"], [["--timeout", "-1"], "--timeout"],
            [["--rerun-failures", "-1"], "--rerun-failures"], [["--results-dir", str(a_file / "sub")], "--results-dir"],
-           [["--max-samples", "0"], "--max-samples"])
+           [["--max-samples", "0"], "--max-samples"], [["--crash-budget", "0"], "--crash-budget"],
+           [["--crash-budget", "2", "--no-crash-budget"], "--no-crash-budget"])
     for flags, named in bad:
         with pytest.raises(UsageError, match=named):
             _spec(["run", "--validation", *flags])
@@ -73,6 +77,7 @@ def test_run_json_is_the_spec_and_reads_back_typed(tmp_path):
     run = rundir.read_run(opened.run_dir)
     assert set(run) == OPEN_KEYS
     assert (run["status"], run["ended"], run["timeout_s"], run["rerun_failures"]) == ("running", None, None, 2)
+    assert run["crash_budget"] == 3 and RunSpec.from_json({**run, "crash_budget": None}).crash_budget is None
     assert run["planned"] == opened.spec.planned > 0 and run["name"] == opened.run_dir.name
     spec = RunSpec.from_json(run)
     assert isinstance(spec.selection, Selection) and spec.selection.ops == ["add"]

@@ -40,7 +40,7 @@ def test_every_fault_misbehaves_only_when_planted():
                        timeout=180, stdin=subprocess.DEVNULL)
     assert r.returncode == 0 and r.stdout.strip().endswith("DONE"), r.stdout + r.stderr
     probed = {line.split()[0] for line in r.stdout.splitlines() if line.endswith(" ok")}
-    assert probed | {"mul_complex128_segv", "sub_int16_hang"} | UNLISTED == set(FAULTS)
+    assert probed | set(PROCESS_FAULTS) | UNLISTED == set(FAULTS)
 
 
 def test_clean_sim_passes_level1(tmp_path):
@@ -143,7 +143,8 @@ GROUPS: dict[str, dict[str, object]] = {
 # The sim claims compile on PyTorch 2.12+ only (compat.python_backend_compiles): elsewhere its compiler
 # fault and compiler cases are left out (selftest lists the fault n/a).
 COMPILES = compat.python_backend_compiles()
-PROCESS_FAULTS = ("mul_complex128_segv", "sub_int16_hang")  # need worker isolation: test_selftest_cli_end_to_end
+# These need worker isolation: test_selftest_cli_end_to_end, test_selftest_catches_the_crash_heavy_fault
+PROCESS_FAULTS = ("mul_complex128_segv", "sub_int16_hang", "reduce_float32_segv")
 GROUPED = {name for g in GROUPS.values() for name in g["caught"]}  # type: ignore[attr-defined]
 
 
@@ -236,6 +237,16 @@ def test_selftest_cli_end_to_end(tmp_path):
     assert rundir.latest_run(tmp_path / "res" / "selftest" / "mul_complex128_segv") is not None
     r = run_cli("selftest", "--list", cwd=tmp_path)
     assert r.returncode == 0 and all(name in r.stdout for name in FAULTS)
+
+
+@pytest.mark.timeout(600)
+def test_selftest_catches_the_crash_heavy_fault(tmp_path):
+    """reduce_float32_segv (the crash budget's measurement, docs/speed.md): its first case crashes."""
+    r = run_cli("selftest", "--no-clean", "--fault", "reduce_float32_segv", "--timeout", "60", "--results-dir", "res",
+                cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    row = next(ln.split()[1:5] for ln in r.stdout.splitlines() if ln.startswith("reduce_float32_segv"))
+    assert row[0] == "yes" and row[1].startswith("operators/reduction/sum/") and row[2:] == ["crashed", "yes"], r.stdout
 
 
 DEPTH_FAULTS = ("index_add_ignores_offset", "cumsum_narrow_accumulator", "mm_k_tail", "cat_first_dtype",

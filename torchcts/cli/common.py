@@ -67,6 +67,7 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
     rerun_failures = getattr(args, "rerun_failures", 0)  # `run` only
     if rerun_failures < 0:
         raise UsageError("--rerun-failures must be 0 or a positive number of reruns")
+    crash_budget = crash_budget_from_args(args)
     selection = selection_from_args(args)
     results_dir = Path(args.results_dir)
     if args.command == "run":  # the folder it will write to, before the run builds anything
@@ -81,12 +82,26 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
         strict_expectations=bool(getattr(args, "strict_expectations", False)),
         rerun_failures=rerun_failures,
         timeout_s=timeout or None,
+        crash_budget=crash_budget,
         isolation=not getattr(args, "no_isolation", False),
         warm=getattr(args, "warm", None),
         results_dir=results_dir,
         pytest_args=list(getattr(args, "pytest_args", None) or []),
         command=command_intent(args.command, list(getattr(args, "argv", None) or [])),
     )
+
+
+def crash_budget_from_args(args: argparse.Namespace) -> int | None:
+    """`--crash-budget N` (N >= 1), None with `--no-crash-budget`, else the default (`run` only)."""
+    from torchcts.engine.crash_budget import DEFAULT_LIMIT
+
+    limit, off = getattr(args, "crash_budget", None), getattr(args, "no_crash_budget", False)
+    if off and limit is not None:
+        raise UsageError("--crash-budget and --no-crash-budget contradict each other: pass one")
+    if limit is not None and limit < 1:
+        raise UsageError(f"--crash-budget must be a positive number of crashes, not {limit} "
+                         "(--no-crash-budget runs every case)")
+    return None if off else DEFAULT_LIMIT if limit is None else limit
 
 
 def selection_from_args(args: argparse.Namespace) -> Selection:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from torchcts.cli.common import add_selection_args, run_spec
+from torchcts.engine.crash_budget import DEFAULT_LIMIT
 
 HELP = "run the conformance suite on a device (anything after -- goes to pytest)"
 
@@ -20,6 +21,11 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="rerun failing cases up to N times in fresh processes; a pass on rerun is flaky")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                    help=f"per-case time limit; a case past it is recorded timeout (default {DEFAULT_TIMEOUT_S:g}, 0: none)")
+    p.add_argument("--crash-budget", type=int, default=None, metavar="N",
+                   help=f"after N crashes with the same signature in one op family (op and dtype), record the "
+                        f"family's other cases not_run instead of crashing on them (default {DEFAULT_LIMIT})")
+    p.add_argument("--no-crash-budget", action="store_true",
+                   help="run every case, however often the same crash repeats")
     p.add_argument("--no-isolation", action="store_true",
                    help="run cases in this process instead of replaceable workers (a crash ends the run)")
     p.add_argument("--warm", action=argparse.BooleanOptionalAction, default=None,

@@ -188,6 +188,10 @@ def pytest_extra_args(user_args: list[str], isolation: bool, timeout: float | No
     """Worker processes (see default_workers; TORCHCTS_WORKERS overrides) that xdist replaces when they die,
     and the per-case timeout; the user's own `-n`/`--timeout` after `--` win."""
     args: list[str] = []
+    if isolation and _user_workers(user_args) and xdist_available() and not _given(user_args, "--max-worker-restart"):
+        # Every case may crash its worker: xdist's own limit (4 per worker) ended a crash-heavy run with
+        # `-- -n N` after a few crashes, the rest not_run.
+        args += [f"--max-worker-restart={planned + 16}"]
     if isolation and wants_xdist(user_args) and xdist_available():
         chosen = settings.current().workers
         args += ["-n", str(default_workers(planned) if chosen is None else chosen), f"--max-worker-restart={planned + 16}"]
@@ -200,6 +204,25 @@ def pytest_extra_args(user_args: list[str], isolation: bool, timeout: float | No
     if timeout and not any(a.startswith("--timeout") for a in user_args):
         args += [f"--timeout={timeout:g}"]
     return args
+
+
+def _given(user_args: list[str], flag: str) -> bool:
+    return any(a == flag or a.startswith(f"{flag}=") for a in user_args)
+
+
+def _user_workers(user_args: list[str]) -> bool:
+    """The user chose xdist workers (`-n N`, N not 0) after `--`."""
+    for i, a in enumerate(user_args):
+        if a in ("-n", "--numprocesses"):
+            value = user_args[i + 1] if i + 1 < len(user_args) else ""
+        elif a.startswith("--numprocesses="):
+            value = a.partition("=")[2]
+        elif a.startswith("-n"):
+            value = a[2:]
+        else:
+            continue
+        return value.strip() not in ("0", "")
+    return False
 
 
 def xdist_available() -> bool:

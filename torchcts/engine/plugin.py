@@ -20,6 +20,7 @@ import pytest
 from torchcts import compat
 from torchcts.cases.model import Case, NotApplicable, Pending
 from torchcts.engine import judge
+from torchcts.engine.crash_budget import BudgetReader, CrashBudget
 from torchcts.engine.judge import RecordJudge, align_report, record_of
 from torchcts.engine.lean import skip_exit_gc
 from torchcts.engine.probe import CaseProbe, release_memory, worker_name
@@ -56,6 +57,7 @@ class RunState:
         self.setup_fallbacks: set[str] = set()
         self.worker = "main"  # xdist's worker id in a worker (engine/probe.py), set by pytest_configure
         self.threads: int | None = None  # torch's threads in this worker (engine/threads.py), None: as is
+        self.budget: BudgetReader | None = None  # a first-attempt worker's view of the crash budget
 
     def repro(self, record: CaseRecord) -> str:
         return record_repro(record, self.run, self.spec.manifest_arg)
@@ -135,6 +137,8 @@ def _configure_worker(config: pytest.Config, state: RunState) -> None:
         from torchcts.engine.isolation import WorkerWatch
 
         config.pluginmanager.register(WorkerWatch(Path(work_dir), config.workerinput["workerid"]))
+        if state.spec.crash_budget and config.getoption("--torchcts-attempt") == 1:  # a rerun runs its cases
+            state.budget = BudgetReader(Path(work_dir))
     config.stash[_JUDGE] = RecordJudge(state, config.getoption("--torchcts-attempt"))
 
 
@@ -237,6 +241,10 @@ class CaseItem(pytest.Item):
 
         state = _state(self.config)
         assert state is not None
+        stop = state.budget.stops(self.case) if state.budget is not None else None
+        if stop:  # its family's crash is known (engine/crash_budget.py): not run, and says why
+            self.record = CaseRecord.from_case(self.case, status=Status.NOT_RUN, message=stop, duration_s=0.0)
+            pytest.skip(stop)
         device, manifest = state.context_parts()
         sel = state.spec.selection
         ctx = CaseContext(device=device, manifest=manifest, max_samples=sel.max_samples, sample=sel.sample,
@@ -333,9 +341,10 @@ def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any])
     judge.from_serializable(outcome.get_result())
 
 
-# A case that runs and finds itself out of scope is a pytest skip; pytest's summary names it by
-# its TorchCTS status ("5 not_applicable", not "5 skipped"), the word the scorecard counts it under.
-NO_VERDICT = ("not_applicable", "pending")
+# A case that runs and finds itself out of scope (or that the crash budget does not run) is a pytest
+# skip; pytest's summary names it by its TorchCTS status ("5 not_applicable", not "5 skipped"), the
+# word the scorecard counts it under.
+NO_VERDICT = ("not_applicable", "pending", "not_run")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -361,6 +370,9 @@ class Recorder:
         self.state = state
         self.work_dir = work_dir
         self.judge = RecordJudge(state, attempt)  # the crash records it makes (engine/judge.py)
+        # Counts the crashes; workers read what it publishes (engine/crash_budget.py). First attempt only.
+        limit = state.spec.crash_budget
+        self.budget = CrashBudget(work_dir, limit) if work_dir is not None and limit and attempt == 1 else None
         self.writer = RecordWriter(state.run_dir)
         self.progress = ProgressPlugin(state.spec.planned)  # engine/progress.py
         self._counted = 0  # reports pytest counts as failed (what -x / --maxfail stop on)
@@ -402,7 +414,10 @@ class Recorder:
         if case.id in self._recorded:  # last record per id wins: this one replaces its earlier result
             record.message = (f"{record.message}; its checks had finished, "
                               "so the crash came after them (teardown or deferred work)")
-        judge.attach(report, self.judge(record))
+        record = self.judge(record)
+        if self.budget is not None:
+            self.budget.crashed(case, record)
+        judge.attach(report, record)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport):  # noqa: ANN201

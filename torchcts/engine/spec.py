@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from torchcts.backends.devices import DeviceInfo
+from torchcts.engine.crash_budget import DEFAULT_LIMIT
 from torchcts.engine.selection import Selection
 from torchcts.errors import UsageError
 from torchcts.manifest.schema import Manifest
@@ -42,6 +43,9 @@ class RunSpec:
     rerun_failures: int = 0
     # --timeout: the per-case limit in seconds, None for none (the flag's 0). run.json "timeout_s".
     timeout_s: float | None = None
+    # --crash-budget N: after N crashes with one signature in an op family, the family's other cases
+    # are recorded not_run (engine/crash_budget.py); None with --no-crash-budget. run.json "crash_budget".
+    crash_budget: int | None = DEFAULT_LIMIT
     # False with --no-isolation: cases run in the pytest process itself, no xdist workers.
     isolation: bool = True
     # --warm/--no-warm; None: engine/warm.py decides (on in a terminal, off in CI). Not in run.json.
@@ -100,6 +104,7 @@ class RunSpec:
             rerun_failures=self.rerun_failures,
             isolation=self.isolation,
             timeout_s=self.timeout_s,
+            crash_budget=self.crash_budget,
         )
         return data
 
@@ -120,6 +125,7 @@ class RunSpec:
                 rerun_failures=int(data.get("rerun_failures") or 0),
                 timeout_s=data.get("timeout_s"),
                 isolation=bool(data.get("isolation", True)),
+                crash_budget=_crash_budget(data.get("crash_budget")),
                 command=list(data.get("command") or []),
                 device_info=device_info,
                 manifest=manifest,
@@ -139,5 +145,10 @@ class RunSpec:
 _TYPED_KEYS = frozenset({
     "name", "device", "gate", "validation", "manifest", "manifest_hash", "manifest_source", "manifest_arg",
     "command", "selection", "started", "filtered", "sharded_out", "planned", "strict_expectations",
-    "rerun_failures", "isolation", "timeout_s",
+    "rerun_failures", "isolation", "timeout_s", "crash_budget",
 })
+
+
+def _crash_budget(value: Any) -> int | None:
+    """run.json's crash_budget: a positive count, else none (a run.json from before the budget: none)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None

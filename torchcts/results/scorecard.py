@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from torchcts.results import rundir
+from torchcts.results.crash_frames import stopped_by_budget
 from torchcts.results.failure import details
 from torchcts.results.quoting import TerminalOut
 from torchcts.results.records import CaseRecord
@@ -79,7 +80,13 @@ def print_scorecard(
               + (f" ({run.get('missing_records')} planned cases have no record)" if run.get("missing_records") else ""),
               file=out)
     if t.get("not_run"):
-        print(f"{t['not_run']} planned cases have no result (not_run): the run was interrupted or stopped early", file=out)
+        budget = sum(1 for r in records if stopped_by_budget(r))
+        if t["not_run"] > budget:
+            print(f"{t['not_run'] - budget} planned cases have no result (not_run): the run was interrupted or "
+                  "stopped early", file=out)
+        if budget:
+            print(f"{budget} cases not run (not_run): the crash budget stopped their op family after repeated "
+                  "crashes with one signature; --no-crash-budget runs them", file=out)
     fails = failures(records)
     if fails:
         print(f"first failures ({len(fails)} in all):", file=out)

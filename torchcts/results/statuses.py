@@ -90,10 +90,13 @@ STATUSES: dict[str, StatusInfo] = {
         # A generated case (cases/schema/) whose inputs CPU rejected: no reference, so no verdict.
         # Shown in every report, never a pass, never a gate failure.
         StatusInfo("pending", False, False, "ran, but CPU rejected the generated inputs: no reference, no verdict"),
-        # Never written to cases.jsonl: reports add it for planned cases without a record (a killed or
-        # interrupted run, pytest's -x or --maxfail), so they show and fail the run instead of vanishing.
+        # Reports add it for planned cases without a record (a killed or interrupted run, pytest's -x or
+        # --maxfail), so they show and fail the run instead of vanishing; the crash budget records it,
+        # with its reason, for the cases of an op family it stopped (engine/crash_budget.py). Never a
+        # pass: any not_run fails the run (results/ledger.py: gate_failures), never forgiven.
         # pytest's -k/-m/--lf deselections are recorded `filtered` (engine/plugin.py: pytest_deselected).
-        StatusInfo("not_run", False, False, "planned, but no result was recorded (interrupted or stopped early)"),
+        StatusInfo("not_run", False, False, "planned, but not run: the run was interrupted or stopped early, "
+                   "or the crash budget stopped its op family"),
     )
 }
 assert set(STATUSES) == {s.value for s in Status}, "Status and STATUSES list the same statuses"

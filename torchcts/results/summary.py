@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from torchcts.results.crash_frames import stopped_by_budget
 from torchcts.results.failure import details
 from torchcts.results.quoting import md_code, md_text, one_line
 from torchcts.results.records import CaseRecord
@@ -87,7 +88,8 @@ def render_markdown(run: dict[str, Any], records: list[CaseRecord], first_failur
     missing = not_run(records)
     if missing:
         lines += [f"## Not run ({len(missing)})", "", f"{NOT_RUN_NOTE}:", ""]
-        lines += [f"- {md_code(r.id)}" for r in missing[:first_failures]]
+        lines += [f"- {md_code(r.id)}" + (f": {md_text(str(r.message))}" if stopped_by_budget(r) else "")
+                  for r in missing[:first_failures]]
         if len(missing) > first_failures:
             lines.append(f"- ... and {len(missing) - first_failures} more (junit.xml lists every case)")
         lines.append("")

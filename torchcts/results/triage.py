@@ -3,7 +3,10 @@
 Two failures share a cluster when their normalised error signature is the same
 (results/signatures.py: numbers, shapes, addresses and quoted names stripped), so one missing
 kernel or one broken device guard shows up once, with every op and dtype it hits. Oracle
-mismatches are split by op as well: "values differ" on two ops are two numerical bugs.
+mismatches are split by op as well: "values differ" on two ops are two numerical bugs. Crashes and
+timeouts cluster by their crash signature (results/crash_frames.py: the signal and the innermost
+frames of the dead worker's stack, native when the log holds one), never by the message, which
+names the worker: one native bug is one cluster however many workers it killed.
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from torchcts.results.crash_frames import crash_signature
 from torchcts.results.quoting import md_code, md_text
 from torchcts.results.records import CaseRecord
 from torchcts.results.shared_args import shared
-from torchcts.results.signatures import bucket_of, normalise_message, signature_of
+from torchcts.results.signatures import bucket_of, signature_of
 from torchcts.results.statuses import FAILURES
 
 
@@ -64,8 +68,7 @@ def cluster_key(record: CaseRecord) -> tuple[str, str]:
     if bucket == "mismatch":
         return f"mismatch in {op_of(record)}: {sig.partition(': ')[2]}", bucket
     if bucket in ("crash", "timeout"):
-        detail = normalise_message(str(record.message or ""))
-        return f"{bucket}: {detail}" if detail else bucket, bucket
+        return f"crash: {crash_signature(record)}" if bucket == "crash" else crash_signature(record), bucket
     return sig, bucket
 
 

@@ -316,6 +316,16 @@ def _mul_complex128_segv(func, args, kwargs, call):
     return call(*args, **kwargs)
 
 
+@on_op("sum", "mean", "var")
+def _reduce_float32_segv(func, args, kwargs, call):
+    """The float32 reduction kernel (sum, mean and var share its accumulation pass) writes past its
+    per-thread workspace for any input of more than one element: the process dies with SIGSEGV. A
+    crash-heavy backend in bring-up: about 10% of level 2's float32 cases reach one of these ops."""
+    if any(t.dtype == torch.float32 and t.numel() > 1 for t in _tensors(args, kwargs)):
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return call(*args, **kwargs)
+
+
 @on_op("sub")
 def _sub_int16_hang(func, args, kwargs, call):
     """The int16 subtract kernel waits forever on a completion that never comes."""
@@ -388,6 +398,8 @@ FAULTS: dict[str, Fault] = {
         Fault("mul_complex128_segv", "mul on complex128 kills the process with SIGSEGV",
               "operators", 1, ("operators/elementwise/mul/complex128",), _mul_complex128_segv,
               dtype="complex128"),
+        Fault("reduce_float32_segv", "sum, mean and var on float32 kill the process with SIGSEGV",
+              "operators", 2, ("operators/reduction/sum/*/float32",), _reduce_float32_segv, dtype="float32", op="sum"),
         Fault("sub_int16_hang", "sub on int16 never returns",
               "operators", 1, ("operators/elementwise/sub/int16",), _sub_int16_hang, dtype="int16"),
         Fault("sum_low_precision", "float32 sum of more than 1024 elements accumulates in bfloat16",
