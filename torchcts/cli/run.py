@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from torchcts.cli.common import add_selection_args, run_spec
+from torchcts.cli.common import add_selection_args, folder_arg, run_spec
 
 HELP = "run the conformance suite on a device (anything after -- goes to pytest)"
 
@@ -20,6 +20,11 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="rerun failing cases up to N times in fresh processes; a pass on rerun is flaky")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                    help=f"per-case time limit; a case past it is recorded timeout (default {DEFAULT_TIMEOUT_S:g}, 0: none)")
+    p.add_argument("--explore", type=int, metavar="N",
+                   help="explored samples per op and dtype: its arguments at their switch points x unusual values, "
+                        "a failure shrunk (default: by level, 4 at level 2, 8 at 4 and up; 0: off; docs/exploration.md)")
+    p.add_argument("--corpus", metavar="DIR", type=folder_arg,
+                   help="counterexample corpus beside the manifest: replayed first, every find merged into it")
     p.add_argument("--no-isolation", action="store_true",
                    help="run cases in this process instead of replaceable workers (a crash ends the run)")
     p.add_argument("--warm", action=argparse.BooleanOptionalAction, default=None,
