@@ -126,9 +126,10 @@ def by_schema(type_text: str, name: str) -> tuple[Any, ...]:
     return ()
 
 
-# Schema keywords never worth a switch: they move or allocate rather than compute.
+# Schema keywords never worth a switch: they move or allocate rather than compute, or (`unsafe`)
+# ask the kernel to skip the checks that keep CPU itself from reading out of bounds.
 _SKIPPED = frozenset({"out", "dtype", "layout", "device", "pin_memory", "memory_format", "generator", "self",
-                      "input", "names", "requires_grad"})
+                      "input", "names", "requires_grad", "unsafe"})
 
 
 @functools.cache
@@ -164,7 +165,7 @@ def switch_points(op: Any, bases: Sequence[Any]) -> list[SwitchPoint]:
                 present.add(i)
                 points += [(i, v) for v in by_value(i, value) if not _same(v, value)]
         for name, value in sample.kwargs.items():
-            if name not in own:
+            if name not in own and name not in _SKIPPED:
                 present.add(name)
                 points += [(name, v) for v in by_value(name, value) if not _same(v, value)]
     for name, type_text in schema_keywords(_aten_name(op)):

@@ -52,10 +52,14 @@ SIZE_VALUED = frozenset({"bincount", "repeat_interleave", "nn.functional.one_hot
 UNBOUNDED_UNSAFE = frozenset({"grid", "sampler", "householder", "ormqr", "geqrf", "lu", "eig", "eigh", "eigvals",
                               "eigvalsh", "svd", "svdvals", "cholesky", "lstsq", "solve", "inv", "inverse", "det",
                               "logdet", "slogdet", "pinv", "pinverse", "matrix", "cond", "qr", "triangular"})
-# and ops whose result depends on the order duplicate indices are written in (scatter without
-# reduction, index_put/put without accumulate, index_copy) legitimately differ between devices, so
-# their integer arguments keep OpInfo's values.
-DUPLICATES_UNDEFINED = re.compile(r"scatter|index_put|index_copy|^put|take_along|masked_scatter")
+# the special polynomials loop n times for degree n (iinfo.max, or finfo.max: hours), so they get
+# no `extremes` either (the word "polynomial");
+# and these keep OpInfo's values in their integer arguments: ops whose result depends on the order
+# duplicate indices are written in (scatter without reduction, index_put/put without accumulate,
+# index_copy) legitimately differ between devices, and ops whose CPU kernel trusts its integer
+# arguments (CTC lengths, segment offsets, LAPACK pivots: linalg and the unbounded-unsafe words)
+# abort or read out of bounds instead of raising.
+INTEGER_ARGS_KEPT = re.compile(r"scatter|index_put|index_copy|^put|take_along|masked_scatter|ctc_loss|segment_reduce")
 
 
 @dataclass(frozen=True)
@@ -68,10 +72,13 @@ class Policy:
 
 
 def policy(op_name: str, category: str = "") -> Policy:
-    unbounded = (category == "linalg" or not UNBOUNDED_UNSAFE.isdisjoint(re.split(r"[._]", op_name))
-                 or op_name.split(".")[0] in SIZE_VALUED or op_name in SIZE_VALUED)
-    return Policy(frozenset({"nonfinite", "extremes"}) if unbounded else frozenset(),
-                  not INT_DIVIDING.search(op_name), not DUPLICATES_UNDEFINED.search(op_name))
+    words = set(re.split(r"[._]", op_name))
+    lapack = category == "linalg" or not UNBOUNDED_UNSAFE.isdisjoint(words)
+    excluded = {"nonfinite", "extremes"} if lapack else set()
+    if op_name.split(".")[0] in SIZE_VALUED or op_name in SIZE_VALUED or "polynomial" in words:
+        excluded.add("extremes")
+    return Policy(frozenset(excluded), not INT_DIVIDING.search(op_name),
+                  not lapack and not INTEGER_ARGS_KEPT.search(op_name))
 
 
 def _pool(cls: str, dtype: torch.dtype, index_size: int, int_min: bool = True) -> list[float] | None:
