@@ -22,7 +22,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help=f"per-case time limit; a case past it is recorded timeout (default {DEFAULT_TIMEOUT_S:g}, 0: none)")
     p.add_argument("--explore", type=int, metavar="N",
                    help="explored samples per op and dtype: its arguments at their switch points x unusual values, "
-                        "a failure shrunk (default: by level, 4 at level 2, 8 at 4 and up; 0: off; docs/exploration.md)")
+                        "a failure shrunk (default: by level, 2 at level 2 up to 4 at 5 and above; 0: off; docs/exploration.md)")
     p.add_argument("--corpus", metavar="DIR", type=folder_arg,
                    help="counterexample corpus beside the manifest: replayed first, every find merged into it")
     p.add_argument("--no-isolation", action="store_true",

@@ -10,7 +10,7 @@ Costs measured on this project's 2-core machine: docs/exploration.md.
 from __future__ import annotations
 
 # top selected level -> default depth
-DEPTH_BY_LEVEL: dict[int, int] = {1: 0, 2: 4, 3: 6, 4: 8, 5: 8, 6: 8, 7: 8, 8: 8}
+DEPTH_BY_LEVEL: dict[int, int] = {1: 0, 2: 2, 3: 3, 4: 3, 5: 4, 6: 4, 7: 4, 8: 4}
 MAX_DEPTH = 100_000
 
 

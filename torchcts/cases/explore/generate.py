@@ -28,7 +28,7 @@ from torchcts.cases.opinfo.samples import tensors_of
 # Base samples: the first few of OpInfo's, the large ones left out (exploration is about values
 # and arguments, not sizes; the tiling and limits suites cover sizes).
 MAX_BASES = 8
-MAX_BASE_ELEMENTS = 20_000
+MAX_BASE_ELEMENTS = 1024
 SECOND_SWITCH = 3  # one sample in 3 also moves a second argument
 CLASSES_PER_SAMPLE = 3  # value classes mixed into one sample (values.py)
 
