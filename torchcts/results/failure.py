@@ -53,7 +53,7 @@ def original_line(record: CaseRecord) -> str:
     recipe = found.get("recipe") or ""
     how = f"replayed from the corpus ({found['replayed']})" if found.get("replayed") else \
         f"shrunk in {found.get('shrink_calls')} calls"
-    return f"found as: {original} ({recipe}); {how}"
+    return f"found as: {original} ({recipe}); {found.get('variant') or 'forward'}, {how}"
 
 
 def details(record: CaseRecord) -> list[str]:
