@@ -48,7 +48,9 @@ INT_DIVIDING = re.compile(r"div|mod|remainder|gcd|lcm")
 SIZE_VALUED = frozenset({"bincount", "repeat_interleave", "nn.functional.one_hot", "histc", "histogram",
                          "histogramdd", "arange", "linspace", "logspace", "range", "nn.functional.embedding_bag"})
 # LAPACK-backed ops and the grid samplers read out of bounds, crash or loop on non-finite or huge
-# values, so they get no `nonfinite` or `extremes` (category "linalg", or a word of the name here);
+# values, and duplicates, zeros and subnormals make their matrices singular or ill-conditioned, whose
+# solutions are not unique (lstsq on CPU differs from itself), so they keep OpInfo's values and
+# explore their arguments only (category "linalg", or a word of the name here);
 UNBOUNDED_UNSAFE = frozenset({"grid", "sampler", "householder", "ormqr", "geqrf", "lu", "eig", "eigh", "eigvals",
                               "eigvalsh", "svd", "svdvals", "cholesky", "lstsq", "solve", "inv", "inverse", "det",
                               "logdet", "slogdet", "pinv", "pinverse", "matrix", "cond", "qr", "triangular"})
@@ -74,7 +76,7 @@ class Policy:
 def policy(op_name: str, category: str = "") -> Policy:
     words = set(re.split(r"[._]", op_name))
     lapack = category == "linalg" or not UNBOUNDED_UNSAFE.isdisjoint(words)
-    excluded = {"nonfinite", "extremes"} if lapack else set()
+    excluded = set(CLASSES) - {"plain"} if lapack else set()
     if op_name.split(".")[0] in SIZE_VALUED or op_name in SIZE_VALUED or "polynomial" in words:
         excluded.add("extremes")
     return Policy(frozenset(excluded), not INT_DIVIDING.search(op_name),
