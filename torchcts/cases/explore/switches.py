@@ -58,6 +58,9 @@ NUMERIC_ENUMS: dict[str, tuple[Any, ...]] = {
     "decimals": (0, 1, -1),
 }
 DIM_LISTS: tuple[Any, ...] = ([], [0], [-1], [0, -1], [0, 0])
+# An unnamed positional list may be a shape, not dims: CPU accepts the shape [0, -1] (its numel is
+# 0) where it should refuse a negative size, so such a list never gets that point (no reference).
+SHAPE_SAFE_LISTS: tuple[Any, ...] = ([], [0], [-1], [0, 0])
 INTS: tuple[int, ...] = (0, 1, -1)
 FLOATS: tuple[float, ...] = (0.0, -0.0, 1.0, -1.0, 0.5, math.inf, math.nan)
 FINITE: tuple[float, ...] = FLOATS[:5]
@@ -99,7 +102,7 @@ def by_value(where: Where, value: Any) -> tuple[Any, ...]:
     if isinstance(value, float):
         return (*(FINITE if _sizing(name) else FLOATS), None)
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return DIM_LISTS if "dim" in name or not name else ()
+        return DIM_LISTS if "dim" in name else SHAPE_SAFE_LISTS if not name else ()
     if value is None:
         return ()
     if isinstance(value, torch.Tensor):
