@@ -131,9 +131,9 @@ def by_schema(type_text: str, name: str) -> tuple[Any, ...]:
 
 # Keywords never worth a switch: they move or allocate rather than compute, ask the kernel to skip
 # the checks that keep CPU itself from reading out of bounds (`unsafe`), or turn a result sparse
-# (`sparse_grad`: sparse layouts are a claim of their own, checked by the sparse cases).
+# (`sparse_grad`, `sparse`: sparse layouts are a claim of their own, checked by the sparse cases).
 _SKIPPED = frozenset({"out", "dtype", "layout", "device", "pin_memory", "memory_format", "generator", "self",
-                      "input", "names", "requires_grad", "unsafe", "sparse_grad"})
+                      "input", "names", "requires_grad", "unsafe", "sparse_grad", "sparse"})
 
 
 @functools.cache
