@@ -10,7 +10,7 @@ from conftest import latest_run, records, run_cli
 
 # A few ops that between them have every case kind, a random op and an uninitialised factory.
 OPS = ("add", "cat", "bernoulli", "empty_like", "sum")
-KINDS = {"forward", "method", "inplace", "out", "errors", "backward", "noncontiguous", "special_values"}
+KINDS = {"forward", "method", "inplace", "out", "errors", "backward", "noncontiguous", "special_values", "explore"}
 
 
 def test_validation_runs_every_kind_with_zero_failures(tmp_path):
@@ -23,7 +23,9 @@ def test_validation_runs_every_kind_with_zero_failures(tmp_path):
     assert {rec["status"] for rec in recs} <= {"passed", "not_applicable"}
     passed = [rec for rec in recs if rec["status"] == "passed"]
     assert {rec["kind"] for rec in passed} == KINDS
-    assert all(rec["info"]["samples_run"] <= 2 for rec in passed)
+    assert all(rec["info"]["samples_run"] <= 2 for rec in passed if rec["kind"] != "explore")
+    # explore cases explore from those samples; --level 5's default depth, raised to the switch points
+    assert all(rec["info"]["explored"]["samples"] >= 4 for rec in passed if rec["kind"] == "explore")
     oracles = {rec["oracle"] for rec in passed}
     assert {"cpu", "property:random", "property:uninitialized"} <= oracles
 

@@ -23,7 +23,7 @@ OPEN_KEYS = {
     "name", "torchcts", "torch", "python", "os", "arch", "device", "gate", "validation", "manifest",
     "manifest_hash", "manifest_source", "manifest_arg", "command", "selection", "started", "ended",
     "status", "filtered", "sharded_out", "planned", "strict_expectations", "rerun_failures",
-    "compat_fallbacks", "isolation", "timeout_s", "threads", "crash_budget",
+    "compat_fallbacks", "isolation", "timeout_s", "threads", "crash_budget", "explore",
 }
 
 
@@ -78,6 +78,9 @@ def test_run_json_is_the_spec_and_reads_back_typed(tmp_path):
     assert set(run) == OPEN_KEYS
     assert (run["status"], run["ended"], run["timeout_s"], run["rerun_failures"]) == ("running", None, None, 2)
     assert run["crash_budget"] == 3 and RunSpec.from_json({**run, "crash_budget": None}).crash_budget is None
+    from torchcts.cases.explore.budget import default_depth
+
+    assert run["explore"] == default_depth(1) == 0  # --level 1: that level's default depth (no exploring)
     assert run["planned"] == opened.spec.planned > 0 and run["name"] == opened.run_dir.name
     spec = RunSpec.from_json(run)
     assert isinstance(spec.selection, Selection) and spec.selection.ops == ["add"]

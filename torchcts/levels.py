@@ -10,7 +10,8 @@ from torchcts.errors import UsageError
 
 LEVELS: dict[int, str] = {
     1: "core primitives: device registration, creation, copy round trips, elementwise basics",
-    2: "operator values: OpInfo forward for claimed dtypes, factories, reductions, broadcasting",
+    2: ("operator values: OpInfo forward for claimed dtypes, factories, reductions, broadcasting, each op's "
+        "arguments explored at their switch points with unusual values (docs/exploration.md)"),
     3: ("framework semantics: out=, in-place (also through views), views and aliasing, indexing, errors, promotion and "
         "mixed dtypes, RNG and random ops' values, serialization, basic autograd"),
     4: ("production breadth: backward of every differentiable op, training steps, matmul and conv families, foreach, "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -36,6 +37,13 @@ class CaseContext:
     max_samples: int | None = None
     sample: int | None = None
     validation: bool = False  # a --validation run (repro commands say --validation)
+    # Explored samples per explore case (--explore, else the level's default; cases/explore/budget.py);
+    # None outside a run: the case level's default.
+    explore: int | None = None
+    # --corpus DIR: the counterexample corpus replayed first and merged into (cases/explore/corpus.py).
+    corpus: Path | None = None
+    # The run folder, where explore cases save what they find (<run>/corpus/); None outside a run.
+    run_dir: Path | None = None
     # Details the case attaches for its record (sample description, metrics, notes).
     info: dict[str, Any] = field(default_factory=dict)
     # Set by engine/runner.py: the aten overloads that reached the device (cases/observe.py), or

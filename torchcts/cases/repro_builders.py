@@ -160,6 +160,31 @@ def _truth_rule(case: Case, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tu
     return ("strict" if category in STRICT_CATEGORIES else "rescue"), eps
 
 
+def explore(case: Case, manifest: Manifest, info: dict[str, Any] | None, sample: int | None = None) -> ReproSpec:
+    """Explore cases (cases/explore/repro.py): the record's shrunk input and the original it was
+    shrunk from, through the variant that failed; explored sample N when asked for one."""
+    from torchcts.cases.explore.codec import CodecError
+    from torchcts.cases.explore.repro import materialize_explored
+    from torchcts.cases.opinfo.samples import HostArg
+
+    try:
+        variant, calls = materialize_explored(case.id, dict(case.params), info, sample)
+    except CodecError as exc:
+        raise UsageError(f"the record of '{case.id}' holds no readable explored input ({exc}): rerun the case") from None
+    samples, expr = [], None
+    for label, fn, args, kwargs in calls:
+        expr = expr or callable_expression(fn)
+        host = [i for i, a in enumerate(args) if isinstance(a, HostArg)]
+        plain = [a.value if isinstance(a, HostArg) else a for a in args]
+        samples.append({"args": plain, "kwargs": kwargs, "describe": {"sample": label}, "host": host})
+    if expr is None:
+        raise UsageError(f"OpInfo '{case.params.get('op', case.id)}' runs a callable with no importable name, so no "
+                         "standalone script can call it: use the case's `torchcts run --case` command")
+    atol, rtol = tolerance(case, manifest, info)
+    notes = ["the first sample is the shrunk input, the second the input exploration found"] if len(samples) > 1 else []
+    return ReproSpec(expr, samples, atol, rtol, kind=SCRIPT_KINDS.get(variant, "call"), notes=notes)
+
+
 # OpInfo case kind -> how the script calls and checks it (the rest: a plain call).
 SCRIPT_KINDS = {"inplace": "inplace", "out": "out", "backward": "backward", "errors": "errors"}
 
@@ -167,6 +192,7 @@ SCRIPT_KINDS = {"inplace": "inplace", "out": "out", "backward": "backward", "err
 # Runner glob -> builder; then suite name -> builder.
 BY_RUNNER: dict[str, Builder] = {
     "torchcts.cases.suites.operators:elementwise_*": operators_elementwise,
+    "torchcts.cases.explore.run:run": explore,
 }
 BY_SUITE: dict[str, Builder] = {
     "opinfo": opinfo,

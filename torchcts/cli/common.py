@@ -69,6 +69,7 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
         raise UsageError("--rerun-failures must be 0 or a positive number of reruns")
     crash_budget = crash_budget_from_args(args)
     selection = selection_from_args(args)
+    explore, corpus = explore_from_args(args)
     results_dir = Path(args.results_dir)
     if args.command == "run":  # the folder it will write to, before the run builds anything
         from torchcts.results.rundir import check_results_root
@@ -88,6 +89,8 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
         results_dir=results_dir,
         pytest_args=list(getattr(args, "pytest_args", None) or []),
         command=command_intent(args.command, list(getattr(args, "argv", None) or [])),
+        explore=explore,
+        corpus=corpus,
     )
 
 
@@ -102,6 +105,19 @@ def crash_budget_from_args(args: argparse.Namespace) -> int | None:
         raise UsageError(f"--crash-budget must be a positive number of crashes, not {limit} "
                          "(--no-crash-budget runs every case)")
     return None if off else DEFAULT_LIMIT if limit is None else limit
+
+
+def explore_from_args(args: argparse.Namespace) -> tuple[int | None, str | None]:
+    """`run`'s --explore N (None: the level's default) and --corpus DIR, checked."""
+    from torchcts.cases.explore.budget import MAX_DEPTH
+
+    explore = getattr(args, "explore", None)
+    if explore is not None and not 0 <= explore <= MAX_DEPTH:
+        raise UsageError(f"--explore must be 0 (off) to {MAX_DEPTH} explored samples per case, not {explore}")
+    corpus = getattr(args, "corpus", None)
+    if corpus is not None and Path(corpus).exists() and not Path(corpus).is_dir():
+        raise UsageError(f"--corpus {Path(corpus).name}: not a folder (the corpus is a folder of JSON files)")
+    return explore, corpus
 
 
 def selection_from_args(args: argparse.Namespace) -> Selection:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from torchcts.cli.common import add_selection_args, run_spec
+from torchcts.cli.common import add_selection_args, folder_arg, run_spec
 from torchcts.engine.crash_budget import DEFAULT_LIMIT
 
 HELP = "run the conformance suite on a device (anything after -- goes to pytest)"
@@ -26,6 +26,11 @@ def configure(p: argparse.ArgumentParser) -> None:
                         f"family's other cases not_run instead of crashing on them (default {DEFAULT_LIMIT})")
     p.add_argument("--no-crash-budget", action="store_true",
                    help="run every case, however often the same crash repeats")
+    p.add_argument("--explore", type=int, metavar="N",
+                   help="explored samples per op and dtype: its arguments at their switch points x unusual values, "
+                        "a failure shrunk (default: by level, 2 at level 2 up to 4 at 5 and above; 0: off; docs/exploration.md)")
+    p.add_argument("--corpus", metavar="DIR", type=folder_arg,
+                   help="counterexample corpus beside the manifest: replayed first, every find merged into it")
     p.add_argument("--no-isolation", action="store_true",
                    help="run cases in this process instead of replaceable workers (a crash ends the run)")
     p.add_argument("--warm", action=argparse.BooleanOptionalAction, default=None,

@@ -93,7 +93,7 @@ def open_run(setup: RunSetup) -> OpenedRun:
 
 
 def pytest_argv(run_dir: Path, results_root: Path, user_args: list[str], work_dir: Path | None = None,
-                manifest_arg: str | None = None) -> list[str]:
+                manifest_arg: str | None = None, corpus: str | None = None) -> list[str]:
     return [
         str(COLLECT_DIR / "torchcts"),
         *[arg for name in RUN_PLUGINS if importlib.util.find_spec(name.split(".")[0]) for arg in ("-p", name)],
@@ -101,6 +101,7 @@ def pytest_argv(run_dir: Path, results_root: Path, user_args: list[str], work_di
         f"--torchcts-run-dir={run_dir}",
         *([f"--torchcts-work-dir={work_dir}"] if work_dir else []),
         *([f"--torchcts-manifest-arg={manifest_arg}"] if manifest_arg else []),
+        *([f"--torchcts-corpus={os.path.abspath(corpus)}"] if corpus else []),
         f"--rootdir={COLLECT_DIR}",
         "-c", str(COLLECT_DIR / "pytest.ini"),
         "-o", f"cache_dir={results_root.resolve() / '.pytest_cache'}",
@@ -149,7 +150,8 @@ def run_pytest(run: OpenedRun) -> tuple[int, Recorder]:
     warm_plugins = plugins(spec.warm, spec.isolation, spec.device_type, spec.manifest.backend_import)
     with (tempfile.TemporaryDirectory(prefix="torchcts-workers-") as work_dir, sigterm_as_interrupt(),
           exported(run.pytest_args)):
-        argv = pytest_argv(run.run_dir, spec.results_dir, run.pytest_args, Path(work_dir), spec.manifest_arg)
+        argv = pytest_argv(run.run_dir, spec.results_dir, run.pytest_args, Path(work_dir), spec.manifest_arg,
+                           spec.corpus)
         code, recorder = run_session(argv, warm_plugins)
         if spec.rerun_failures and code != pytest.ExitCode.INTERRUPTED:
             from torchcts.engine.rerun import rerun_failures

@@ -99,6 +99,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--torchcts-attempt", type=int, default=1,
                     help="which attempt this session records (engine/rerun.py: 2 and up); engine/session.py "
                          "reads it to build the session's Recorder")
+    group.addoption("--torchcts-corpus", default=None,
+                    help="the run's --corpus folder (run.json keeps no paths): explore cases replay and merge into it")
     group.addoption("--torchcts-manifest-arg", default=None,
                     help="the run's --manifest as given, for workers' repro lines (run.json keeps it scrubbed)")
 
@@ -247,8 +249,10 @@ class CaseItem(pytest.Item):
             pytest.skip(stop)
         device, manifest = state.context_parts()
         sel = state.spec.selection
+        corpus = self.config.getoption("--torchcts-corpus", None)
         ctx = CaseContext(device=device, manifest=manifest, max_samples=sel.max_samples, sample=sel.sample,
-                          validation=state.spec.validation)
+                          validation=state.spec.validation, explore=state.spec.explore,
+                          corpus=Path(corpus) if corpus else None, run_dir=state.run_dir)
         record = self.record = CaseRecord.from_case(self.case, info=ctx.info)
         probe = CaseProbe(state.worker)
         start = time.perf_counter()

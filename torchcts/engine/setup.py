@@ -10,6 +10,7 @@ import sys
 from dataclasses import dataclass, replace
 
 from torchcts.backends.devices import check_device_spelling, resolve_device
+from torchcts.cases.explore.budget import default_depth
 from torchcts.cases.registry import iter_cases
 from torchcts.compat import check_torch_version
 from torchcts.engine import selection_memo
@@ -75,8 +76,11 @@ def prepare(spec: RunSpec, resolve: bool = True) -> RunSetup:
         result = select(iter_cases(selection.suites or None), manifest, selection)
         if key:
             selection_memo.store(key, result)
+    explore = spec.explore
+    if explore is None:  # the default depth of the selection's top level (cases/explore/budget.py)
+        explore = default_depth(selection.levels(manifest.semantic_level)[1])
     # --validation ignores any --manifest: repro lines must not name it; a manifest inside the package
     # (the sim's) is named `torchcts:REL`, so the lines run wherever TorchCTS is installed
-    resolved = replace(spec, manifest=manifest, device_info=device,
+    resolved = replace(spec, manifest=manifest, device_info=device, explore=explore,
                        manifest_arg=None if spec.validation else portable_manifest(spec.manifest_arg))
     return RunSetup(resolved, result)

@@ -56,6 +56,12 @@ class RunSpec:
     pytest_args: list[str] = field(default_factory=list)
     # The command line with every path reduced to its base name (cli/common.py: command_intent).
     command: list[str] = field(default_factory=list)
+    # --explore N: explored samples per explore case; None until setup resolves the default of the
+    # selection's top level (cases/explore/budget.py). run.json "explore".
+    explore: int | None = None
+    # --corpus DIR as given: the counterexample corpus explore cases replay first and merge their finds
+    # into. Not in run.json (a path): it travels on pytest's command line (--torchcts-corpus).
+    corpus: str | None = None
 
     # --- Resolved by engine/setup.py: prepare (None before) ---
     # The device the cases run on; run.json "device" (and its gate again as "gate").
@@ -105,6 +111,7 @@ class RunSpec:
             isolation=self.isolation,
             timeout_s=self.timeout_s,
             crash_budget=self.crash_budget,
+            explore=self.explore,
         )
         return data
 
@@ -124,6 +131,7 @@ class RunSpec:
                 strict_expectations=bool(data.get("strict_expectations")),
                 rerun_failures=int(data.get("rerun_failures") or 0),
                 timeout_s=data.get("timeout_s"),
+                explore=_depth(data.get("explore")),
                 isolation=bool(data.get("isolation", True)),
                 crash_budget=_crash_budget(data.get("crash_budget")),
                 command=list(data.get("command") or []),
@@ -145,10 +153,15 @@ class RunSpec:
 _TYPED_KEYS = frozenset({
     "name", "device", "gate", "validation", "manifest", "manifest_hash", "manifest_source", "manifest_arg",
     "command", "selection", "started", "filtered", "sharded_out", "planned", "strict_expectations",
-    "rerun_failures", "isolation", "timeout_s", "crash_budget",
+    "rerun_failures", "isolation", "timeout_s", "crash_budget", "explore",
 })
 
 
 def _crash_budget(value: Any) -> int | None:
     """run.json's crash_budget: a positive count, else none (a run.json from before the budget: none)."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _depth(value: Any) -> int | None:
+    """run.json's "explore": a depth >= 0, or None (an older run, or a hand-edited value)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

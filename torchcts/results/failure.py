@@ -38,6 +38,7 @@ def sample_line(record: CaseRecord) -> str:
     if index is None and sample is None:
         return ""
     head = f"sample {index}" if index is not None else "sample"
+    head += " (shrunk)" if isinstance(info.get("explore"), dict) and info.get("original_sample") else ""
     shape = f" shape {info['shape']}" if info.get("shape") is not None and sample is None else ""
     return f"{head}: {sample}" if sample is not None else head + shape
 
@@ -47,8 +48,22 @@ def failed_op_line(record: CaseRecord) -> str:
     return f"failed in {record.failed_op}, a helper op (not the op under test)" if record.failed_op else ""
 
 
+def original_line(record: CaseRecord) -> str:
+    """An explore case's failure: the input exploration found, which `sample` is the shrunk form of
+    (cases/explore/run.py); '' for every other record."""
+    info = record.info or {}
+    original, found = info.get("original_sample"), info.get("explore")
+    if not isinstance(found, dict) or original is None:
+        return ""
+    recipe = found.get("recipe") or ""
+    how = f"replayed from the corpus ({found['replayed']})" if found.get("replayed") else \
+        f"shrunk in {found.get('shrink_calls')} calls"
+    return f"found as: {original} ({recipe}); {found.get('variant') or 'forward'}, {how}"
+
+
 def details(record: CaseRecord) -> list[str]:
-    return [line for line in (failed_op_line(record), context_line(record), sample_line(record)) if line]
+    return [line for line in (failed_op_line(record), context_line(record), sample_line(record),
+                                          original_line(record)) if line]
 
 
 def rel_error_text(mismatch: dict[str, Any]) -> str:

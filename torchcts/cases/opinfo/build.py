@@ -28,7 +28,11 @@ KINDS: dict[str, tuple[int, tuple[str, ...]]] = {
     "backward": (4, ("autograd|training",)),
     "noncontiguous": (5, ("inference",)),
     "special_values": (5, ("inference", "ieee754")),
+    # argument switch points x value classes, shrunk and kept in a corpus (cases/explore/, docs/exploration.md)
+    "explore": (2, ("inference",)),
 }
+# Kinds whose runner is not this suite's own.
+RUNNERS = {"explore": "torchcts.cases.explore.run:run"}
 FAMILY_LEVEL = 5
 # error_inputs take no dtype: one errors case per op, under this dtype when the op supports it.
 ERRORS_DTYPE = "float32"
@@ -75,6 +79,14 @@ def kinds_for(op: Any, dtype: str, backward_dtypes: set[str], errors_in: str | N
     return out
 
 
+def explores(op: Any, oracle: str) -> bool:
+    """Whether the op gets explore cases: values compared with CPU (random ops and ops with
+    property oracles have nothing to compare explored inputs with), no sparse layouts, a CPU
+    reference for its forward."""
+    sparse = op.name.split(".", 1)[0] == "sparse" or op.name == "to_sparse"
+    return oracle == "cpu" and not sparse and ("forward", op.name) not in NO_CPU_REFERENCE
+
+
 def _case(op: Any, key: str, dtype: str, kind: str, aten: str, oracle: str, why: str | None) -> Case:
     level, requires = KINDS[kind]
     if op.name.split(".", 1)[0] == "sparse" or op.name == "to_sparse":
@@ -92,7 +104,7 @@ def _case(op: Any, key: str, dtype: str, kind: str, aten: str, oracle: str, why:
         id=f"{SUITE}/{key}/{dtype}/{kind}",
         suite=SUITE,
         level=level,
-        runner=RUNNER,
+        runner=RUNNERS.get(kind, RUNNER),
         params={"op": op.name, "variant": op.variant_test_name, "kind": kind, "dtype": dtype},
         ops=(ops,),
         dtype=dtype,
@@ -120,6 +132,8 @@ def op_cases(op: Any) -> list[Case]:
             continue
         for kind, why in kinds_for(op, dtype, backward, errors_dtype(supported)):
             cases.append(_case(op, key, dtype, kind, aten, oracle, why))
+        if explores(op, oracle):
+            cases.append(_case(op, key, dtype, "explore", aten, oracle, None))
     return cases
 
 

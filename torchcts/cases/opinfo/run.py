@@ -36,7 +36,7 @@ from torchcts.oracle.tolerances import Tolerance
 from torchcts.oracle.truth import Truth
 
 
-class _Skip(Exception):
+class SkipSample(Exception):
     """This sample cannot be checked (the CPU reference rejects it, or it does not fit the kind)."""
 
 
@@ -48,21 +48,21 @@ def call(fn: Callable[..., Any], sample: Any, **extra: Any) -> Any:
 def reference(fn: Callable[..., Any], sample: Any, transform: Callable[[Any], Any] | None = None,
               seen: Callable[[Any], None] | None = None, **extra: Any) -> Any:
     """The CPU result on a private copy of the sample (transformed like the device's, if given;
-    `seen` gets that copy before the call); _Skip when the CPU rejects the sample. Not observed:
+    `seen` gets that copy before the call); SkipSample when the CPU rejects the sample. Not observed:
     the CPU reference is TorchCTS's work, not the device's (cases/observe.py)."""
     try:
         cpu = copy_sample(sample, "cpu")
         cpu = transform(cpu) if transform is not None else cpu
-    except _Skip:
+    except SkipSample:
         raise
     except Exception as exc:  # noqa: BLE001 - any CPU rejection makes the sample uncheckable
-        raise _Skip(f"CPU raises {type(exc).__name__}") from None
+        raise SkipSample(f"CPU raises {type(exc).__name__}") from None
     if seen is not None:
         seen(cpu)
     try:
         return call(fn, cpu, **extra)
     except Exception as exc:  # noqa: BLE001 - as above
-        raise _Skip(f"CPU raises {type(exc).__name__}") from None
+        raise SkipSample(f"CPU raises {type(exc).__name__}") from None
 
 
 def fail(what: str, **extra: Any) -> None:
@@ -72,7 +72,7 @@ def fail(what: str, **extra: Any) -> None:
 def each_sample(ctx: CaseContext, op: Any, dtype: torch.dtype | None, body: Callable[[Any], None], *,
                 requires_grad: bool = False, errors: bool = False) -> None:
     """Run body over the op's selected samples (one index, or the first max_samples); body raises
-    _Skip for a sample it cannot check. NotApplicable when no sample could be checked."""
+    SkipSample for a sample it cannot check. NotApplicable when no sample could be checked."""
     ran, skipped = 0, {}
     index = getattr(ctx, "sample", None)
     device = None if errors else ctx.device
@@ -82,7 +82,7 @@ def each_sample(ctx: CaseContext, op: Any, dtype: torch.dtype | None, body: Call
         ctx.describe(sample_index=i, sample=describe_sample(real), repro=_repro(ctx, i))
         try:
             body(sample)
-        except _Skip as why:
+        except SkipSample as why:
             skipped[str(why)] = skipped.get(str(why), 0) + 1
             continue
         ran += 1
@@ -169,70 +169,76 @@ def _seeded(ctx: CaseContext, fn: Callable[[], Any]) -> Any:
 
 # --- kinds --------------------------------------------------------------------------------------
 
+def check_call(ctx: CaseContext, op: Any, fn: Callable[..., Any], sample: Any, category: str,
+               transform: Callable[[Any], Any] | None = None, prepare: Callable[[Any], Any] | None = None,
+               truth_dtype: torch.dtype | None = None) -> None:
+    """One sample of forward / method / noncontiguous / special_values: the same call on the
+    device and on CPU, compared. `prepare` rewrites the CPU sample first (special values);
+    `transform` rewrites the device copy (non-contiguous layouts); `truth_dtype` (forward) also
+    judges by the float64 truth of the sample in that dtype."""
+    if prepare is not None:
+        sample = prepare(sample)
+    # Describe the layout the device gets (the transformed CPU copy), not the plain sample.
+    seen = (lambda cpu: ctx.describe(sample=describe_sample(cpu))) if transform is not None else None
+    expected = reference(fn, sample, transform, seen)
+
+    def device_call() -> Any:
+        dev = copy_sample(sample, ctx.device)
+        return call(fn, transform(dev) if transform else dev)
+
+    actual = device_call()
+    truth = (lambda: truth_of(op, fn, sample, truth_dtype, category)) if truth_dtype is not None else None
+    check_output(ctx, op, actual, expected, sample, device_call, category, truth)
+
+
 def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[..., Any],
                 transform: Callable[[Any], Any] | None = None, prepare: Callable[[Any], Any] | None = None,
                 with_truth: bool = False) -> None:
-    """forward / method / noncontiguous / special_values: same call on device and CPU, compared.
-
-    `prepare` rewrites the CPU sample first (special values); `transform` rewrites the device copy
-    (non-contiguous layouts); `with_truth` (forward) also judges by the float64 truth."""
+    """forward / method / noncontiguous / special_values over the selected samples (check_call);
+    `with_truth` (forward) also judges by the float64 truth."""
     category = tolerance_category(op)
-
-    def body(sample: Any) -> None:
-        if prepare is not None:
-            sample = prepare(sample)
-        # Describe the layout the device gets (the transformed CPU copy), not the plain sample.
-        seen = (lambda cpu: ctx.describe(sample=describe_sample(cpu))) if transform is not None else None
-        expected = reference(fn, sample, transform, seen)
-
-        def device_call() -> Any:
-            dev = copy_sample(sample, ctx.device)
-            return call(fn, transform(dev) if transform else dev)
-
-        actual = device_call()
-        truth = (lambda: truth_of(op, fn, sample, dtype, category)) if with_truth else None
-        check_output(ctx, op, actual, expected, sample, device_call, category, truth)
-
-    each_sample(ctx, op, dtype, body)
+    truth_dtype = dtype if with_truth else None
+    each_sample(ctx, op, dtype, lambda sample: check_call(ctx, op, fn, sample, category, transform, prepare, truth_dtype))
 
 
 def _noncontiguous(dev_sample: Any) -> Any:
     out = dev_sample.noncontiguous()
     if not any(t.layout == torch.strided and not t.is_contiguous() for t in tensors_of((out.input, out.args, out.kwargs))):
-        raise _Skip("no tensor can be made non-contiguous")
+        raise SkipSample("no tensor can be made non-contiguous")
     return out
 
 
 def _special(sample: Any) -> Any:
     new, changed = inject_special_values(sample)
     if not changed:
-        raise _Skip("no floating tensor to inject NaN/Inf into")
+        raise SkipSample("no floating tensor to inject NaN/Inf into")
     return new
 
 
-def run_inplace(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
+def check_inplace(ctx: CaseContext, op: Any, sample: Any, category: str) -> None:
+    """One sample of the in-place variant: the device's mutated input against CPU's."""
     fn = op.inplace_variant
+    if sample.broadcasts_input or not isinstance(sample.input, torch.Tensor):
+        raise SkipSample("input is broadcast or not a tensor")
+    with unobserved():
+        cpu = copy_sample(sample, "cpu")
+        try:
+            call(fn, cpu)
+        except Exception as exc:  # noqa: BLE001
+            raise SkipSample(f"CPU raises {type(exc).__name__}") from None
+    dev = copy_sample(sample, ctx.device)
+    result = call(fn, dev)
+    if result is not dev.input:
+        fail("in-place variant did not return self", got=type(result).__name__)
+    if ctx.case is not None and ctx.case.oracle != "cpu":
+        check_structure(dev.input, cpu.input)
+        return
+    ctx.assert_close(dev.input, cpu.input, category=category, atol_floor=conditioned(ctx, op, sample))
+
+
+def run_inplace(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
     category = tolerance_category(op)
-
-    def body(sample: Any) -> None:
-        if sample.broadcasts_input or not isinstance(sample.input, torch.Tensor):
-            raise _Skip("input is broadcast or not a tensor")
-        with unobserved():
-            cpu = copy_sample(sample, "cpu")
-            try:
-                call(fn, cpu)
-            except Exception as exc:  # noqa: BLE001
-                raise _Skip(f"CPU raises {type(exc).__name__}") from None
-        dev = copy_sample(sample, ctx.device)
-        result = call(fn, dev)
-        if result is not dev.input:
-            fail("in-place variant did not return self", got=type(result).__name__)
-        if ctx.case is not None and ctx.case.oracle != "cpu":
-            check_structure(dev.input, cpu.input)
-            return
-        ctx.assert_close(dev.input, cpu.input, category=category, atol_floor=conditioned(ctx, op, sample))
-
-    each_sample(ctx, op, dtype, body)
+    each_sample(ctx, op, dtype, lambda sample: check_inplace(ctx, op, sample, category))
 
 
 def _zeros_like_tree(obj: Any, device: torch.device | str) -> Any:
@@ -242,7 +248,7 @@ def _zeros_like_tree(obj: Any, device: torch.device | str) -> Any:
         return torch.zeros(obj.shape, dtype=obj.dtype, device=device)
     if isinstance(obj, (tuple, list)) and obj and all(isinstance(t, torch.Tensor) for t in obj):
         return tuple(torch.zeros(t.shape, dtype=t.dtype, device=device) for t in obj)
-    raise _Skip("the result is not a tensor or a sequence of tensors")
+    raise SkipSample("the result is not a tensor or a sequence of tensors")
 
 
 def _is_out(result: Any, out: Any) -> bool:
@@ -252,25 +258,26 @@ def _is_out(result: Any, out: Any) -> bool:
         r is o for r, o in zip(result, out, strict=True))
 
 
+def check_out(ctx: CaseContext, op: Any, sample: Any, category: str) -> None:
+    """One sample of the out= variant: zero-filled out tensors on the device against CPU's."""
+    expected = reference(op.op, sample)
+    with unobserved():
+        cpu_out = _zeros_like_tree(expected, "cpu")
+    returns_out = _is_out(reference(op.op, sample, out=cpu_out), cpu_out)
+    dev = copy_sample(sample, ctx.device)
+    out = _zeros_like_tree(expected, ctx.device)
+    result = call(op.op, dev, out=out)
+    if returns_out and not _is_out(result, out):  # (some out= overloads return nothing)
+        fail("out= variant did not return the out tensor(s)", got=type(result).__name__)
+    if ctx.case is not None and ctx.case.oracle != "cpu":
+        check_structure(out, cpu_out)
+        return
+    ctx.assert_close(out, cpu_out, category=category, atol_floor=conditioned(ctx, op, sample))
+
+
 def run_out(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
     category = tolerance_category(op)
-
-    def body(sample: Any) -> None:
-        expected = reference(op.op, sample)
-        with unobserved():
-            cpu_out = _zeros_like_tree(expected, "cpu")
-        returns_out = _is_out(reference(op.op, sample, out=cpu_out), cpu_out)
-        dev = copy_sample(sample, ctx.device)
-        out = _zeros_like_tree(expected, ctx.device)
-        result = call(op.op, dev, out=out)
-        if returns_out and not _is_out(result, out):  # (some out= overloads return nothing)
-            fail("out= variant did not return the out tensor(s)", got=type(result).__name__)
-        if ctx.case is not None and ctx.case.oracle != "cpu":
-            check_structure(out, cpu_out)
-            return
-        ctx.assert_close(out, cpu_out, category=category, atol_floor=conditioned(ctx, op, sample))
-
-    each_sample(ctx, op, dtype, body)
+    each_sample(ctx, op, dtype, lambda sample: check_out(ctx, op, sample, category))
 
 
 def run_errors(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
@@ -282,7 +289,7 @@ def run_errors(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
         except Exception as exc:  # noqa: BLE001
             cpu_exc = exc
         else:
-            raise _Skip("CPU does not raise")
+            raise SkipSample("CPU does not raise")
         dev = copy_sample(sample, ctx.device)
         try:
             call(op.op, dev)
@@ -306,31 +313,33 @@ def gradients(op: Any, sample: Any, out: Any) -> list[torch.Tensor | None]:
     inputs = [t for t in tensors_of((sample.input, sample.args, sample.kwargs)) if t.requires_grad]
     outs = [t for t in tensors_of(sample.output_process_fn_grad(out)) if t.requires_grad]
     if not inputs or not outs:
-        raise _Skip("no differentiable input or output")
+        raise SkipSample("no differentiable input or output")
     loss = sum((o.real.sum() + o.imag.sum()) if o.is_complex() else o.sum() for o in outs)
     return list(torch.autograd.grad(loss, inputs, allow_unused=True))
 
 
-def run_backward(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
-    def body(sample: Any) -> None:
+def check_backward(ctx: CaseContext, op: Any, sample: Any) -> None:
+    """One sample of backward: the gradients of the summed outputs on the device against CPU's."""
+    with unobserved():
+        cpu = copy_sample(sample, "cpu")
+    try:
         with unobserved():
-            cpu = copy_sample(sample, "cpu")
-        try:
-            with unobserved():
-                expected = gradients(op, cpu, call(op.op, cpu))
-        except _Skip:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            raise _Skip(f"CPU raises {type(exc).__name__}") from None
-        dev = copy_sample(sample, ctx.device)
-        actual = gradients(op, dev, call(op.op, dev))
-        check_devices(ctx, actual, sample)
-        if ctx.case is not None and ctx.case.oracle != "cpu":
-            check_structure(actual, expected)
-            return
-        ctx.assert_close(actual, expected, category="backward", atol_floor=conditioned(ctx, op, sample, backward=True))
+            expected = gradients(op, cpu, call(op.op, cpu))
+    except SkipSample:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise SkipSample(f"CPU raises {type(exc).__name__}") from None
+    dev = copy_sample(sample, ctx.device)
+    actual = gradients(op, dev, call(op.op, dev))
+    check_devices(ctx, actual, sample)
+    if ctx.case is not None and ctx.case.oracle != "cpu":
+        check_structure(actual, expected)
+        return
+    ctx.assert_close(actual, expected, category="backward", atol_floor=conditioned(ctx, op, sample, backward=True))
 
-    each_sample(ctx, op, dtype, body, requires_grad=True)
+
+def run_backward(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
+    each_sample(ctx, op, dtype, lambda sample: check_backward(ctx, op, sample), requires_grad=True)
 
 
 def run(ctx: CaseContext, *, op: str, variant: str = "", kind: str, dtype: torch.dtype) -> None:

@@ -1,0 +1,134 @@
+"""Explored sample i of a case: one of OpInfo's samples with an argument at a switch point and a
+value class written into its tensors (docs/exploration.md).
+
+The order is systematic, not a random walk: sample i takes point i mod P (P = the op's switch
+points plus "no switch", in an order shuffled once per case id) with the value classes of round
+i div P (CLASSES_PER_SAMPLE consecutive classes, rotated per point and per round), so the first P
+samples put every switch point to work once, the next P again with the next classes, and every
+point has met every class after len(CLASSES) / CLASSES_PER_SAMPLE rounds; a third of the samples
+add a second switch point, so two switches meet. Everything random is drawn from `random.Random(f"{case_id}#{i}")`:
+sample i is the same in every process and at every depth (a deeper run is a superset), and a
+case id with an index reproduces it.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from torchcts.cases.explore import values
+from torchcts.cases.explore.switches import SwitchPoint
+from torchcts.cases.opinfo.samples import tensors_of
+
+# Base samples: the first few of OpInfo's, the large ones left out (exploration is about values
+# and arguments, not sizes; the tiling and limits suites cover sizes).
+MAX_BASES = 8
+MAX_BASE_ELEMENTS = 1024
+SECOND_SWITCH = 3  # one sample in 3 also moves a second argument
+CLASSES_PER_SAMPLE = 3  # value classes mixed into one sample (values.py)
+
+
+@dataclass
+class Explored:
+    """One explored sample and how it was made (the recipe is shown in records and reports)."""
+
+    index: int
+    sample: Any  # a CPU SampleInput
+    base: int  # the OpInfo sample index it varies
+    switches: list[SwitchPoint]
+    value_classes: tuple[str, ...]
+
+    def recipe(self) -> str:
+        moved = ", ".join(f"{_where(w)}={v!r}" for w, v in self.switches) or "no argument moved"
+        return f"OpInfo sample {self.base}; {moved}; values {'+'.join(self.value_classes)}"
+
+
+def _where(where: Any) -> str:
+    return f"arg{where}" if isinstance(where, int) else str(where)
+
+
+def usable_bases(samples: Sequence[tuple[int, Any]]) -> list[tuple[int, Any]]:
+    """The first MAX_BASES samples small enough to explore (the smallest one if none is)."""
+    def size(s: Any) -> int:
+        return sum(t.numel() for t in tensors_of((s.input, s.args, s.kwargs)))
+
+    small = [(i, s) for i, s in samples if size(s) <= MAX_BASE_ELEMENTS][:MAX_BASES]
+    if small or not samples:
+        return small
+    return [min(samples, key=lambda p: size(p[1]))]
+
+
+@functools.lru_cache(maxsize=64)
+def _order(case_id: str, n_points: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The case's point order (index -1: no switch) and each point's first value class."""
+    rng = random.Random(case_id)
+    order = list(range(-1, n_points))
+    rng.shuffle(order)
+    offsets = tuple(rng.randrange(len(values.CLASSES)) for _ in order)
+    return tuple(order), offsets
+
+
+def explored(case_id: str, index: int, bases: Sequence[tuple[int, Any]], points: Sequence[SwitchPoint],
+             hooked: int = 0, rules: values.Policy = values.Policy()) -> Explored:
+    """Explored sample `index` of the case; `points` as switches.switch_points gave them, the first
+    `hooked` of them the op's own (tried first, in their order); `rules` the op's values.policy."""
+    order, offsets = _order(case_id, len(points))
+    order = tuple(range(hooked)) + tuple(p for p in order if p >= hooked or p < 0)
+    slot, round_ = index % len(order), index // len(order)
+    point = order[slot]
+    n = len(values.CLASSES)
+    first = offsets[slot] + round_ * CLASSES_PER_SAMPLE
+    classes = tuple(values.CLASSES[(first + k) % n] for k in range(CLASSES_PER_SAMPLE))
+    classes = ("plain",) if "plain" in classes and round_ == 0 and slot % 2 else tuple(c for c in classes if c != "plain")
+    rng = random.Random(f"{case_id}#{index}")
+    chosen = [points[point]] if point >= 0 else []
+    if chosen and len(points) > 1 and rng.randrange(SECOND_SWITCH) == 0:
+        other = points[rng.randrange(len(points))]
+        if other[0] != chosen[0][0]:
+            chosen.append(other)
+    fits = [b for b in bases if all(_fits(b[1], w) for w, _ in chosen)] or list(bases)
+    base_index, base = fits[rng.randrange(len(fits))]
+    sample = values.apply(with_switches(base, chosen), classes, rng, rules)
+    return Explored(index, sample, base_index, chosen, classes)
+
+
+def _fits(sample: Any, where: Any) -> bool:
+    return not isinstance(where, int) or where < len(sample.args)
+
+
+def with_switches(sample: Any, switches: Sequence[SwitchPoint]) -> Any:
+    """A shallow copy of a SampleInput with the switched arguments replaced (or added)."""
+    args = list(sample.args)
+    kwargs = dict(sample.kwargs)
+    for where, value in switches:
+        value = list(value) if isinstance(value, list) else value
+        if isinstance(where, int):
+            if where < len(args):
+                args[where] = value
+        else:
+            kwargs[where] = value
+    return sample.__class__(sample.input, args=tuple(args), kwargs=kwargs,
+                            output_process_fn_grad=sample.output_process_fn_grad,
+                            broadcasts_input=sample.broadcasts_input, name=sample.name)
+
+
+def requiring_grad(sample: Any) -> Any:
+    """A copy whose floating strided tensors require grad (the backward variant's inputs)."""
+    def one(x: Any) -> Any:
+        if isinstance(x, torch.Tensor) and x.layout == torch.strided and (x.is_floating_point() or x.is_complex()):
+            return x.detach().clone().requires_grad_(True)
+        if isinstance(x, list):
+            return [one(v) for v in x]
+        if type(x) is tuple:
+            return tuple(one(v) for v in x)
+        return x
+
+    return sample.__class__(one(sample.input), args=tuple(one(a) for a in sample.args),
+                            kwargs={k: one(v) for k, v in sample.kwargs.items()},
+                            output_process_fn_grad=sample.output_process_fn_grad,
+                            broadcasts_input=sample.broadcasts_input, name=sample.name)

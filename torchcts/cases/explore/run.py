@@ -1,0 +1,214 @@
+"""The runner of `opinfo/<op>/<dtype>/explore` cases: replay the corpus, explore, shrink, save.
+
+1. Replay: the entries `--corpus DIR` holds for this case id run first, so a fixed bug stays
+   fixed and a flaky find is confirmed (a replay that fails fails the case, marked `replayed`).
+2. Explore: samples 0..depth-1 (generate.py), each through every variant the op has (forward,
+   in-place, out=, backward when autograd is claimed), compared with CPU by the OpInfo suite's
+   own checks (cases/opinfo/run.py). An input CPU rejects is dropped and counted, never a failure.
+3. On the first failure: shrink (shrink.py) within the call bound, save the shrunk input with
+   the original (corpus.py) in the run folder and in DIR, put both in the record's
+   `info["explore"]`, and fail with the shrunk input's own mismatch.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from torchcts.cases.context import CaseContext
+from torchcts.cases.explore import codec, corpus, values
+from torchcts.cases.explore.budget import default_depth, samples_for
+from torchcts.cases.explore.generate import Explored, explored, requiring_grad, usable_bases
+from torchcts.cases.explore.shrink import shrink
+from torchcts.cases.explore.switches import OP_SWITCHES, switch_points
+from torchcts.cases.model import NotApplicable, repro_command
+from torchcts.cases.opinfo.run import SkipSample, check_backward, check_call, check_inplace, check_out
+from torchcts.cases.opinfo.samples import describe_sample, lookup, selected_samples
+from torchcts.oracle.categories import tolerance_category
+from torchcts.oracle.compare import OracleMismatch
+
+Check = Callable[[Any], None]
+
+# This process's last find per case id (its corpus entry and record): a failing case runs again
+# without the dispatch observer (engine/runner.py), and that run confirms the find on its shrunk
+# input instead of exploring and shrinking again, keeping the record of how it was found.
+_FOUND: dict[str, tuple[corpus.Entry, dict[str, Any]]] = {}
+
+
+def variants(ctx: CaseContext, op: Any, dtype: torch.dtype) -> dict[str, Check]:
+    """The op's variants as per-sample checks: forward, inplace, out, backward (where it has them)."""
+    category = tolerance_category(op)
+    found: dict[str, Check] = {"forward": lambda s: check_call(ctx, op, op.op, s, category)}
+    if op.inplace_variant is not None:
+        found["inplace"] = lambda s: check_inplace(ctx, op, s, category)
+    if op.supports_out:
+        found["out"] = lambda s: check_out(ctx, op, s, category)
+    floating = dtype.is_floating_point or dtype.is_complex
+    claims_grad = ctx.claims("autograd") or ctx.claims("training")
+    if op.supports_autograd and floating and claims_grad and dtype in op.supported_backward_dtypes("cpu"):
+        found["backward"] = lambda s: check_backward(ctx, op, requiring_grad(s))
+    return found
+
+
+def outcome(check: Check, sample: Any) -> str | None:
+    """None: agrees with CPU; "skip": CPU rejects it; else the failure's kind (mismatch, or the
+    exception type the device raised)."""
+    try:
+        check(sample)
+    except SkipSample:
+        return "skip"
+    except OracleMismatch:
+        return "mismatch"
+    except NotApplicable:
+        return "skip"
+    except Exception as exc:  # noqa: BLE001 - any device exception is a failure kind of its own
+        return type(exc).__name__
+    return None
+
+
+def run(ctx: CaseContext, *, op: str, variant: str = "", kind: str = "explore", dtype: torch.dtype) -> None:
+    """The runner of every explore case (cases/opinfo/build.py)."""
+    info = lookup(op, variant)
+    ctx.describe(op=op, variant=variant, dtype=str(dtype).removeprefix("torch."), kind=kind)
+    level = ctx.case.level if ctx.case is not None else 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _run(ctx, info, dtype, level)
+
+
+def _run(ctx: CaseContext, op: Any, dtype: torch.dtype, level: int) -> None:
+    case_id = ctx.case.id if ctx.case is not None else f"opinfo/{op.name}/{dtype}/explore"
+    checks = variants(ctx, op, dtype)
+    stats = {"samples": 0, "checks": 0, "dropped": 0, "replayed": 0}
+    ctx.info["explored"] = stats
+    if case_id in _FOUND:
+        _confirm(ctx, case_id, checks)
+    if ctx.corpus is not None:
+        _replay(ctx, case_id, checks, stats)
+    depth = ctx.explore if ctx.explore is not None else default_depth(level)
+    if depth == 0 and ctx.sample is None:
+        if stats["replayed"]:
+            return
+        raise NotApplicable("exploration is off (--explore 0)")
+    samples = selected_samples(op, dtype, ctx.max_samples, None, device=ctx.device)
+    bases = usable_bases(list(itertools.islice(samples, 32)))
+    if not bases:
+        raise NotApplicable("the op has no sample to explore from")
+    points = switch_points(op, [s for _, s in bases])
+    hooked = sum(len(v) for v in OP_SWITCHES.get(op.name, {}).values())
+    indices = [ctx.sample] if ctx.sample is not None else range(samples_for(depth, len(points) + 1))
+    for i in indices:
+        made = explored(case_id, i, bases, points, hooked, values.policy(op.name, tolerance_category(op)))
+        ctx.describe(sample_index=i, sample=describe_sample(made.sample), recipe=made.recipe(),
+                     repro=repro_command(case_id, ctx.device_type, ctx.validation, sample=i))
+        stats["samples"] += 1
+        for name, check in checks.items():
+            kind = outcome(check, made.sample)
+            if kind == "skip":
+                stats["dropped"] += 1
+                continue
+            stats["checks"] += 1
+            if kind is not None:
+                _fail(ctx, case_id, name, check, made, kind, bases)
+    for key in ("sample_index", "sample", "recipe", "repro"):  # a pass names no sample
+        ctx.info.pop(key, None)
+    if stats["checks"] == 0 and not stats["replayed"]:
+        raise NotApplicable(f"CPU rejected every explored input ({stats['dropped']} dropped)")
+
+
+def _replay(ctx: CaseContext, case_id: str, checks: dict[str, Check], stats: dict[str, int]) -> None:
+    assert ctx.corpus is not None
+    entries, bad = corpus.load(ctx.corpus, case_id)
+    if bad:
+        stats["corpus_unreadable"] = bad
+    for entry in entries:
+        check = checks.get(entry.variant)
+        try:
+            sample = codec.decode_sample(entry.sample)
+        except (codec.CodecError, RuntimeError, TypeError):
+            stats["corpus_unreadable"] = stats.get("corpus_unreadable", 0) + 1
+            continue
+        if check is None:
+            continue
+        ctx.describe(sample=describe_sample(sample), recipe=f"corpus entry {entry.name}: {entry.recipe}")
+        kind = outcome(check, sample)
+        stats["replayed"] += 1
+        if kind not in (None, "skip"):
+            ctx.info["explore"] = {"variant": entry.variant, "replayed": entry.name, "recipe": entry.recipe,
+                                   "shrunk": entry.sample, "original": entry.original, "found_as": entry.message}
+            ctx.info["original_sample"] = _describe_encoded(entry.original)
+            check(sample)  # raises the failure itself, with its evidence
+    for key in ("sample", "recipe"):
+        ctx.info.pop(key, None)
+
+
+def _confirm(ctx: CaseContext, case_id: str, checks: dict[str, Check]) -> None:
+    """This process's own find for the case, again: it fails with the record of its finding."""
+    entry, record = _FOUND.pop(case_id)
+    check = checks.get(entry.variant)
+    if check is None:
+        return
+    sample = codec.decode_sample(entry.sample)
+    original = _describe_encoded(entry.original)
+    ctx.info.update(explore=record, sample=describe_sample(sample), sample_index=record.get("index"),
+                    original_sample=original)
+    kind = outcome(check, sample)
+    if kind not in (None, "skip"):
+        check(sample)
+    for key in ("explore", "sample", "sample_index", "original_sample"):
+        ctx.info.pop(key, None)
+
+
+def _describe_encoded(data: dict[str, Any] | None) -> str | None:
+    try:
+        return describe_sample(codec.decode_sample(data)) if data is not None else None
+    except (codec.CodecError, RuntimeError, TypeError):
+        return None
+
+
+def _fail(ctx: CaseContext, case_id: str, variant: str, check: Check, made: Explored, kind: str,
+          bases: list[tuple[int, Any]]) -> None:
+    """Shrink the failing sample, save it, describe both, and raise the shrunk sample's failure."""
+    base = dict(bases)[made.base]
+    reverts = [(w, base.args[w]) for w, _ in made.switches if isinstance(w, int) and w < len(base.args)]
+    kept = dict(ctx.info)
+    result = shrink(made.sample, lambda s: outcome(check, s) == kind, reverts)
+    ctx.info.clear()
+    ctx.info.update(kept)
+    record: dict[str, Any] = {"variant": variant, "index": made.index, "recipe": made.recipe(), "failure": kind,
+                              "shrink_calls": result.calls, "shrink_steps": result.steps}
+    try:
+        record["shrunk"] = codec.encode_sample(result.sample)
+    except codec.CodecError as exc:
+        record["shrunk"], record["not_stored"] = None, str(exc)
+    try:
+        record["original"] = codec.encode_sample(made.sample)
+    except codec.CodecError:
+        record["original"] = None
+    ctx.info["explore"] = record
+    ctx.info["sample"] = describe_sample(result.sample)
+    ctx.info["original_sample"] = describe_sample(made.sample)
+    if record["shrunk"] is not None:
+        entry = corpus.Entry(case_id, variant, record["shrunk"], record["original"], made.recipe(), kind)
+        for root in (ctx.corpus, ctx.run_dir / "corpus" if ctx.run_dir is not None else None):
+            _save(root, entry, record)
+        entry.name = corpus.file_name(entry)
+        _FOUND[case_id] = (entry, record)
+    check(result.sample)  # the shrunk sample's own failure, with its evidence
+    check(made.sample)  # a flaky shrunk sample: the original's failure
+    raise AssertionError(f"explored sample {made.index} failed ({kind}) and then passed twice: flaky")
+
+
+def _save(root: Path | None, entry: corpus.Entry, record: dict[str, Any]) -> None:
+    if root is None:
+        return
+    try:
+        corpus.save(root, entry)
+        record["saved"] = record.get("saved", 0) + 1
+    except Exception as exc:  # noqa: BLE001 - a corpus the file system refuses must not hide the failure
+        record["save_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"

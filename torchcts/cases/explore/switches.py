@@ -1,0 +1,202 @@
+"""Switch points: the argument values at which an op's semantics change (docs/exploration.md).
+
+A switch point is (where, value): `where` is a keyword name or the position of a positional
+argument after the input. They come from three places, in this order:
+
+1. the op's own points (`OP_SWITCHES`, extended with `add_switch_points`, e.g. from the backend
+   module a manifest imports): kept first, so a few of them always fit in the budget, and in place
+   of the points the rules below would derive for that argument;
+2. the sample's own arguments by the type of their value: a bool flipped; an int at 0, 1, -1;
+   a list of dims at [], [0], [-1], [0, -1] and a repeated dim; a float at 0, -0.0, 1, -1, 0.5,
+   inf, nan; a string from `STRING_ENUMS` by the argument's name; a number, tensor or string
+   argument also at None (an optional left out);
+3. the aten schema of the op's overloads for the keywords the sample leaves at their default:
+   `bool` both ways, `int?`/`float?`/`Tensor?` at None and at their points, `str?` from the table,
+   `int[]` dims as above.
+
+Values CPU rejects are dropped by the runner, so a point that does not fit an overload costs one
+CPU call and nothing else.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import torch
+
+Where = str | int  # a keyword name, or the index of a positional argument after the input
+SwitchPoint = tuple[Where, Any]
+
+# String arguments whose value selects an algorithm, by argument name (every value PyTorch accepts
+# somewhere; an op that accepts fewer rejects the rest on CPU, and they are dropped).
+STRING_ENUMS: dict[str, tuple[Any, ...]] = {
+    "rounding_mode": (None, "trunc", "floor"),
+    "reduce": ("sum", "prod", "mean", "amax", "amin", "add", "multiply"),
+    "reduction": ("none", "mean", "sum"),
+    "interpolation": ("linear", "lower", "higher", "midpoint", "nearest"),
+    "side": ("left", "right"),
+    "mode": ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area",
+             "constant", "reflect", "replicate", "circular", "sum", "mean", "max"),
+    "padding_mode": ("zeros", "border", "reflection", "reflect", "replicate", "circular"),
+    "approximate": ("none", "tanh"),
+    "norm": (None, "forward", "backward", "ortho"),
+    "indexing": ("ij", "xy"),
+    "padding": ("same", "valid"),
+    "driver": (None, "gelsy", "gelsd", "gelss"),
+    "UPLO": ("L", "U"),
+}
+# Numeric arguments whose value selects an algorithm (p-norms, orders).
+NUMERIC_ENUMS: dict[str, tuple[Any, ...]] = {
+    "p": (0, 1, 2, 0.5, 3, math.inf, -math.inf),
+    "ord": (None, 1, 2, -1, -2, math.inf, -math.inf, "fro", "nuc"),
+    "correction": (0, 1, 2),
+    "diagonal": (0, 1, -1),
+    "offset": (0, 1, -1),
+    "decimals": (0, 1, -1),
+}
+DIM_LISTS: tuple[Any, ...] = ([], [0], [-1], [0, -1], [0, 0])
+# An unnamed positional list may be a shape, not dims: CPU accepts the shape [0, -1] (its numel is
+# 0) where it should refuse a negative size, so such a list never gets that point (no reference).
+SHAPE_SAFE_LISTS: tuple[Any, ...] = ([], [0], [-1], [0, 0])
+INTS: tuple[int, ...] = (0, 1, -1)
+FLOATS: tuple[float, ...] = (0.0, -0.0, 1.0, -1.0, 0.5, math.inf, math.nan)
+FINITE: tuple[float, ...] = FLOATS[:5]
+# Float arguments that size an output (scale_factor, step, end...): finite points only, since
+# an infinite one asks CPU for an output of unbounded size.
+_SIZING = ("size", "scale", "factor", "step", "end", "start", "steps")
+
+
+def _sizing(name: str) -> bool:
+    return not name or any(word in name for word in _SIZING)
+
+# The hook: OpInfo name -> argument -> values, tried before every other point of that op; they
+# replace the points derived for that argument (an enum passed as an int, whose other values CPU
+# does not check: grid_sampler's interpolation and padding modes read out of bounds at -1).
+OP_SWITCHES: dict[str, dict[Where, tuple[Any, ...]]] = {
+    "grid_sampler_2d": {1: (0, 1, 2), 2: (0, 1, 2)},
+    "grid_sampler_3d": {1: (0, 1), 2: (0, 1, 2)},
+}
+
+
+def add_switch_points(op: str, where: Where, values: Iterable[Any]) -> None:
+    """Register an op's own switch points: `add_switch_points("nn.functional.gelu", "approximate",
+    ["tanh"])`; `where` a keyword name or a positional index after the input."""
+    known = OP_SWITCHES.setdefault(op, {})
+    known[where] = (*known.get(where, ()), *values)
+
+
+def by_value(where: Where, value: Any) -> tuple[Any, ...]:
+    """The points of an argument given as `value` (its type decides; its name may refine)."""
+    name = where if isinstance(where, str) else ""
+    if name in STRING_ENUMS:
+        return STRING_ENUMS[name]
+    if name in NUMERIC_ENUMS:
+        return NUMERIC_ENUMS[name]
+    if isinstance(value, bool):
+        return (not value,)
+    if isinstance(value, int):
+        return (*INTS, None)
+    if isinstance(value, float):
+        return (*(FINITE if _sizing(name) else FLOATS), None)
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return DIM_LISTS if "dim" in name else SHAPE_SAFE_LISTS if not name else ()
+    if value is None:
+        return ()
+    if isinstance(value, torch.Tensor):
+        return (None,)
+    return ()
+
+
+def by_schema(type_text: str, name: str) -> tuple[Any, ...]:
+    """The points of a keyword the sample does not pass, from its aten schema type."""
+    if name in STRING_ENUMS:
+        return STRING_ENUMS[name]
+    if name in NUMERIC_ENUMS:
+        return NUMERIC_ENUMS[name]
+    optional = type_text.endswith("?")
+    base = type_text.rstrip("?")
+    if base == "bool":
+        return (True, False)
+    if base == "int":
+        return INTS + ((None,) if optional else ())
+    if base.startswith("int[") or base == "SymInt[]":
+        return DIM_LISTS if "dim" in name else ()
+    if base in ("float", "Scalar"):
+        return FINITE + ((None,) if optional else ())
+    return ()
+
+
+# Keywords never worth a switch: they move or allocate rather than compute, ask the kernel to skip
+# the checks that keep CPU itself from reading out of bounds (`unsafe`), or turn a result sparse
+# (`sparse_grad`, `sparse`: sparse layouts are a claim of their own, checked by the sparse cases).
+_SKIPPED = frozenset({"out", "dtype", "layout", "device", "pin_memory", "memory_format", "generator", "self",
+                      "input", "names", "requires_grad", "unsafe", "sparse_grad", "sparse"})
+
+
+@functools.cache
+def schema_keywords(aten_name: str) -> tuple[tuple[str, str], ...]:
+    """(name, type) of every non-tensor argument of the op's aten overloads, once per name."""
+    packet = getattr(torch.ops.aten, aten_name, None)
+    if packet is None:
+        return ()
+    seen: dict[str, str] = {}
+    for overload in packet.overloads():
+        try:
+            schema = getattr(packet, overload)._schema
+        except (AttributeError, RuntimeError):
+            continue
+        for arg in schema.arguments:
+            text = str(arg.type)
+            if arg.name in _SKIPPED or "Tensor" in text or arg.name in seen:
+                continue
+            seen[arg.name] = text
+    return tuple(seen.items())
+
+
+def switch_points(op: Any, bases: Sequence[Any]) -> list[SwitchPoint]:
+    """Every switch point of the op given its base samples, without repeats, the hook's first."""
+    points: list[SwitchPoint] = []
+    own = OP_SWITCHES.get(op.name, {})
+    for where, values in own.items():
+        points += [(where, v) for v in values]
+    present: set[Where] = set(own)
+    for sample in bases:
+        for i, value in enumerate(sample.args):
+            if i not in own:
+                present.add(i)
+                points += [(i, v) for v in by_value(i, value) if not _same(v, value)]
+        for name, value in sample.kwargs.items():
+            if name not in own and name not in _SKIPPED:
+                present.add(name)
+                points += [(name, v) for v in by_value(name, value) if not _same(v, value)]
+    for name, type_text in schema_keywords(_aten_name(op)):
+        if name not in present:
+            points += [(name, v) for v in by_schema(type_text, name)]
+    return _unique(points)
+
+
+def _aten_name(op: Any) -> str:
+    name = op.aten_name or op.name
+    return name.rsplit(".", 1)[-1]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and isinstance(b, float):
+        return math.copysign(1.0, a) == math.copysign(1.0, b) and (a == b or (math.isnan(a) and math.isnan(b)))
+    try:
+        return bool(a == b)
+    except (RuntimeError, TypeError, ValueError):
+        return False
+
+
+def _unique(points: list[SwitchPoint]) -> list[SwitchPoint]:
+    out: list[SwitchPoint] = []
+    for p in points:
+        if not any(p[0] == q[0] and _same(p[1], q[1]) for q in out):
+            out.append(p)
+    return out
