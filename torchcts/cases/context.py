@@ -10,6 +10,7 @@ import torch
 from torchcts.cases.model import Case, NotApplicable
 from torchcts.cases.observe import unobserved
 from torchcts.manifest.schema import Manifest
+from torchcts.oracle.allowed import AllowedLookup, Alternative
 from torchcts.oracle.compare import assert_matches, max_abs_error
 from torchcts.oracle.tolerances import Tolerance, tolerance_for
 
@@ -60,11 +61,13 @@ class CaseContext:
 
     @unobserved()  # the comparison is TorchCTS's work, not the device's
     def assert_close(self, actual: Any, expected: Any, *, category: str = "elementwise", dtype: Any = None,
-                     atol_floor: float = 0.0) -> None:
+                     atol_floor: float = 0.0, allowed: AllowedLookup | None = None) -> None:
         """Compare a device result with the CPU reference; raises OracleMismatch with metrics.
 
         Without `dtype`, each expected tensor gets the tolerance of its own dtype. `atol_floor` raises
-        the absolute tolerance to what the sample's conditioning demands (oracle/conditioning.py)."""
+        the absolute tolerance to what the sample's conditioning demands (oracle/conditioning.py).
+        `allowed`: the outputs' allowed answers (oracle/allowed.py); a rule that accepts one is named
+        in the record (`allowed_answers`)."""
         first = dtype if dtype is not None else _first_dtype(expected) or torch.float32
 
         def tol_of(dt: Any) -> Tolerance:
@@ -73,10 +76,28 @@ class CaseContext:
 
         tol = tol_of(first)
         self.info.setdefault("tolerance", {"category": category, "atol": tol.atol, "rtol": tol.rtol})
-        assert_matches(actual, expected, tol if dtype is not None else tol_of)
+        assert_matches(actual, expected, tol if dtype is not None else tol_of, self._recording(allowed))
         err = max_abs_error(actual, expected)
         if err is not None:  # passing precision, so `compare` sees drift before it fails
             self.info["max_abs_error"] = max(err, self.info.get("max_abs_error", 0.0))
+
+    def _recording(self, allowed: AllowedLookup | None) -> AllowedLookup | None:
+        if allowed is None:
+            return None
+
+        def lookup(path: str, actual: torch.Tensor, expected: torch.Tensor) -> Alternative | None:
+            alt = allowed(path, actual, expected)
+            if alt is not None:
+                self.note_allowed(alt.rule)
+            return alt
+
+        return lookup
+
+    def note_allowed(self, rule: str) -> None:
+        """Name an allowed-answer rule (oracle/allowed.py) that accepted part of this case's result."""
+        used = self.info.setdefault("allowed_answers", [])
+        if rule not in used:
+            used.append(rule)
 
     def not_applicable(self, reason: str) -> None:
         raise NotApplicable(reason)
