@@ -14,9 +14,11 @@ from torchcts.oracle.allowed import (
     RULES,
     ErrorTypeRule,
     HostArgument,
+    OutCastRule,
     OutputRule,
     accepted_exception,
     host_arguments,
+    out_cast_allowed,
     output_alternatives,
 )
 from torchcts.oracle.compare import find_mismatch
@@ -29,7 +31,7 @@ KS = torch._C.DispatchKeySet(torch._C.DispatchKey.PrivateUse1)
 def test_every_rule_has_a_name_a_reason_and_a_source_and_is_documented():
     names = [r.name for r in RULES]
     assert len(names) == len(set(names))
-    assert {type(r) for r in RULES} == {OutputRule, ErrorTypeRule, HostArgument}
+    assert {type(r) for r in RULES} == {OutputRule, ErrorTypeRule, HostArgument, OutCastRule}
     text = DOCS.read_text()
     section = text.split("## Allowed answers", 1)[1].split("\n## ", 1)[0]
     for rule in RULES:
@@ -120,3 +122,22 @@ def test_generated_suite_keeps_randint_like_high_on_the_host():
     ctx = CaseContext(device=torch.device("meta"), manifest=validation_manifest())
     args, _ = to_device(ctx, torch.ops.aten.add.Tensor._schema, [torch.zeros(3), torch.tensor(5)], {})
     assert {a.device.type for a in args} == {"meta"} and "host_arguments" not in ctx.info
+
+
+def test_all_any_dims_out_may_write_the_safely_cast_result_where_cpu_raises():
+    from torchcts.cases.suites.out_variants import _allowed, _call
+
+    x = torch.rand(4, 5)
+    like = torch.ops.aten.all.dims(x, None)
+    assert out_cast_allowed("all.dims_out", torch.bool, torch.float32) == "reduction_out_safe_cast"
+    assert out_cast_allowed("all.all_out", torch.bool, torch.float32) is None  # CPU's kernel only: one answer
+    assert out_cast_allowed("all.dims_out", torch.float32, torch.int64) is None  # not a safe cast
+    rule, other = _allowed("all.dims_out", like)["wrong_dtype"]
+    assert rule == "reduction_out_safe_cast"
+    composite = _call(lambda *a, out: torch.ops.aten.all.dims_out.redispatch(KS, *a, None, out=out), [x],
+                      torch.zeros(like.shape, dtype=torch.float32))
+    tol = tolerance_for("elementwise", "float32")
+    assert find_mismatch(composite, other(), tol) is None
+    wrong = {**composite, "values": 1 - composite["values"]}
+    assert find_mismatch(wrong, other(), tol) is not None
+    assert _allowed("add.out", torch.ones(2)) == {}

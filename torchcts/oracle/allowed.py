@@ -7,7 +7,7 @@ condition), the answers it accepts, the reason, and the PyTorch source that prod
 the other answer; docs/oracles.md ("Allowed answers") lists them. Every rule is narrow: a rule
 never opens a comparison beyond the answers PyTorch gives itself.
 
-Three kinds, each consulted where a comparison would otherwise fail or a call would be wrong:
+Four kinds, each consulted where a comparison would otherwise fail or a call would be wrong:
 
 - `OutputRule`: an output's layout (shape, dtype) PyTorch leaves open under a condition, accepted
   by `oracle/compare.py: tensor_mismatch` through `output_alternatives` (values still compared
@@ -15,7 +15,9 @@ Three kinds, each consulted where a comparison would otherwise fail or a call wo
 - `ErrorTypeRule`: the exception type of an OpInfo error input, where OpInfo's error inputs expect
   another type on non-CPU devices than on CPU (`cases/opinfo/run.py: run_errors`);
 - `HostArgument`: a tensor argument PyTorch requires on the CPU whatever the device, kept there by
-  the OpInfo suite and the generated suite when they move a call to the device.
+  the OpInfo suite and the generated suite when they move a call to the device;
+- `OutCastRule`: an out= of another dtype that CPU's kernel rejects and PyTorch's composite kernel
+  fills with the safely cast result (`cases/suites/out_variants.py`'s wrong_dtype check).
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["RULES", "AllowedLookup", "Alternative", "ErrorTypeRule", "HostArgument", "OutputRule", "accepted_exception",
-           "host_arguments", "output_alternatives"]
+__all__ = ["RULES", "AllowedLookup", "Alternative", "ErrorTypeRule", "HostArgument", "OutCastRule", "OutputRule",
+           "accepted_exception", "host_arguments", "out_cast_allowed", "output_alternatives"]
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,18 @@ class HostArgument:
     source: str
 
 
-Rule = OutputRule | ErrorTypeRule | HostArgument
+@dataclass(frozen=True)
+class OutCastRule:
+    """out= overloads whose CPU kernel rejects an out= of a dtype the result can be safely cast to
+    (torch.can_cast), where PyTorch's composite kernel writes the cast result: either answer."""
+
+    name: str
+    overloads: frozenset[str]  # "packet.overload"
+    reason: str
+    source: str
+
+
+Rule = OutputRule | ErrorTypeRule | HostArgument | OutCastRule
 
 
 def _empty_low_precision(x: torch.Tensor) -> bool:
@@ -109,6 +122,18 @@ RULES: tuple[Rule, ...] = (
                "other only with the message OpInfo expects",
         source="torch/testing/_internal/common_methods_invocations.py: error_inputs_* branching on "
                "torch.device(device).type == 'cpu' (generated for the 'meta' device as any non-CPU device)",
+    ),
+    OutCastRule(
+        name="reduction_out_safe_cast",
+        overloads=frozenset({"all.dims_out", "any.dims_out"}),
+        reason="PyTorch's out= rule lets a result be written to an out= of a dtype it can be safely cast to "
+               "(torch.can_cast); CPU's all/any kernels accept only bool (or uint8) outs and raise, "
+               "PyTorch's composite all.dims_out/any.dims_out (what a backend without the kernel runs) "
+               "computes the result and copies it into out: raising and writing the cast result are both "
+               "PyTorch's answer",
+        source="docs/source/tensor_attributes.rst (type promotion: out= casting) and "
+               "ATen's CompositeExplicitAutograd all_dims_out_default / any_dims_out_default vs the structured "
+               "CPU kernels ('all only supports bool tensor for result')",
     ),
     HostArgument(
         name="tensor_split_indices_on_host",
@@ -170,6 +195,14 @@ def accepted_exception(exc: BaseException, cpu_exc: BaseException,
     if isinstance(exc, kind) and re.search(regex, str(exc)):
         return "opinfo_error_type_per_device"
     return None
+
+
+def out_cast_allowed(overload: str, result: torch.dtype, out: torch.dtype) -> str | None:
+    """The rule's name when writing `overload`'s result (of dtype `result`) into an out= of dtype
+    `out` is an allowed answer where CPU raises; None otherwise."""
+    if not torch.can_cast(result, out):
+        return None
+    return next((r.name for r in RULES if isinstance(r, OutCastRule) and overload in r.overloads), None)
 
 
 def host_arguments(op: str) -> frozenset[str]:

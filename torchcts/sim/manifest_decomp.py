@@ -60,6 +60,10 @@ COMPOSITE = [
      "status": "xfail", "signature": "mismatch",
      "reason": "addr's composite kernel computes complex products from real and imaginary parts: with an infinite "
                "component it gives NaN where CPU's complex kernel gives +-inf (C99 Annex G)"},
+    {"match": "generated/_stack.out/*", "status": "xfail", "signature": "mismatch",
+     "reason": "a PyTorch inconsistency, not an answer it allows: _stack.out's composite kernel (_stack_out) "
+               "is cat_out of inputs it expects already unsqueezed by its caller _stack, so called directly "
+               "it concatenates ([6, 3] for two [3, 3] inputs) where CPU's kernel stacks ([2, 3, 3])"},
 ]
 # Where PyTorch allows both answers (narrow_copy's exception type off the CPU, the composite layer
 # norm's statistics of an empty input) the oracle accepts both: torchcts/oracle/allowed.py, no entry.
