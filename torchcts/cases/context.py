@@ -13,7 +13,8 @@ import torch
 from torchcts.cases.model import Case, NotApplicable
 from torchcts.cases.observe import unobserved
 from torchcts.manifest.schema import Manifest
-from torchcts.oracle.compare import OracleMismatch, assert_matches, max_abs_error
+from torchcts.oracle.allowed import AllowedLookup, Alternative
+from torchcts.oracle.compare import OracleMismatch, assert_matches, find_mismatch, max_abs_error
 from torchcts.oracle.precision import STRICT_CATEGORIES, Precision
 from torchcts.oracle.tolerances import Tolerance, tolerance_for
 from torchcts.oracle.truth import Truth, judge
@@ -78,13 +79,16 @@ class CaseContext:
 
     @unobserved()  # the comparison is TorchCTS's work, not the device's
     def assert_close(self, actual: Any, expected: Any, *, category: str = "elementwise", dtype: Any = None,
-                     atol_floor: float = 0.0, truth: Truth | None = None) -> None:
+                     atol_floor: float = 0.0, truth: Truth | None = None,
+                     allowed: AllowedLookup | None = None) -> None:
         """Compare a device result with the CPU reference; raises OracleMismatch with metrics.
 
         Without `dtype`, each expected tensor gets the tolerance of its own dtype. `atol_floor` raises
         the absolute tolerance to what the sample's conditioning demands (oracle/conditioning.py).
         With `truth` (the op's result on widened inputs, or why there is none) floating outputs are
-        judged against it too and their precision is kept for the record (oracle/truth.py)."""
+        judged against it too and their precision is kept for the record (oracle/truth.py).
+        `allowed`: the outputs' allowed answers (oracle/allowed.py); a rule that accepts one is named
+        in the record (`allowed_answers`)."""
         first = dtype if dtype is not None else _first_dtype(expected) or torch.float32
 
         def tol_of(dt: Any) -> Tolerance:
@@ -94,15 +98,19 @@ class CaseContext:
         tol = tol_of(first)
         self.info.setdefault("tolerance", {"category": category, "atol": tol.atol, "rtol": tol.rtol})
         spec = tol if dtype is not None else tol_of
+        lookup = self._recording(allowed)
         if truth is None:
-            assert_matches(actual, expected, spec)
+            assert_matches(actual, expected, spec, lookup)
         else:
             try:
                 mismatch, precision = judge(actual, expected, truth, spec, strict=category in STRICT_CATEGORIES)
             except Exception as exc:  # noqa: BLE001 - never a verdict from TorchCTS's own measuring
-                assert_matches(actual, expected, spec)
+                assert_matches(actual, expected, spec, lookup)
                 mismatch, precision = None, Precision(no_truth=f"measuring against the truth raised {type(exc).__name__}")
             self.precision = precision if self.precision is None else self.precision.merge(precision)
+            if mismatch is not None and lookup is not None and mismatch.what in ("shape mismatch", "dtype mismatch") \
+                    and find_mismatch(actual, expected, spec, allowed=lookup) is None:
+                mismatch = None  # an output layout PyTorch allows (oracle/allowed.py): nothing to judge by the truth
             if mismatch is not None:
                 raise OracleMismatch(mismatch)
         err = max_abs_error(actual, expected)
@@ -134,6 +142,24 @@ class CaseContext:
                     return op
             cur = cur.__cause__ or (None if cur.__suppress_context__ else cur.__context__)
         return None
+
+    def _recording(self, allowed: AllowedLookup | None) -> AllowedLookup | None:
+        if allowed is None:
+            return None
+
+        def lookup(path: str, actual: torch.Tensor, expected: torch.Tensor) -> Alternative | None:
+            alt = allowed(path, actual, expected)
+            if alt is not None:
+                self.note_allowed(alt.rule)
+            return alt
+
+        return lookup
+
+    def note_allowed(self, rule: str) -> None:
+        """Name an allowed-answer rule (oracle/allowed.py) that accepted part of this case's result."""
+        used = self.info.setdefault("allowed_answers", [])
+        if rule not in used:
+            used.append(rule)
 
     def not_applicable(self, reason: str) -> None:
         raise NotApplicable(reason)

@@ -17,6 +17,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from torchcts.cases.model import NotApplicable
+from torchcts.oracle.allowed import RULES, HostArgument, host_arguments
 
 
 def load_op_db() -> list[Any]:
@@ -107,9 +108,22 @@ class HostArg:
         return f"{self.value!r} (on the host)"
 
 
-# Positional arguments PyTorch requires on the host (CPU) whatever the device, per its docs:
-# tensor_split's tensor `indices_or_sections` "must be on the CPU".
-HOST_ARGS: dict[str, tuple[int, ...]] = {"tensor_split": (0,)}
+def host_positions(op: str) -> tuple[int, ...]:
+    """Positions in a sample's args of op's arguments PyTorch requires on the host (CPU) whatever
+    the device (oracle/allowed.py: HostArgument), from the schemas of the aten op of that name where
+    the argument is a Tensor: the schema position less one (a sample's input is the first argument)."""
+    names = host_arguments(op)
+    packet = getattr(torch.ops.aten, op, None) if names else None
+    found: set[int] = set()
+    for overload in packet.overloads() if packet is not None else ():
+        arguments = getattr(packet, overload)._schema.arguments
+        found.update(i - 1 for i, a in enumerate(arguments) if a.name in names and str(a.type) == "Tensor" and i > 0)
+    return tuple(sorted(found))
+
+
+# OpInfo name -> those positions (tensor_split's tensor indices_or_sections: 0).
+HOST_ARGS: dict[str, tuple[int, ...]] = {
+    r.op: host_positions(r.op) for r in RULES if isinstance(r, HostArgument) and host_positions(r.op)}
 
 
 def _mark_host_args(sample: Any, positions: tuple[int, ...]) -> Any:

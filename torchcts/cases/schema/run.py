@@ -23,6 +23,7 @@ from torchcts.cases.observe import unobserved
 from torchcts.cases.overloads import written
 from torchcts.cases.schema import synth
 from torchcts.errors import first_line
+from torchcts.oracle.allowed import host_arguments
 from torchcts.oracle.mismatch import Mismatch, OracleMismatch
 
 
@@ -38,6 +39,19 @@ def _to(value: Any, device: torch.device) -> Any:
     if isinstance(value, list):
         return [_to(v, device) for v in value]
     return value
+
+
+def to_device(ctx: CaseContext, schema: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """The call's arguments on the device, except those PyTorch requires on the CPU for every device
+    (oracle/allowed.py: HostArgument, named in the record's `host_arguments`)."""
+    host = host_arguments(schema.name.removeprefix("aten::"))
+    names = [a.name for a in schema.arguments]  # positionals are a prefix of the schema's arguments
+    bound = {**dict(zip(names, args, strict=False)), **kwargs}
+    kept = sorted(n for n in host if isinstance(bound.get(n), torch.Tensor))
+    if kept:
+        ctx.describe(host_arguments=kept)
+    return ([v if names[i] in host else _to(v, ctx.device) for i, v in enumerate(args)],
+            {n: v if n in host else _to(v, ctx.device) for n, v in kwargs.items()})
 
 
 def _reference(ctx: CaseContext, op: Any, overload: str, dtype: torch.dtype) -> tuple[Any, ...]:
@@ -57,7 +71,7 @@ def _reference(ctx: CaseContext, op: Any, overload: str, dtype: torch.dtype) -> 
             continue
         with unobserved():  # made on CPU; the copies to the device are the device's
             dargs, dkwargs = synth.build_args(schema, overload, k, dtype, profile, ctx.device)
-        dargs, dkwargs = _to(dargs, ctx.device), {n: _to(v, ctx.device) for n, v in dkwargs.items()}
+        dargs, dkwargs = to_device(ctx, schema, dargs, dkwargs)
         return profile, args, kwargs, expected, dargs, dkwargs
     raise Pending(f"CPU rejected all {len(errors)} generated inputs, so there is no reference "
                   f"(first: {errors[0] if errors else 'no profile'})")

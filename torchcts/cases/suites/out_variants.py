@@ -25,6 +25,7 @@ import torch
 from torchcts.cases.api import CaseContext, CaseSet, expect_raises, sample
 from torchcts.cases.observe import unobserved
 from torchcts.cases.overloads import mirror, overload_names, qualified, resolve
+from torchcts.oracle.allowed import out_cast_allowed
 
 SUITE = CaseSet("out_variants")
 cases = SUITE.cases
@@ -102,9 +103,6 @@ def out_case(ctx: CaseContext, dtype: torch.dtype, case: str) -> None:
             return _call(op, _inputs(dtype, n, dev), make(model, dev))
         return check
 
-    def other_dtype(like: torch.Tensor) -> torch.dtype:
-        return torch.int64 if like.is_floating_point() or like.is_complex() else torch.float32
-
     def aliased(k: int) -> Callable[[torch.device], Any]:
         def check(dev: torch.device) -> Any:
             inputs = _inputs(dtype, n, dev)
@@ -116,7 +114,7 @@ def out_case(ctx: CaseContext, dtype: torch.dtype, case: str) -> None:
         "sized": with_out(lambda like, dev: torch.empty_like(like, device=dev)),
         "empty": with_out(lambda like, dev: torch.empty(0, dtype=like.dtype, device=dev)),
         "wrong_size": with_out(lambda like, dev: torch.zeros(7, dtype=like.dtype, device=dev)),
-        "wrong_dtype": with_out(lambda like, dev: torch.zeros_like(like, dtype=other_dtype(like), device=dev)),
+        "wrong_dtype": with_out(lambda like, dev: torch.zeros_like(like, dtype=_other_dtype(like), device=dev)),
         "wider_dtype": with_out(lambda like, dev: torch.zeros_like(
             like, dtype=torch.float64 if like.is_floating_point() else like.dtype, device=dev)),
     }
@@ -125,11 +123,30 @@ def out_case(ctx: CaseContext, dtype: torch.dtype, case: str) -> None:
         if like is not None and (like.shape, like.dtype) == (inputs[k].shape, inputs[k].dtype):
             checks[f"alias_{('self', 'other')[k]}"] = aliased(k)
     category = next((c for prefix, c in CATEGORY_PREFIXES if name.startswith(prefix)), "elementwise")
-    mirror(ctx, checks, category)
+    mirror(ctx, checks, category, _allowed(f"{name}.{overload}", like))
     if ctx.device.type != "cpu" and ctx.info["checks"]["sized"] == "checked":
         cpu_out = torch.empty_like(model)
         expect_raises(lambda: op(*_inputs(dtype, n, ctx.device), out=cpu_out), "out= on the CPU for device inputs")
         ctx.info["checks"]["wrong_device"] = "raises"
+
+
+def _other_dtype(like: torch.Tensor) -> torch.dtype:
+    """The wrong_dtype check's out dtype: another kind than the result's."""
+    return torch.int64 if like.is_floating_point() or like.is_complex() else torch.float32
+
+
+def _allowed(overload: str, like: torch.Tensor | None) -> dict[str, tuple[str, Callable[[], Any]]]:
+    """The wrong_dtype check's other allowed answer (oracle/allowed.py: OutCastRule): out holds CPU's
+    result cast to its dtype, as PyTorch's composite out= kernel writes it."""
+    if like is None:
+        return {}
+    out_dtype = _other_dtype(like)
+    rule = out_cast_allowed(overload, like.dtype, out_dtype)
+    if rule is None:
+        return {}
+    cast = {"returns_out": True, "shape": tuple(like.shape), "dtype": str(out_dtype), "values": like.to(out_dtype),
+            "resize_warning": False}
+    return {"wrong_dtype": (rule, lambda: cast)}
 
 
 for _case, (_name, _ov, _fn, _) in OUT_OPS.items():
