@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from torchcts import settings
-from torchcts.sim import device, faults_unlisted, state, tensor
+from torchcts.sim import device, faults_amp, faults_unlisted, state, tensor
 from torchcts.sim.fault_model import Fault, Hook, on_op
 
 __all__ = ["FAULTS", "Fault", "Hook", "activate", "active", "on_op"]
@@ -436,6 +436,7 @@ FAULTS: dict[str, Fault] = {
               "generated", 8, ("generated/_cdist_forward/*",), _cdist_skips_root, op="_cdist_forward"),
         Fault("memory_never_freed", "memory_allocated() never decreases after tensors are freed",
               "memory", 6, ("memory/stats/*",), _memory_never_freed),
+        *faults_amp.FAULTS,
         *faults_unlisted.FAULTS,
     )
 }
