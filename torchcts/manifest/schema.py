@@ -174,7 +174,7 @@ RESERVED_SUITE_NAMES = (
     # dispatcher surfaces (docs/coverage.md)
     "foreach", "out_variants", "special_values", "query_mutation",
     # issue 32 (docs/semantic-suites.md)
-    "amp",
+    "amp", "capabilities",
 )
 EXTRA_SUITES_ENV = settings.env_name("extra_suites")
 
