@@ -13,6 +13,8 @@ else that disagrees is a finding in the report, never a failure.
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from torchcts import compat
@@ -45,7 +47,7 @@ def _probe(device: torch.device, dtype: torch.dtype) -> str:
         try:
             run()
         except Exception as exc:  # noqa: BLE001 - a failing step is the observation
-            return f"fails: {step}: {first_line(exc, 160)}"
+            return f"fails: {step}: {type(exc).__name__}: {first_line(exc, 160)}"
     return "works"
 
 
@@ -66,8 +68,10 @@ def _add(device: torch.device, dtype: torch.dtype) -> None:
 @SUITE.case("probe", level=1)
 def probe(ctx: CaseContext) -> None:
     """Record what the backend reports and which dtypes basically work; fail on a claimed one that does not."""
-    observed = {name: _probe(ctx.device, getattr(torch, name)) for name in DTYPES
-                if isinstance(getattr(torch, name, None), torch.dtype)}
+    with warnings.catch_warnings():  # "ComplexHalf support is experimental": the probe says what works
+        warnings.simplefilter("ignore", UserWarning)
+        observed = {name: _probe(ctx.device, getattr(torch, name)) for name in DTYPES
+                    if isinstance(getattr(torch, name, None), torch.dtype)}
     ctx.describe(reported=compat.reported_capabilities(ctx.device_type), observed=observed)
     broken = {n: why for n, why in observed.items() if ctx.claims_dtype(n) and why != "works"}
     expect(not broken, "claimed dtypes fail the basic probe (empty, zeros, copy, add)", failing=broken)
