@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 
 import torchcts.sim  # noqa: F401 - registers the device
-from torchcts.sim import device, faults, state, tensor
+from torchcts.sim import autocast, device, faults, state, tensor
 
 S = "sim"
 
@@ -201,6 +201,18 @@ def p_sin_fast_math() -> bool:
         ((got - want).abs() > 1e-3 * want.abs()).any())
 
 
+def p_amp_check_ignores_nan() -> bool:
+    g, found = torch.tensor([1.0, float("nan")], device=S), torch.zeros(1, device=S)
+    torch._amp_foreach_non_finite_check_and_unscale_([g], found, torch.ones(1, device=S))
+    return found.item() == 0.0
+
+
+def p_autocast_mse_loss_lower() -> bool:
+    a = torch.randn(4, device=S)
+    with torch.autocast(S, dtype=torch.bfloat16):
+        return torch.nn.functional.mse_loss(a, a * 2).dtype != torch.float32
+
+
 PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }
@@ -224,7 +236,7 @@ def main() -> int:
             print(f"{name} FAIL: misbehaves without the fault")
             bad += 1
             continue
-        saved = (dict(tensor.OP_HOOKS), dict(vars(device)), state.MEMORY.release)
+        saved = (dict(tensor.OP_HOOKS), dict(vars(device)), state.MEMORY.release, dict(autocast.MOVED))
         faults.activate([name])
         try:
             shows = probe()
@@ -233,6 +245,8 @@ def main() -> int:
             tensor.OP_HOOKS.update(saved[0])
             vars(device).update(saved[1])
             state.MEMORY.release = saved[2]  # type: ignore[method-assign]
+            autocast.MOVED.clear()
+            autocast.MOVED.update(saved[3])
         print(f"{name} ok" if shows else f"{name} FAIL: no visible effect when planted")
         bad += not shows
     print("DONE")

@@ -133,6 +133,16 @@ GROUPS: dict[str, dict[str, object]] = {
         "controls": ("foreach/mul/lists/float32", "out_variants/exp2/out/float32",
                      "special_values/erfc/edges/float32", "query_mutation/resize_/float32"),
     },
+    # issue 32: automatic mixed precision (docs/semantic-suites.md); the controls are the inf
+    # gradient (the NaN check's neighbour) and a loss on the right list.
+    "amp": {
+        "caught": {
+            "amp_check_ignores_nan": "amp/gradscaler/skip_nonfinite/nan/float32",
+            "autocast_mse_loss_lower": "amp/autocast/float32/mse_loss/bfloat16",
+        },
+        "controls": ("amp/gradscaler/skip_nonfinite/inf/float32", "amp/autocast/float32/l1_loss/bfloat16",
+                     "amp/autocast/lower/mm/bfloat16"),
+    },
     # issue 20: a fault in an op only the generated suite names (cases/schema/); the control is
     # another generated case.
     "generated": {

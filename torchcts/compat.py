@@ -199,6 +199,43 @@ def current_accelerator() -> str | None:
     return None if dev is None else dev.type
 
 
+# The capability queries a backend answers itself (issue 32 item 5): name -> (where, function).
+# Each is asked only where this PyTorch and the device module have it; absent ones are left out.
+CAPABILITY_QUERIES: dict[str, tuple[str, str]] = {
+    "accelerator.is_available": ("accelerator", "is_available"),
+    "accelerator.device_count": ("accelerator", "device_count"),
+    "module.is_available": ("module", "is_available"),
+    "module.device_count": ("module", "device_count"),
+    "module.is_bf16_supported": ("module", "is_bf16_supported"),
+    "module.get_amp_supported_dtype": ("module", "get_amp_supported_dtype"),
+    "module.get_device_capability": ("module", "get_device_capability"),
+}
+
+
+def reported_capabilities(device_type: str) -> dict[str, Any]:
+    """What the backend reports about itself: `torch.accelerator` (when it is this device type's)
+    and the device module's queries, as JSON values; a query that raises reports its first line."""
+    import torch
+
+    accelerator = getattr(torch, "accelerator", None)
+    current = current_accelerator() if accelerator is not None else None
+    owners = {"accelerator": accelerator if current == device_type else None, "module": device_module(device_type)}
+    out: dict[str, Any] = {"accelerator.current": current}
+    for name, (owner, attr) in CAPABILITY_QUERIES.items():
+        fn = getattr(owners[owner], attr, None)
+        if not callable(fn):
+            continue
+        try:
+            value = fn()
+        except Exception as exc:  # noqa: BLE001 - a failing query is itself what the backend reports
+            out[name] = f"raised {type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+            continue
+        if isinstance(value, (list, tuple)):
+            value = [str(v).removeprefix("torch.") if isinstance(v, torch.dtype) else v for v in value]
+        out[name] = value if isinstance(value, (bool, int, float, str, list)) or value is None else str(value)
+    return out
+
+
 # --- OpInfo fields ------------------------------------------------------------------------------
 
 def op_db() -> list[Any]:

@@ -59,6 +59,11 @@ SUITES: dict[str, Suite] = {
               "is_*/_has_* queries, set_ (every overload), resize_, item(), copies, in-place view mutations"),
         Suite("special_values", "torchcts.cases.suites.special_values",
               "every special_* overload (and its out=) at its domain's edges: poles, ±1, huge, subnormal, inf, nan"),
+        # issue 32: automatic mixed precision (docs/semantic-suites.md)
+        Suite("amp", "torchcts.cases.suites.amp",
+              "autocast's lower/float32/promote op classes per claimed low dtype (level 4), GradScaler (level 6)"),
+        Suite("capabilities", "torchcts.cases.suites.capabilities",
+              "what the backend reports (torch.accelerator, the device module) and which dtypes basically work"),
         Suite("generated", "torchcts.cases.schema",
               "one case per dispatcher surface no other suite names, inputs made from its schema (level 8)"),
     )

@@ -173,6 +173,8 @@ RESERVED_SUITE_NAMES = (
     "inplace_views", "limits", "tiling", "mixed_dtypes", "random_ops", "compiler_ops",
     # dispatcher surfaces (docs/coverage.md)
     "foreach", "out_variants", "special_values", "query_mutation",
+    # issue 32 (docs/semantic-suites.md)
+    "amp", "capabilities",
 )
 EXTRA_SUITES_ENV = settings.env_name("extra_suites")
 

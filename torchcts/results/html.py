@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from torchcts.manifest.schema import DTYPES
+from torchcts.results.capabilities import render_html as render_capabilities
 from torchcts.results.coverage_section import render_coverage_section
 from torchcts.results.html_charts import error_chart, pass_counts, pass_rate_chart, rate_color
 from torchcts.results.html_failures import COLORS, failures_section
@@ -234,6 +235,8 @@ SECTIONS: list[Section] = [
     Section("matrix-section", "Pass rate by suite and claimed dtype", _matrix),
     Section("levels", "By level", lambda report: _status_table(report.records, "level")),
     Section("not-run-section", "Not run", _not_run),
+    Section("capabilities", "Capabilities: claimed, reported, observed",
+            lambda report: render_capabilities(report.run, report.records)),
     Section("coverage", "Dispatcher coverage", lambda report: render_coverage_section(report.run, report.records)),
     Section("slowest-section", "Slowest cases", _slowest),
 ]

@@ -93,10 +93,12 @@ def render_markdown(run: dict[str, Any], records: list[CaseRecord], first_failur
         if len(missing) > first_failures:
             lines.append(f"- ... and {len(missing) - first_failures} more (junit.xml lists every case)")
         lines.append("")
+    from torchcts.results.capabilities import markdown_lines as capability_lines
     from torchcts.results.ledger import ledger_lines
     from torchcts.results.triage import render_markdown as triage_markdown
 
     lines += triage_markdown(records)
+    lines += capability_lines(run, records)
     ledger = ledger_lines(run)
     if ledger:
         lines += ["## Expectations ledger", "", *[f"    {one_line(line)}" for line in ledger], ""]

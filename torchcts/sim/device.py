@@ -144,3 +144,8 @@ def empty_cache() -> None:
 
 def get_amp_supported_dtype() -> list[torch.dtype]:
     return [torch.float16, torch.bfloat16]
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """The sim computes bfloat16 on CPU (as torch.cuda.is_bf16_supported answers for CUDA)."""
+    return True

@@ -42,7 +42,7 @@ manifest = {
         "deterministic": True,
         "multi_device": False,
         "compile": compat.python_backend_compiles(),  # PyTorch 2.12+ (torchcts/sim/dynamo.py)
-        "autocast": False,
+        "autocast": True,  # the sim registers its own autocast lists (torchcts/sim/autocast.py)
         "streams": False,
         "events": False,
         "pinned_memory": False,
