@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +12,9 @@ from torchcts.cases.model import Case, NotApplicable
 from torchcts.cases.observe import unobserved
 from torchcts.manifest.schema import Manifest
 from torchcts.oracle.compare import assert_matches, max_abs_error
+from torchcts.oracle.exactness import Exact
 from torchcts.oracle.tolerances import Tolerance, tolerance_for
+from torchcts.oracle.weak import weakness
 
 
 def dtype_of(name: str) -> torch.dtype:
@@ -38,6 +41,13 @@ class CaseContext:
     # why the case was not observed.
     dispatched: list[str] | None = None
     dispatch_unobserved: str | None = None
+    # What assert_close saw, for the record: "exact" while every tensor compared was compared bit for
+    # bit (oracle/exactness.py, integer and bool dtypes), "tolerance" once one was not; None: nothing.
+    exactness: str | None = None
+    # Weak comparisons (oracle/weak.py): the first weak reference's reason, and whether any
+    # comparison's reference could tell a right result from a wrong one (then the case is not weak).
+    weak_reason: str | None = None
+    discriminated: bool = False
 
     @property
     def device_type(self) -> str:
@@ -60,23 +70,51 @@ class CaseContext:
 
     @unobserved()  # the comparison is TorchCTS's work, not the device's
     def assert_close(self, actual: Any, expected: Any, *, category: str = "elementwise", dtype: Any = None,
-                     atol_floor: float = 0.0) -> None:
+                     atol_floor: float = 0.0, exact: Exact | None = None) -> None:
         """Compare a device result with the CPU reference; raises OracleMismatch with metrics.
 
         Without `dtype`, each expected tensor gets the tolerance of its own dtype. `atol_floor` raises
-        the absolute tolerance to what the sample's conditioning demands (oracle/conditioning.py)."""
+        the absolute tolerance to what the sample's conditioning demands (oracle/conditioning.py).
+        `exact` (oracle/exactness.py) compares the outputs it covers bit for bit instead. A pass is
+        judged for weakness (oracle/weak.py): the case's `weak` verdict."""
         first = dtype if dtype is not None else _first_dtype(expected) or torch.float32
 
         def tol_of(dt: Any) -> Tolerance:
             tol = self.tolerance(category, dt)
             return Tolerance(max(tol.atol, atol_floor), tol.rtol) if atol_floor > tol.atol and not tol.exact else tol
 
-        tol = tol_of(first)
-        self.info.setdefault("tolerance", {"category": category, "atol": tol.atol, "rtol": tol.rtol})
-        assert_matches(actual, expected, tol if dtype is not None else tol_of)
+        def seen(tol: Tolerance) -> Tolerance:
+            self.exactness = "exact" if tol.exact and self.exactness != "tolerance" else "tolerance"
+            return tol
+
+        def spec(output: int | None) -> Tolerance | Callable[[torch.dtype], Tolerance]:
+            if exact is not None and (exact.outputs is None or output in exact.outputs):
+                return exact.tolerance()
+            return tol_of(dtype) if dtype is not None else tol_of
+
+        def counted(tols: Tolerance | Callable[[torch.dtype], Tolerance]) -> Callable[[torch.dtype], Tolerance]:
+            return lambda dt: seen(tols(dt) if callable(tols) else tols)
+
+        tol = exact.tolerance() if exact is not None and exact.covers(0) else tol_of(first)
+        self.info.setdefault("tolerance", {"category": category, "atol": tol.atol, "rtol": tol.rtol,
+                                           **({"exact": True} if tol.exact and exact is not None else {})})
+        split = exact is not None and exact.outputs is not None
+        for a, e, i in _outputs(actual, expected) if split else [(actual, expected, None)]:
+            tols = spec(i)
+            assert_matches(a, e, counted(tols), path=f"[{i}]" if i is not None and isinstance(expected, (list, tuple)) else "")
+            judged, reason = weakness(e, tols)
+            if judged:
+                self.discriminated = self.discriminated or reason is None
+                self.weak_reason = self.weak_reason or reason
         err = max_abs_error(actual, expected)
         if err is not None:  # passing precision, so `compare` sees drift before it fails
             self.info["max_abs_error"] = max(err, self.info.get("max_abs_error", 0.0))
+
+    @property
+    def weak(self) -> str | None:
+        """Why this case's passing comparisons prove nothing (oracle/weak.py), None when one of them
+        could tell a right result from a wrong one, or nothing was compared."""
+        return None if self.discriminated else self.weak_reason
 
     def not_applicable(self, reason: str) -> None:
         raise NotApplicable(reason)
@@ -84,6 +122,16 @@ class CaseContext:
     def describe(self, **details: Any) -> None:
         """Attach what a person needs to understand a failure (sample shapes, args...)."""
         self.info.update(details)
+
+
+def _outputs(actual: Any, expected: Any) -> list[tuple[Any, Any, int | None]]:
+    """(actual, expected, index) per top-level output; one pair, index 0, for a single tensor; the
+    whole pair, index None, when the structures differ (the comparison reports that)."""
+    if isinstance(expected, torch.Tensor):
+        return [(actual, expected, 0)]
+    if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)) and len(actual) == len(expected):
+        return [(a, e, i) for i, (a, e) in enumerate(zip(actual, expected, strict=True))]
+    return [(actual, expected, None)]
 
 
 def _first_dtype(obj: Any) -> torch.dtype | None:

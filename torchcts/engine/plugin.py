@@ -268,10 +268,12 @@ class CaseItem(pytest.Item):
             record.compat_fallbacks = sorted(state.setup_fallbacks | fallbacks) or None
             # The aten overloads that reached the device (cases/observe.py), or why not observed.
             record.dispatched, record.dispatch_unobserved = ctx.dispatched, ctx.dispatch_unobserved
+            record.exactness = ctx.exactness  # how values were compared (oracle/exactness.py)
             rss = release_memory()  # the worker's resident set after the case, freed heap returned
             if rss is not None:
                 record.rss_mb = round(rss, 1)
         record.status = Status.PASSED
+        record.weak = ctx.weak  # a pass whose references proved nothing (oracle/weak.py)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
         msg = self.record.message or str(excinfo.value)

@@ -31,6 +31,7 @@ from torchcts.cases.opinfo.samples import (
 from torchcts.oracle.categories import tolerance_category
 from torchcts.oracle.compare import Mismatch, OracleMismatch, assert_matches
 from torchcts.oracle.conditioning import conditioned_atol
+from torchcts.oracle.exactness import Exact, exactness_of
 from torchcts.oracle.tolerances import Tolerance
 
 
@@ -135,10 +136,16 @@ def conditioned(ctx: CaseContext, op: Any, sample: Any, *, backward: bool = Fals
     return floor
 
 
+def exact_for(op: Any, dtype: torch.dtype | None) -> Exact | None:
+    """The op's exactness entry (oracle/exactness.py) for inputs of `dtype`: its forward result
+    is compared bit for bit (never its gradient)."""
+    return exactness_of(op.name, op.variant_test_name, str(dtype).removeprefix("torch.") if dtype else None)
+
+
 def check_output(ctx: CaseContext, op: Any, actual: Any, expected: Any, sample: Any, rerun: Callable[[], Any],
-                 category: str) -> None:
-    """Compare by the case's oracle: CPU values (with the sample's conditioning), or properties for
-    random/uninitialised outputs."""
+                 category: str, exact: Exact | None = None) -> None:
+    """Compare by the case's oracle: CPU values (with the sample's conditioning; bit for bit where
+    `exact`), or properties for random/uninitialised outputs."""
     check_devices(ctx, actual, sample)
     oracle = ctx.case.oracle if ctx.case is not None else "cpu"
     if oracle == "cpu":
@@ -146,7 +153,7 @@ def check_output(ctx: CaseContext, op: Any, actual: Any, expected: Any, sample: 
             # Decompositions are unique only up to signs/phases: compare what OpInfo's own
             # output_process_fn_grad keeps (e.g. |U| of an SVD), identical on both sides.
             actual, expected = sample.output_process_fn_grad(actual), sample.output_process_fn_grad(expected)
-        ctx.assert_close(actual, expected, category=category, atol_floor=conditioned(ctx, op, sample))
+        ctx.assert_close(actual, expected, category=category, atol_floor=conditioned(ctx, op, sample), exact=exact)
         return
     check_structure(actual, expected)
     if oracle == "property:random":
@@ -172,7 +179,7 @@ def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[...,
 
     `prepare` rewrites the CPU sample first (special values); `transform` rewrites the device copy
     (non-contiguous layouts)."""
-    category = tolerance_category(op)
+    category, exact = tolerance_category(op), exact_for(op, dtype)
 
     def body(sample: Any) -> None:
         if prepare is not None:
@@ -186,7 +193,7 @@ def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[...,
             return call(fn, transform(dev) if transform else dev)
 
         actual = device_call()
-        check_output(ctx, op, actual, expected, sample, device_call, category)
+        check_output(ctx, op, actual, expected, sample, device_call, category, exact)
 
     each_sample(ctx, op, dtype, body)
 
@@ -207,7 +214,7 @@ def _special(sample: Any) -> Any:
 
 def run_inplace(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
     fn = op.inplace_variant
-    category = tolerance_category(op)
+    category, exact = tolerance_category(op), exact_for(op, dtype)
 
     def body(sample: Any) -> None:
         if sample.broadcasts_input or not isinstance(sample.input, torch.Tensor):
@@ -225,7 +232,7 @@ def run_inplace(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
         if ctx.case is not None and ctx.case.oracle != "cpu":
             check_structure(dev.input, cpu.input)
             return
-        ctx.assert_close(dev.input, cpu.input, category=category, atol_floor=conditioned(ctx, op, sample))
+        ctx.assert_close(dev.input, cpu.input, category=category, atol_floor=conditioned(ctx, op, sample), exact=exact)
 
     each_sample(ctx, op, dtype, body)
 
@@ -248,7 +255,7 @@ def _is_out(result: Any, out: Any) -> bool:
 
 
 def run_out(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
-    category = tolerance_category(op)
+    category, exact = tolerance_category(op), exact_for(op, dtype)
 
     def body(sample: Any) -> None:
         expected = reference(op.op, sample)
@@ -263,7 +270,7 @@ def run_out(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
         if ctx.case is not None and ctx.case.oracle != "cpu":
             check_structure(out, cpu_out)
             return
-        ctx.assert_close(out, cpu_out, category=category, atol_floor=conditioned(ctx, op, sample))
+        ctx.assert_close(out, cpu_out, category=category, atol_floor=conditioned(ctx, op, sample), exact=exact)
 
     each_sample(ctx, op, dtype, body)
 
