@@ -70,13 +70,14 @@ class CaseContext:
 
     @unobserved()  # the comparison is TorchCTS's work, not the device's
     def assert_close(self, actual: Any, expected: Any, *, category: str = "elementwise", dtype: Any = None,
-                     atol_floor: float = 0.0, exact: Exact | None = None) -> None:
+                     atol_floor: float = 0.0, exact: Exact | None = None, constant: bool = False) -> None:
         """Compare a device result with the CPU reference; raises OracleMismatch with metrics.
 
         Without `dtype`, each expected tensor gets the tolerance of its own dtype. `atol_floor` raises
         the absolute tolerance to what the sample's conditioning demands (oracle/conditioning.py).
         `exact` (oracle/exactness.py) compares the outputs it covers bit for bit instead. A pass is
-        judged for weakness (oracle/weak.py): the case's `weak` verdict."""
+        judged for weakness (oracle/weak.py), the case's `weak` verdict, unless `constant`: the result is
+        constant by definition (a factory, a fill), so a constant or zero reference is all it can be."""
         first = dtype if dtype is not None else _first_dtype(expected) or torch.float32
 
         def tol_of(dt: Any) -> Tolerance:
@@ -103,7 +104,7 @@ class CaseContext:
             tols = spec(i)
             assert_matches(a, e, counted(tols), path=f"[{i}]" if i is not None and isinstance(expected, (list, tuple)) else "")
             judged, reason = weakness(e, tols)
-            if judged:
+            if judged and not constant:
                 self.discriminated = self.discriminated or reason is None
                 self.weak_reason = self.weak_reason or reason
         err = max_abs_error(actual, expected)
