@@ -193,6 +193,21 @@ def p_cdist_skips_root() -> bool:
     return not torch.allclose(torch.cdist(a.to(S), b.to(S), p=3).cpu(), torch.cdist(a, b, p=3))
 
 
+def p_bfloat16_cast_truncates() -> bool:
+    x = torch.randn(64)
+    return not torch.equal(x.to(S).bfloat16().cpu(), x.bfloat16())
+
+
+def p_sort_key_ulp() -> bool:
+    x = torch.randn(64)
+    return not torch.equal(x.to(S).sort().values.cpu(), x.sort().values)
+
+
+def p_max_dim_tail_ulp() -> bool:
+    x = torch.randn(4, 8)
+    return not torch.equal(x.to(S).max(1).values.cpu(), x.max(1).values)
+
+
 PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }

@@ -24,6 +24,13 @@ CONSTANT = "constant"
 BELOW_ATOL = "below the absolute tolerance"
 REASONS = (EMPTY, ZEROS, NAN, CONSTANT, BELOW_ATOL)
 
+# OpInfo names whose result is constant by definition (factories, fills): a constant or zero
+# reference is all they can have, so their comparisons are not judged.
+CONSTANT_BY_DEFINITION = frozenset({
+    "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "zero_",
+    "fill", "scalar_tensor",
+})
+
 
 def tensor_weakness(expected: torch.Tensor, tol: Tolerance) -> str | None:
     """Why this reference cannot distinguish a correct result (a REASONS entry), None when it can.

@@ -33,6 +33,7 @@ from torchcts.oracle.compare import Mismatch, OracleMismatch, assert_matches
 from torchcts.oracle.conditioning import conditioned_atol
 from torchcts.oracle.exactness import Exact, exactness_of
 from torchcts.oracle.tolerances import Tolerance
+from torchcts.oracle.weak import CONSTANT_BY_DEFINITION
 
 
 class _Skip(Exception):
@@ -153,7 +154,8 @@ def check_output(ctx: CaseContext, op: Any, actual: Any, expected: Any, sample: 
             # Decompositions are unique only up to signs/phases: compare what OpInfo's own
             # output_process_fn_grad keeps (e.g. |U| of an SVD), identical on both sides.
             actual, expected = sample.output_process_fn_grad(actual), sample.output_process_fn_grad(expected)
-        ctx.assert_close(actual, expected, category=category, atol_floor=conditioned(ctx, op, sample), exact=exact)
+        ctx.assert_close(actual, expected, category=category, atol_floor=conditioned(ctx, op, sample), exact=exact,
+                         constant=op.name in CONSTANT_BY_DEFINITION)
         return
     check_structure(actual, expected)
     if oracle == "property:random":
@@ -232,7 +234,8 @@ def run_inplace(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
         if ctx.case is not None and ctx.case.oracle != "cpu":
             check_structure(dev.input, cpu.input)
             return
-        ctx.assert_close(dev.input, cpu.input, category=category, atol_floor=conditioned(ctx, op, sample), exact=exact)
+        ctx.assert_close(dev.input, cpu.input, category=category, atol_floor=conditioned(ctx, op, sample), exact=exact,
+                         constant=op.name in CONSTANT_BY_DEFINITION)
 
     each_sample(ctx, op, dtype, body)
 
@@ -270,7 +273,8 @@ def run_out(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
         if ctx.case is not None and ctx.case.oracle != "cpu":
             check_structure(out, cpu_out)
             return
-        ctx.assert_close(out, cpu_out, category=category, atol_floor=conditioned(ctx, op, sample), exact=exact)
+        ctx.assert_close(out, cpu_out, category=category, atol_floor=conditioned(ctx, op, sample), exact=exact,
+                         constant=op.name in CONSTANT_BY_DEFINITION)
 
     each_sample(ctx, op, dtype, body)
 
