@@ -30,6 +30,19 @@ CONSTANT_BY_DEFINITION = frozenset({
     "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "zero_",
     "fill", "scalar_tensor",
 })
+# Predicates of floating values: on integer and bool inputs their answer is the same everywhere.
+FLOAT_PREDICATES = frozenset({"isnan", "isinf", "isposinf", "isneginf", "isfinite"})
+# Ops whose gradient is zero wherever it is defined (step functions, and zero_).
+ZERO_GRADIENT = frozenset({"round", "floor", "ceil", "trunc", "fix", "sign", "zero_"})
+
+
+def constant_by_definition(name: str, dtype: str | None, backward: bool = False) -> bool:
+    """The OpInfo's result (or gradient, `backward`) is the same everywhere whatever the backend does
+    right: a constant reference there is no weakness of the sample."""
+    if backward:
+        return name in ZERO_GRADIENT
+    integral = dtype is not None and not dtype.startswith(("float", "complex", "bfloat"))
+    return name in CONSTANT_BY_DEFINITION or (name in FLOAT_PREDICATES and integral)
 
 
 def tensor_weakness(expected: torch.Tensor, tol: Tolerance) -> str | None:

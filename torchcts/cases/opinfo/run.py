@@ -28,12 +28,13 @@ from torchcts.cases.opinfo.samples import (
     selected_samples,
     tensors_of,
 )
+from torchcts.cases.opinfo.strengthen import strengthener
 from torchcts.oracle.categories import tolerance_category
 from torchcts.oracle.compare import Mismatch, OracleMismatch, assert_matches
 from torchcts.oracle.conditioning import conditioned_atol
 from torchcts.oracle.exactness import Exact, exactness_of
 from torchcts.oracle.tolerances import Tolerance
-from torchcts.oracle.weak import CONSTANT_BY_DEFINITION
+from torchcts.oracle.weak import constant_by_definition
 
 
 class _Skip(Exception):
@@ -140,7 +141,11 @@ def conditioned(ctx: CaseContext, op: Any, sample: Any, *, backward: bool = Fals
 def exact_for(op: Any, dtype: torch.dtype | None) -> Exact | None:
     """The op's exactness entry (oracle/exactness.py) for inputs of `dtype`: its forward result
     is compared bit for bit (never its gradient)."""
-    return exactness_of(op.name, op.variant_test_name, str(dtype).removeprefix("torch.") if dtype else None)
+    return exactness_of(op.name, op.variant_test_name, _name(dtype))
+
+
+def _name(dtype: torch.dtype | None) -> str | None:
+    return str(dtype).removeprefix("torch.") if dtype is not None else None
 
 
 def check_output(ctx: CaseContext, op: Any, actual: Any, expected: Any, sample: Any, rerun: Callable[[], Any],
@@ -154,8 +159,9 @@ def check_output(ctx: CaseContext, op: Any, actual: Any, expected: Any, sample: 
             # Decompositions are unique only up to signs/phases: compare what OpInfo's own
             # output_process_fn_grad keeps (e.g. |U| of an SVD), identical on both sides.
             actual, expected = sample.output_process_fn_grad(actual), sample.output_process_fn_grad(expected)
+        dtype = ctx.case.dtype if ctx.case is not None else None
         ctx.assert_close(actual, expected, category=category, atol_floor=conditioned(ctx, op, sample), exact=exact,
-                         constant=op.name in CONSTANT_BY_DEFINITION)
+                         constant=constant_by_definition(op.name, dtype))
         return
     check_structure(actual, expected)
     if oracle == "property:random":
@@ -182,6 +188,9 @@ def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[...,
     `prepare` rewrites the CPU sample first (special values); `transform` rewrites the device copy
     (non-contiguous layouts)."""
     category, exact = tolerance_category(op), exact_for(op, dtype)
+    strengthen = strengthener(op.name, op.variant_test_name)  # samples that tell a wrong result (strengthen.py)
+    if strengthen is not None:
+        prepare = strengthen if prepare is None else (lambda s, p=prepare: p(strengthen(s)))
 
     def body(sample: Any) -> None:
         if prepare is not None:
@@ -217,8 +226,10 @@ def _special(sample: Any) -> Any:
 def run_inplace(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
     fn = op.inplace_variant
     category, exact = tolerance_category(op), exact_for(op, dtype)
+    strengthen = strengthener(op.name, op.variant_test_name) or (lambda s: s)
 
     def body(sample: Any) -> None:
+        sample = strengthen(sample)
         if sample.broadcasts_input or not isinstance(sample.input, torch.Tensor):
             raise _Skip("input is broadcast or not a tensor")
         with unobserved():
@@ -235,7 +246,7 @@ def run_inplace(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
             check_structure(dev.input, cpu.input)
             return
         ctx.assert_close(dev.input, cpu.input, category=category, atol_floor=conditioned(ctx, op, sample), exact=exact,
-                         constant=op.name in CONSTANT_BY_DEFINITION)
+                         constant=constant_by_definition(op.name, _name(dtype)))
 
     each_sample(ctx, op, dtype, body)
 
@@ -259,8 +270,10 @@ def _is_out(result: Any, out: Any) -> bool:
 
 def run_out(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
     category, exact = tolerance_category(op), exact_for(op, dtype)
+    strengthen = strengthener(op.name, op.variant_test_name) or (lambda s: s)
 
     def body(sample: Any) -> None:
+        sample = strengthen(sample)
         expected = reference(op.op, sample)
         with unobserved():
             cpu_out = _zeros_like_tree(expected, "cpu")
@@ -274,7 +287,7 @@ def run_out(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
             check_structure(out, cpu_out)
             return
         ctx.assert_close(out, cpu_out, category=category, atol_floor=conditioned(ctx, op, sample), exact=exact,
-                         constant=op.name in CONSTANT_BY_DEFINITION)
+                         constant=constant_by_definition(op.name, _name(dtype)))
 
     each_sample(ctx, op, dtype, body)
 
@@ -334,7 +347,8 @@ def run_backward(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
         if ctx.case is not None and ctx.case.oracle != "cpu":
             check_structure(actual, expected)
             return
-        ctx.assert_close(actual, expected, category="backward", atol_floor=conditioned(ctx, op, sample, backward=True))
+        ctx.assert_close(actual, expected, category="backward", atol_floor=conditioned(ctx, op, sample, backward=True),
+                         constant=constant_by_definition(op.name, _name(dtype), backward=True))
 
     each_sample(ctx, op, dtype, body, requires_grad=True)
 
