@@ -257,3 +257,43 @@ def test_one_ulp_faults_pass_a_tolerance_comparison_and_fail_the_exact_one():
                        stdin=subprocess.DEVNULL)
     assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
     assert r.stdout.count("caught exactly") == 3
+
+
+# --- strengthened samples and results constant by definition ----------------------------------------
+
+def _opinfo(name: str, variant: str = ""):
+    return next(o for o in compat.op_db() if o.name == name and o.variant_test_name == variant)
+
+
+@pytest.mark.parametrize(("name", "variant", "dtype"), [
+    ("eq", "", torch.float32), ("ne", "", torch.float32), ("isclose", "", torch.float32),
+    ("logical_not", "", torch.float32), ("logical_xor", "", torch.float32), ("logical_or", "", torch.float32),
+    ("logical_and", "", torch.float32), ("isnan", "", torch.float32), ("isinf", "", torch.float32),
+    ("round", "decimals_neg_3", torch.float32),
+])
+def test_strengthened_samples_tell_a_wrong_result(name, variant, dtype):
+    """OpInfo's own samples give these ops one-valued references; rewritten, some sample's does not,
+    and the cached sample itself is left alone."""
+    from torchcts.cases.opinfo.strengthen import strengthener
+
+    op = _opinfo(name, variant)
+    rewrite = strengthener(name, variant)
+    assert rewrite is not None
+    samples = list(op.sample_inputs("cpu", dtype))
+    before = [s.input.clone() for s in samples]
+    weak_before = [weak.tensor_weakness(op.op(s.input, *s.args, **s.kwargs), F32) for s in samples]
+    strong = [rewrite(s) for s in samples]
+    weak_after = [weak.tensor_weakness(op.op(s.input, *s.args, **s.kwargs), F32) for s in strong]
+    told_before, told_after = sum(r is None for r in weak_before), sum(r is None for r in weak_after)
+    assert told_after > told_before, (name, weak_before, weak_after)
+    assert all(torch.equal(b, s.input) or (b.isnan() == s.input.isnan()).all() for b, s in zip(before, samples, strict=True))
+    assert strengthener("add") is None
+
+
+def test_constant_by_definition():
+    from torchcts.oracle.weak import constant_by_definition
+
+    assert constant_by_definition("zeros", "float32") and constant_by_definition("full_like", None)
+    assert constant_by_definition("isnan", "int64") and not constant_by_definition("isnan", "float32")
+    assert constant_by_definition("floor", "float32", backward=True) and not constant_by_definition("floor", "float32")
+    assert not constant_by_definition("add", "float32") and not constant_by_definition("add", "float32", backward=True)
