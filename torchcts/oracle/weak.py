@@ -28,21 +28,25 @@ REASONS = (EMPTY, ZEROS, NAN, CONSTANT, BELOW_ATOL)
 # reference is all they can have, so their comparisons are not judged.
 CONSTANT_BY_DEFINITION = frozenset({
     "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "zero_",
-    "fill", "scalar_tensor",
+    "fill", "scalar_tensor", "linalg.norm.subgradients_at_zero",
 })
 # Predicates of floating values: on integer and bool inputs their answer is the same everywhere.
 FLOAT_PREDICATES = frozenset({"isnan", "isinf", "isposinf", "isneginf", "isfinite"})
-# Ops whose gradient is zero wherever it is defined (step functions, and zero_).
-ZERO_GRADIENT = frozenset({"round", "floor", "ceil", "trunc", "fix", "sign", "zero_"})
+# Ops whose gradient is zero wherever it is defined (step functions; outputs that ignore the input's
+# values; the angle and sign of real numbers). Names, or `name.variant`.
+ZERO_GRADIENT = frozenset({"round", "floor", "ceil", "trunc", "fix", "sign", "sgn", "angle", "zero_", "fill",
+                           "div.trunc_rounding", "div.floor_rounding"})
 
 
-def constant_by_definition(name: str, dtype: str | None, backward: bool = False) -> bool:
+def constant_by_definition(name: str, dtype: str | None, backward: bool = False, variant: str = "") -> bool:
     """The OpInfo's result (or gradient, `backward`) is the same everywhere whatever the backend does
     right: a constant reference there is no weakness of the sample."""
+    names = {name, f"{name}.{variant}"} if variant else {name}
     if backward:
-        return name in ZERO_GRADIENT
-    integral = dtype is not None and not dtype.startswith(("float", "complex", "bfloat"))
-    return name in CONSTANT_BY_DEFINITION or (name in FLOAT_PREDICATES and integral)
+        return bool(names & ZERO_GRADIENT)
+    real = dtype is not None and not dtype.startswith("complex")
+    integral = real and not dtype.startswith(("float", "bfloat"))  # type: ignore[union-attr]
+    return bool(names & CONSTANT_BY_DEFINITION) or (name in FLOAT_PREDICATES and integral) or (name == "isreal" and real)
 
 
 def tensor_weakness(expected: torch.Tensor, tol: Tolerance) -> str | None:

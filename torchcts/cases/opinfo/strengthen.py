@@ -98,7 +98,7 @@ def _scaled(factor: float) -> Callable[[Any], Any]:
 STRENGTHEN: dict[str, Callable[[Any], Any]] = {
     "eq": _agree, "ne": _agree, "isclose": _agree,
     "logical_not": _zeros(both=False), "logical_xor": _zeros(both=False), "logical_and": _zeros(both=False),
-    "logical_or": _zeros(both=True),
+    "logical_or": _zeros(both=True), "bool": _zeros(both=False),
     "isin": _shared_test_elements,
     "isnan": _specials, "isinf": _specials, "isposinf": _specials, "isneginf": _specials, "isfinite": _specials,
     "round.decimals_neg_3": _scaled(1000.0),
