@@ -178,7 +178,8 @@ def settle(ctx: CaseContext, outcome: dict[str, str]) -> None:
         ctx.not_applicable("no overload has a CPU kernel for these inputs in this build: no reference")
 
 
-def mirror(ctx: CaseContext, checks: dict[str, Callable[[torch.device], Any]], category: str = "elementwise") -> None:
+def mirror(ctx: CaseContext, checks: dict[str, Callable[[torch.device], Any]], category: str = "elementwise",
+           constant: bool = False) -> None:
     """Each check run on CPU and on the device; the records must match (or both raise alike)."""
     cpu, done = torch.device("cpu"), {}
     for name, fn in checks.items():
@@ -193,7 +194,7 @@ def mirror(ctx: CaseContext, checks: dict[str, Callable[[torch.device], Any]], c
             done[name] = RAISES
             continue
         ctx.describe(check=name)
-        ctx.assert_close(fn(ctx.device), expected, category=category)
+        ctx.assert_close(fn(ctx.device), expected, category=category, constant=constant)
         done[name] = CHECKED
     ctx.info.pop("check", None)
     ctx.info["checks"] = done
