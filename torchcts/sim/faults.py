@@ -481,7 +481,7 @@ FAULTS: dict[str, Fault] = {
               "opinfo", 5, ("opinfo/mul/float32/noncontiguous",), _mul_noncontig_storage_order, dtype="float32",
               op="mul"),
         Fault("bfloat16_cast_truncates", "float32 -> bfloat16 casts round toward zero, not to nearest even (1 ulp)",
-              "opinfo", 2, ("opinfo/bfloat16/float32/*",), _bfloat16_cast_truncates, dtype="float32", op="bfloat16"),
+              "opinfo", 3, ("opinfo/bfloat16/float32/*",), _bfloat16_cast_truncates, dtype="float32", op="bfloat16"),
         Fault("sort_key_ulp", "float32 sort returns each positive value 1 ulp toward zero",
               "opinfo", 2, ("opinfo/sort/float32/*",), _sort_key_ulp, dtype="float32", op="sort"),
         Fault("max_dim_tail_ulp", "float32 max(dim) returns its last value 1 ulp high",
