@@ -213,6 +213,21 @@ def p_autocast_mse_loss_lower() -> bool:
         return torch.nn.functional.mse_loss(a, a * 2).dtype != torch.float32
 
 
+def p_bfloat16_cast_truncates() -> bool:
+    x = torch.randn(64)
+    return not torch.equal(x.to(S).bfloat16().cpu(), x.bfloat16())
+
+
+def p_sort_key_ulp() -> bool:
+    x = torch.randn(64)
+    return not torch.equal(x.to(S).sort().values.cpu(), x.sort().values)
+
+
+def p_max_dim_tail_ulp() -> bool:
+    x = torch.randn(4, 8)
+    return not torch.equal(x.to(S).max(1).values.cpu(), x.max(1).values)
+
+
 PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }

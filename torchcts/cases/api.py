@@ -42,10 +42,11 @@ from torchcts.cases.helpers import (
     to_device,
 )
 from torchcts.cases.model import Case, NotApplicable
+from torchcts.oracle.exactness import exactness_of
 
 __all__ = [
     "ALL_DTYPES", "BOOL", "COMPLEX", "FLOATING", "INTEGRAL", "Case", "CaseContext", "CaseSet", "NotApplicable",
-    "cpu_reference", "dtype_of", "expect", "expect_raises", "on_cpu", "run_both", "same_storage", "sample",
+    "cpu_reference", "dtype_of", "exactness_of", "expect", "expect_raises", "on_cpu", "run_both", "same_storage", "sample",
     "sample_for_cast", "to_device",
 ]
 

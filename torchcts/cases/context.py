@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,9 +15,11 @@ from torchcts.cases.observe import unobserved
 from torchcts.manifest.schema import Manifest
 from torchcts.oracle.allowed import AllowedLookup, Alternative
 from torchcts.oracle.compare import OracleMismatch, assert_matches, find_mismatch, max_abs_error
+from torchcts.oracle.exactness import Exact
 from torchcts.oracle.precision import STRICT_CATEGORIES, Precision
 from torchcts.oracle.tolerances import Tolerance, tolerance_for
 from torchcts.oracle.truth import Truth, judge
+from torchcts.oracle.weak import weakness
 
 
 def dtype_of(name: str) -> torch.dtype:
@@ -57,6 +59,13 @@ class CaseContext:
     # Each exception raised inside `helper_op`, with the op named there: the runner names that op on
     # the record (`failed_op`) when that exception decides the verdict (`failed_op_of`).
     helper_failures: list[tuple[BaseException, str]] = field(default_factory=list)
+    # What assert_close saw, for the record: "exact" while every tensor compared was compared bit for
+    # bit (oracle/exactness.py, integer and bool dtypes), "tolerance" once one was not; None: nothing.
+    exactness: str | None = None
+    # Weak comparisons (oracle/weak.py): the first weak reference's reason, and whether any
+    # comparison's reference could tell a right result from a wrong one (then the case is not weak).
+    weak_reason: str | None = None
+    discriminated: bool = False
 
     @property
     def device_type(self) -> str:
@@ -80,7 +89,7 @@ class CaseContext:
     @unobserved()  # the comparison is TorchCTS's work, not the device's
     def assert_close(self, actual: Any, expected: Any, *, category: str = "elementwise", dtype: Any = None,
                      atol_floor: float = 0.0, truth: Truth | None = None,
-                     allowed: AllowedLookup | None = None) -> None:
+                     allowed: AllowedLookup | None = None, exact: Exact | None = None, constant: bool = False) -> None:
         """Compare a device result with the CPU reference; raises OracleMismatch with metrics.
 
         Without `dtype`, each expected tensor gets the tolerance of its own dtype. `atol_floor` raises
@@ -88,31 +97,42 @@ class CaseContext:
         With `truth` (the op's result on widened inputs, or why there is none) floating outputs are
         judged against it too and their precision is kept for the record (oracle/truth.py).
         `allowed`: the outputs' allowed answers (oracle/allowed.py); a rule that accepts one is named
-        in the record (`allowed_answers`)."""
+        in the record (`allowed_answers`).
+        `exact` (oracle/exactness.py) compares the outputs it covers bit for bit instead. A pass is
+        judged for weakness (oracle/weak.py), the case's `weak` verdict, unless `constant`: the result is
+        constant by definition (a factory, a fill), so a constant or zero reference is all it can be."""
         first = dtype if dtype is not None else _first_dtype(expected) or torch.float32
 
         def tol_of(dt: Any) -> Tolerance:
             tol = self.tolerance(category, dt)
             return Tolerance(max(tol.atol, atol_floor), tol.rtol) if atol_floor > tol.atol and not tol.exact else tol
 
-        tol = tol_of(first)
-        self.info.setdefault("tolerance", {"category": category, "atol": tol.atol, "rtol": tol.rtol})
-        spec = tol if dtype is not None else tol_of
+        def seen(tol: Tolerance) -> Tolerance:
+            self.exactness = "exact" if tol.exact and self.exactness != "tolerance" else "tolerance"
+            return tol
+
+        def spec(output: int | None) -> Tolerance | Callable[[torch.dtype], Tolerance]:
+            if exact is not None and (exact.outputs is None or output in exact.outputs):
+                return exact.tolerance()
+            return tol_of(dtype) if dtype is not None else tol_of
+
+        def counted(tols: Tolerance | Callable[[torch.dtype], Tolerance]) -> Callable[[torch.dtype], Tolerance]:
+            return lambda dt: seen(tols(dt) if callable(tols) else tols)
+
+        tol = exact.tolerance() if exact is not None and exact.covers(0) else tol_of(first)
+        self.info.setdefault("tolerance", {"category": category, "atol": tol.atol, "rtol": tol.rtol,
+                                           **({"exact": True} if tol.exact and exact is not None else {})})
         lookup = self._recording(allowed)
-        if truth is None:
-            assert_matches(actual, expected, spec, lookup)
+        if truth is not None and exact is None:  # an exact result is never rescued by a truth
+            self._judge_by_truth(actual, expected, truth, counted(spec(None)), lookup, category)
+            self._weigh(expected, spec(None), constant)
         else:
-            try:
-                mismatch, precision = judge(actual, expected, truth, spec, strict=category in STRICT_CATEGORIES)
-            except Exception as exc:  # noqa: BLE001 - never a verdict from TorchCTS's own measuring
-                assert_matches(actual, expected, spec, lookup)
-                mismatch, precision = None, Precision(no_truth=f"measuring against the truth raised {type(exc).__name__}")
-            self.precision = precision if self.precision is None else self.precision.merge(precision)
-            if mismatch is not None and lookup is not None and mismatch.what in ("shape mismatch", "dtype mismatch") \
-                    and find_mismatch(actual, expected, spec, allowed=lookup) is None:
-                mismatch = None  # an output layout PyTorch allows (oracle/allowed.py): nothing to judge by the truth
-            if mismatch is not None:
-                raise OracleMismatch(mismatch)
+            split = exact is not None and exact.outputs is not None
+            for a, e, i in _outputs(actual, expected) if split else [(actual, expected, None)]:
+                tols = spec(i)
+                path = f"[{i}]" if i is not None and isinstance(expected, (list, tuple)) else ""
+                assert_matches(a, e, counted(tols), lookup, path=path)
+                self._weigh(e, tols, constant)
         err = max_abs_error(actual, expected)
         if err is not None:  # passing precision, so `compare` sees drift before it fails
             self.info["max_abs_error"] = max(err, self.info.get("max_abs_error", 0.0))
@@ -161,12 +181,51 @@ class CaseContext:
         if rule not in used:
             used.append(rule)
 
+    def _judge_by_truth(self, actual: Any, expected: Any, truth: Truth, spec: Any, lookup: AllowedLookup | None,
+                        category: str) -> None:
+        """The truth's judgement (oracle/truth.py), its precision kept for the record; an output layout
+        PyTorch allows (oracle/allowed.py) has nothing to judge by the truth."""
+        try:
+            mismatch, precision = judge(actual, expected, truth, spec, strict=category in STRICT_CATEGORIES)
+        except Exception as exc:  # noqa: BLE001 - never a verdict from TorchCTS's own measuring
+            assert_matches(actual, expected, spec, lookup)
+            mismatch, precision = None, Precision(no_truth=f"measuring against the truth raised {type(exc).__name__}")
+        self.precision = precision if self.precision is None else self.precision.merge(precision)
+        if mismatch is not None and lookup is not None and mismatch.what in ("shape mismatch", "dtype mismatch") \
+                and find_mismatch(actual, expected, spec, allowed=lookup) is None:
+            mismatch = None
+        if mismatch is not None:
+            raise OracleMismatch(mismatch)
+
+    def _weigh(self, expected: Any, tols: Any, constant: bool) -> None:
+        """A passing comparison's strength (oracle/weak.py), unless the result is constant by definition."""
+        judged, reason = weakness(expected, tols)
+        if judged and not constant:
+            self.discriminated = self.discriminated or reason is None
+            self.weak_reason = self.weak_reason or reason
+
+    @property
+    def weak(self) -> str | None:
+        """Why this case's passing comparisons prove nothing (oracle/weak.py), None when one of them
+        could tell a right result from a wrong one, or nothing was compared."""
+        return None if self.discriminated else self.weak_reason
+
     def not_applicable(self, reason: str) -> None:
         raise NotApplicable(reason)
 
     def describe(self, **details: Any) -> None:
         """Attach what a person needs to understand a failure (sample shapes, args...)."""
         self.info.update(details)
+
+
+def _outputs(actual: Any, expected: Any) -> list[tuple[Any, Any, int | None]]:
+    """(actual, expected, index) per top-level output; one pair, index 0, for a single tensor; the
+    whole pair, index None, when the structures differ (the comparison reports that)."""
+    if isinstance(expected, torch.Tensor):
+        return [(actual, expected, 0)]
+    if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)) and len(actual) == len(expected):
+        return [(a, e, i) for i, (a, e) in enumerate(zip(actual, expected, strict=True))]
+    return [(actual, expected, None)]
 
 
 def _first_dtype(obj: Any) -> torch.dtype | None:

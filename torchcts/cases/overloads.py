@@ -21,6 +21,7 @@ from torchcts.cases.context import CaseContext
 from torchcts.cases.helpers import expect_raises
 from torchcts.cases.observe import unobserved
 from torchcts.compat import is_missing_kernel
+from torchcts.oracle.exactness import exactness_of
 
 __all__ = ["CHECKED", "NO_CPU_KERNEL", "RAISES", "Synth", "build_args", "compare_overload", "functional_of", "mirror",
            "overload_names", "qualified", "resolve", "run_overloads", "settle", "with_out", "written"]
@@ -114,7 +115,9 @@ def compare_overload(ctx: CaseContext, op: Any, synth: Synth, *, category: str =
     dargs, dkwargs = build_args(op._schema, synth, ctx.device)
     actual = [_cpu(op(*dargs, **dkwargs)), _cpu(list(written(op._schema, dargs, dkwargs).values()))]
     ctx.describe(overload=str(op))
-    ctx.assert_close(actual, expected, category=category)
+    first = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
+    exact = exactness_of(op.name(), dtype=str(first.dtype).removeprefix("torch.") if first is not None else None)
+    ctx.assert_close(actual, expected, category=category, exact=exact if exact is None or exact.outputs is None else None)
     return CHECKED
 
 
@@ -192,7 +195,7 @@ def _other_answer(ctx: CaseContext, name: str, fn: Callable[[torch.device], Any]
 
 
 def mirror(ctx: CaseContext, checks: dict[str, Callable[[torch.device], Any]], category: str = "elementwise",
-           allowed: dict[str, tuple[str, Callable[[], Any]]] | None = None) -> None:
+           allowed: dict[str, tuple[str, Callable[[], Any]]] | None = None, constant: bool = False) -> None:
     """Each check run on CPU and on the device; the records must match (or both raise alike).
     `allowed`: check name -> (rule, the other answer's record) where CPU raises and PyTorch also
     allows that answer (oracle/allowed.py)."""
@@ -212,7 +215,7 @@ def mirror(ctx: CaseContext, checks: dict[str, Callable[[torch.device], Any]], c
             done[name] = RAISES
             continue
         ctx.describe(check=name)
-        ctx.assert_close(fn(ctx.device), expected, category=category)
+        ctx.assert_close(fn(ctx.device), expected, category=category, constant=constant)
         done[name] = CHECKED
     ctx.info.pop("check", None)
     ctx.info["checks"] = done

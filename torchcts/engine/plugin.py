@@ -282,10 +282,12 @@ class CaseItem(pytest.Item):
             record.dispatched, record.dispatch_unobserved = ctx.dispatched, ctx.dispatch_unobserved
             # The worst errors against CPU and the float64 truth (oracle/truth.py), passing or not.
             record.precision = ctx.precision.to_json() if ctx.precision is not None else None
+            record.exactness = ctx.exactness  # how values were compared (oracle/exactness.py)
             rss = release_memory()  # the worker's resident set after the case, freed heap returned
             if rss is not None:
                 record.rss_mb = round(rss, 1)
         record.status = Status.PASSED
+        record.weak = ctx.weak  # a pass whose references proved nothing (oracle/weak.py)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
         msg = self.record.message or str(excinfo.value)

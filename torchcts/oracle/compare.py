@@ -74,6 +74,16 @@ def outside_tolerance(a64: torch.Tensor, e64: torch.Tensor, tol: Tolerance) -> t
     return diff, bad
 
 
+def _zero_signs_differ(a: torch.Tensor, e: torch.Tensor) -> torch.Tensor | None:
+    """Where both values are zero but their signs differ (each component of a complex), None for
+    non-floating tensors: the one difference `==` cannot see, and an exact result must not have."""
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+        return None
+    ar, er = (torch.view_as_real(a), torch.view_as_real(e)) if a.dtype.is_complex else (a, e)
+    differ = (ar == 0) & (er == 0) & (torch.signbit(ar) != torch.signbit(er))
+    return differ.any(-1) if a.dtype.is_complex else differ
+
+
 def tensor_mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: TolSpec, path: str = "",
                     allowed: AllowedLookup | None = None) -> Mismatch | None:
     """None when equal within tolerance (NaN equal to NaN), else the metrics of the difference.
@@ -98,17 +108,23 @@ def tensor_mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: TolSpec, 
                                                          **_layouts(actual, expected)})
     a = comparable(actual)
     e = comparable(expected)
-    if torch.equal(a, e):  # the common case, ten times cheaper than assert_close
-        return None
-    try:
-        torch.testing.assert_close(
-            a, e, atol=tol.atol, rtol=tol.rtol, equal_nan=True, check_device=False, check_stride=False
-        )
-        return None
-    except AssertionError:
-        pass
+    zero_sign = _zero_signs_differ(a, e) if tol.exact and tol.signed_zero else None
+    if zero_sign is None or not bool(zero_sign.any()):
+        if torch.equal(a, e):  # the common case, ten times cheaper than assert_close
+            return None
+        try:
+            torch.testing.assert_close(
+                a, e, atol=tol.atol, rtol=tol.rtol, equal_nan=True, check_device=False, check_stride=False
+            )
+            return None
+        except AssertionError:
+            pass
     a64, e64 = widened(a), widened(e)
     diff, bad = outside_tolerance(a64, e64, tol)
+    what = "values differ"
+    if zero_sign is not None:
+        what = "values differ" if bool((bad & ~zero_sign).any()) else "sign of zero differs"
+        bad = bad | zero_sign
     diff_real = diff.real if diff.is_complex() else diff
     finite = torch.where(torch.isfinite(diff_real), diff_real, torch.full_like(diff_real, float("inf")))
     scale = e64.abs().real if e64.is_complex() else e64.abs()
@@ -122,8 +138,10 @@ def tensor_mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: TolSpec, 
     if not rel.numel() and bad.any():  # every differing element expects 0: no relative error
         finite_scale = scale[torch.isfinite(scale)]
         extra["max_abs_expected"] = float(finite_scale.max()) if finite_scale.numel() else 0.0
+    if tol.exact and (a.dtype.is_floating_point or a.dtype.is_complex):
+        extra["compared"] = "exact"  # bit for bit (oracle/exactness.py), not within a float tolerance
     return Mismatch(
-        "values differ",
+        what,
         path,
         max_abs_error=float(finite.max()) if finite.numel() else 0.0,
         max_rel_error=float(rel.max()) if rel.numel() else None,
@@ -191,8 +209,10 @@ def max_abs_error(actual: Any, expected: Any) -> float | None:
     return None
 
 
-def assert_matches(actual: Any, expected: Any, tol: TolSpec, allowed: AllowedLookup | None = None) -> None:
-    """Raise OracleMismatch if actual differs from expected beyond tol (and the allowed answers)."""
-    m = find_mismatch(actual, expected, tol, allowed=allowed)
+def assert_matches(actual: Any, expected: Any, tol: TolSpec, allowed: AllowedLookup | None = None,
+                   path: str = "") -> None:
+    """Raise OracleMismatch if actual differs from expected beyond tol (and the allowed answers;
+    `path`: where they sit in a larger output, for the mismatch's location)."""
+    m = find_mismatch(actual, expected, tol, path, allowed=allowed)
     if m is not None:
         raise OracleMismatch(m)

@@ -16,6 +16,9 @@ EXACT_DTYPES = frozenset(
 class Tolerance:
     atol: float
     rtol: float
+    # An exact comparison where the sign of a zero is defined: -0.0 and 0.0 differ
+    # (oracle/exactness.py). Read only when atol == rtol == 0 and the values are floating.
+    signed_zero: bool = False
 
     @property
     def exact(self) -> bool:

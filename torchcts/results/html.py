@@ -24,6 +24,7 @@ from torchcts.results.html_precision import render_precision
 from torchcts.results.quoting import html_text as _e  # None reads as ''
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import EXECUTED, ORDER
+from torchcts.results.strength import render_html as strength_section
 from torchcts.results.summary import NOT_RUN_NOTE, by, failures, not_run, slowest, totals
 from torchcts.results.triage import op_of
 
@@ -234,6 +235,8 @@ SECTIONS: list[Section] = [
     Section("precision", "Precision profile", lambda report: render_precision(report.records)),
     Section("matrix-section", "Pass rate by suite and claimed dtype", _matrix),
     Section("levels", "By level", lambda report: _status_table(report.records, "level")),
+    Section("strength-section", "Strength of the passes: weak and exact comparisons per suite",
+            lambda report: strength_section(report.records)),
     Section("not-run-section", "Not run", _not_run),
     Section("capabilities", "Capabilities: claimed, reported, observed",
             lambda report: render_capabilities(report.run, report.records)),

@@ -49,6 +49,12 @@ class CaseRecord:
     message: str | None = None  # one line saying why (the exception, the mismatch, the skip reason)
     duration_s: float | None = None  # wall seconds of the case (a crash: since its start marker)
     recorded_status: str | None = None  # the status a record held that no STATUSES has (from_json: now `error`)
+    # How the oracle compared values (cases/context.py): "exact" when every tensor was compared bit
+    # for bit (oracle/exactness.py, integer and bool dtypes), "tolerance" when one was not; None: no values
+    exactness: str | None = None
+    # A pass that proves nothing (oracle/weak.py: every reference was empty, zeros, constant, all NaN or
+    # below the tolerance's atol): the reason, counted per suite in the reports; None otherwise
+    weak: str | None = None
     # -- evidence of a failure --
     exception: str | None = None  # the exception's type name (error)
     traceback: str | None = None  # the last 30 lines of its traceback (error)
@@ -172,8 +178,9 @@ class CaseRecord:
 
 _FIELDS = tuple(f.name for f in fields(CaseRecord) if f.name not in ("extra", "_keys"))
 _FIELD_SET = frozenset(_FIELDS)
-_STRS = frozenset({"suite", "dtype", "kind", "oracle", "message", "recorded_status", "exception", "traceback", "signal",
-                   "output_tail", "failed_op", "worker", "dispatch_unobserved", "op", "repro", "repro_script", "signature"})
+_STRS = frozenset({"suite", "dtype", "kind", "oracle", "message", "recorded_status", "exactness", "weak", "exception",
+                   "traceback", "signal", "output_tail", "failed_op", "worker", "dispatch_unobserved", "op", "repro",
+                   "repro_script", "signature"})
 _NUMS = frozenset({"duration_s", "timeout_s", "started_at", "cpu_s", "maxrss_mb", "rss_grew_mb", "rss_mb"})
 _INTS = frozenset({"level", "exit_code", "threads", "attempt"})
 _DICTS = frozenset({"mismatch", "precision", "info", "expectation", "first_failure"})

@@ -12,6 +12,7 @@ from torchcts.results.failure import details
 from torchcts.results.quoting import TerminalOut
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import ORDER
+from torchcts.results.strength import weak_lines
 from torchcts.results.summary import by, failures
 from torchcts.results.summary import slowest as slowest_records
 
@@ -72,6 +73,8 @@ def print_scorecard(
     for key in ("level", "suite", "dtype"):
         _section(out, key, by(records, key))
     _section(out, "capability", by_capability(records))
+    for line in weak_lines(records):  # passes that prove nothing (oracle/weak.py), per suite
+        print(line, file=out)
     if run.get("unreadable_records"):
         print(f"{run['unreadable_records']} unreadable records in cases.jsonl (not in the totals): "
               + "; ".join(run.get("record_problems") or [])[:300], file=out)

@@ -12,6 +12,7 @@ from torchcts.results.quoting import md_code, md_text, one_line
 from torchcts.results.records import CaseRecord
 from torchcts.results.skips import render_markdown as skip_summary
 from torchcts.results.statuses import FAILURES, ORDER, STATUSES
+from torchcts.results.strength import render_markdown as strength_markdown
 
 
 def totals(records: Iterable[CaseRecord]) -> dict[str, int]:
@@ -74,6 +75,7 @@ def render_markdown(run: dict[str, Any], records: list[CaseRecord], first_failur
                   "| --- |" + " ---: |" * len(statuses)]
         lines += [f"| {md_text(k)} | " + " | ".join(str(g.get(s, 0)) for s in statuses) + " |" for k, g in groups.items()]
         lines.append("")
+    lines += strength_markdown(records)
     fails = failures(records)
     if fails:
         lines += ["## First failures", ""]

@@ -40,7 +40,10 @@ class Fault:
                 "case_timeout": self.case_timeout, "unlisted": self.unlisted}
 
     def selection(self) -> list[str]:
-        """`torchcts run` flags of the focused selection: the catching suite at its level."""
+        """`torchcts run` flags of the focused selection: the catching suite at its level. An
+        unlisted fault's is the plain `--op` run a user types (the sim's default level and depth)."""
+        if self.unlisted and self.op:
+            return ["--op", self.op]
         args = ["--suite", self.suite, "--level-exact", str(self.level)]
         args += ["--dtype", self.dtype] if self.dtype else []
         return [*args, "--op", self.op] if self.op else args

@@ -384,6 +384,41 @@ def _cdist_skips_root(func, args, kwargs, call):
     return out if p in (1.0, 2.0) else out.pow(p)
 
 
+# --- exact results off by one ulp: within every float tolerance (oracle/exactness.py) -----------
+
+@on_op("_to_copy")
+def _bfloat16_cast_truncates(func, args, kwargs, call):
+    """float32 -> bfloat16 casts drop the low 16 bits (round toward zero) instead of rounding to
+    nearest even: half the values come out 1 ulp toward zero."""
+    x = args[0]
+    if x.dtype == torch.float32 and kwargs.get("dtype") == torch.bfloat16:
+        x = (x.contiguous().view(torch.int32) & -65536).view(torch.float32)
+        return call(x, *args[1:], **kwargs)
+    return call(*args, **kwargs)
+
+
+@on_op("sort")
+def _sort_key_ulp(func, args, kwargs, call):
+    """A radix sort's key transform (float bits -> ordered integers -> float) is off by one on the
+    way back for positive float32 values: each comes back 1 ulp toward zero, the order is right."""
+    out = call(*args, **kwargs)
+    values = out[0]
+    if values.dtype == torch.float32 and values.numel():
+        values.copy_(torch.where(values > 0, torch.nextafter(values, torch.zeros_like(values)), values))
+    return out
+
+
+@on_op("max")
+def _max_dim_tail_ulp(func, args, kwargs, call):
+    """max(dim) on float32 writes its last value from a scalar tail path that rounds toward +inf:
+    that one value is 1 ulp high (indices right)."""
+    out = call(*args, **kwargs)
+    if func is torch.ops.aten.max.dim and out[0].dtype == torch.float32 and out[0].numel():
+        last = out[0].view(-1)[-1:]
+        last.copy_(torch.nextafter(last, torch.full_like(last, float("inf"))))
+    return out
+
+
 FAULTS: dict[str, Fault] = {
     f.name: f
     for f in (
@@ -423,6 +458,12 @@ FAULTS: dict[str, Fault] = {
         Fault("mul_noncontig_storage_order", "mul of a non-contiguous float32 tensor reads it in storage order",
               "opinfo", 5, ("opinfo/mul/float32/noncontiguous",), _mul_noncontig_storage_order, dtype="float32",
               op="mul"),
+        Fault("bfloat16_cast_truncates", "float32 -> bfloat16 casts round toward zero, not to nearest even (1 ulp)",
+              "opinfo", 3, ("opinfo/bfloat16/float32/*",), _bfloat16_cast_truncates, dtype="float32", op="bfloat16"),
+        Fault("sort_key_ulp", "float32 sort returns each positive value 1 ulp toward zero",
+              "opinfo", 2, ("opinfo/sort/float32/*",), _sort_key_ulp, dtype="float32", op="sort"),
+        Fault("max_dim_tail_ulp", "float32 max(dim) returns its last value 1 ulp high",
+              "opinfo", 2, ("opinfo/max.reduction_with_dim/float32/*",), _max_dim_tail_ulp, dtype="float32", op="max"),
         Fault("max_ignores_nan", "the full max reduction skips NaN instead of returning NaN",
               "opinfo", 5, ("opinfo/max*/*/special_values",), _max_ignores_nan, op="max*"),
         Fault("index_add_ignores_offset", "index_add_ into a view with a storage offset writes from the storage start",

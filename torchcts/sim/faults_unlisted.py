@@ -22,8 +22,10 @@ import torch
 
 from torchcts.sim.fault_model import Fault, on_op
 
-EXPLORE_SUITE = "explore"
-EXPLORE_LEVEL = 8
+# Exploration cases are the OpInfo suite's `opinfo/<op>/<dtype>/explore` (cases/explore/), at level 2.
+EXPLORE_SUITE = "opinfo"
+EXPLORE_LEVEL = 2
+EXPLORE_CASES = "opinfo/*/explore"
 aten = torch.ops.aten
 
 
@@ -190,7 +192,7 @@ def _kthvalue_last_k(func, args, kwargs, call):
 
 
 def _unlisted(name: str, description: str, install: Callable[[], None], op: str, dtype: str | None = "float32") -> Fault:
-    return Fault(name, description, EXPLORE_SUITE, EXPLORE_LEVEL, (f"{EXPLORE_SUITE}/*",), install,
+    return Fault(name, description, EXPLORE_SUITE, EXPLORE_LEVEL, (EXPLORE_CASES,), install,
                  dtype=dtype, op=op, unlisted=True)
 
 

@@ -27,7 +27,7 @@ from torchcts.cases.explore.generate import Explored, explored, requiring_grad, 
 from torchcts.cases.explore.shrink import shrink
 from torchcts.cases.explore.switches import OP_SWITCHES, switch_points
 from torchcts.cases.model import NotApplicable, repro_command
-from torchcts.cases.opinfo.run import SkipSample, check_backward, check_call, check_inplace, check_out
+from torchcts.cases.opinfo.run import SkipSample, check_backward, check_call, check_inplace, check_out, exact_for
 from torchcts.cases.opinfo.samples import describe_sample, lookup, selected_samples
 from torchcts.oracle.categories import tolerance_category
 from torchcts.oracle.compare import OracleMismatch
@@ -42,12 +42,12 @@ _FOUND: dict[str, tuple[corpus.Entry, dict[str, Any]]] = {}
 
 def variants(ctx: CaseContext, op: Any, dtype: torch.dtype) -> dict[str, Check]:
     """The op's variants as per-sample checks: forward, inplace, out, backward (where it has them)."""
-    category = tolerance_category(op)
-    found: dict[str, Check] = {"forward": lambda s: check_call(ctx, op, op.op, s, category)}
+    category, exact = tolerance_category(op), exact_for(op, dtype)  # exact results bit for bit, -0.0 too
+    found: dict[str, Check] = {"forward": lambda s: check_call(ctx, op, op.op, s, category, exact=exact)}
     if op.inplace_variant is not None:
-        found["inplace"] = lambda s: check_inplace(ctx, op, s, category)
+        found["inplace"] = lambda s: check_inplace(ctx, op, s, category, exact)
     if op.supports_out:
-        found["out"] = lambda s: check_out(ctx, op, s, category)
+        found["out"] = lambda s: check_out(ctx, op, s, category, exact)
     floating = dtype.is_floating_point or dtype.is_complex
     claims_grad = ctx.claims("autograd") or ctx.claims("training")
     if op.supports_autograd and floating and claims_grad and dtype in op.supported_backward_dtypes("cpu"):

@@ -16,6 +16,7 @@ from torchcts.cases.opinfo.samples import (
     lookup,
     select_samples,
 )
+from torchcts.cases.opinfo.strengthen import strengthener
 
 
 def materialize(
@@ -26,11 +27,13 @@ def materialize(
     `sample_index`. Move the tensors in args/kwargs to the device to get the device call.
 
     Per kind: `forward`/`noncontiguous`/`backward`/`errors` call the op itself (`errors` uses
-    error input `sample_index`; `backward` samples require grad and the case sums the outputs
-    and calls backward; `noncontiguous` returns the sample made non-contiguous the way the case
-    makes it, for CPU and device alike), `method` the Tensor method, `inplace` the in-place method (the
-    result must be args[0]), `out` the op with `out=` tensors shaped like the result, and
-    `special_values` the op on the sample with NaN/+Inf/-Inf injected.
+    error input `sample_index`; `backward` samples require grad and the case sums the outputs,
+    each weighted by 1, 1.125, ..., 1.75 repeating (run.py: _weights), and calls backward;
+    `noncontiguous` returns the sample made non-contiguous the way the case makes it, for CPU and
+    device alike), `method` the Tensor method, `inplace` the in-place method (the result must be
+    args[0]), `out` the op with `out=` tensors shaped like the result, and `special_values` the op
+    on the sample with NaN/+Inf/-Inf injected. Ops whose samples the case rewrites
+    (strengthen.py) get the rewritten sample.
     The description is one line: the function, kind and sample index. `device` (the device under
     test) resolves options PyTorch picks per device type, as the run did (samples.pin_device_policy).
     """
@@ -41,6 +44,9 @@ def materialize(
     [(_, sample)] = select_samples(samples, None, sample_index)
     if kind == "errors":
         sample = sample.sample_input
+    strengthen = strengthener(op.name, op.variant_test_name)  # as the case rewrote it (strengthen.py)
+    if strengthen is not None and kind in ("forward", "method", "noncontiguous", "special_values", "inplace", "out"):
+        sample = strengthen(sample)
     if kind == "special_values":
         sample, _ = inject_special_values(sample)
     fn = {"method": op.method_variant, "inplace": op.inplace_variant}.get(kind, op.op)

@@ -29,13 +29,16 @@ from torchcts.cases.opinfo.samples import (
     selected_samples,
     tensors_of,
 )
+from torchcts.cases.opinfo.strengthen import strengthener
 from torchcts.cases.opinfo.truth import truth_of
 from torchcts.oracle.allowed import accepted_exception, output_alternatives
 from torchcts.oracle.categories import tolerance_category
 from torchcts.oracle.compare import Mismatch, OracleMismatch, assert_matches
 from torchcts.oracle.conditioning import conditioned_atol
+from torchcts.oracle.exactness import Exact, exactness_of
 from torchcts.oracle.tolerances import Tolerance
 from torchcts.oracle.truth import Truth
+from torchcts.oracle.weak import constant_by_definition
 
 
 class SkipSample(Exception):
@@ -139,10 +142,21 @@ def conditioned(ctx: CaseContext, op: Any, sample: Any, *, backward: bool = Fals
     return floor
 
 
+def exact_for(op: Any, dtype: torch.dtype | None) -> Exact | None:
+    """The op's exactness entry (oracle/exactness.py) for inputs of `dtype`: its forward result
+    is compared bit for bit (never its gradient)."""
+    return exactness_of(op.name, op.variant_test_name, _name(dtype))
+
+
+def _name(dtype: torch.dtype | None) -> str | None:
+    return str(dtype).removeprefix("torch.") if dtype is not None else None
+
+
 def check_output(ctx: CaseContext, op: Any, actual: Any, expected: Any, sample: Any, rerun: Callable[[], Any],
-                 category: str, truth: Callable[[], Truth] | None = None) -> None:
-    """Compare by the case's oracle: CPU values (with the sample's conditioning, and the float64
-    truth when `truth` computes one), or properties for random/uninitialised outputs."""
+                 category: str, truth: Callable[[], Truth] | None = None, exact: Exact | None = None) -> None:
+    """Compare by the case's oracle: CPU values (with the sample's conditioning, bit for bit where
+    `exact`, and judged by the float64 truth when `truth` computes one and the result is not exact),
+    or properties for random/uninitialised outputs."""
     check_devices(ctx, actual, sample)
     oracle = ctx.case.oracle if ctx.case is not None else "cpu"
     if oracle == "cpu":
@@ -150,9 +164,11 @@ def check_output(ctx: CaseContext, op: Any, actual: Any, expected: Any, sample: 
             # Decompositions are unique only up to signs/phases: compare what OpInfo's own
             # output_process_fn_grad keeps (e.g. |U| of an SVD), identical on both sides.
             actual, expected = sample.output_process_fn_grad(actual), sample.output_process_fn_grad(expected)
+        dtype = ctx.case.dtype if ctx.case is not None else None
         ctx.assert_close(actual, expected, category=category, atol_floor=conditioned(ctx, op, sample),
-                         truth=truth() if truth is not None else None,
-                         allowed=output_alternatives(op.name, sample.input))
+                         truth=truth() if truth is not None and exact is None else None,
+                         allowed=output_alternatives(op.name, sample.input), exact=exact,
+                         constant=constant_by_definition(op.name, dtype, variant=op.variant_test_name))
         return
     check_structure(actual, expected)
     if oracle == "property:random":
@@ -174,7 +190,7 @@ def _seeded(ctx: CaseContext, fn: Callable[[], Any]) -> Any:
 
 def check_call(ctx: CaseContext, op: Any, fn: Callable[..., Any], sample: Any, category: str,
                transform: Callable[[Any], Any] | None = None, prepare: Callable[[Any], Any] | None = None,
-               truth_dtype: torch.dtype | None = None) -> None:
+               truth_dtype: torch.dtype | None = None, exact: Exact | None = None) -> None:
     """One sample of forward / method / noncontiguous / special_values: the same call on the
     device and on CPU, compared. `prepare` rewrites the CPU sample first (special values);
     `transform` rewrites the device copy (non-contiguous layouts); `truth_dtype` (forward) also
@@ -191,17 +207,22 @@ def check_call(ctx: CaseContext, op: Any, fn: Callable[..., Any], sample: Any, c
 
     actual = device_call()
     truth = (lambda: truth_of(op, fn, sample, truth_dtype, category)) if truth_dtype is not None else None
-    check_output(ctx, op, actual, expected, sample, device_call, category, truth)
+    check_output(ctx, op, actual, expected, sample, device_call, category, truth, exact)
 
 
 def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[..., Any],
                 transform: Callable[[Any], Any] | None = None, prepare: Callable[[Any], Any] | None = None,
                 with_truth: bool = False) -> None:
     """forward / method / noncontiguous / special_values over the selected samples (check_call);
-    `with_truth` (forward) also judges by the float64 truth."""
-    category = tolerance_category(op)
+    `with_truth` (forward) also judges by the float64 truth. Samples are strengthened where they
+    could not tell a wrong result (strengthen.py)."""
+    category, exact = tolerance_category(op), exact_for(op, dtype)
+    strengthen = strengthener(op.name, op.variant_test_name)
+    if strengthen is not None:
+        prepare = strengthen if prepare is None else (lambda s, p=prepare: p(strengthen(s)))
     truth_dtype = dtype if with_truth else None
-    each_sample(ctx, op, dtype, lambda sample: check_call(ctx, op, fn, sample, category, transform, prepare, truth_dtype))
+    each_sample(ctx, op, dtype,
+                lambda sample: check_call(ctx, op, fn, sample, category, transform, prepare, truth_dtype, exact))
 
 
 def _noncontiguous(dev_sample: Any) -> Any:
@@ -218,7 +239,7 @@ def _special(sample: Any) -> Any:
     return new
 
 
-def check_inplace(ctx: CaseContext, op: Any, sample: Any, category: str) -> None:
+def check_inplace(ctx: CaseContext, op: Any, sample: Any, category: str, exact: Exact | None = None) -> None:
     """One sample of the in-place variant: the device's mutated input against CPU's."""
     fn = op.inplace_variant
     if sample.broadcasts_input or not isinstance(sample.input, torch.Tensor):
@@ -236,12 +257,15 @@ def check_inplace(ctx: CaseContext, op: Any, sample: Any, category: str) -> None
     if ctx.case is not None and ctx.case.oracle != "cpu":
         check_structure(dev.input, cpu.input)
         return
-    ctx.assert_close(dev.input, cpu.input, category=category, atol_floor=conditioned(ctx, op, sample))
+    ctx.assert_close(dev.input, cpu.input, category=category, atol_floor=conditioned(ctx, op, sample), exact=exact,
+                     constant=constant_by_definition(op.name, ctx.case.dtype if ctx.case else None,
+                                                     variant=op.variant_test_name))
 
 
 def run_inplace(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
-    category = tolerance_category(op)
-    each_sample(ctx, op, dtype, lambda sample: check_inplace(ctx, op, sample, category))
+    category, exact = tolerance_category(op), exact_for(op, dtype)
+    strengthen = strengthener(op.name, op.variant_test_name) or (lambda s: s)
+    each_sample(ctx, op, dtype, lambda sample: check_inplace(ctx, op, strengthen(sample), category, exact))
 
 
 def _zeros_like_tree(obj: Any, device: torch.device | str) -> Any:
@@ -261,7 +285,7 @@ def _is_out(result: Any, out: Any) -> bool:
         r is o for r, o in zip(result, out, strict=True))
 
 
-def check_out(ctx: CaseContext, op: Any, sample: Any, category: str) -> None:
+def check_out(ctx: CaseContext, op: Any, sample: Any, category: str, exact: Exact | None = None) -> None:
     """One sample of the out= variant: zero-filled out tensors on the device against CPU's."""
     expected = reference(op.op, sample)
     with unobserved():
@@ -275,12 +299,15 @@ def check_out(ctx: CaseContext, op: Any, sample: Any, category: str) -> None:
     if ctx.case is not None and ctx.case.oracle != "cpu":
         check_structure(out, cpu_out)
         return
-    ctx.assert_close(out, cpu_out, category=category, atol_floor=conditioned(ctx, op, sample))
+    ctx.assert_close(out, cpu_out, category=category, atol_floor=conditioned(ctx, op, sample), exact=exact,
+                     constant=constant_by_definition(op.name, ctx.case.dtype if ctx.case else None,
+                                                     variant=op.variant_test_name))
 
 
 def run_out(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
-    category = tolerance_category(op)
-    each_sample(ctx, op, dtype, lambda sample: check_out(ctx, op, sample, category))
+    category, exact = tolerance_category(op), exact_for(op, dtype)
+    strengthen = strengthener(op.name, op.variant_test_name) or (lambda s: s)
+    each_sample(ctx, op, dtype, lambda sample: check_out(ctx, op, strengthen(sample), category, exact))
 
 
 def run_errors(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
@@ -318,13 +345,23 @@ def _line(exc: BaseException) -> str:
     return text[0][:200] if text else ""
 
 
+def _weights(o: torch.Tensor) -> torch.Tensor:
+    """1, 1.125, ..., 1.75 repeating (exact in every floating dtype): a loss weighting each output
+    element differently, so the gradient of a copy or a view is not all ones and that of a
+    softmax not all zeros (a reference that proves nothing, oracle/weak.py)."""
+    with unobserved():  # the harness's constant, made on CPU and moved: not the device's work
+        w = 1 + (torch.arange(o.numel()) % 7).to(torch.float32) / 8
+        return w.reshape(o.shape).to(o.real.dtype).to(o.device)
+
+
 def gradients(op: Any, sample: Any, out: Any) -> list[torch.Tensor | None]:
-    """Gradients of the summed differentiable outputs with respect to the inputs needing grad."""
+    """Gradients of the weighted sum of the differentiable outputs with respect to the inputs needing grad."""
     inputs = [t for t in tensors_of((sample.input, sample.args, sample.kwargs)) if t.requires_grad]
     outs = [t for t in tensors_of(sample.output_process_fn_grad(out)) if t.requires_grad]
     if not inputs or not outs:
         raise SkipSample("no differentiable input or output")
-    loss = sum((o.real.sum() + o.imag.sum()) if o.is_complex() else o.sum() for o in outs)
+    loss = sum(((o.real * _weights(o)).sum() + (o.imag * _weights(o)).sum()) if o.is_complex() else (o * _weights(o)).sum()
+               for o in outs)
     return list(torch.autograd.grad(loss, inputs, allow_unused=True))
 
 
@@ -345,7 +382,9 @@ def check_backward(ctx: CaseContext, op: Any, sample: Any) -> None:
     if ctx.case is not None and ctx.case.oracle != "cpu":
         check_structure(actual, expected)
         return
-    ctx.assert_close(actual, expected, category="backward", atol_floor=conditioned(ctx, op, sample, backward=True))
+    ctx.assert_close(actual, expected, category="backward", atol_floor=conditioned(ctx, op, sample, backward=True),
+                     constant=constant_by_definition(op.name, ctx.case.dtype if ctx.case else None, backward=True,
+                                                     variant=op.variant_test_name))
 
 
 def run_backward(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:

@@ -24,6 +24,7 @@ from torchcts.cases.overloads import written
 from torchcts.cases.schema import synth
 from torchcts.errors import first_line
 from torchcts.oracle.allowed import host_arguments
+from torchcts.oracle.exactness import exactness_of
 from torchcts.oracle.mismatch import Mismatch, OracleMismatch
 
 
@@ -141,5 +142,7 @@ def run_surface(ctx: CaseContext, overload: str, dtype: torch.dtype, check: str 
         if why == "random":
             _check_support(overload, actual, expected)
         return
-    ctx.assert_close(actual, expected, category=category)
-    ctx.assert_close(actual_written, expected_written, category=category)
+    exact = exactness_of(overload, dtype=str(dtype).removeprefix("torch."))  # oracle/exactness.py, per aten packet
+    ctx.assert_close(actual, expected, category=category, exact=exact)
+    ctx.assert_close(actual_written, expected_written, category=category,
+                     exact=exact if exact is None or exact.outputs is None else None)

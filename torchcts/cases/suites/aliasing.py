@@ -23,6 +23,7 @@ from torchcts.cases.api import (
     CaseSet,
     cpu_reference,
     dtype_of,
+    exactness_of,
     expect,
     expect_raises,
     same_storage,
@@ -31,6 +32,7 @@ from torchcts.cases.api import (
 )
 
 SUITE = CaseSet("operators")
+COPY = exactness_of("copy_")  # a copy between devices or dtypes is exact (oracle/exactness.py)
 NUMERIC = INTEGRAL + FLOATING + COMPLEX
 BASE_SHAPE = (6, 8)
 
@@ -218,16 +220,16 @@ def copy_between(ctx: CaseContext, dtype: torch.dtype, dtypes: list[str]) -> Non
         dst = torch.empty(4, 5, dtype=dst_dtype, device=ctx.device)
         expect(dst.copy_(source) is dst, "copy_ must return self")
         ctx.describe(copy=what)
-        ctx.assert_close(dst, expected)
+        ctx.assert_close(dst, expected, exact=COPY)
     ctx.describe(copy="to cpu")
-    ctx.assert_close(torch.empty(4, 5, dtype=dst_dtype).copy_(dev_src), expected)
+    ctx.assert_close(torch.empty(4, 5, dtype=dst_dtype).copy_(dev_src), expected, exact=COPY)
     ctx.describe(copy="into a transposed target")
     dst = torch.empty(5, 4, dtype=dst_dtype, device=ctx.device).t()
     dst.copy_(dev_src)
-    ctx.assert_close(dst, expected)
+    ctx.assert_close(dst, expected, exact=COPY)
     ctx.describe(copy="broadcast one row")
     dst = torch.empty(4, 5, dtype=dst_dtype, device=ctx.device).copy_(dev_src[1:2])
-    ctx.assert_close(dst, expected[1:2].expand(4, 5))
+    ctx.assert_close(dst, expected[1:2].expand(4, 5), exact=COPY)
 
 
 @SUITE.case("aliasing/detach", level=3, dtypes=ALL_DTYPES, ops=("aten::detach", "aten::alias"),

@@ -11,9 +11,10 @@ import re
 
 import torch
 
-from torchcts.cases.api import ALL_DTYPES, CaseContext, CaseSet, cpu_reference, expect, sample
+from torchcts.cases.api import ALL_DTYPES, CaseContext, CaseSet, cpu_reference, exactness_of, expect, sample
 
 SUITE = CaseSet("operators")
+COPY = exactness_of("copy_")  # a copy between devices or dtypes is exact (oracle/exactness.py)
 NUMERIC = tuple(d for d in ALL_DTYPES if d != "bool")
 SHAPES = ((), (0,), (1,), (3, 4), (2, 3, 5))
 
@@ -100,7 +101,7 @@ def like(ctx: CaseContext, dtype: torch.dtype, fn: str) -> None:
             out, ref = make(dev, **kw), make(src, **kw)
             expect_structure(ctx, out, shape, ref.dtype)
             if fn != "empty_like":
-                ctx.assert_close(out, ref)
+                ctx.assert_close(out, ref, constant=True)
 
 
 @SUITE.case("core/item", level=1, dtypes=ALL_DTYPES, ops=("aten::item", "aten::_local_scalar_dense"))
@@ -129,11 +130,11 @@ def to_device(ctx: CaseContext, dtype: torch.dtype) -> None:
     expect(dev.to(ctx.device) is dev, ".to(device) of a tensor already there must return it unchanged")
     back = dev.cpu()
     expect(back.device.type == "cpu" and back.dtype == dtype, ".cpu() wrong device or dtype", got=f"{back.device} {back.dtype}")
-    ctx.assert_close(back, src)
-    ctx.assert_close(dev.to("cpu"), src)
+    ctx.assert_close(back, src, exact=COPY)
+    ctx.assert_close(dev.to("cpu"), src, exact=COPY)
     as_f32 = src.to(ctx.device, torch.float32)
     expect(as_f32.device.type == ctx.device_type and as_f32.dtype == torch.float32, ".to(device, dtype) result wrong")
-    ctx.assert_close(as_f32, src.to(torch.float32))
+    ctx.assert_close(as_f32, src.to(torch.float32), exact=COPY)
 
 
 @SUITE.case("core/equal", level=1, dtypes=ALL_DTYPES, ops=("aten::equal",), oracle="property:equal")

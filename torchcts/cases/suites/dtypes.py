@@ -22,6 +22,7 @@ from torchcts.cases.api import (
     CaseContext,
     CaseSet,
     dtype_of,
+    exactness_of,
     expect,
     on_cpu,
     run_both,
@@ -30,6 +31,7 @@ from torchcts.cases.api import (
 )
 
 SUITE = CaseSet("dtypes")
+CAST = exactness_of("_to_copy")  # a cast between dtypes is exact (oracle/exactness.py)
 cases = SUITE.cases
 PAIRS = [(a, b) for a in ALL_DTYPES for b in ALL_DTYPES]
 
@@ -107,7 +109,7 @@ def cast(ctx: CaseContext, dtype: torch.dtype, dtypes: list[str]) -> None:
     out = dev.to(dst)
     expect(out.dtype == dst and out.device.type == ctx.device_type, "cast has the wrong dtype or device",
            got=f"{out.dtype} {out.device}")
-    ctx.assert_close(out, src.to(dst))
+    ctx.assert_close(out, src.to(dst), exact=CAST)
     values = src.tolist()
     got = out.cpu().tolist()
     if dst == torch.bool:
@@ -118,7 +120,7 @@ def cast(ctx: CaseContext, dtype: torch.dtype, dtypes: list[str]) -> None:
         expect(not bad, "float to integer casts must truncate toward zero", first=str(bad[:3]))
     elif dtype == torch.bool:
         expect(got == [int(v) if _integral(dst) else v for v in values], "bool casts to 0 and 1")
-    ctx.assert_close(src.to(ctx.device, dst), src.to(dst))
+    ctx.assert_close(src.to(ctx.device, dst), src.to(dst), exact=CAST)
 
 
 _NONFINITE = [math.nan, math.inf, -math.inf, 1e30, -1e30, 70000.0, 0.0]
@@ -131,7 +133,7 @@ def cast_nonfinite(ctx: CaseContext, dtype: torch.dtype, dtypes: list[str]) -> N
     if _integral(dst) and dst != torch.bool:
         ctx.not_applicable("NaN/Inf/out-of-range to an integer dtype is undefined behaviour; CPU is no reference")
     src = torch.tensor(_NONFINITE, dtype=torch.float64).to(dtype)
-    ctx.assert_close(src.to(ctx.device, copy=True).to(dst), src.to(dst))
+    ctx.assert_close(src.to(ctx.device, copy=True).to(dst), src.to(dst), exact=CAST)
 
 
 _SCALARS: dict[str, Callable[[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]], torch.Tensor]] = {
@@ -143,7 +145,7 @@ _SCALARS: dict[str, Callable[[torch.Tensor, Callable[[torch.Tensor], torch.Tenso
     "zero_dim_int64": lambda t, here: t * here(torch.tensor(3)),
     "zero_dim_float64": lambda t, here: t + here(torch.tensor(0.5, dtype=torch.float64)),
     "cpu_zero_dim": lambda t, here: t + torch.tensor(2.5),
-    "zero_dim_self": lambda t, here: t[0, 0] + here(torch.ones(3, dtype=torch.int8)),
+    "zero_dim_self": lambda t, here: t[0, 0] + here(torch.arange(3, dtype=torch.int8)),
 }
 
 

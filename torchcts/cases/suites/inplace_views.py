@@ -67,9 +67,10 @@ def untouched(base_shape: tuple[int, ...], view: Callable[[torch.Tensor], torch.
 
 
 def check_through_views(ctx: CaseContext, value: torch.Tensor, apply: Callable[[torch.Tensor, str], Any],
-                        values: bool = True, salt: int = 0) -> int:
+                        values: bool = True, salt: int = 0, constant: bool = False) -> int:
     """For each view kind: a base whose view holds `value`; `apply(view, device)` runs the in-place op
-    on it (on CPU first: when CPU raises, the kind is skipped). Returns the number of kinds checked."""
+    on it (on CPU first: when CPU raises, the kind is skipped). Returns the number of kinds checked.
+    `constant`: the op writes one value everywhere by definition (fill_, zero_: not a weak reference)."""
     checked = 0
     for kind, make in VIEWS.items():
         made = make(tuple(value.shape))
@@ -94,7 +95,7 @@ def check_through_views(ctx: CaseContext, value: torch.Tensor, apply: Callable[[
         expect(torch.equal(outside, want), "the in-place op on a view changed the base outside the view",
                changed=int((outside != want).sum()), of=int(mask.sum()))
         if values:
-            ctx.assert_close(view(got), view(cpu_base))
+            ctx.assert_close(view(got), view(cpu_base), constant=constant)
         checked += 1
     ctx.info.pop("view", None)
     ctx.info.pop("base_shape", None)
@@ -121,11 +122,15 @@ def opinfo_inplace(ctx: CaseContext, dtype: torch.dtype, op: str, variant: str) 
     import warnings
 
     from torchcts.cases.opinfo.samples import copy_sample, generate, lookup, select_samples
+    from torchcts.cases.opinfo.strengthen import strengthener
     from torchcts.oracle.categories import oracle_for
+    from torchcts.oracle.weak import constant_by_definition
 
     info = lookup(op, variant)
     fn = info.inplace_variant
     values = oracle_for(info) == "cpu"
+    strengthen = strengthener(op, variant) or (lambda s: s)  # samples whose results tell (as the OpInfo suite's)
+    constant = constant_by_definition(op, str(dtype).removeprefix("torch."), variant=variant)
     checked = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -136,6 +141,7 @@ def opinfo_inplace(ctx: CaseContext, dtype: torch.dtype, op: str, variant: str) 
                 continue
             if s.input.numel() == 0:
                 continue
+            s = strengthen(s)
             cpu_s, dev_s = copy_sample(s, "cpu"), copy_sample(s, ctx.device)
             ctx.describe(sample_index=i, input_shape=list(s.input.shape))
 
@@ -145,7 +151,7 @@ def opinfo_inplace(ctx: CaseContext, dtype: torch.dtype, op: str, variant: str) 
                     torch.manual_seed(ctx.seed)
                 return fn(view, *args.args, **args.kwargs)
 
-            checked += bool(check_through_views(ctx, s.input.detach(), apply, values=values, salt=i))
+            checked += bool(check_through_views(ctx, s.input.detach(), apply, values=values, salt=i, constant=constant))
     ctx.info["samples_checked"] = checked
     if not checked:
         ctx.not_applicable("no OpInfo sample could be applied in place to a view (CPU rejects them all)")
@@ -201,7 +207,8 @@ HAND_DTYPES = ("float32", "float16", "int64", "bool")
 def handwritten(ctx: CaseContext, dtype: torch.dtype, call: str) -> None:
     fn = HANDWRITTEN[call]
     value = sample(SHAPE, dtype, ctx.seed)
-    if not check_through_views(ctx, value, lambda v, where: fn(v, _dev(where, ctx), dtype)):
+    constant = call in ("fill_", "fill_/tensor", "zero_")  # one value everywhere by definition
+    if not check_through_views(ctx, value, lambda v, where: fn(v, _dev(where, ctx), dtype), constant=constant):
         ctx.not_applicable(f"CPU rejects {call} on {dtype} for every view kind")
 
 

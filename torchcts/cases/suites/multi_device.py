@@ -8,9 +8,10 @@ from __future__ import annotations
 import torch
 
 from torchcts import compat
-from torchcts.cases.api import CaseContext, CaseSet, expect, sample
+from torchcts.cases.api import CaseContext, CaseSet, exactness_of, expect, sample
 
 SUITE = CaseSet("multi_device")
+COPY = exactness_of("copy_")  # a copy between devices or dtypes is exact (oracle/exactness.py)
 cases = SUITE.cases
 
 MULTI = ("multi_device",)
@@ -38,14 +39,14 @@ def copy_between_indices(ctx: CaseContext, dtype: torch.dtype) -> None:
     a = src.to(d0)
     b = a.to(d1)
     _on(b, d1, "to(index 1)")
-    ctx.assert_close(b.cpu(), src)
+    ctx.assert_close(b.cpu(), src, exact=COPY)
     back = b.to(d0)
     _on(back, d0, "to(index 0)")
-    ctx.assert_close(back.cpu(), src)
+    ctx.assert_close(back.cpu(), src, exact=COPY)
     dst = torch.empty(10, 6, dtype=dtype, device=d1)
     dst.copy_(a.t())  # non-contiguous source on the other index
     _on(dst, d1, "copy_ destination")
-    ctx.assert_close(dst.cpu(), src.t())
+    ctx.assert_close(dst.cpu(), src.t(), exact=COPY)
 
 
 @SUITE.case("ops/non_default_device", level=7, dtypes=("float32",), requires=MULTI, ops=("aten::mm", "aten::add", "aten::sum"))

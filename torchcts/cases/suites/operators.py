@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import torch
 
-from torchcts.cases.api import ALL_DTYPES, FLOATING, INTEGRAL, CaseContext, CaseSet, expect, sample
+from torchcts.cases.api import ALL_DTYPES, FLOATING, INTEGRAL, CaseContext, CaseSet, exactness_of, expect, sample
 from torchcts.cases.model import Case
 from torchcts.cases.suites import aliasing, core, reductions
 
 SUITE = CaseSet("operators")
+COPY = exactness_of("copy_")  # a copy between devices or dtypes is exact (oracle/exactness.py)
 
 
 def cases() -> list[Case]:
@@ -33,18 +34,19 @@ def registration(ctx: CaseContext) -> None:
 def zeros(ctx: CaseContext, dtype: torch.dtype) -> None:
     t = torch.zeros(2, 3, dtype=dtype, device=ctx.device)
     expect(t.device.type == ctx.device_type and t.dtype == dtype, "wrong device or dtype", got=f"{t.device} {t.dtype}")
-    ctx.assert_close(t.cpu(), torch.zeros(2, 3, dtype=dtype))
+    ctx.assert_close(t.cpu(), torch.zeros(2, 3, dtype=dtype), constant=True)
 
 
 @SUITE.case("core/ones", level=1, dtypes=ALL_DTYPES, ops=("aten::ones",))
 def ones(ctx: CaseContext, dtype: torch.dtype) -> None:
-    ctx.assert_close(torch.ones(4, 5, dtype=dtype, device=ctx.device).cpu(), torch.ones(4, 5, dtype=dtype))
+    ctx.assert_close(torch.ones(4, 5, dtype=dtype, device=ctx.device).cpu(), torch.ones(4, 5, dtype=dtype), constant=True)
 
 
 @SUITE.case("core/full", level=1, dtypes=ALL_DTYPES, ops=("aten::full",))
 def full(ctx: CaseContext, dtype: torch.dtype) -> None:
     value = True if dtype == torch.bool else 3
-    ctx.assert_close(torch.full((3, 7), value, dtype=dtype, device=ctx.device).cpu(), torch.full((3, 7), value, dtype=dtype))
+    ctx.assert_close(torch.full((3, 7), value, dtype=dtype, device=ctx.device).cpu(), torch.full((3, 7), value, dtype=dtype),
+                     constant=True)
 
 
 @SUITE.case("core/copy_roundtrip", level=1, dtypes=ALL_DTYPES, ops=("aten::_to_copy", "aten::copy_"))
@@ -55,11 +57,11 @@ def copy_roundtrip(ctx: CaseContext, dtype: torch.dtype) -> None:
         expect(dev.device.type == ctx.device_type, "to(device) left the tensor elsewhere", shape=list(shape))
         back = dev.cpu()
         ctx.describe(shape=list(shape))
-        ctx.assert_close(back, src)
+        ctx.assert_close(back, src, exact=COPY)
         # copy_ into an existing device tensor
         dst = torch.empty(shape, dtype=dtype, device=ctx.device)
         dst.copy_(src)
-        ctx.assert_close(dst.cpu(), src)
+        ctx.assert_close(dst.cpu(), src, exact=COPY)
 
 
 _BINARY = {

@@ -5,7 +5,9 @@ OpInfo's samples are small (tens of elements), while reduction kernels typically
 at block boundaries (powers of two, thousands of elements): sizes just below, at and above such
 boundaries, and reductions along the first, last and all dims, are where accumulation-order,
 accumulation-precision and tail-handling bugs live. Inputs are non-negative so that the results
-have no cancellation and the `reduction` tolerance is meaningful for every dtype.
+have no cancellation and the `reduction` tolerance is meaningful for every dtype; amax and amin get
+signed inputs of a range much wider than a row, so that their results are neither zero nor one
+constant (oracle/weak.py: such a reference proves nothing).
 """
 
 from __future__ import annotations
@@ -39,11 +41,12 @@ _OPS = {
 }
 
 
-def _input(shape: list[int], dtype: torch.dtype, seed: int) -> torch.Tensor:
+def _input(shape: list[int], dtype: torch.dtype, seed: int, signed: bool = False) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     if dtype.is_floating_point:
-        return torch.rand(shape, generator=g).to(dtype)
-    return torch.randint(0, 8, shape, generator=g).to(dtype)
+        return (torch.randn(shape, generator=g) * 100 if signed else torch.rand(shape, generator=g)).to(dtype)
+    return torch.randint(-2**20, 2**20, shape, generator=g).to(dtype) if signed else \
+        torch.randint(0, 8, shape, generator=g).to(dtype)
 
 
 def _register(op: str) -> None:
@@ -53,7 +56,7 @@ def _register(op: str) -> None:
                   level=2, dtypes=dtypes, ops=(f"aten::{op}",), requires=("inference",),
                   params=_SHAPES)
     def run(ctx: CaseContext, dtype: torch.dtype, shape: list[int], dim: int | None) -> None:
-        x = _input(shape, dtype, ctx.seed)
+        x = _input(shape, dtype, ctx.seed, signed=op in ("amax", "amin"))
         ctx.describe(shape=shape, dim=dim)
         expected = fn(x, dim)
         actual = fn(x.to(ctx.device), dim)
