@@ -77,8 +77,9 @@ def prepare(spec: RunSpec, resolve: bool = True) -> RunSetup:
         if key:
             selection_memo.store(key, result)
     explore = spec.explore
-    if explore is None:  # the default depth of the selection's top level (cases/explore/budget.py)
-        explore = default_depth(selection.levels(manifest.semantic_level)[1])
+    if explore is None:  # the selection's top level's depth, deeper for a focused run (cases/explore/budget.py)
+        explored = sum(1 for case in result.to_run if case.kind == "explore")
+        explore = default_depth(selection.levels(manifest.semantic_level)[1], explored)
     # --validation ignores any --manifest: repro lines must not name it; a manifest inside the package
     # (the sim's) is named `torchcts:REL`, so the lines run wherever TorchCTS is installed
     resolved = replace(spec, manifest=manifest, device_info=device, explore=explore,

@@ -7,10 +7,10 @@ of the op misses each (tests/test_sim_faults_unlisted.py proves it, and that eac
 in its situation and right beside it). Every hook wraps one functional overload: the in-place
 and out= forms of the op keep CPU's kernel.
 
-They are `Fault.unlisted`: their suite is EXPLORE_SUITE, the input exploration, at EXPLORE_LEVEL.
-While that suite is not in the build, `torchcts selftest` lists them "awaiting exploration" (not
-measured, never a miss); once it is registered under that name with cases at that level, selftest
-and tests/test_sim_faults_unlisted.py measure them with no other change (else change these two).
+They are `Fault.unlisted`: the cases meant to catch them are the OpInfo suite's exploration cases
+(EXPLORE_CASES), and their selection is the plain `--op` run a user types (fault_model.py), which
+selftest and tests/test_sim_faults_unlisted.py run. A build without exploration cases lists them
+"awaiting exploration" (not measured, never a miss).
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ FAULTS: tuple[Fault, ...] = (
     _unlisted("log_subnormal_as_zero", "log of float32 flushes subnormal inputs to zero (-inf)",
               _log_subnormal_as_zero, "log"),
     _unlisted("bfloat16_cast_ties_up", "float32 -> bfloat16 conversion rounds halfway values up in magnitude, "
-              "not to even", _bfloat16_cast_ties_up, "_to_copy"),
+              "not to even", _bfloat16_cast_ties_up, "bfloat16"),
     _unlisted("max_dim_last_tie", "max(dim) of float32 returns the index of the last of equal maxima",
               _max_dim_last_tie, "max"),
     _unlisted("sort_descending_reversed", "stable descending sort of float32 returns ties in reverse input order",

@@ -73,7 +73,7 @@ manifest = {
            "reason": "prod's backward at zeros, NaN or Inf takes its composite-compliant path for tensor "
                      "subclasses (every Python backend's tensors): exclusive products (finite, 1 for a lone "
                      "NaN) where CPU divides the product by the input (NaN, Inf); a C++ backend takes CPU's path",
-           "signature": "mismatch"} for dtype in ("float16", "bfloat16", "float32", "complex64", "complex128")),
+           "signature": "mismatch"} for dtype in ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")),
         {"match": "device_api/accelerator/consistency", "status": "xfail",
          "reason": "torch.accelerator.synchronize() calls the device guard's synchronizeDevice, which a Python "
                    "PrivateUse1 device guard cannot implement (torch._C._acc.DeviceGuard exposes only type_)",

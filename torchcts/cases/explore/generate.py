@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from torchcts.cases.explore import values
-from torchcts.cases.explore.switches import SwitchPoint
+from torchcts.cases.explore.switches import AtSize, SwitchPoint
 from torchcts.cases.opinfo.samples import tensors_of
 
 # Base samples: the first few of OpInfo's, the large ones left out (exploration is about values
@@ -107,6 +107,8 @@ def with_switches(sample: Any, switches: Sequence[SwitchPoint]) -> Any:
     kwargs = dict(sample.kwargs)
     for where, value in switches:
         value = list(value) if isinstance(value, list) else value
+        if isinstance(value, AtSize):
+            value = _size_at(sample, where) + int(value)
         if isinstance(where, int):
             if where < len(args):
                 args[where] = value
@@ -115,6 +117,19 @@ def with_switches(sample: Any, switches: Sequence[SwitchPoint]) -> Any:
     return sample.__class__(sample.input, args=tuple(args), kwargs=kwargs,
                             output_process_fn_grad=sample.output_process_fn_grad,
                             broadcasts_input=sample.broadcasts_input, name=sample.name)
+
+
+def _size_at(sample: Any, where: Any) -> int:
+    """The input's size at the sample's dimension (its `dim` keyword, else another int argument,
+    else the last), 1 for a scalar: what an `AtSize` point counts from."""
+    inp = sample.input
+    if not isinstance(inp, torch.Tensor) or inp.dim() == 0:
+        return 1
+    dim = sample.kwargs.get("dim")
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        others = [a for i, a in enumerate(sample.args) if i != where and isinstance(a, int) and not isinstance(a, bool)]
+        dim = others[0] if others else -1
+    return int(inp.shape[dim]) if -inp.dim() <= dim < inp.dim() else int(inp.shape[-1])
 
 
 def requiring_grad(sample: Any) -> Any:

@@ -154,7 +154,7 @@ def _confirm(ctx: CaseContext, case_id: str, checks: dict[str, Check]) -> None:
     if check is None:
         return
     sample = codec.decode_sample(entry.sample)
-    original = _describe_encoded(entry.original)
+    original = _describe_encoded(entry.original) or record.get("original_text")
     ctx.info.update(explore=record, sample=describe_sample(sample), sample_index=record.get("index"),
                     original_sample=original)
     kind = outcome(check, sample)
@@ -192,7 +192,7 @@ def _fail(ctx: CaseContext, case_id: str, variant: str, check: Check, made: Expl
         record["original"] = None
     ctx.info["explore"] = record
     ctx.info["sample"] = describe_sample(result.sample)
-    ctx.info["original_sample"] = describe_sample(made.sample)
+    ctx.info["original_sample"] = record["original_text"] = describe_sample(made.sample)  # also when not encodable
     if record["shrunk"] is not None:
         entry = corpus.Entry(case_id, variant, record["shrunk"], record["original"], made.recipe(), kind)
         for root in (ctx.corpus, ctx.run_dir / "corpus" if ctx.run_dir is not None else None):

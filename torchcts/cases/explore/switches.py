@@ -62,6 +62,22 @@ DIM_LISTS: tuple[Any, ...] = ([], [0], [-1], [0, -1], [0, 0])
 # 0) where it should refuse a negative size, so such a list never gets that point (no reference).
 SHAPE_SAFE_LISTS: tuple[Any, ...] = ([], [0], [-1], [0, 0])
 INTS: tuple[int, ...] = (0, 1, -1)
+
+
+class AtSize(int):
+    """An int argument's point that refers to the input: its size at the sample's dimension plus
+    `offset` (`size`: a count at its end, such as kthvalue's k; `size-1`: the last valid index).
+    generate.py's with_switches turns it into the sample's number."""
+
+    def __new__(cls, offset: int) -> AtSize:
+        return super().__new__(cls, offset)
+
+    def __repr__(self) -> str:
+        return "size" if int(self) == 0 else f"size{int(self):+d}"
+
+
+# Points of an int argument that is not a dimension: both ends of what the input offers.
+SIZE_POINTS: tuple[AtSize, ...] = (AtSize(0), AtSize(-1))
 FLOATS: tuple[float, ...] = (0.0, -0.0, 1.0, -1.0, 0.5, math.inf, math.nan)
 FINITE: tuple[float, ...] = FLOATS[:5]
 # Float arguments that size an output (scale_factor, step, end...): finite points only, since
@@ -98,7 +114,7 @@ def by_value(where: Where, value: Any) -> tuple[Any, ...]:
     if isinstance(value, bool):
         return (not value,)
     if isinstance(value, int):
-        return (*INTS, None)
+        return (*INTS, None) if "dim" in name else (*INTS, *SIZE_POINTS, None)
     if isinstance(value, float):
         return (*(FINITE if _sizing(name) else FLOATS), None)
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
@@ -121,7 +137,7 @@ def by_schema(type_text: str, name: str) -> tuple[Any, ...]:
     if base == "bool":
         return (True, False)
     if base == "int":
-        return INTS + ((None,) if optional else ())
+        return INTS + (() if "dim" in name else SIZE_POINTS) + ((None,) if optional else ())
     if base.startswith("int[") or base == "SymInt[]":
         return DIM_LISTS if "dim" in name else ()
     if base in ("float", "Scalar"):

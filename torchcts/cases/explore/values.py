@@ -14,6 +14,8 @@ keeps OpInfo's values whole, so argument switch points also meet ordinary inputs
     extremes     finfo max/min/eps/-max, iinfo min/max, all-True/all-False for bool
     nonfinite    NaN, +Inf, -Inf (floating, complex)
     index_ends   integer tensors other than the input at 0, the last valid index, and -1
+    uniform      a whole tensor of one special value (-inf, +inf, NaN, 0, the dtype's extremes):
+                 every slice of a reduction, every window of a scan holds only that value
 
 All randomness comes from the explored sample's own generator, so sample i of a case is the
 same in every process.
@@ -32,7 +34,7 @@ import torch
 from torchcts.cases.opinfo.samples import HostArg
 
 CLASSES: tuple[str, ...] = ("plain", "signed_zero", "subnormal", "halfway", "ties", "extremes", "nonfinite",
-                            "index_ends")
+                            "index_ends", "uniform")
 
 
 def _floating(t: torch.Tensor) -> bool:
@@ -78,7 +80,7 @@ def policy(op_name: str, category: str = "") -> Policy:
     lapack = category == "linalg" or not UNBOUNDED_UNSAFE.isdisjoint(words)
     excluded = set(CLASSES) - {"plain"} if lapack else set()
     if op_name.split(".")[0] in SIZE_VALUED or op_name in SIZE_VALUED or "polynomial" in words:
-        excluded.add("extremes")
+        excluded.update(("extremes", "uniform"))  # a whole tensor at an extreme is an extreme too
     return Policy(frozenset(excluded), not INT_DIVIDING.search(op_name),
                   not lapack and not INTEGER_ARGS_KEPT.search(op_name))
 
@@ -112,6 +114,18 @@ def _pool(cls: str, dtype: torch.dtype, index_size: int, int_min: bool = True) -
     return pools_int.get(cls)
 
 
+def _uniform_pool(dtype: torch.dtype, int_min: bool = True) -> list[float]:
+    """The one value a `uniform` tensor holds."""
+    if dtype == torch.bool:
+        return [True, False]
+    if dtype.is_floating_point or dtype.is_complex:
+        real = {torch.complex64: torch.float32, torch.complex128: torch.float64, torch.complex32: torch.float16}
+        fi = torch.finfo(real.get(dtype, dtype))
+        return [float("-inf"), float("inf"), float("nan"), 0.0, -0.0, fi.max, fi.min]
+    ii = torch.iinfo(dtype)
+    return [0, ii.max, ii.min] if int_min else [0]
+
+
 def rewrite(t: torch.Tensor, classes: Sequence[str], rng: random.Random, index_size: int = 1,
             is_input: bool = True, int_min: bool = True) -> torch.Tensor:
     """A copy of CPU tensor `t` with about two thirds of its elements from `classes` (each class an
@@ -119,6 +133,12 @@ def rewrite(t: torch.Tensor, classes: Sequence[str], rng: random.Random, index_s
     elements. `index_ends` applies only to integer tensors that are not the op's input."""
     if t.layout != torch.strided or t.numel() == 0 or t.device.type == "meta":
         return t
+    if "uniform" in classes and is_input:
+        pool = _uniform_pool(t.dtype, int_min)
+        if pool:
+            with torch.no_grad():
+                out = torch.full_like(t.detach(), pool[rng.randrange(len(pool))])
+            return out.requires_grad_(t.requires_grad)
     pools = []
     for cls in classes:
         if cls == "plain" or cls == "index_ends" and (is_input or _floating(t) or t.dtype == torch.bool):
