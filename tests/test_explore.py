@@ -209,9 +209,9 @@ def test_corpus_merges_by_file_and_reads_untrusted_files(tmp_path: Path) -> None
 # --- end to end on the sim with test-only faults -------------------------------------------------
 
 def sim_manifest(tmp_path: Path) -> Path:
-    import torchcts.sim.manifest as preset
+    import torchcts  # not torchcts.sim: importing it registers the sim device in this test process
 
-    text = Path(preset.__file__).read_text().replace('"torchcts.sim"', '"explore_faulty_sim"')
+    text = (Path(torchcts.__file__).parent / "sim" / "manifest.py").read_text().replace('"torchcts.sim"', '"explore_faulty_sim"')
     path = tmp_path / "manifest.py"
     path.write_text(text)
     return path
