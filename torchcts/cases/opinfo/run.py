@@ -254,18 +254,31 @@ def check_inplace(ctx: CaseContext, op: Any, sample: Any, category: str, exact: 
     result = call(fn, dev)
     if result is not dev.input:
         fail("in-place variant did not return self", got=type(result).__name__)
+    _compare_written(ctx, op, sample, dev.input, cpu.input, category, exact)
+
+
+def _compare_written(ctx: CaseContext, op: Any, sample: Any, got: Any, want: Any, category: str,
+                     exact: Exact | None) -> None:
+    """What an in-place or out= call wrote on the device against CPU's: by structure for property
+    oracles, else by value (bit for bit where `exact`)."""
     if ctx.case is not None and ctx.case.oracle != "cpu":
-        check_structure(dev.input, cpu.input)
+        check_structure(got, want)
         return
-    ctx.assert_close(dev.input, cpu.input, category=category, atol_floor=conditioned(ctx, op, sample), exact=exact,
+    ctx.assert_close(got, want, category=category, atol_floor=conditioned(ctx, op, sample), exact=exact,
                      constant=constant_by_definition(op.name, ctx.case.dtype if ctx.case else None,
                                                      variant=op.variant_test_name))
 
 
-def run_inplace(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
+def _each_strengthened(ctx: CaseContext, op: Any, dtype: torch.dtype,
+                       check: Callable[[CaseContext, Any, Any, str, Exact | None], None]) -> None:
+    """`check` over the selected samples, strengthened where they could not tell a wrong result."""
     category, exact = tolerance_category(op), exact_for(op, dtype)
     strengthen = strengthener(op.name, op.variant_test_name) or (lambda s: s)
-    each_sample(ctx, op, dtype, lambda sample: check_inplace(ctx, op, strengthen(sample), category, exact))
+    each_sample(ctx, op, dtype, lambda sample: check(ctx, op, strengthen(sample), category, exact))
+
+
+def run_inplace(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
+    _each_strengthened(ctx, op, dtype, check_inplace)
 
 
 def _zeros_like_tree(obj: Any, device: torch.device | str) -> Any:
@@ -296,18 +309,11 @@ def check_out(ctx: CaseContext, op: Any, sample: Any, category: str, exact: Exac
     result = call(op.op, dev, out=out)
     if returns_out and not _is_out(result, out):  # (some out= overloads return nothing)
         fail("out= variant did not return the out tensor(s)", got=type(result).__name__)
-    if ctx.case is not None and ctx.case.oracle != "cpu":
-        check_structure(out, cpu_out)
-        return
-    ctx.assert_close(out, cpu_out, category=category, atol_floor=conditioned(ctx, op, sample), exact=exact,
-                     constant=constant_by_definition(op.name, ctx.case.dtype if ctx.case else None,
-                                                     variant=op.variant_test_name))
+    _compare_written(ctx, op, sample, out, cpu_out, category, exact)
 
 
 def run_out(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
-    category, exact = tolerance_category(op), exact_for(op, dtype)
-    strengthen = strengthener(op.name, op.variant_test_name) or (lambda s: s)
-    each_sample(ctx, op, dtype, lambda sample: check_out(ctx, op, strengthen(sample), category, exact))
+    _each_strengthened(ctx, op, dtype, check_out)
 
 
 def run_errors(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
