@@ -106,9 +106,11 @@ def test_pytorch_own_normalisation_decompositions_pass(tmp_path, mode):
     assert len(got) == len(NORMS) * 6 and set(got.values()) == {"passed"}, got
 
 
+# randint_like's tensor `high` overloads are newer than PyTorch 2.7: their cases exist only where it has them
 ALLOWED = ("opinfo/native_layer_norm/float16/forward", "opinfo/native_layer_norm/bfloat16/special_values",
-           "opinfo/narrow_copy/float32/errors", "generated/randint_like.Tensor/float32",
-           "generated/randint_like.Tensor_out/float32")
+           "opinfo/narrow_copy/float32/errors") + (
+    ("generated/randint_like.Tensor/float32", "generated/randint_like.Tensor_out/float32")
+    if hasattr(torch.ops.aten.randint_like, "Tensor") else ())
 
 
 def test_answers_pytorch_allows_pass_on_its_composite_kernels(tmp_path):
