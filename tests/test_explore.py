@@ -64,6 +64,16 @@ def test_switch_points_come_from_the_schema_and_the_samples() -> None:
     assert by_schema("Tensor", "other") == ()
 
 
+def test_torchscript_scalar_overloads_give_no_keyword() -> None:
+    """`aten::acos.int(int a) -> float` is TorchScript's math, not the op's tensor API: a keyword `a`
+    made every explored sample of acos-like ops one CPU rejects (TypeError), so none was checked."""
+    assert "a" not in dict(schema_keywords("acos")) and "b" not in dict(schema_keywords("add"))
+    assert "alpha" in dict(schema_keywords("add"))  # the tensor overloads' keywords stay
+    ctx = context(explore_case("acos"), explore=16)
+    explore_run(ctx, op="acos", dtype=torch.float32)
+    assert ctx.info["explored"]["dropped"] == 0 and ctx.info["explored"]["checks"] > 0
+
+
 def test_the_hook_puts_an_ops_own_points_first(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(OP_SWITCHES, "abs", {})
     add_switch_points("abs", "planted", ["x", "y"])

@@ -154,7 +154,11 @@ _SKIPPED = frozenset({"out", "dtype", "layout", "device", "pin_memory", "memory_
 
 @functools.cache
 def schema_keywords(aten_name: str) -> tuple[tuple[str, str], ...]:
-    """(name, type) of every non-tensor argument of the op's aten overloads, once per name."""
+    """(name, type) of every non-tensor argument of the op's tensor overloads, once per name.
+
+    Overloads with no tensor among their arguments and returns are TorchScript's scalar math; their
+    parameter names (`a`, `b`) are no keyword of the Python op, so every sample switching one would
+    be rejected by CPU and dropped."""
     packet = getattr(torch.ops.aten, aten_name, None)
     if packet is None:
         return ()
@@ -164,6 +168,8 @@ def schema_keywords(aten_name: str) -> tuple[tuple[str, str], ...]:
             schema = getattr(packet, overload)._schema
         except (AttributeError, RuntimeError):
             continue
+        if not any("Tensor" in str(a.type) for a in (*schema.arguments, *schema.returns)):
+            continue  # TorchScript's scalar math (`acos.int(int a) -> float`): not the op's tensor API
         for arg in schema.arguments:
             text = str(arg.type)
             if arg.name in _SKIPPED or "Tensor" in text or arg.name in seen:
