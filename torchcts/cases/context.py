@@ -18,7 +18,7 @@ from torchcts.oracle.compare import OracleMismatch, assert_matches, find_mismatc
 from torchcts.oracle.exactness import Exact
 from torchcts.oracle.precision import STRICT_CATEGORIES, Precision
 from torchcts.oracle.tolerances import Tolerance, tolerance_for
-from torchcts.oracle.truth import Truth, judge
+from torchcts.oracle.truth import Truth, identical, judge
 from torchcts.oracle.weak import weakness
 
 
@@ -88,14 +88,15 @@ class CaseContext:
 
     @unobserved()  # the comparison is TorchCTS's work, not the device's
     def assert_close(self, actual: Any, expected: Any, *, category: str = "elementwise", dtype: Any = None,
-                     atol_floor: float = 0.0, truth: Truth | None = None,
+                     atol_floor: float = 0.0, truth: Truth | Callable[[], Truth] | None = None,
                      allowed: AllowedLookup | None = None, exact: Exact | None = None, constant: bool = False) -> None:
         """Compare a device result with the CPU reference; raises OracleMismatch with metrics.
 
         Without `dtype`, each expected tensor gets the tolerance of its own dtype. `atol_floor` raises
         the absolute tolerance to what the sample's conditioning demands (oracle/conditioning.py).
-        With `truth` (the op's result on widened inputs, or why there is none) floating outputs are
-        judged against it too and their precision is kept for the record (oracle/truth.py).
+        With `truth` (the op's result on widened inputs, or why there is none; a callable computes it
+        only when the result is not identical to CPU's) floating outputs are judged against it too and
+        their precision is kept for the record (oracle/truth.py).
         `allowed`: the outputs' allowed answers (oracle/allowed.py); a rule that accepts one is named
         in the record (`allowed_answers`).
         `exact` (oracle/exactness.py) compares the outputs it covers bit for bit instead. A pass is
@@ -181,21 +182,30 @@ class CaseContext:
         if rule not in used:
             used.append(rule)
 
-    def _judge_by_truth(self, actual: Any, expected: Any, truth: Truth, spec: Any, lookup: AllowedLookup | None,
-                        category: str) -> None:
+    def _judge_by_truth(self, actual: Any, expected: Any, truth: Truth | Callable[[], Truth], spec: Any,
+                        lookup: AllowedLookup | None, category: str) -> None:
         """The truth's judgement (oracle/truth.py), its precision kept for the record; an output layout
-        PyTorch allows (oracle/allowed.py) has nothing to judge by the truth."""
+        PyTorch allows (oracle/allowed.py) has nothing to judge by the truth. A result identical to
+        CPU's is judged by the tolerance alone: the truth could change no verdict, so it is not computed."""
+        if identical(actual, expected):
+            assert_matches(actual, expected, spec, lookup)
+            self._keep_precision(Precision(max_ulp_vs_cpu=0.0, identical=1))
+            return
         try:
+            truth = truth() if callable(truth) else truth
             mismatch, precision = judge(actual, expected, truth, spec, strict=category in STRICT_CATEGORIES)
         except Exception as exc:  # noqa: BLE001 - never a verdict from TorchCTS's own measuring
             assert_matches(actual, expected, spec, lookup)
             mismatch, precision = None, Precision(no_truth=f"measuring against the truth raised {type(exc).__name__}")
-        self.precision = precision if self.precision is None else self.precision.merge(precision)
+        self._keep_precision(precision)
         if mismatch is not None and lookup is not None and mismatch.what in ("shape mismatch", "dtype mismatch") \
                 and find_mismatch(actual, expected, spec, allowed=lookup) is None:
             mismatch = None
         if mismatch is not None:
             raise OracleMismatch(mismatch)
+
+    def _keep_precision(self, precision: Precision) -> None:
+        self.precision = precision if self.precision is None else self.precision.merge(precision)
 
     def _weigh(self, expected: Any, tols: Any, constant: bool) -> None:
         """A passing comparison's strength (oracle/weak.py), unless the result is constant by definition."""

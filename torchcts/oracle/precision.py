@@ -61,6 +61,9 @@ class Precision:
     cpu_off_scale: int = 0  # the same for CPU
     rescued: int = 0  # elements outside the CPU tolerance that passed because the device is closer to the truth
     worse: int = 0  # elements inside the tolerance that failed as much less accurate than CPU
+    # Samples whose result equals CPU's, element for element: the truth cannot change their verdict
+    # and the device is exactly as far from it as CPU, so it was not computed (oracle/truth.py: identical).
+    identical: int = 0
 
     def merge(self, other: Precision) -> Precision:
         """The worst of both (a case's samples, or outputs)."""
@@ -103,7 +106,7 @@ class Precision:
 
 _MAXED = ("max_ulp_vs_cpu", "device_ulp_vs_truth", "cpu_ulp_vs_truth", "device_rel_vs_truth", "cpu_rel_vs_truth",
           "ulp_over_cpu")
-_COUNTS = ("samples", "device_off_scale", "cpu_off_scale", "rescued", "worse")
+_COUNTS = ("samples", "device_off_scale", "cpu_off_scale", "rescued", "worse", "identical")
 
 
 def _worst(a: float | None, b: float | None) -> float | None:

@@ -10,7 +10,8 @@ the truth than CPU even inside the tolerance. The constants live in oracle/preci
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -35,7 +36,7 @@ from torchcts.oracle.precision import (
     Precision,
 )
 
-__all__ = ["Errors", "Truth", "errors", "judge", "judge_leaf", "truth_dtype", "ulp"]
+__all__ = ["Errors", "Truth", "errors", "identical", "judge", "judge_leaf", "truth_dtype", "ulp"]
 
 # The dtype the truth is computed in, per output dtype. float64 and complex128 have none here:
 # torch has nothing wider on CPU (docs/oracles.md says what that leaves out).
@@ -52,6 +53,21 @@ class Truth:
     # The result's sensitivity to its inputs' rounding, shaped like `value` (floating leaves: the
     # summed |f(.., x (1 + eps), ..) - f(..)| over the floating inputs x); None: not measured.
     sensitivity: Any = None
+    # Measures the sensitivity when first needed (`sensitive()`): it runs the op once more per
+    # floating input, and only an element that may fail as "much less accurate" needs it.
+    measure: Callable[[], Any] | None = field(default=None, compare=False)
+    _measured: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def sensitive(self) -> Any:
+        """The sensitivity, measured once on first use (None: not measurable)."""
+        if self.sensitivity is not None or self.measure is None:
+            return self.sensitivity
+        if "value" not in self._measured:
+            try:
+                self._measured["value"] = self.measure()
+            except Exception:  # noqa: BLE001 - a moved input the op rejects: no sensitivity (the rule is off)
+                self._measured["value"] = None
+        return self._measured["value"]
 
 
 def truth_dtype(dtype: torch.dtype) -> torch.dtype | None:
@@ -122,8 +138,11 @@ def _max(t: torch.Tensor) -> float | None:
     return float(t.max()) if t.numel() else None
 
 
+Sensitivity = torch.Tensor | Callable[[], torch.Tensor | None] | None
+
+
 def judge_leaf(actual: torch.Tensor, expected: torch.Tensor, truth: torch.Tensor | None, tol: TolSpec,
-               sensitivity: torch.Tensor | None = None, path: str = "") -> tuple[Mismatch | None, Precision]:
+               sensitivity: Sensitivity = None, path: str = "") -> tuple[Mismatch | None, Precision]:
     """The verdict on one floating output and its precision (docs/oracles.md, "Truth beyond CPU").
 
     Without a truth: the tolerance alone, and the device's distance from CPU in ulps. With one,
@@ -131,7 +150,8 @@ def judge_leaf(actual: torch.Tensor, expected: torch.Tensor, truth: torch.Tensor
     than RESCUE_FACTOR x CPU's error (and, where CPU is off scale, within WORSE_FLOOR_ULPS);
     inside it, given the `sensitivity` (pointwise ops only), fails when the device is farther
     from the truth than max(WORSE_FACTOR x CPU's error, WORSE_FLOOR_ULPS, COND_FACTOR x the
-    sensitivity) where CPU's own error is at most CPU_ILL_ULPS and the truth is a normal number of the dtype."""
+    sensitivity) where CPU's own error is at most CPU_ILL_ULPS and the truth is a normal number of the dtype.
+    A callable `sensitivity` is called only when some element is past the first two bounds."""
     tol = resolve_tolerance(tol, expected.dtype)
     dtype = expected.dtype
     a64, e64 = widened(comparable(actual)), widened(comparable(expected))
@@ -147,11 +167,16 @@ def judge_leaf(actual: torch.Tensor, expected: torch.Tensor, truth: torch.Tensor
                & (torch.isfinite(cpu.ulps) | (dev.ulps <= WORSE_FLOOR_ULPS)))
     worse = torch.zeros_like(outside)
     if sensitivity is not None:
-        sens = torch.nan_to_num(widened(comparable(sensitivity)).abs() / ulp(t64, dtype), nan=float("inf"))
-        allowed = torch.maximum(torch.clamp(WORSE_FACTOR * cpu.ulps, min=WORSE_FLOOR_ULPS), COND_FACTOR * sens)
         # Subnormal truths are left to the tolerance: flushing them to zero is a hardware mode, not a kernel's accuracy.
         normal = t64.abs() >= torch.finfo(_real(dtype)).smallest_normal
-        worse = ~outside & normal & (dev.ulps > allowed) & (cpu.ulps <= CPU_ILL_ULPS)
+        worse = (~outside & normal & (dev.ulps > torch.clamp(WORSE_FACTOR * cpu.ulps, min=WORSE_FLOOR_ULPS))
+                 & (cpu.ulps <= CPU_ILL_ULPS))
+        sens_value = (sensitivity() if callable(sensitivity) else sensitivity) if bool(worse.any()) else None
+        if isinstance(sens_value, torch.Tensor) and sens_value.shape == expected.shape:
+            sens = torch.nan_to_num(widened(comparable(sens_value)).abs() / ulp(t64, dtype), nan=float("inf"))
+            worse &= dev.ulps > COND_FACTOR * sens
+        else:  # no sensitivity: the rule is off
+            worse = torch.zeros_like(outside)
     both = torch.isfinite(dev.ulps) & torch.isfinite(cpu.ulps)
     precision = Precision(
         truth=str(t64.dtype).removeprefix("torch."), max_ulp_vs_cpu=precision.max_ulp_vs_cpu,
@@ -214,20 +239,15 @@ def judge(actual: Any, expected: Any, truth: Truth, tol: TolSpec, *, strict: boo
     if a_spec != e_spec:  # a structural difference: find_mismatch says which
         return find_mismatch(actual, expected, tol), Precision(no_truth=no_truth)
     t_leaves: list[Any] = [None] * len(e_leaves)
-    s_leaves: list[Any] = [None] * len(e_leaves)
     if truth.value is not None:
         flat, t_spec = pytree.tree_flatten(truth.value)
         if t_spec == e_spec:
             t_leaves = flat
-            if strict and truth.sensitivity is not None:
-                s_leaves = pytree.tree_leaves(truth.sensitivity)
         else:
             no_truth = "the op's result on float64 inputs has another structure"
     first: Mismatch | None = None
     precision = Precision(no_truth=no_truth)
-    if len(s_leaves) != len(e_leaves):
-        s_leaves = [None] * len(e_leaves)
-    for (key, a), (_, e), t, sens in zip(a_leaves, e_leaves, t_leaves, s_leaves, strict=True):
+    for k, ((key, a), (_, e), t) in enumerate(zip(a_leaves, e_leaves, t_leaves, strict=True)):
         path = pytree.keystr(key)
         if not _measurable(a, e):
             m = find_mismatch(a, e, tol, path)
@@ -236,10 +256,54 @@ def judge(actual: Any, expected: Any, truth: Truth, tol: TolSpec, *, strict: boo
             usable = isinstance(t, torch.Tensor) and t.dtype == wide and t.shape == e.shape
             if t is not None and not usable and wide is not None:
                 precision.no_truth = precision.no_truth or "the op's output dtype does not follow its inputs'"
-            sens = sens if usable and isinstance(sens, torch.Tensor) and sens.shape == e.shape else None
+            sens = _sensitivity_leaf(truth, k, len(e_leaves)) if usable and strict else None
             m, p = judge_leaf(a, e, t if usable else None, tol, sens, path)
             precision = precision.merge(p)
         first = first or m
     precision.samples = 1 if precision.truth else 0
     return first, precision
 
+
+def _sensitivity_leaf(truth: Truth, k: int, count: int) -> Sensitivity:
+    """The k-th leaf of the truth's sensitivity, measured only when judge_leaf asks for it."""
+    if truth.sensitivity is None and truth.measure is None:
+        return None
+
+    def leaf() -> torch.Tensor | None:
+        leaves = pytree.tree_leaves(truth.sensitive())
+        return leaves[k] if len(leaves) == count and isinstance(leaves[k], torch.Tensor) else None
+
+    return leaf
+
+
+def identical(actual: Any, expected: Any) -> bool:
+    """The device's result equals CPU's element for element (NaN where CPU has NaN; signed zeros
+    equal): then the truth can change no verdict (it rescues only elements outside the tolerance
+    and fails only elements farther from it than CPU), so it need not be computed."""
+    try:
+        a_leaves, a_spec = pytree.tree_flatten(actual)
+        e_leaves, e_spec = pytree.tree_flatten(expected)
+    except Exception:  # noqa: BLE001 - an output pytree cannot flatten: judge it the long way
+        return False
+    if a_spec != e_spec:
+        return False
+    for a, e in zip(a_leaves, e_leaves, strict=True):
+        if isinstance(e, torch.Tensor):
+            if not (isinstance(a, torch.Tensor) and a.shape == e.shape and a.dtype == e.dtype
+                    and a.layout == e.layout == torch.strided):
+                return False
+            a, e = comparable(a), comparable(e)
+            if a.is_complex():
+                a, e = torch.view_as_real(a), torch.view_as_real(e)
+            if not bool(((a == e) | (torch.isnan(a) & torch.isnan(e))).all()):
+                return False
+        elif not isinstance(a, type(e)) or not _same_scalar(a, e):
+            return False
+    return True
+
+
+def _same_scalar(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b) or (isinstance(a, float) and a != a and b != b)
+    except Exception:  # noqa: BLE001 - a leaf without equality: not provably identical
+        return False

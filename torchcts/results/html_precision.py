@@ -44,6 +44,11 @@ def _ulps(value: float | None) -> str:
     return f"{value:.3g}" if value < 1e4 else f"{value:.2e}"
 
 
+def _vs_truth(p: Precision, value: float | None) -> str:
+    """A truth column: '= CPU' where every sample equalled CPU's result, so no truth was computed."""
+    return "= CPU" if value is None and p.identical and not p.samples else _ulps(value)
+
+
 def _rel(value: float | None) -> str:
     return "-" if value is None else f"{value:.2e}"
 
@@ -71,18 +76,22 @@ def render_precision(records: list[CaseRecord]) -> str:
            f"against the float64 (complex128) truth, in ulps of the output dtype. Sorted by how much farther from the "
            f"truth the device is than CPU (its worst element); {worse} of {len(rows)} rows highlighted, where the "
            f"device is more than {WORSE_ULPS:g} ulp less accurate than CPU somewhere (darker: failed as much less "
-           f"accurate).</p>",
+           f"accurate). A sample whose result equals CPU's element for element is as far from the truth as CPU, "
+           f"which is then not computed ('= CPU').</p>",
            "<table id='precision-profile' class='precision'><thead><tr><th>op</th><th>dtype</th><th>cases</th>"
            "<th>vs CPU (ulps)</th><th>device vs truth (ulps)</th><th>CPU vs truth (ulps)</th>"
            "<th>device over CPU (ulps)</th><th>device rel</th><th>CPU rel</th><th>rescued</th><th>worse</th>"
            "</tr></thead><tbody>"]
     for (op, dtype), (p, n) in order[:MAX_ROWS]:
         cls = _row_class(p)
-        title = f" title='no truth: {_e(p.no_truth)}'" if p.truth is None and p.no_truth else ""
+        title = (f" title='no truth: {_e(p.no_truth)}'" if p.truth is None and p.no_truth else
+                 f" title='{p.identical} samples equal to CPU element for element: no truth computed'" if p.identical
+                 else "")
         off = (f" <small>({p.device_off_scale} off scale)</small>" if p.device_off_scale else "")
         out.append(f"<tr class='{cls}'{title}><td><code>{_e(op)}</code></td><td>{_e(dtype)}</td>"
                    f"<td class='num'>{n}</td><td class='num'>{_ulps(p.max_ulp_vs_cpu)}</td>"
-                   f"<td class='num'>{_ulps(p.device_ulp_vs_truth)}{off}</td><td class='num'>{_ulps(p.cpu_ulp_vs_truth)}</td>"
+                   f"<td class='num'>{_vs_truth(p, p.device_ulp_vs_truth)}{off}</td>"
+                   f"<td class='num'>{_vs_truth(p, p.cpu_ulp_vs_truth)}</td>"
                    f"<td class='num'>{_ulps(p.ulp_over_cpu)}</td><td class='num'>{_rel(p.device_rel_vs_truth)}</td>"
                    f"<td class='num'>{_rel(p.cpu_rel_vs_truth)}</td><td class='num'>{p.rescued or ''}</td>"
                    f"<td class='num'>{p.worse or ''}</td></tr>")

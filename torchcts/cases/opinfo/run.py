@@ -166,7 +166,7 @@ def check_output(ctx: CaseContext, op: Any, actual: Any, expected: Any, sample: 
             actual, expected = sample.output_process_fn_grad(actual), sample.output_process_fn_grad(expected)
         dtype = ctx.case.dtype if ctx.case is not None else None
         ctx.assert_close(actual, expected, category=category, atol_floor=conditioned(ctx, op, sample),
-                         truth=truth() if truth is not None and exact is None else None,
+                         truth=truth if exact is None else None,
                          allowed=output_alternatives(op.name, sample.input), exact=exact,
                          constant=constant_by_definition(op.name, dtype, variant=op.variant_test_name))
         return
