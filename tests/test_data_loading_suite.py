@@ -7,6 +7,7 @@ is not_applicable on the host device, and the sim's emulated pinned allocator be
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,54 @@ def test_pinned_cases_not_applicable_on_cpu_and_claims_gate(tmp_path: Path) -> N
     assert status == {"data_loading/pin_memory/tensor/float32": "not_applicable",
                       "data_loading/non_blocking/pinned/float32": "not_applicable",
                       "data_loading/sharing/queue/float32": "not_claimed"}, status
+
+
+_COPY_ON_SHARE = """
+import torch
+from multiprocessing.reduction import ForkingPickler
+# a backend whose tensors cross processes by value: the receiver gets a copy, not shared memory
+ForkingPickler.register(torch.Tensor, lambda t: (torch.tensor, (t.tolist(),)))
+"""
+
+
+def test_sharing_fails_a_backend_that_copies(tmp_path: Path) -> None:
+    """A tensor pickled by value reaches the child with the right values, but the child's write
+    never shows in the parent: sharing/queue fails."""
+    (tmp_path / "copy_on_share.py").write_text(_COPY_ON_SHARE)
+    write_manifest(tmp_path, backend_import="copy_on_share")
+    env = {"PYTHONPATH": os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH", "")) if p)}
+    r = run_cli("run", "--device", "cpu", "--case", "data_loading/sharing/queue/float32", "--no-isolation", "--",
+                "-q", "-p", "no:cacheprovider", cwd=tmp_path, env=env)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    rec = by_id(latest_run(tmp_path))["data_loading/sharing/queue/float32"]
+    assert rec["status"] == "failed" and "not visible to the parent" in rec["message"], rec
+
+
+_UNPINNED = """
+import torch
+import torchcts.sim
+# a backend whose pin_memory copies into pageable memory (its host allocator is not the pinned one)
+_LIB = torch.library.Library("aten", "IMPL")
+_LIB.impl("_pin_memory", lambda self, device=None: self.clone(), "CPU")
+"""
+
+
+def test_pinned_cases_fail_a_pin_memory_that_does_not_pin(tmp_path: Path) -> None:
+    """On the sim with its pin_memory replaced by a pageable copy: the pinning and pinned-batch
+    cases fail, the workers case beside them passes."""
+    (tmp_path / "unpinned_sim.py").write_text(_UNPINNED)
+    (tmp_path / "manifest.py").write_text("from torchcts.sim.manifest import manifest as sim\n"
+                                          "manifest = {**sim, 'backend_import': 'unpinned_sim', 'expectations': []}\n")
+    env = {"PYTHONPATH": os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH", "")) if p)}
+    cases = ("data_loading/pin_memory/tensor/float32", "data_loading/dataloader/pinned/float32",
+             "data_loading/dataloader/workers/float32")
+    r = run_cli("run", "--device", "sim", *(a for c in cases for a in ("--case", c)), "--no-isolation", "--",
+                "-q", "-p", "no:cacheprovider", cwd=tmp_path, env=env)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    recs = by_id(latest_run(tmp_path))
+    assert {c: recs[c]["status"] for c in cases} == dict(zip(cases, ("failed", "failed", "passed"), strict=True))
+    assert "is_pinned() calls pageable" in recs[cases[0]]["message"]
+    assert "unpinned batch" in recs[cases[1]]["message"]
 
 
 _SIM_PINNED = """

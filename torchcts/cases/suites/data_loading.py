@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib
 import queue as queue_module
+import time
 import warnings
 from typing import Any
 
@@ -216,6 +217,18 @@ def _consumer(inbox: Any, outbox: Any, done: Any, device_type: str, backend: str
     del t
 
 
+def _answer(outbox: Any, child: Any, limit: float = 120.0) -> tuple[str, float]:
+    """The child's report; a child that died or stays silent for `limit` seconds fails the case now."""
+    deadline = time.monotonic() + limit
+    while True:
+        try:
+            return outbox.get(timeout=0.5)
+        except queue_module.Empty:
+            if not child.is_alive() or time.monotonic() > deadline:
+                expect(False, "the child process never answered (it could not receive the shared tensor)",
+                       exitcode=child.exitcode)
+
+
 @SUITE.case("sharing/queue", level=6, dtypes=F32, requires=("ipc",), ops=("aten::add_.Tensor",))
 def sharing_queue(ctx: CaseContext, dtype: torch.dtype) -> None:
     """A device tensor sent through a torch.multiprocessing queue is shared: the child's write shows here."""
@@ -232,11 +245,7 @@ def sharing_queue(ctx: CaseContext, dtype: torch.dtype) -> None:
     child.start()
     try:
         inbox.put(t)
-        try:
-            where, total = outbox.get(timeout=120)
-        except queue_module.Empty:
-            expect(False, "the child process never answered (it could not receive the shared tensor)",
-                   exitcode=child.exitcode)
+        where, total = _answer(outbox, child)
         expect(where == ctx.device_type, "the child received the tensor on another device type", got=where)
         expect(total == float(source.sum() + source.numel()), "the child saw other values than were sent",
                got=total, expected=float(source.sum() + source.numel()))
