@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 
 import torchcts.sim  # noqa: F401 - registers the device
-from torchcts.sim import autocast, device, faults, state, tensor
+from torchcts.sim import autocast, device, faults, faults_data, state, tensor
 
 S = "sim"
 
@@ -228,6 +228,20 @@ def p_max_dim_tail_ulp() -> bool:
     return not torch.equal(x.to(S).max(1).values.cpu(), x.max(1).values)
 
 
+def p_non_blocking_copy_unordered() -> bool:
+    x = torch.randn(16)
+    doubled = (x.to(S, non_blocking=True) * 2).cpu()  # the device op is ordered after the copy
+    torch.sim.synchronize()
+    return not torch.equal(doubled, x * 2)
+
+
+def p_profiler_relu_decomposed() -> bool:
+    x = torch.randn(8).to(S)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        torch.relu(x)
+    return "aten::relu" not in {e.name for e in prof.events()}
+
+
 PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }
@@ -251,7 +265,8 @@ def main() -> int:
             print(f"{name} FAIL: misbehaves without the fault")
             bad += 1
             continue
-        saved = (dict(tensor.OP_HOOKS), dict(vars(device)), state.MEMORY.release, dict(autocast.MOVED))
+        saved = (dict(tensor.OP_HOOKS), dict(vars(device)), state.MEMORY.release, dict(autocast.MOVED),
+                 tensor.SimTensor.__dict__.get("__torch_function__"))
         faults.activate([name])
         try:
             shows = probe()
@@ -262,6 +277,9 @@ def main() -> int:
             state.MEMORY.release = saved[2]  # type: ignore[method-assign]
             autocast.MOVED.clear()
             autocast.MOVED.update(saved[3])
+            if saved[4] is None and "__torch_function__" in tensor.SimTensor.__dict__:
+                del tensor.SimTensor.__torch_function__  # a fault gave the sim's tensors their own
+            faults_data._QUEUED.clear()
         print(f"{name} ok" if shows else f"{name} FAIL: no visible effect when planted")
         bad += not shows
     print("DONE")

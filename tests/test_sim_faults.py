@@ -146,6 +146,16 @@ GROUPS: dict[str, dict[str, object]] = {
         "controls": ("amp/gradscaler/skip_nonfinite/inf/float32", "amp/autocast/float32/l1_loss/bfloat16",
                      "amp/autocast/lower/mm/bfloat16"),
     },
+    # issue 32 items 3-4 (docs/semantic-suites.md): the controls pin and load without non_blocking
+    # copies, and profile a program without relu.
+    "data_profiler": {
+        "caught": {
+            "non_blocking_copy_unordered": "data_loading/non_blocking/pageable/float32",
+            "profiler_relu_decomposed": "profiler/ops/pointwise/float32",
+        },
+        "controls": ("data_loading/pin_memory/tensor/float32", "data_loading/dataloader/workers/float32",
+                     "profiler/ops/matmul/float32"),
+    },
     # issue 20: a fault in an op only the generated suite names (cases/schema/); the control is
     # another generated case.
     "generated": {

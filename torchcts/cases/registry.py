@@ -62,6 +62,11 @@ SUITES: dict[str, Suite] = {
         # issue 32: automatic mixed precision (docs/semantic-suites.md)
         Suite("amp", "torchcts.cases.suites.amp",
               "autocast's lower/float32/promote op classes per claimed low dtype (level 4), GradScaler (level 6)"),
+        Suite("data_loading", "torchcts.cases.suites.data_loading",
+              "pin_memory, DataLoader workers (and pinned batches), non_blocking copies before compute, "
+              "tensors shared between processes (level 6)"),
+        Suite("profiler", "torchcts.cases.suites.profiler",
+              "torch.profiler: the device's op events by name, order and shapes, device kernels, memory events (level 6)"),
         Suite("capabilities", "torchcts.cases.suites.capabilities",
               "what the backend reports (torch.accelerator, the device module) and which dtypes basically work"),
         Suite("generated", "torchcts.cases.schema",

@@ -82,6 +82,10 @@ CAPABILITIES: dict[str, str] = {
     "streams": "device streams",
     "events": "device events",
     "pinned_memory": "pinned host memory",
+    "ipc": "device tensors shared between processes through torch.multiprocessing (a queue)",
+    "profiler": "torch.profiler records the device's ops by name, in program order (CPU-side events)",
+    "profiler_device": "torch.profiler records device-side events (kernels) under the device's ProfilerActivity",
+    "profiler_memory": "torch.profiler's profile_memory records the device's allocations and frees",
     "sparse": "sparse tensor layouts",
     "nested": "nested tensors",
     "foreach": "torch._foreach_* kernels",
@@ -174,7 +178,7 @@ RESERVED_SUITE_NAMES = (
     # dispatcher surfaces (docs/coverage.md)
     "foreach", "out_variants", "special_values", "query_mutation",
     # issue 32 (docs/semantic-suites.md)
-    "amp", "capabilities",
+    "amp", "capabilities", "data_loading", "profiler",
 )
 EXTRA_SUITES_ENV = settings.env_name("extra_suites")
 

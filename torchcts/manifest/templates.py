@@ -32,7 +32,8 @@ TEMPLATES: dict[str, tuple[int, tuple[str, ...], tuple[str, ...], str]] = {
 # What CPU is used to prove about the harness itself; never backend evidence.
 VALIDATION_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
                      "float64", "complex64", "complex128")
-CPU_LACKS = ("multi_device", "streams", "events", "pinned_memory", "fp8", "compile")
+# profiler_device: CPU's ops are their own kernels, there is no device-side activity to record
+CPU_LACKS = ("multi_device", "streams", "events", "pinned_memory", "fp8", "compile", "profiler_device")
 
 
 def validation_manifest() -> Manifest:

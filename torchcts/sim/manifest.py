@@ -2,7 +2,7 @@
 #   torchcts run --device sim --manifest torchcts:sim/manifest.py
 # `python -c "import torchcts.sim as s; print(s.manifest_path())"` prints the path.
 # It claims what the sim supports: every aten op delegates to CPU, so every dtype CPU computes
-# and the framework semantics ride along; what it lacks (streams, events, pinned memory,
+# and the framework semantics ride along; what it lacks (streams, events, sharing across processes,
 # a second device, sparse/nested layouts, fp8) is not claimed.
 import torch
 
@@ -45,7 +45,13 @@ manifest = {
         "autocast": True,  # the sim registers its own autocast lists (torchcts/sim/autocast.py)
         "streams": False,
         "events": False,
-        "pinned_memory": False,
+        "pinned_memory": True,  # emulated: the sim's CPU kernels of _pin_memory / is_pinned (torchcts/sim/pinned.py)
+        "ipc": False,  # a sim tensor's storage is a CPU tensor behind a wrapper: nothing to share across processes
+        "profiler": True,  # its ops pass the dispatcher, which records them (CPU-side events)
+        # a Python backend cannot register a ProfilerActivity.PrivateUse1 source nor report its
+        # allocations to the profiler (its memory shows as CPU's): docs/semantic-suites.md
+        "profiler_device": False,
+        "profiler_memory": False,
         "sparse": False,
         "nested": False,
         "fp8": False,
