@@ -63,19 +63,16 @@ def tensor_weakness(expected: torch.Tensor, tol: Tolerance) -> str | None:
     if e.dtype == torch.complex32 or (e.dtype.is_floating_point and e.dtype.itemsize == 1):
         e = e.to(torch.complex64 if e.dtype.is_complex else torch.float32)
     flat = e.resolve_conj().resolve_neg().reshape(-1)
-    first = flat[0]
     floating = flat.dtype.is_floating_point or flat.dtype.is_complex
-    if floating and bool(first.isnan()):
-        same = bool(flat.isnan().all())
-    else:
-        same = bool((flat == first).all())
-    if same:
-        if floating and bool(first.isnan()):
-            return NAN
-        if not bool(first.bool()):
+    first = flat[0].item()  # a Python number: comparing the tensor with it needs no indexing tensor
+    if floating and first != first:  # NaN first: weak only if every element is NaN
+        return NAN if bool(flat.isnan().all()) else None
+    if bool((flat == first).all()):
+        if not first:
             return ZEROS
         return CONSTANT if flat.numel() > 1 else None
-    if floating and not tol.exact and bool(flat.isfinite().all()) and float(flat.abs().max()) <= tol.atol:
+    # The largest magnitude within atol: every value is finite and near 0 (a NaN or inf makes it fail).
+    if floating and not tol.exact and float(flat.abs().max()) <= tol.atol:
         return BELOW_ATOL
     return None
 
