@@ -62,6 +62,8 @@ SUITES: dict[str, Suite] = {
         # issue 32: automatic mixed precision (docs/semantic-suites.md)
         Suite("amp", "torchcts.cases.suites.amp",
               "autocast's lower/float32/promote op classes per claimed low dtype (level 4), GradScaler (level 6)"),
+        Suite("distributed", "torchcts.cases.suites.distributed",
+              "c10d collectives, send/recv, barrier, async handles, object collectives and DDP on 2 local ranks (level 7)"),
         Suite("capabilities", "torchcts.cases.suites.capabilities",
               "what the backend reports (torch.accelerator, the device module) and which dtypes basically work"),
         Suite("generated", "torchcts.cases.schema",
