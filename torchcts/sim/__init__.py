@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from torchcts import compat
-from torchcts.sim import autocast, device, dynamo, faults, state, tensor
+from torchcts.sim import autocast, device, distributed, dynamo, faults, state, tensor
 
 __all__ = ["SimTensor", "manifest_path", "register"]
 
@@ -30,6 +30,7 @@ def register() -> None:
     tensor.register_kernels()
     autocast.register()  # PyTorch registers no autocast kernels for PrivateUse1 (sim/autocast.py)
     dynamo.install()  # dynamo wraps sim tensors as device tensors (torch.compile)
+    distributed.register()  # the c10d backend `simccl` (sim/distributed.py)
     torch.serialization.register_package(5, lambda obj: None, _refuse_storage_on_sim)
     torch.serialization.add_safe_globals([torch._utils._rebuild_device_tensor_from_cpu_tensor, tensor._rebuild])
 
