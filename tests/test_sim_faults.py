@@ -146,6 +146,12 @@ GROUPS: dict[str, dict[str, object]] = {
         "controls": ("amp/gradscaler/skip_nonfinite/inf/float32", "amp/autocast/float32/l1_loss/bfloat16",
                      "amp/autocast/lower/mm/bfloat16"),
     },
+    # issue 32: collectives (docs/semantic-suites.md); the control is reduce_scatter of lists, the
+    # neighbouring c10d op, and an all_reduce.
+    "distributed": {
+        "caught": {"reduce_scatter_drops_own_chunk": "distributed/reduce_scatter_tensor/float32"},
+        "controls": ("distributed/reduce_scatter/float32", "distributed/all_reduce/sum/float32"),
+    },
     # issue 20: a fault in an op only the generated suite names (cases/schema/); the control is
     # another generated case.
     "generated": {

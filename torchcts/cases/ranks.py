@@ -10,8 +10,9 @@ Every wait is bounded well below the case's timeout: a rank that does not answer
 (`OracleMismatch`: the case fails, naming the check and the ranks still inside it), a rank that
 dies is a crash (failed, naming the rank, its signal or exit status and its stderr's tail). Either
 kills every rank's process group, and the next case starts fresh ranks. A check that raises on a
-rank is an error of that rank (`RankError`); `NotApplicable` raised on a rank makes the case
-not_applicable. The worker side is `cases/rank_worker.py`.
+rank is an error of that rank (`RankError`; the ranks are kept only when every one raised, the
+group then in step); `NotApplicable` raised on a rank makes the case not_applicable. The worker
+side is `cases/rank_worker.py`.
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ class RankPool:
                 proc.stdin.flush()
             except OSError:
                 self._crashed(rank, check)
-        return self._await(f"result-{self.seq}", check.rpartition(":")[2].lstrip("_"), timeout)
+        return self._await(f"result-{self.seq}", check.rpartition(":")[2].removeprefix("_rank_"), timeout)
 
     def _await(self, stem: str, what: str, timeout: float) -> list[Any]:
         """Every rank's answer file `<stem>-<rank>.pt`; a dead rank is a crash, the deadline a hang."""
@@ -159,6 +160,8 @@ class RankPool:
             pause = min(pause * 2, 0.05)
         errors = {r: a["error"] for r, a in answers.items() if "error" in a}
         if errors:
+            if len(errors) < self.world_size:  # some ranks went on: the group's state is unknown
+                self.kill()
             raise RankError(_rank_errors(errors))
         skipped = [a["not_applicable"] for a in answers.values() if "not_applicable" in a]
         if skipped:
@@ -243,11 +246,7 @@ def on_ranks(ctx: Any, check: str, timeout: float = CALL_TIMEOUT_S, **params: An
     manifest = ctx.manifest
     pool = pool_for(str(ctx.device), manifest.distributed_backend, manifest.backend_import)
     ctx.describe(world_size=pool.world_size, c10d_backend=pool.joined)
-    try:
-        return pool.call(check, params, timeout)
-    except RankError:
-        _drop_pool()  # a rank raised: the group's state is unknown, the next case starts fresh ranks
-        raise
+    return pool.call(check, params, timeout)
 
 
 def _drop_pool() -> None:
