@@ -82,6 +82,8 @@ def test_hung_dead_and_raising_ranks_are_failures_and_the_next_case_restarts(tmp
     hang = recs["dist_planted/a_hang/float32"]
     assert "ranks 0 did not finish skips_collective within 4 s: a hang" in hang["message"], hang["message"]
     assert hang["duration_s"] < 60  # bounded by the check's limit, not the case's 120 s
+    # where the waiting rank hung: its stack, inside the collective
+    assert "all_reduce" in hang["mismatch"]["extra"]["stacks"]["0"], hang["mismatch"]
     crash = recs["dist_planted/b_segfault/float32"]["message"]
     assert "rank 1 was killed by SIGSEGV during segfault" in crash, crash
     raised = recs["dist_planted/c_raises/float32"]["message"]

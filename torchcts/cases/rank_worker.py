@@ -16,6 +16,7 @@ import faulthandler
 import importlib
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -65,6 +66,7 @@ def _check(name: str) -> Any:
 def main(argv: list[str]) -> int:
     folder, rank = Path(argv[0]), int(argv[1])
     faulthandler.enable()
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the parent asks where a hung rank waits
     _watch_parent()
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     import torch

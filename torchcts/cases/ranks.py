@@ -131,7 +131,13 @@ class RankPool:
                 proc.stdin.flush()
             except OSError:
                 self._crashed(rank, check)
-        return self._await(f"result-{self.seq}", check.rpartition(":")[2].removeprefix("_rank_"), timeout)
+        try:
+            return self._await(f"result-{self.seq}", check.rpartition(":")[2].removeprefix("_rank_"), timeout)
+        except (RankError, OracleMismatch, NotApplicable):
+            raise
+        except BaseException:  # the case's own timeout or an interrupt while ranks work: never reuse them
+            self.kill()
+            raise
 
     def _await(self, stem: str, what: str, timeout: float) -> list[Any]:
         """Every rank's answer file `<stem>-<rank>.pt`; a dead rank is a crash, the deadline a hang."""
@@ -149,13 +155,14 @@ class RankPool:
             if errors:  # the others get a short grace, not the whole deadline, to answer too
                 deadline = min(deadline, time.monotonic() + ERROR_GRACE_S)
             if len(answers) < self.world_size and time.monotonic() > deadline:
+                stacks = self._stacks([r for r in range(self.world_size) if r not in answers])
                 self.kill()
                 if errors:  # one rank raised, the others wait for it inside the collective
                     raise RankError(_rank_errors(errors) + f"; ranks {_missing(answers, self.world_size)} "
                                     f"then waited in {what} for {timeout:.0f} s (killed)")
                 raise OracleMismatch(Mismatch(
                     f"ranks {_missing(answers, self.world_size)} did not finish {what} within {timeout:.0f} s: "
-                    "a hang (every rank killed)", extra={"finished": sorted(answers)}))
+                    "a hang (every rank killed)", extra={"finished": sorted(answers), "stacks": stacks}))
             time.sleep(pause)
             pause = min(pause * 2, 0.05)
         errors = {r: a["error"] for r, a in answers.items() if "error" in a}
@@ -178,6 +185,14 @@ class RankPool:
         self.kill()
         raise OracleMismatch(Mismatch(f"rank {rank} {how} during {what} (a crash; every rank killed)",
                                       extra={"rank": rank, "returncode": code, "output_tail": tail}))
+
+    def _stacks(self, ranks: list[int]) -> dict[str, str]:
+        """Where each hung rank waits: its faulthandler dump (rank_worker.py registers SIGUSR1)."""
+        for rank in ranks:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.procs[rank].pid, signal.SIGUSR1)
+        time.sleep(0.5)
+        return {str(rank): self.tail(rank, 25) for rank in ranks}
 
     def tail(self, rank: int, lines: int = 15) -> str:
         try:
