@@ -7,7 +7,9 @@ FOLDER holds `config.json` (world size, device, c10d backend, backend module) wr
 manifest's backend module (a PrivateUse1 backend registers its device and c10d backend there),
 joins the default process group and answers `ready-RANK.pt`; then each stdin line names a check
 (`module:function` and its parameters) whose result it saves as `result-SEQ-RANK.pt`. End of stdin
-ends the rank; so does its parent's death (a watchdog thread), so a killed run leaves no rank behind.
+ends the rank, and so do two minutes without a command (the worker has moved on to other suites:
+idle ranks would hold their memory for the rest of the run) and its parent's death (a watchdog
+thread), so a killed run leaves no rank behind.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ import faulthandler
 import importlib
 import json
 import os
+import select
 import signal
 import sys
 import threading
 import time
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +62,21 @@ def _answer(call: Any) -> dict[str, Any]:
         return {"error": f"{type(exc).__name__}: {str(exc).strip()[:500]} (at {Path(where.filename).name}:{where.lineno})"}
 
 
+def _commands(idle_s: float) -> Iterator[dict[str, Any]]:
+    """The parent's commands, one JSON line each, until end of input or `idle_s` without one."""
+    pending = b""
+    while True:
+        while b"\n" not in pending:
+            if not select.select([0], [], [], idle_s)[0]:
+                return  # idle: the parent has moved on to other suites (ranks.py never reuses us now)
+            chunk = os.read(0, 1 << 16)
+            if not chunk:
+                return
+            pending += chunk
+        line, _, pending = pending.partition(b"\n")
+        yield json.loads(line)
+
+
 def _check(name: str) -> Any:
     module, _, function = name.partition(":")
     return getattr(importlib.import_module(module), function)
@@ -92,8 +111,7 @@ def main(argv: list[str]) -> int:
     _write(folder, f"ready-{rank}", ready)
     if "value" not in ready:
         return 1
-    for line in sys.stdin:
-        command = json.loads(line)
+    for command in _commands(config["idle_exit_s"]):
         answer = _answer(lambda c=command: _check(c["check"])(env, **c["params"]))
         _write(folder, f"result-{command['seq']}-{rank}", answer)
     if dist.is_initialized():

@@ -42,6 +42,8 @@ START_TIMEOUT_S = 120.0  # N fresh pythons import torch and the backend, then jo
 CALL_TIMEOUT_S = 30.0  # one check on every rank; a collective that takes longer is hung
 ERROR_GRACE_S = 5.0  # after one rank raised, how long the others may take to answer
 PG_TIMEOUT_S = 90.0  # the process group's own timeout: after ours, so ours names the hang
+IDLE_EXIT_S = 120.0  # a rank without a command this long leaves (rank_worker.py) ...
+REUSE_S = 90.0  # ... so ranks idle this long are replaced, never sent a command as they leave
 
 
 class RankError(RuntimeError):
@@ -100,6 +102,7 @@ class RankPool:
     folder: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="torchcts-ranks-")))
     procs: list[subprocess.Popen] = field(default_factory=list)
     seq: int = 0
+    last_used: float = field(default_factory=time.monotonic)
     joined: str = ""  # the backend name the ranks report
 
     @property
@@ -108,7 +111,8 @@ class RankPool:
 
     def start(self, timeout: float = START_TIMEOUT_S) -> None:
         config = {"world_size": self.world_size, "device": self.device, "backend": self.backend,
-                  "backend_import": self.backend_import, "pg_timeout_s": PG_TIMEOUT_S}
+                  "backend_import": self.backend_import, "pg_timeout_s": PG_TIMEOUT_S,
+                  "idle_exit_s": IDLE_EXIT_S}
         (self.folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # the parent's imports, ours first
@@ -131,6 +135,7 @@ class RankPool:
                 proc.stdin.flush()
             except OSError:
                 self._crashed(rank, check)
+        self.last_used = time.monotonic()
         try:
             return self._await(f"result-{self.seq}", check.rpartition(":")[2].removeprefix("_rank_"), timeout)
         except (RankError, OracleMismatch, NotApplicable):
@@ -242,7 +247,8 @@ def pool_for(device: str, backend: str | None, backend_import: str | None) -> Ra
     """This process's live pool for the device and backend, started (or restarted) as needed."""
     global _POOL
     want = (device, backend, backend_import, WORLD_SIZE)
-    if _POOL is not None and (_POOL.key != want or not _POOL.alive()):
+    stale = _POOL is not None and time.monotonic() - _POOL.last_used > REUSE_S
+    if _POOL is not None and (_POOL.key != want or not _POOL.alive() or stale):
         _POOL.close()
         _POOL = None
     if _POOL is None:
