@@ -213,6 +213,18 @@ def p_autocast_mse_loss_lower() -> bool:
         return torch.nn.functional.mse_loss(a, a * 2).dtype != torch.float32
 
 
+def p_reduce_scatter_drops_own_chunk() -> bool:
+    import torch.distributed as dist
+
+    dist.init_process_group("simccl", rank=0, world_size=1, store=dist.HashStore())  # the sim's c10d backend
+    try:
+        x, out = torch.arange(1.0, 5.0), torch.zeros(4, device=S)
+        dist.reduce_scatter_tensor(out, x.to(S))  # one rank: its chunk is its whole input
+        return not torch.equal(out.cpu(), x)
+    finally:
+        dist.destroy_process_group()
+
+
 def p_bfloat16_cast_truncates() -> bool:
     x = torch.randn(64)
     return not torch.equal(x.to(S).bfloat16().cpu(), x.bfloat16())

@@ -156,6 +156,12 @@ GROUPS: dict[str, dict[str, object]] = {
         "controls": ("data_loading/pin_memory/tensor/float32", "data_loading/dataloader/workers/float32",
                      "profiler/ops/matmul/float32"),
     },
+    # issue 32: collectives (docs/semantic-suites.md); the control is reduce_scatter of lists, the
+    # neighbouring c10d op, and an all_reduce.
+    "distributed": {
+        "caught": {"reduce_scatter_drops_own_chunk": "distributed/reduce_scatter_tensor/float32"},
+        "controls": ("distributed/reduce_scatter/float32", "distributed/all_reduce/sum/float32"),
+    },
     # issue 20: a fault in an op only the generated suite names (cases/schema/); the control is
     # another generated case.
     "generated": {

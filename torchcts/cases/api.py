@@ -42,11 +42,14 @@ from torchcts.cases.helpers import (
     to_device,
 )
 from torchcts.cases.model import Case, NotApplicable
+from torchcts.cases.ranks import RankEnv, on_ranks
 from torchcts.oracle.exactness import exactness_of
+from torchcts.oracle.mismatch import OracleMismatch
 
 __all__ = [
     "ALL_DTYPES", "BOOL", "COMPLEX", "FLOATING", "INTEGRAL", "Case", "CaseContext", "CaseSet", "NotApplicable",
-    "cpu_reference", "dtype_of", "exactness_of", "expect", "expect_raises", "on_cpu", "run_both", "same_storage", "sample",
+    "OracleMismatch", "RankEnv", "cpu_reference", "dtype_of", "exactness_of", "expect", "expect_raises", "on_cpu",
+    "on_ranks", "run_both", "same_storage", "sample",
     "sample_for_cast", "to_device",
 ]
 

@@ -45,6 +45,8 @@ ENV = settings.env_name("observe_dispatch")
 UNOBSERVED: dict[str, str] = {
     "compiler": "torch.compile traces under a dispatch mode differently (the mode becomes part of the trace)",
     "compiler_ops": "torch.compile traces under a dispatch mode differently (the mode becomes part of the trace)",
+    "distributed": "the collectives run in the rank processes (cases/ranks.py), which this process's observer "
+                   "does not see; and a failing case must not run its collectives again without it",
     "opinfo/linalg.matrix_rank*/out": "linalg_matrix_rank's composite out= kernel never writes `out` under a "
                                       "dispatch mode (isTensorSubclassLike), so observing would fail the case",
     "*/linalg_matrix_rank*": "the out= overloads of linalg_matrix_rank (out_variants, generated): the same composite "

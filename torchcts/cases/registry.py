@@ -67,6 +67,8 @@ SUITES: dict[str, Suite] = {
               "tensors shared between processes (level 6)"),
         Suite("profiler", "torchcts.cases.suites.profiler",
               "torch.profiler: the device's op events by name, order and shapes, device kernels, memory events (level 6)"),
+        Suite("distributed", "torchcts.cases.suites.distributed",
+              "c10d collectives, send/recv, barrier, async handles, object collectives and DDP on 2 local ranks (level 7)"),
         Suite("capabilities", "torchcts.cases.suites.capabilities",
               "what the backend reports (torch.accelerator, the device module) and which dtypes basically work"),
         Suite("generated", "torchcts.cases.schema",

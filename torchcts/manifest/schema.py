@@ -91,6 +91,7 @@ CAPABILITIES: dict[str, str] = {
     "foreach": "torch._foreach_* kernels",
     "deterministic": "deterministic algorithms and no stale data between allocations",
     "fp8": "float8 dtypes",
+    "distributed": "torch.distributed collectives and DDP through the c10d backend named by distributed_backend",
 }
 
 REQUIRED_CAPABILITIES = ("inference", "training", "rng", "device_api", "multi_device")
@@ -111,6 +112,7 @@ KEYS: dict[str, tuple[bool, str]] = {
     "max_samples": (False, "cap on OpInfo samples per case"),
     "seed": (False, "base random seed"),
     "resource_limits": (False, "{max_tensor_mb, max_device_memory_mb}"),
+    "distributed_backend": (False, "c10d backend name for the distributed suite (None: the device's default; cpu: gloo)"),
 }
 
 
@@ -130,6 +132,9 @@ class Manifest:
     max_samples: int | None = None
     seed: int = 0
     resource_limits: dict[str, float] = field(default_factory=dict)
+    # The c10d backend (torch.distributed.Backend.register_backend name) the distributed suite
+    # initialises; None: the one PyTorch maps the device type to (gloo for cpu).
+    distributed_backend: str | None = None
     source: str = "<built-in>"
 
     def claims_dtype(self, dtype: str | None) -> bool:
@@ -178,7 +183,7 @@ RESERVED_SUITE_NAMES = (
     # dispatcher surfaces (docs/coverage.md)
     "foreach", "out_variants", "special_values", "query_mutation",
     # issue 32 (docs/semantic-suites.md)
-    "amp", "capabilities", "data_loading", "profiler",
+    "amp", "capabilities", "data_loading", "profiler", "distributed",
 )
 EXTRA_SUITES_ENV = settings.env_name("extra_suites")
 

@@ -103,5 +103,8 @@ manifest = {{
     "tolerance_overrides": {{}},
     "seed": 0,
     "resource_limits": {{"max_tensor_mb": 256, "max_device_memory_mb": 4096}},
+    # The c10d backend the distributed suite initialises (the name your backend passes to
+    # torch.distributed.Backend.register_backend); None: PyTorch's default for the device type.
+    "distributed_backend": None,
 }}
 '''

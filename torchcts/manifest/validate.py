@@ -145,6 +145,10 @@ def validate(raw: Any, source: str = "manifest") -> tuple[Manifest | None, list[
     if backend is not None and (not isinstance(backend, str) or not all(p.isidentifier() for p in backend.split("."))):
         c.add("backend_import", f"expected a module name or None, got {backend!r}")
 
+    dist_backend = raw.get("distributed_backend")
+    if dist_backend is not None and (not isinstance(dist_backend, str) or not dist_backend.isidentifier()):
+        c.add("distributed_backend", f"expected a c10d backend name such as 'gloo' or None, got {dist_backend!r}")
+
     dtypes = _check_dtypes(raw.get("supported_dtypes", {}), c)
     caps = _check_capabilities(raw.get("capabilities", {}), c)
 
@@ -187,6 +191,7 @@ def validate(raw: Any, source: str = "manifest") -> tuple[Manifest | None, list[
             max_samples=max_samples,
             seed=seed,
             resource_limits=limits,
+            distributed_backend=dist_backend,
             source=source,
         ),
         [],

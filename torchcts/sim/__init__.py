@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from torchcts import compat
-from torchcts.sim import autocast, device, dynamo, faults, pinned, state, tensor
+from torchcts.sim import autocast, device, distributed, dynamo, faults, pinned, state, tensor
 
 __all__ = ["SimTensor", "manifest_path", "register"]
 
@@ -31,6 +31,7 @@ def register() -> None:
     autocast.register()  # PyTorch registers no autocast kernels for PrivateUse1 (sim/autocast.py)
     pinned.register()  # a Python backend's hooks cannot give PyTorch a pinned allocator (sim/pinned.py)
     dynamo.install()  # dynamo wraps sim tensors as device tensors (torch.compile)
+    distributed.register()  # the c10d backend `simccl` (sim/distributed.py)
     torch.serialization.register_package(5, lambda obj: None, _refuse_storage_on_sim)
     torch.serialization.add_safe_globals([torch._utils._rebuild_device_tensor_from_cpu_tensor, tensor._rebuild])
 

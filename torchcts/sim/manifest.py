@@ -55,7 +55,9 @@ manifest = {
         "sparse": False,
         "nested": False,
         "fp8": False,
+        "distributed": True,  # the c10d backend simccl (torchcts/sim/distributed.py)
     },
+    "distributed_backend": "simccl",
     "seed": 0,
     # Known failures that are limits of a pure-Python PrivateUse1 backend in PyTorch, not sim bugs:
     # they still run, and a different failure (a planted fault) still fails the case.
