@@ -1,0 +1,118 @@
+"""Weak passes strengthened (issue 28 item 4, level 8): each strengthening makes its case's reference
+discriminate on CPU, and a planted wrong result (one the weak reference would have passed) fails.
+
+The special_values kind's confined copy (cases/opinfo/confined.py) ...
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+import pytest
+import torch
+
+from torchcts.cases.context import CaseContext
+from torchcts.cases.opinfo import run as opinfo_run
+from torchcts.cases.opinfo.confined import candidates, confine
+from torchcts.cases.opinfo.samples import lookup
+from torchcts.manifest.templates import validation_manifest
+from torchcts.oracle import weak
+from torchcts.oracle.compare import OracleMismatch
+from torchcts.oracle.tolerances import tolerance_for
+
+_ON_CPU: contextvars.ContextVar[bool] = contextvars.ContextVar("on_cpu", default=False)
+
+
+def _ctx() -> CaseContext:
+    return CaseContext(device=torch.device("cpu"), manifest=validation_manifest())
+
+
+class _Planted:
+    """An OpInfo whose 'device' call (every call outside the CPU reference) is `wrong`'s answer."""
+
+    def __init__(self, op: Any, wrong: Any) -> None:
+        self._op, self._wrong = op, wrong
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._op, name)
+
+    @property
+    def op(self) -> Any:
+        real = self._op.op
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            out = real(*args, **kwargs)
+            return out if _ON_CPU.get() else self._wrong(out)
+
+        return call
+
+
+@pytest.fixture
+def planted(monkeypatch):
+    """Mark the runner's CPU references, so a _Planted op answers wrongly only on the 'device'."""
+    real = opinfo_run.reference
+
+    def reference(*args: Any, **kwargs: Any) -> Any:
+        token = _ON_CPU.set(True)
+        try:
+            return real(*args, **kwargs)
+        finally:
+            _ON_CPU.reset(token)
+
+    monkeypatch.setattr(opinfo_run, "reference", reference)
+
+
+def _nan_everywhere(out: Any) -> Any:
+    return torch.utils._pytree.tree_map(lambda t: torch.full_like(t, float("nan")) if isinstance(t, torch.Tensor)
+                                        and (t.is_floating_point() or t.is_complex()) else t, out)
+
+
+# --- special_values: one special value confined to one element ---------------------------------------
+
+@pytest.mark.parametrize(("name", "variant"), [("mm", ""), ("softmax", ""), ("std", ""), ("linalg.solve", ""),
+                                               ("dot", "")])
+def test_special_values_of_reductions_and_contractions_discriminate(name, variant, planted):
+    """Injected every 7 elements, NaN reaches every output of these ops (an all-NaN reference, which
+    a backend returning NaN everywhere matches); the confined copy's reference discriminates, so the
+    case is not weak, and that backend fails."""
+    op = lookup(name, variant)
+    ctx = _ctx()
+    opinfo_run.run_special(ctx, op, torch.float32)
+    assert ctx.weak is None and ctx.discriminated
+    assert "special_confined" not in ctx.info  # named only while the copy runs
+    wrong = _ctx()
+    with pytest.raises(OracleMismatch):
+        opinfo_run.run_special(wrong, _Planted(op, _nan_everywhere), torch.float32)
+    assert "special_confined" in wrong.info  # caught by the confined copy, which the record names
+
+
+def test_the_all_nan_comparison_is_kept(planted):
+    """A backend that drops NaN (returns CPU's result of the sample without the injected values) fails
+    the propagation check before the confined copy runs."""
+    op = lookup("mm")
+    with pytest.raises(OracleMismatch):
+        opinfo_run.run_special(_ctx(), _Planted(op, lambda out: torch.nan_to_num(out)), torch.float32)
+
+
+def test_confined_copies_change_one_element_of_one_tensor():
+    op = lookup("mm")
+    sample = next(iter(op.sample_inputs("cpu", torch.float32)))
+    seen = list(candidates(sample))
+    assert [label for label, _ in seen[:3]] == [{"tensor": 0, "value": v} for v in ("inf", "-inf", "nan")]
+    assert seen[3][0] == {"tensor": 1, "value": "inf"} and len(seen) == 6
+    copy = confine(sample, 1, "-inf")
+    assert torch.equal(copy.input, sample.input) and copy.args[0].view(-1)[0] == float("-inf")
+    assert int(torch.isinf(copy.args[0]).sum()) == 1 and not torch.isinf(sample.args[0]).any()
+    assert confine(sample, 2, "inf") is None and confine(sample, 0, "bogus") is None
+
+
+def test_repro_replays_the_confined_copy():
+    from torchcts.cases.opinfo.repro import materialize
+
+    params = {"op": "mm", "variant": "", "kind": "special_values", "dtype": "float32"}
+    _, _, args, _ = materialize(params, 0)
+    assert int(torch.isnan(args[0]).sum()) > 1  # the injection, as before
+    _, _, args, _ = materialize(params, 0, confined={"tensor": 0, "value": "inf"})
+    assert int(torch.isinf(args[0]).sum()) == 1 and not torch.isnan(args[0]).any()
+    assert weak.tensor_weakness(torch.mm(*args), tolerance_for("linalg", "float32")) is None
