@@ -116,3 +116,29 @@ def test_repro_replays_the_confined_copy():
     _, _, args, _ = materialize(params, 0, confined={"tensor": 0, "value": "inf"})
     assert int(torch.isinf(args[0]).sum()) == 1 and not torch.isnan(args[0]).any()
     assert weak.tensor_weakness(torch.mm(*args), tolerance_for("linalg", "float32")) is None
+
+
+# --- the special_values suite: softmax-like functions reduce one edge per slice -----------------------
+
+@pytest.mark.parametrize("family", ["special_softmax", "special_log_softmax", "special_logsumexp"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_reducing_special_functions_reduce_one_edge_per_slice(family, dtype):
+    """Over the column of every edge the NaN reached every output (all NaN); one edge per reduced
+    slice leaves the others finite: the reference discriminates and NaN everywhere fails."""
+    from torchcts.cases.overloads import resolve
+    from torchcts.cases.suites.special_values import EdgeArgs, edges
+
+    op = resolve(family, "default")
+    synth = EdgeArgs(dtype, family, binary=False)
+    args = {a.name: synth(a, torch.device("cpu")) for a in op._schema.arguments
+            if str(a.type) in ("Tensor", "int", "List[int]") and a.name != "out"}
+    assert args["self"].shape == (3, edges(dtype).numel())
+    torch.testing.assert_close(args["self"][0], edges(dtype), rtol=0, atol=0, equal_nan=True)  # every edge still
+    ref = op(**args)
+    tol = tolerance_for("special", str(dtype).removeprefix("torch."))
+    assert weak.tensor_weakness(ref, tol) is None and bool(ref.isfinite().any()) and bool(ref.isnan().any())
+    ctx = _ctx()
+    ctx.assert_close(ref.clone(), ref, category="special")
+    assert ctx.weak is None
+    with pytest.raises(OracleMismatch):
+        _ctx().assert_close(torch.full_like(ref, float("nan")), ref, category="special")
