@@ -142,3 +142,42 @@ def test_reducing_special_functions_reduce_one_edge_per_slice(family, dtype):
     assert ctx.weak is None
     with pytest.raises(OracleMismatch):
         _ctx().assert_close(torch.full_like(ref, float("nan")), ref, category="special")
+
+
+# --- limits: odd products, an absorbing-free first row, marks in `unit` -----------------------------
+
+LIMITS_WEAK = [("prod", "high", "int8"), ("prod", "mixed", "int64"), ("prod", "high", "bool"), ("cumprod", "unit", "int16"),
+               ("cumprod", "unit", "bool"), ("amin", "mixed", "uint8"), ("amin", "high", "bool"), ("all", "mixed", "uint8"),
+               ("all", "high", "bool"), ("argmax", "unit", "int32")]
+
+
+@pytest.mark.parametrize(("op", "pattern", "dtype"), LIMITS_WEAK)
+def test_limits_references_discriminate(op, pattern, dtype, monkeypatch):
+    """These references were zeros or one value in every layout; strengthened, a backend answering
+    zeros, or the first element everywhere, fails (planted in run_both's device result)."""
+    from torchcts.cases.suites import limits
+
+    dt = getattr(torch, dtype)
+    ctx = _ctx()
+    limits.reduce_at_limits(ctx, dt, op, pattern)
+    assert ctx.weak is None and ctx.discriminated
+    for wrong in (torch.zeros_like, lambda t: torch.full_like(t, t.reshape(-1)[0].item())):
+        def planted(c, fn, t, category="elementwise", _wrong=wrong):
+            expected = fn(t)
+            c.assert_close(_wrong(expected), expected, category=category)
+
+        monkeypatch.setattr(limits, "run_both", planted)
+        with pytest.raises(OracleMismatch):
+            limits.reduce_at_limits(_ctx(), dt, op, pattern)
+
+
+def test_limits_products_still_wrap_and_keep_their_patterns():
+    """Odd values keep `high` near the maximum and the product wrapping (an int8 accumulator differs)."""
+    from torchcts.cases.suites.limits import LENGTH, strengthened, values
+
+    x = strengthened(values(torch.int8, "high", 3 * LENGTH, 0), "prod", "high", 0)
+    assert bool((x % 2 != 0).all()) and int(x.min()) >= 125
+    wide, narrow = x[:LENGTH].prod(), x[:LENGTH].prod(dtype=torch.int8)
+    assert int(wide) != 0 and int(wide) != int(narrow)
+    sums = strengthened(values(torch.int8, "high", 3 * LENGTH, 0), "sum", "high", 0)
+    assert torch.equal(sums, values(torch.int8, "high", 3 * LENGTH, 0))  # other ops keep the pattern as it was
