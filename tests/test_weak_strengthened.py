@@ -181,3 +181,48 @@ def test_limits_products_still_wrap_and_keep_their_patterns():
     assert int(wide) != 0 and int(wide) != int(narrow)
     sums = strengthened(values(torch.int8, "high", 3 * LENGTH, 0), "sum", "high", 0)
     assert torch.equal(sums, values(torch.int8, "high", 3 * LENGTH, 0))  # other ops keep the pattern as it was
+
+
+# --- mixed_dtypes eq: operands that agree in places ----------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64, torch.float16])
+def test_mixed_dtypes_eq_answers_both_ways(dtype, monkeypatch):
+    """Random operands of two dtypes are never equal (all False, which zeros match); with every other
+    element agreeing the reference holds both answers, and a backend answering False everywhere fails."""
+    from torchcts.cases.suites import mixed_dtypes
+
+    ctx = _ctx()
+    mixed_dtypes.pairwise(ctx, dtype, "eq")
+    assert ctx.weak is None and ctx.discriminated
+
+    def planted(c, fn, *args, category="elementwise"):
+        expected = fn(*args)
+        c.assert_close(torch.zeros_like(expected), expected, category=category)
+
+    monkeypatch.setattr(mixed_dtypes, "run_both", planted)
+    with pytest.raises(OracleMismatch):
+        mixed_dtypes.pairwise(_ctx(), dtype, "eq")
+
+
+# --- results constant by definition: aten factories and fills ------------------------------------------
+
+def test_constant_overloads_are_the_factories_and_fills():
+    assert all(weak.constant_overload(n) for n in ("aten::_foreach_zero_", "aten::_foreach_zero_.default",
+                                                   "new_full.out", "aten::fill.Scalar_out", "_efficientzerotensor",
+                                                   "aten::zero_"))
+    assert not any(weak.constant_overload(n) for n in ("aten::add.Tensor", "aten::_foreach_add_.List", "eq.Scalar_out",
+                                                       "aten::fill_diagonal_", "aten::__irshift__.Scalar"))
+
+
+def test_foreach_zero_is_judged_constant_but_still_compared():
+    """_foreach_zero_'s written lists are zeros by definition: not a weak pass, yet a device that leaves
+    a member unwritten still fails (the comparison is unchanged)."""
+    from torchcts.cases.overloads import compare_overload, resolve
+    from torchcts.cases.suites.foreach import ForeachArgs
+
+    ctx = _ctx()
+    op = resolve("_foreach_zero_", "default")
+    compare_overload(ctx, op, ForeachArgs(ctx, "_foreach_zero", torch.float32, "dense"))
+    assert ctx.weak is None and not ctx.discriminated  # not judged: constant by definition
+    with pytest.raises(OracleMismatch):
+        ctx.assert_close([torch.ones(3)], [torch.zeros(3)], constant=weak.constant_overload(op.name()))

@@ -38,6 +38,23 @@ ZERO_GRADIENT = frozenset({"round", "floor", "ceil", "trunc", "fix", "sign", "sg
                            "div.trunc_rounding", "div.floor_rounding"})
 
 
+# Aten packets (`aten::zero_`, `aten::new_full.out`: name without namespace, overload and trailing `_`)
+# whose result is constant by definition: the factories and fills of the generated and surface suites.
+CONSTANT_ATEN = frozenset({
+    "zero", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full",
+    "fill", "_efficientzerotensor", "_new_zeros_with_same_feature_meta", "_foreach_zero",
+})
+
+
+def constant_overload(name: str) -> bool:
+    """An aten overload (`aten::_foreach_zero_.default`, `new_full.out`) whose result is constant by
+    definition: its constant reference is no weakness of the inputs."""
+    base = name.split("::", 1)[-1].split(".", 1)[0]
+    if base.endswith("_") and not base.endswith("__"):
+        base = base[:-1]
+    return base in CONSTANT_ATEN
+
+
 def constant_by_definition(name: str, dtype: str | None, backward: bool = False, variant: str = "") -> bool:
     """The OpInfo's result (or gradient, `backward`) is the same everywhere whatever the backend does
     right: a constant reference there is no weakness of the sample."""
