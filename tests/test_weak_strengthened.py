@@ -226,3 +226,32 @@ def test_foreach_zero_is_judged_constant_but_still_compared():
     assert ctx.weak is None and not ctx.discriminated  # not judged: constant by definition
     with pytest.raises(OracleMismatch):
         ctx.assert_close([torch.ones(3)], [torch.zeros(3)], constant=weak.constant_overload(op.name()))
+
+
+# --- out_variants: float predicates see NaN and infinities, sinc sees zeros ----------------------------
+
+@pytest.mark.parametrize(("case", "dtype"), [("isnan", torch.float32), ("isinf", torch.float32),
+                                             ("isneginf", torch.float32), ("sinc", torch.int64),
+                                             ("special_sinc", torch.int64)])
+def test_out_variants_predicates_and_sinc_discriminate(case, dtype, monkeypatch):
+    from torchcts.cases.suites import out_variants
+
+    ctx = _ctx()
+    out_variants.out_case(ctx, dtype, case)
+    assert ctx.weak is None and ctx.discriminated
+
+    def planted(c, checks, category="elementwise", allowed=None, constant=False):
+        expected = checks["functional"](torch.device("cpu"))
+        c.assert_close(torch.zeros_like(expected), expected, category=category, constant=constant)
+
+    monkeypatch.setattr(out_variants, "mirror", planted)
+    with pytest.raises(OracleMismatch):
+        out_variants.out_case(_ctx(), dtype, case)
+
+
+def test_out_variants_float_predicates_of_integers_are_constant_by_definition():
+    from torchcts.cases.suites import out_variants
+
+    ctx = _ctx()
+    out_variants.out_case(ctx, torch.int64, "isnan")
+    assert ctx.weak is None and not ctx.discriminated  # all False by definition: not judged
