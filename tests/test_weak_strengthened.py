@@ -255,3 +255,39 @@ def test_out_variants_float_predicates_of_integers_are_constant_by_definition():
     ctx = _ctx()
     out_variants.out_case(ctx, torch.int64, "isnan")
     assert ctx.weak is None and not ctx.discriminated  # all False by definition: not judged
+
+
+# --- OpInfo samples of integer, bool and complex inputs ------------------------------------------------
+
+def _zeros_or_first(out: Any) -> Any:
+    """What a weak reference could not tell: zeros, or the first element everywhere."""
+    def wrong(t: torch.Tensor) -> torch.Tensor:
+        flat = t.reshape(-1)
+        return torch.zeros_like(t) if flat.numel() == 0 or bool(flat[0] != 0) else torch.full_like(t, flat[-1].item())
+    return torch.utils._pytree.tree_map(lambda t: wrong(t) if isinstance(t, torch.Tensor) else t, out)
+
+
+@pytest.mark.parametrize(("name", "variant", "dtype"), [
+    ("asin", "", torch.uint8), ("asin", "", torch.bool), ("atanh", "", torch.uint8), ("erfinv", "", torch.bool),
+    ("acosh", "", torch.bool), ("isreal", "", torch.complex64), ("min", "reduction_no_dim", torch.uint8),
+    ("prod", "", torch.uint8), ("cumprod", "", torch.uint8),
+])
+def test_opinfo_samples_of_narrow_domains_discriminate(name, variant, dtype, planted):
+    """OpInfo keeps these samples in the op's domain, where a bool or uint8 input holds one value (asin:
+    all 0), uint8 minima and products were 0 and random complex numbers never real; rewritten
+    (strengthen.py) the case is not weak, and a backend answering zeros (or one value) fails."""
+    op = lookup(name, variant)
+    ctx = _ctx()
+    opinfo_run._functional(ctx, op, dtype, op.op)
+    assert ctx.weak is None and ctx.discriminated, ctx.weak
+    with pytest.raises(OracleMismatch):
+        opinfo_run._functional(_ctx(), op, dtype, _Planted(op, _zeros_or_first).op)
+
+
+@pytest.mark.parametrize(("name", "dtype"), [("signbit", "uint8"), ("signbit", "bool"), ("angle", "uint8"),
+                                             ("special.entr", "bool")])
+def test_constant_for_these_dtypes_by_definition(name, dtype):
+    """signbit and angle of non-negative reals (False, 0), entr of bools (0 at 0 and 1): not judged; the
+    same ops of signed or floating inputs still are."""
+    assert weak.constant_by_definition(name, dtype)
+    assert not weak.constant_by_definition(name, "float32") and not weak.constant_by_definition(name, "int8")
