@@ -291,3 +291,15 @@ def test_constant_for_these_dtypes_by_definition(name, dtype):
     same ops of signed or floating inputs still are."""
     assert weak.constant_by_definition(name, dtype)
     assert not weak.constant_by_definition(name, "float32") and not weak.constant_by_definition(name, "int8")
+
+
+@pytest.mark.parametrize(("name", "dtype"), [("logit", torch.int16), ("special.ndtri", torch.uint8),
+                                             ("acos", torch.bool)])
+def test_noncontiguous_samples_of_narrow_domains_discriminate(name, dtype, planted):
+    """The noncontiguous kind's samples of these were one value (all 0 inside the domain)."""
+    op = lookup(name)
+    ctx = _ctx()
+    opinfo_run._functional(ctx, op, dtype, op.op, transform=opinfo_run._noncontiguous)
+    assert ctx.weak is None and ctx.discriminated, ctx.weak
+    with pytest.raises(OracleMismatch):
+        opinfo_run._functional(_ctx(), op, dtype, _Planted(op, _zeros_or_first).op, transform=opinfo_run._noncontiguous)

@@ -98,8 +98,9 @@ def _scaled(factor: float) -> Callable[[Any], Any]:
 def _integral_places(value: int) -> Callable[[Any], Any]:
     """Every other element of an integer or bool input set to `value`: OpInfo keeps these samples inside
     the op's domain, where a bool or uint8 input can take one value only (asin's [-1, 1]: all 0;
-    acosh's [1, inf): all True), so the result was one value; `value` is the domain's other edge
-    (asin(1) = pi/2, atanh(1) = inf) or just outside it (acosh(0) = NaN), both defined."""
+    acosh's [1, inf): all True; logit's and ndtri's [0, 1]: all 0), so the result was one value;
+    `value` is the domain's other edge (asin(1) = pi/2, atanh(1) = inf, logit(1) = inf) or just
+    outside it (acosh(0) = NaN), both defined."""
 
     def rewrite(sample: Any) -> Any:
         x = sample.input
@@ -143,6 +144,7 @@ STRENGTHEN: dict[str, Callable[[Any], Any]] = {
     "round.decimals_neg_3": _scaled(1000.0),
     "asin": _integral_places(1), "atanh": _integral_places(1), "erfinv": _integral_places(1),
     "acosh": _integral_places(0), "isreal": _real_places,
+    "acos": _integral_places(1), "logit": _integral_places(1), "special.ndtri": _integral_places(1),
     "min.reduction_no_dim": _odd_unsigned, "prod": _odd_unsigned, "cumprod": _odd_unsigned,
 }
 
