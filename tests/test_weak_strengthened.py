@@ -270,7 +270,7 @@ def _zeros_or_first(out: Any) -> Any:
 @pytest.mark.parametrize(("name", "variant", "dtype"), [
     ("asin", "", torch.uint8), ("asin", "", torch.bool), ("atanh", "", torch.uint8), ("erfinv", "", torch.bool),
     ("acosh", "", torch.bool), ("isreal", "", torch.complex64), ("min", "reduction_no_dim", torch.uint8),
-    ("prod", "", torch.uint8), ("cumprod", "", torch.uint8),
+    ("prod", "", torch.uint8), ("cumprod", "", torch.uint8), ("xlogy", "", torch.bool),
 ])
 def test_opinfo_samples_of_narrow_domains_discriminate(name, variant, dtype, planted):
     """OpInfo keeps these samples in the op's domain, where a bool or uint8 input holds one value (asin:

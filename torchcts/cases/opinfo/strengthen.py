@@ -113,6 +113,22 @@ def _integral_places(value: int) -> Callable[[Any], Any]:
     return rewrite
 
 
+def _other_places(value: int) -> Callable[[Any], Any]:
+    """Every third element of an integer or bool second operand set to `value`: xlogy's samples keep
+    `other` in log's domain, so a bool `other` was all True and x * log(y) all 0; at 0 it is -inf
+    where x is not 0 (and 0 where x is: xlogy's definition)."""
+
+    def rewrite(sample: Any) -> Any:
+        other = sample.args[0] if sample.args else None
+        if not _dense(other) or other.is_floating_point() or other.is_complex():
+            return sample
+        new = _fresh(other)
+        new.view(-1)[::3] = value
+        return _with(sample, sample.input, (new, *sample.args[1:]))
+
+    return rewrite
+
+
 def _odd_unsigned(sample: Any) -> Any:
     """uint8 inputs made odd and varied (1, 3 or 5 added to the even part by position): OpInfo's values
     0-9 put a 0 in every min (all zeros), cumprod's samples are all 0, and a wrapped uint8 product is
@@ -145,6 +161,7 @@ STRENGTHEN: dict[str, Callable[[Any], Any]] = {
     "asin": _integral_places(1), "atanh": _integral_places(1), "erfinv": _integral_places(1),
     "acosh": _integral_places(0), "isreal": _real_places,
     "acos": _integral_places(1), "logit": _integral_places(1), "special.ndtri": _integral_places(1),
+    "xlogy": _other_places(0),
     "min.reduction_no_dim": _odd_unsigned, "prod": _odd_unsigned, "cumprod": _odd_unsigned,
 }
 
