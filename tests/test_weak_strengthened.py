@@ -1,7 +1,11 @@
 """Weak passes strengthened (issue 28 item 4, level 8): each strengthening makes its case's reference
 discriminate on CPU, and a planted wrong result (one the weak reference would have passed) fails.
 
-The special_values kind's confined copy (cases/opinfo/confined.py) ...
+Covered: the special_values kind's confined copy (cases/opinfo/confined.py) and its repro, the
+special_values suite's softmax-like functions, limits, mixed_dtypes eq, out_variants predicates and
+sinc, OpInfo samples of narrow domains (strengthen.py), and what is constant by definition
+(oracle/weak.py). A wrong result is planted in the device's half of the comparison (`_Planted`, or
+the suite's comparison helper patched), since both halves run on CPU here.
 """
 
 from __future__ import annotations
@@ -303,3 +307,24 @@ def test_noncontiguous_samples_of_narrow_domains_discriminate(name, dtype, plant
     assert ctx.weak is None and ctx.discriminated, ctx.weak
     with pytest.raises(OracleMismatch):
         opinfo_run._functional(_ctx(), op, dtype, _Planted(op, _zeros_or_first).op, transform=opinfo_run._noncontiguous)
+
+
+def test_the_repro_script_of_a_confined_failure_calls_the_confined_copy():
+    """A record failing in the confined copy names it (info.special_confined); the standalone
+    script's spec replays that copy, a record without it the NaN injection, and a hostile value
+    no copy at all."""
+    from torchcts.cases.model import Case, NotApplicable
+    from torchcts.cases.repro_builders import builder_for
+    from torchcts.manifest.templates import cpu_manifest
+
+    case = Case(id="opinfo/mm/float32/special_values", suite="opinfo", level=2, runner="torchcts.cases.opinfo:run",
+                params={"op": "mm", "dtype": "float32", "kind": "special_values"}, ops=("aten::mm",),
+                dtype="float32", kind="special_values")
+    build = builder_for(case)
+    confined = build(case, cpu_manifest(), {"sample_index": 0, "special_confined": {"tensor": 1, "value": "-inf"}})
+    first, second = confined.samples[0]["args"][:2]
+    assert not torch.isinf(first).any() and int(torch.isinf(second).sum()) == 1 and second.view(-1)[0] < 0
+    injected = build(case, cpu_manifest(), {"sample_index": 0})
+    assert int(torch.isnan(injected.samples[0]["args"][0]).sum()) > 1
+    with pytest.raises(NotApplicable):
+        build(case, cpu_manifest(), {"sample_index": 0, "special_confined": {"tensor": 1, "value": "__import__"}})
