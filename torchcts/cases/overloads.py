@@ -22,6 +22,7 @@ from torchcts.cases.helpers import expect_raises
 from torchcts.cases.observe import unobserved
 from torchcts.compat import is_missing_kernel
 from torchcts.oracle.exactness import exactness_of
+from torchcts.oracle.weak import constant_overload
 
 __all__ = ["CHECKED", "NO_CPU_KERNEL", "RAISES", "Synth", "build_args", "compare_overload", "functional_of", "mirror",
            "overload_names", "qualified", "resolve", "run_overloads", "settle", "with_out", "written"]
@@ -117,7 +118,8 @@ def compare_overload(ctx: CaseContext, op: Any, synth: Synth, *, category: str =
     ctx.describe(overload=str(op))
     first = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
     exact = exactness_of(op.name(), dtype=str(first.dtype).removeprefix("torch.") if first is not None else None)
-    ctx.assert_close(actual, expected, category=category, exact=exact if exact is None or exact.outputs is None else None)
+    ctx.assert_close(actual, expected, category=category, exact=exact if exact is None or exact.outputs is None else None,
+                     constant=constant_overload(op.name()))
     return CHECKED
 
 

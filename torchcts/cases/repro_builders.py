@@ -123,7 +123,9 @@ def opinfo(case: Case, manifest: Manifest, info: dict[str, Any] | None, sample: 
 
     index = failing_sample(info) if sample is None else sample
     index = index or 0
-    _, fn, args, kwargs = materialize(dict(case.params), index, case.dtype, device=_known_device(manifest))
+    confined = (info or {}).get("special_confined")  # the special_values kind's confined copy (opinfo/confined.py)
+    _, fn, args, kwargs = materialize(dict(case.params), index, case.dtype, device=_known_device(manifest),
+                                      confined=confined if isinstance(confined, dict) else None)
     expr = callable_expression(fn)
     if expr is None:
         raise UsageError(f"OpInfo '{case.params.get('op', case.id)}' runs a callable with no importable name "

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from torchcts.cases.model import NotApplicable
+from torchcts.cases.opinfo.confined import confine
 from torchcts.cases.opinfo.samples import (
     copy_sample,
     function_name,
@@ -20,7 +21,8 @@ from torchcts.cases.opinfo.strengthen import strengthener
 
 
 def materialize(
-    case_params: Mapping[str, Any], sample_index: int, dtype: str | None = None, device: str | None = None
+    case_params: Mapping[str, Any], sample_index: int, dtype: str | None = None, device: str | None = None,
+    confined: Mapping[str, Any] | None = None,
 ) -> tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
     """(description, fn, args, kwargs) such that `fn(*args, **kwargs)` on CPU is the call that
     case `case_params` (a Case.params dict: op, variant, kind, dtype) makes for sample
@@ -32,7 +34,9 @@ def materialize(
     `noncontiguous` returns the sample made non-contiguous the way the case makes it, for CPU and
     device alike), `method` the Tensor method, `inplace` the in-place method (the result must be
     args[0]), `out` the op with `out=` tensors shaped like the result, and `special_values` the op
-    on the sample with NaN/+Inf/-Inf injected. Ops whose samples the case rewrites
+    on the sample with NaN/+Inf/-Inf injected, or, with `confined` (a failing record's
+    `info.special_confined`), with the one special value the case's second comparison confined
+    (confined.py). Ops whose samples the case rewrites
     (strengthen.py) get the rewritten sample.
     The description is one line: the function, kind and sample index. `device` (the device under
     test) resolves options PyTorch picks per device type, as the run did (samples.pin_device_policy).
@@ -47,7 +51,12 @@ def materialize(
     strengthen = strengthener(op.name, op.variant_test_name)  # as the case rewrote it (strengthen.py)
     if strengthen is not None and kind in ("forward", "method", "noncontiguous", "special_values", "inplace", "out"):
         sample = strengthen(sample)
-    if kind == "special_values":
+    if kind == "special_values" and confined:
+        variant = confine(sample, int(confined.get("tensor", 0)), str(confined.get("value", "nan")))
+        if variant is None:
+            raise NotApplicable(f"sample {sample_index} has no floating tensor {confined.get('tensor')}")
+        sample = variant
+    elif kind == "special_values":
         sample, _ = inject_special_values(sample)
     fn = {"method": op.method_variant, "inplace": op.inplace_variant}.get(kind, op.op)
     if fn is None:

@@ -19,6 +19,7 @@ from torch.utils import _pytree as pytree
 from torchcts.cases.context import CaseContext
 from torchcts.cases.model import NotApplicable, repro_command
 from torchcts.cases.observe import unobserved
+from torchcts.cases.opinfo.confined import candidates
 from torchcts.cases.opinfo.error_types import device_class_errors
 from torchcts.cases.opinfo.samples import (
     copy_sample,
@@ -38,7 +39,7 @@ from torchcts.oracle.conditioning import conditioned_atol
 from torchcts.oracle.exactness import Exact, exactness_of
 from torchcts.oracle.tolerances import Tolerance
 from torchcts.oracle.truth import Truth
-from torchcts.oracle.weak import constant_by_definition
+from torchcts.oracle.weak import constant_by_definition, weakness
 
 
 class SkipSample(Exception):
@@ -239,6 +240,43 @@ def _special(sample: Any) -> Any:
     return new
 
 
+def run_special(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
+    """special_values: each sample with NaN/Inf injected every 7 elements (a check of their
+    propagation), and while every comparison so far was weak (the injected NaN reached every output)
+    also the first copy with one special value confined to one element whose reference discriminates
+    (confined.py); the copy is named in `info.special_confined` while it runs."""
+    category, exact = tolerance_category(op), exact_for(op, dtype)
+    strengthen = strengthener(op.name, op.variant_test_name) or (lambda s: s)
+    constant = constant_by_definition(op.name, _name(dtype), variant=op.variant_test_name)
+
+    def body(sample: Any) -> None:
+        base = strengthen(sample)
+        check_call(ctx, op, op.op, base, category, prepare=_special, exact=exact)
+        if getattr(ctx, "discriminated", False) or constant:
+            return
+        found = _discriminating(ctx, op.op, base, category)
+        if found is not None:
+            ctx.describe(special_confined=found[0])
+            check_call(ctx, op, op.op, found[1], category, exact=exact)
+            ctx.info.pop("special_confined", None)
+
+    each_sample(ctx, op, dtype, body)
+
+
+def _discriminating(ctx: CaseContext, fn: Callable[..., Any], sample: Any, category: str) -> tuple[dict[str, Any], Any] | None:
+    """The first confined copy of `sample` (confined.py) whose CPU reference is not weak, else None."""
+    for label, variant in candidates(sample):
+        try:
+            expected = reference(fn, variant)
+        except SkipSample:
+            continue
+        with unobserved():
+            judged, reason = weakness(expected, lambda dt: ctx.tolerance(category, dt))
+        if judged and reason is None:
+            return label, variant
+    return None
+
+
 def check_inplace(ctx: CaseContext, op: Any, sample: Any, category: str, exact: Exact | None = None) -> None:
     """One sample of the in-place variant: the device's mutated input against CPU's."""
     fn = op.inplace_variant
@@ -410,7 +448,7 @@ def run(ctx: CaseContext, *, op: str, variant: str = "", kind: str, dtype: torch
         elif kind == "noncontiguous":
             _functional(ctx, info, dtype, info.op, transform=_noncontiguous)
         elif kind == "special_values":
-            _functional(ctx, info, dtype, info.op, prepare=_special)
+            run_special(ctx, info, dtype)
         elif kind == "inplace":
             run_inplace(ctx, info, dtype)
         elif kind == "out":

@@ -4,7 +4,8 @@ OpInfo's random samples give some ops a reference that proves nothing: `eq` of t
 tensors is all False (so is a backend returning zeros), `logical_or` of nonzero values all True,
 `isnan` of finite values all False, `round(x, -3)` of |x| < 500 all zeros. For those ops (and only
 those) the runner rewrites each sample first: some elements made equal, zero or special, or the
-input scaled, so the result mixes values. The rewrite is of a copy (OpInfo's sample lists are
+input scaled, integer inputs moved to their domain's other edge or made odd, so the result mixes
+values. The rewrite is of a copy (OpInfo's sample lists are
 cached per dtype), and CPU stays the reference of the rewritten sample.
 """
 
@@ -94,6 +95,61 @@ def _scaled(factor: float) -> Callable[[Any], Any]:
     return rewrite
 
 
+def _integral_places(value: int) -> Callable[[Any], Any]:
+    """Every other element of an integer or bool input set to `value`: OpInfo keeps these samples inside
+    the op's domain, where a bool or uint8 input can take one value only (asin's [-1, 1]: all 0;
+    acosh's [1, inf): all True; logit's and ndtri's [0, 1]: all 0), so the result was one value;
+    `value` is the domain's other edge (asin(1) = pi/2, atanh(1) = inf, logit(1) = inf) or just
+    outside it (acosh(0) = NaN), both defined."""
+
+    def rewrite(sample: Any) -> Any:
+        x = sample.input
+        if not _dense(x) or x.is_floating_point() or x.is_complex():
+            return sample
+        inp = _fresh(x)
+        inp.view(-1)[::2] = value
+        return _with(sample, inp, tuple(sample.args))
+
+    return rewrite
+
+
+def _other_places(value: int) -> Callable[[Any], Any]:
+    """Every third element of an integer or bool second operand set to `value`: xlogy's samples keep
+    `other` in log's domain, so a bool `other` was all True and x * log(y) all 0; at 0 it is -inf
+    where x is not 0 (and 0 where x is: xlogy's definition)."""
+
+    def rewrite(sample: Any) -> Any:
+        other = sample.args[0] if sample.args else None
+        if not _dense(other) or other.is_floating_point() or other.is_complex():
+            return sample
+        new = _fresh(other)
+        new.view(-1)[::3] = value
+        return _with(sample, sample.input, (new, *sample.args[1:]))
+
+    return rewrite
+
+
+def _odd_unsigned(sample: Any) -> Any:
+    """uint8 inputs made odd and varied (1, 3 or 5 added to the even part by position): OpInfo's values
+    0-9 put a 0 in every min (all zeros), cumprod's samples are all 0, and a wrapped uint8 product is
+    0 modulo 256 (enough even factors); odd values keep products and minima away from 0."""
+    x = sample.input
+    if not (_dense(x) and x.dtype == torch.uint8):
+        return sample
+    steps = (torch.arange(x.numel()) % 3 * 2).to(torch.uint8).reshape(x.shape)
+    return _with(sample, (_fresh(x) | 1) + steps, tuple(sample.args))
+
+
+def _real_places(sample: Any) -> Any:
+    """isreal: every third complex element's imaginary part zero (random complex values are never real)."""
+    x = sample.input
+    if not (_dense(x) and x.is_complex()):
+        return sample
+    inp = _fresh(x)
+    inp.view(-1)[::3] = inp.view(-1)[::3].real.to(inp.dtype)
+    return _with(sample, inp, tuple(sample.args))
+
+
 # OpInfo name (or `name.variant`) -> the rewrite of each of its samples.
 STRENGTHEN: dict[str, Callable[[Any], Any]] = {
     "eq": _agree, "ne": _agree, "isclose": _agree,
@@ -102,6 +158,11 @@ STRENGTHEN: dict[str, Callable[[Any], Any]] = {
     "isin": _shared_test_elements,
     "isnan": _specials, "isinf": _specials, "isposinf": _specials, "isneginf": _specials, "isfinite": _specials,
     "round.decimals_neg_3": _scaled(1000.0),
+    "asin": _integral_places(1), "atanh": _integral_places(1), "erfinv": _integral_places(1),
+    "acosh": _integral_places(0), "isreal": _real_places,
+    "acos": _integral_places(1), "logit": _integral_places(1), "special.ndtri": _integral_places(1),
+    "xlogy": _other_places(0),
+    "min.reduction_no_dim": _odd_unsigned, "prod": _odd_unsigned, "cumprod": _odd_unsigned,
 }
 
 

@@ -26,6 +26,7 @@ from torchcts.errors import first_line
 from torchcts.oracle.allowed import host_arguments
 from torchcts.oracle.exactness import exactness_of
 from torchcts.oracle.mismatch import Mismatch, OracleMismatch
+from torchcts.oracle.weak import constant_overload
 
 
 def overload_of(name: str) -> Any:
@@ -143,6 +144,7 @@ def run_surface(ctx: CaseContext, overload: str, dtype: torch.dtype, check: str 
             _check_support(overload, actual, expected)
         return
     exact = exactness_of(overload, dtype=str(dtype).removeprefix("torch."))  # oracle/exactness.py, per aten packet
-    ctx.assert_close(actual, expected, category=category, exact=exact)
+    constant = constant_overload(overload)  # a factory or fill: its constant result is no weakness (oracle/weak.py)
+    ctx.assert_close(actual, expected, category=category, exact=exact, constant=constant)
     ctx.assert_close(actual_written, expected_written, category=category,
-                     exact=exact if exact is None or exact.outputs is None else None)
+                     exact=exact if exact is None or exact.outputs is None else None, constant=constant)

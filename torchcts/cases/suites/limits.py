@@ -9,6 +9,14 @@ result dtype and value with CPU, whose promotion (integer sums to int64) and acc
 (float16/bfloat16 in float32) rules are the reference. Integer overflow wraps the same way in
 any order (two's complement sums and products are exact modulo 2^bits), so integers compare
 exactly; floats use the reduction tolerance.
+
+Some op and pattern pairs gave a reference that proves nothing (docs/oracles.md, "Weak
+comparisons"), so `strengthened` adjusts their values: integer products of values near the limits
+are 0 modulo 2^bits (enough even factors), so prod and cumprod take odd values (a product of odd
+numbers is odd, never 0, and still wraps); an absorbing value in every slice (a False, a 0, the
+minimum) made prod, all and amin the same everywhere, so the first LENGTH values (the flat layout,
+the first row) hold none; and the ones of `unit` gave cumprod ones and argmax index 0
+everywhere, so a few marks (UNIT_MARKS) break them.
 """
 
 from __future__ import annotations
@@ -52,6 +60,25 @@ def values(dtype: torch.dtype, pattern: str, n: int, seed: int) -> torch.Tensor:
     return torch.where(torch.rand(n, generator=g) < 0.5, near_max, near_min).to(dtype)
 
 
+ABSORBING = frozenset({"prod", "all", "amin"})  # one value (False, 0, the minimum) decides a slice
+UNIT_MARKS = {"cumprod": 0, "argmax": 2}  # written at a few places of `unit`: cumprod turns 0, argmax finds it
+
+
+def strengthened(x: torch.Tensor, op: str, pattern: str, seed: int) -> torch.Tensor:
+    """x (3 * LENGTH values of `pattern`) adjusted so that `op`'s result is not one value everywhere."""
+    integral = not x.dtype.is_floating_point and x.dtype != torch.bool
+    if op in ("prod", "cumprod") and integral:
+        x = x | 1  # odd: a wrapped product stays odd (values of `high` stay within 2 of the maximum)
+    if op in ABSORBING and pattern != "unit" and not x.dtype.is_floating_point:
+        x = x.clone()
+        x[:LENGTH] = True if x.dtype == torch.bool else values(x.dtype, "high", LENGTH, seed + 1) | 1  # odd for prod
+    marked = not x.dtype.is_floating_point and (x.dtype != torch.bool or op == "cumprod")  # argmax of bools: ties
+    if op in UNIT_MARKS and pattern == "unit" and marked:
+        x = x.clone()
+        x[LENGTH // 3::LENGTH // 2 + 1] = UNIT_MARKS[op]  # twice per LENGTH: argmax's tie goes to the first
+    return x
+
+
 # name -> (call(x, dim) with dim None for the whole tensor, aten ops)
 Reduce = Callable[[torch.Tensor, Any], Any]
 
@@ -82,7 +109,7 @@ OPS: dict[str, tuple[Reduce, tuple[str, ...]]] = {
 
 def reduce_at_limits(ctx: CaseContext, dtype: torch.dtype, op: str, pattern: str) -> None:
     fn, _ = OPS[op]
-    x = values(dtype, pattern, 3 * LENGTH, ctx.seed)
+    x = strengthened(values(dtype, pattern, 3 * LENGTH, ctx.seed), op, pattern, ctx.seed)
     for layout, t, dim in (("flat", x[:LENGTH], None), ("rows", x.reshape(3, LENGTH), 1),
                            ("columns", x.reshape(LENGTH, 3), 0)):
         ctx.describe(layout=layout, shape=list(t.shape), dim=dim, pattern=pattern)

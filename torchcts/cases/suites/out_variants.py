@@ -26,6 +26,7 @@ from torchcts.cases.api import CaseContext, CaseSet, expect_raises, sample
 from torchcts.cases.observe import unobserved
 from torchcts.cases.overloads import mirror, overload_names, qualified, resolve
 from torchcts.oracle.allowed import out_cast_allowed
+from torchcts.oracle.weak import FLOAT_PREDICATES, constant_by_definition
 
 SUITE = CaseSet("out_variants")
 cases = SUITE.cases
@@ -69,18 +70,26 @@ def _out_ops() -> dict[str, tuple[str, str, str, int]]:
 OUT_OPS = _out_ops()
 # Ops whose result is constant by definition: a constant reference is not weak (oracle/weak.py).
 CONSTANT_RESULTS = frozenset({"zeros_like", "ones_like", "zero", "zeros", "ones", "full", "full_like", "fill"})
+# Ops defined by a special point at 0 (sinc(0) = 1, else sin(pi x)/(pi x): tiny at every integer): their
+# inputs get the zeros of `mixed` too, or an integer input's reference is below the tolerance's atol.
+ZERO_POINT = frozenset({"sinc", "special_sinc"})
+SPECIALS = (float("nan"), float("inf"), float("-inf"))  # at flat 1, 2, 3 mod 7 for the float predicates
 
 
-def _inputs(dtype: torch.dtype, n: int, dev: torch.device, mixed: bool = False) -> list[torch.Tensor]:
+def _inputs(dtype: torch.dtype, n: int, dev: torch.device, mixed: bool = False,
+            specials: bool = False) -> list[torch.Tensor]:
     """`n` inputs; `mixed` (ops with bool results): zeros where every input has one (flat index 0 mod 4)
     and where only input k has one (k + 1 mod 4), so comparisons and logical ops answer both ways
-    (random values alone make `eq` all False, `logical_or` all True: oracle/weak.py)."""
+    (random values alone make `eq` all False, `logical_or` all True: oracle/weak.py); `specials`
+    (isnan, isinf, ... of floats): NaN, +Inf and -Inf in places (finite values alone: all False)."""
     made = [sample((4, 5), dtype, i) for i in range(n)]
-    if mixed:
-        for k, t in enumerate(made):
-            flat = t.view(-1)
+    for k, t in enumerate(made):
+        flat = t.view(-1)
+        if mixed:
             flat[0::4] = 0
             flat[(k + 1) % 4::4] = 0
+        for j, value in enumerate(SPECIALS if specials else ()):
+            flat[1 + j::7] = value
     return [t.to(dev) for t in made]
 
 
@@ -97,16 +106,20 @@ def out_case(ctx: CaseContext, dtype: torch.dtype, case: str) -> None:
     name, overload, functional, n = OUT_OPS[case]
     op, fn = resolve(name, overload), resolve(name, functional)
 
-    mixed = False
+    mixed = name in ZERO_POINT
+    specials = name in FLOAT_PREDICATES and (dtype.is_floating_point or dtype.is_complex)
+
+    def made(dev: torch.device) -> list[torch.Tensor]:
+        return _inputs(dtype, n, dev, mixed, specials)
 
     def result(dev: torch.device) -> torch.Tensor:
-        return fn(*_inputs(dtype, n, dev, mixed))
+        return fn(*made(dev))
 
     try:
         with unobserved():  # CPU's result sizes the outs: TorchCTS's work, not the device's
             like: torch.Tensor | None = result(torch.device("cpu"))
             # an elementwise predicate (not the reduction all/any): inputs that make it answer both ways
-            mixed = isinstance(like, torch.Tensor) and like.dtype == torch.bool and like.shape == (4, 5)
+            mixed = mixed or isinstance(like, torch.Tensor) and like.dtype == torch.bool and like.shape == (4, 5)
     except Exception:  # noqa: BLE001 - "functional" below compares CPU's exception
         like = None
     # Where CPU cannot compute the functional form, the outs are made like an empty tensor of the
@@ -115,12 +128,12 @@ def out_case(ctx: CaseContext, dtype: torch.dtype, case: str) -> None:
 
     def with_out(make: Callable[[torch.Tensor, torch.device], torch.Tensor]) -> Callable[[torch.device], Any]:
         def check(dev: torch.device) -> Any:
-            return _call(op, _inputs(dtype, n, dev, mixed), make(model, dev))
+            return _call(op, made(dev), make(model, dev))
         return check
 
     def aliased(k: int) -> Callable[[torch.device], Any]:
         def check(dev: torch.device) -> Any:
-            inputs = _inputs(dtype, n, dev, mixed)
+            inputs = made(dev)
             return _call(op, inputs, inputs[k])
         return check
 
@@ -133,15 +146,16 @@ def out_case(ctx: CaseContext, dtype: torch.dtype, case: str) -> None:
         "wider_dtype": with_out(lambda like, dev: torch.zeros_like(
             like, dtype=torch.float64 if like.is_floating_point() else like.dtype, device=dev)),
     }
-    inputs = _inputs(dtype, n, torch.device("cpu"), mixed)
+    inputs = made(torch.device("cpu"))
     for k in range(n):  # out aliasing an input: defined where no resize or cast is needed
         if like is not None and (like.shape, like.dtype) == (inputs[k].shape, inputs[k].dtype):
             checks[f"alias_{('self', 'other')[k]}"] = aliased(k)
     category = next((c for prefix, c in CATEGORY_PREFIXES if name.startswith(prefix)), "elementwise")
-    mirror(ctx, checks, category, _allowed(f"{name}.{overload}", like), constant=name in CONSTANT_RESULTS)
+    constant = name in CONSTANT_RESULTS or constant_by_definition(name, str(dtype).removeprefix("torch."))
+    mirror(ctx, checks, category, _allowed(f"{name}.{overload}", like), constant=constant)
     if ctx.device.type != "cpu" and ctx.info["checks"]["sized"] == "checked":
         cpu_out = torch.empty_like(model)
-        expect_raises(lambda: op(*_inputs(dtype, n, ctx.device, mixed), out=cpu_out), "out= on the CPU for device inputs")
+        expect_raises(lambda: op(*made(ctx.device), out=cpu_out), "out= on the CPU for device inputs")
         ctx.info["checks"]["wrong_device"] = "raises"
 
 

@@ -8,6 +8,10 @@ op family (its functional overloads and its out= overloads, the out sized like C
 EDGES in the case's float dtype, as a column against a row of edges for the two-argument
 functions (every pair), and compares with CPU (the `special` tolerance category; NaN where CPU
 has NaN). Orthogonal polynomials take small integer degrees (DEGREES): a degree of inf would loop.
+The functions reducing over a dim (softmax, log_softmax, logsumexp: REDUCING) take the edges as a
+row over ordinary values (ALONGSIDE), one edge per reduced slice: over the column of every edge
+the NaN reached every output, an all-NaN reference any backend returning NaN matches
+(docs/oracles.md, "Weak comparisons"), and each edge is now reduced with ordinary values.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ LEVEL = 5
 DEGREES = (0.0, 1.0, 2.0, 3.0, 6.0, -1.0)  # n of the orthogonal polynomials
 ROW = (0.0, 0.5, 1.0, 2.0, -1.0, 30.0, float("inf"), float("nan"))  # the other argument of binary ops
 INT_ARGS = {"n": 1, "p": 2, "dim": 0}  # polygamma's order, multigammaln's p, softmax's dim
+REDUCING = frozenset({"special_softmax", "special_log_softmax", "special_logsumexp"})  # over `dim` 0
+ALONGSIDE = (0.5, -1.0)  # the ordinary values reduced with each edge (rows under the edges)
 
 
 def edges(dtype: torch.dtype) -> torch.Tensor:
@@ -42,6 +48,7 @@ class EdgeArgs:
     def __init__(self, dtype: torch.dtype, family: str, binary: bool) -> None:
         self.dtype, self.binary = dtype, binary  # binary: the edges as a column against a row
         self.polynomial = "polynomial" in family
+        self.reducing = family in REDUCING  # one edge per reduced slice
 
     def __call__(self, arg: Any, device: torch.device) -> Any:
         kind, name = str(arg.type), arg.name
@@ -52,7 +59,11 @@ class EdgeArgs:
         if kind == "Tensor" and name == "other":
             return torch.tensor(ROW, dtype=torch.float64).to(self.dtype).to(device)[None, :]
         if kind == "Tensor":
-            column = edges(self.dtype).to(device)
+            column = edges(self.dtype)
+            if self.reducing:
+                rows = [column, *(torch.full_like(column, v) for v in ALONGSIDE)]
+                return torch.stack(rows).to(device)  # reduced over dim 0: each column one edge
+            column = column.to(device)
             return column[:, None] if self.binary else column
         if kind == "number":
             return 3 if name == "n" else (0.5 if self.polynomial else 2.0)

@@ -1,0 +1,75 @@
+"""One special value confined to one element: the special_values kind's second comparison.
+
+The kind writes NaN, +Inf and -Inf every 7 elements of every floating tensor (samples.py:
+inject_special_values). Through a reduction, a contraction or a normalisation that NaN reaches
+every output, and an all-NaN reference is matched by a backend returning NaN everywhere (a weak
+comparison, oracle/weak.py). A copy of the sample with one special value at the first element of
+one floating tensor reaches one slice of the result (a row of a product, one reduced slice), so the
+rest stays finite and the reference tells a right result from NaN, zeros or a constant. The runner
+keeps the all-NaN comparison (it checks NaN propagation) and adds the first such copy whose CPU
+reference discriminates (cases/opinfo/run.py: run_special).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+# The values tried, in order: an infinity keeps a full reduction's single result finite-or-infinite
+# (not NaN) more often than NaN does; their names are what records carry.
+VALUES = (("inf", float("inf")), ("-inf", float("-inf")), ("nan", float("nan")))
+MAX_TENSORS = 4  # floating tensors tried per sample (the input first, then the arguments)
+
+
+def _floating(x: Any) -> bool:
+    return (isinstance(x, torch.Tensor) and x.layout == torch.strided and x.numel() > 0
+            and (x.is_floating_point() or x.is_complex()))
+
+
+def floating_count(sample: Any) -> int:
+    """How many tensors of the sample's input and positional arguments can hold a special value."""
+    return sum(_floating(x) for x in pytree.tree_leaves((sample.input, tuple(sample.args))))
+
+
+def confine(sample: Any, tensor: int, value: str) -> Any | None:
+    """A copy of a CPU sample with `value` (a VALUES name) at the first element of its `tensor`-th
+    floating tensor (input first, then the positional arguments); None when there is no such tensor
+    (or no such value: the description may come from a record)."""
+    special = dict(VALUES).get(value)
+    if special is None:
+        return None
+    seen, hit = 0, False
+
+    def poison(x: Any) -> Any:
+        nonlocal seen, hit
+        if not _floating(x):
+            return x
+        seen += 1
+        if seen - 1 != tensor:
+            return x
+        out = x.detach().clone().contiguous()
+        out.view(-1)[0] = special
+        hit = True
+        return out.requires_grad_(x.requires_grad)
+
+    new = sample.__class__(
+        pytree.tree_map(poison, sample.input),
+        args=pytree.tree_map(poison, tuple(sample.args)),
+        kwargs=dict(sample.kwargs),
+        output_process_fn_grad=sample.output_process_fn_grad,
+        broadcasts_input=sample.broadcasts_input,
+        name=sample.name,
+    )
+    return new if hit else None
+
+
+def candidates(sample: Any) -> Iterator[tuple[dict[str, Any], Any]]:
+    """Each confined copy worth trying, with its description ({"tensor": i, "value": name}), in order."""
+    for tensor in range(min(floating_count(sample), MAX_TENSORS)):
+        for value, _ in VALUES:
+            new = confine(sample, tensor, value)
+            if new is not None:
+                yield {"tensor": tensor, "value": value}, new
