@@ -23,6 +23,7 @@ from torchcts.cases.explore.shrink import MAX_CALLS, shrink
 from torchcts.cases.explore.switches import (
     OP_SWITCHES,
     add_switch_points,
+    op_positions,
     by_schema,
     schema_keywords,
     switch_points,
@@ -52,7 +53,7 @@ def context(case: Case, **extra) -> CaseContext:
 
 def test_switch_points_come_from_the_schema_and_the_samples() -> None:
     points = switch_points(lookup("sum"), [s for _, s in bases_of("sum")])
-    assert ("dim", []) in points and ("dim", [0, 0]) in points  # empty and repeated dim lists
+    assert ("dim", []) in points and ("dim", [0, 0]) in points  # empty and repeated dim lists (schema: int[]?)
     assert ("keepdim", True) in points and ("keepdim", False) in points
     assert ("dim", -1) in points and ("dim", None) in points
     # div without rounding_mode in its samples: the schema's optional string keyword, from the enum table
@@ -72,6 +73,36 @@ def test_torchscript_scalar_overloads_give_no_keyword() -> None:
     ctx = context(explore_case("acos"), explore=16)
     explore_run(ctx, op="acos", dtype=torch.float32)
     assert ctx.info["explored"]["dropped"] == 0 and ctx.info["explored"]["checks"] > 0
+
+
+def test_no_keyword_an_every_base_passes_positionally_nor_an_enum_in_int_clothing() -> None:
+    # eye(n[, m]): `m=` goes only to bases that do not pass m positionally (else: a TypeError, dropped)
+    bases = bases_of("eye")
+    points = switch_points(lookup("eye"), [s for _, s in bases])
+    assert ("m", 0) in points and not any(w == "n" for w, _ in points)  # n: the input, every base has it
+    for i in range(40):
+        made = explored("opinfo/eye/float32/explore", i, bases, points, 0, positional=op_positions(lookup("eye")))
+        assert "m" not in made.sample.kwargs or not made.sample.args
+    # topk(x, k): k is positional in every sample, so its schema-given points go to that position
+    assert (0, 0) in switch_points(lookup("topk"), [s for _, s in bases_of("topk")])
+    # mm.dtype's out_dtype is a ScalarType (an int in TorchScript's types): no int values for it
+    mm = switch_points(lookup("mm"), [s for _, s in bases_of("mm")])
+    assert not any(w == "out_dtype" for w, _ in mm)
+
+
+def test_bases_with_data_come_first_and_a_weak_case_explores_past_its_budget() -> None:
+    # searchsorted's first 32 OpInfo samples are empty; one empty base stays (an edge worth a look)
+    bases = bases_of("searchsorted")
+    assert len(bases) == 8 and sum(1 for _, s in bases if s.input.numel() == 0) == 1
+    ctx = context(explore_case("searchsorted"), explore=2)
+    explore_run(ctx, op="searchsorted", dtype=torch.float32)
+    assert ctx.weak is None
+    # nonzero_static with size=0 answers empty whatever the input: exploration goes on, bounded
+    ctx = context(explore_case("nonzero_static"), explore=2)
+    explore_run(ctx, op="nonzero_static", dtype=torch.float32)
+    stats = ctx.info["explored"]
+    budget = samples_for(2, len(switch_points(lookup("nonzero_static"), [s for _, s in bases_of("nonzero_static")])) + 1)
+    assert stats["samples"] <= budget * 3 and (ctx.weak is None or stats["past_budget"] == 2 * budget)
 
 
 def test_the_hook_puts_an_ops_own_points_first(monkeypatch: pytest.MonkeyPatch) -> None:

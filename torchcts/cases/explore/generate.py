@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -28,6 +29,8 @@ from torchcts.cases.opinfo.samples import tensors_of
 # Base samples: the first few of OpInfo's, the large ones left out (exploration is about values
 # and arguments, not sizes; the tiling and limits suites cover sizes).
 MAX_BASES = 8
+# ... chosen among OpInfo's first BASE_WINDOW samples (searchsorted's first 32 are all empty).
+BASE_WINDOW = 64
 MAX_BASE_ELEMENTS = 1024
 SECOND_SWITCH = 3  # one sample in 3 also moves a second argument
 CLASSES_PER_SAMPLE = 3  # value classes mixed into one sample (values.py)
@@ -53,14 +56,28 @@ def _where(where: Any) -> str:
 
 
 def usable_bases(samples: Sequence[tuple[int, Any]]) -> list[tuple[int, Any]]:
-    """The first MAX_BASES samples small enough to explore (the smallest one if none is)."""
+    """The first MAX_BASES samples small enough to explore (the smallest one if none is), those with
+    data first: OpInfo lists its empty samples first (searchsorted's first 8, eye's n=0), and an
+    explored empty sample has nothing to compare (oracle/weak.py); EMPTY_BASES of them stay."""
     def size(s: Any) -> int:
         return sum(t.numel() for t in tensors_of((s.input, s.args, s.kwargs)))
 
-    small = [(i, s) for i, s in samples if size(s) <= MAX_BASE_ELEMENTS][:MAX_BASES]
+    small = [(i, s) for i, s in samples if size(s) <= MAX_BASE_ELEMENTS]
+    full = [p for p in small if not _empty(p[1])]
+    small = (full[:MAX_BASES - EMPTY_BASES] + [p for p in small if _empty(p[1])][:EMPTY_BASES] + full)[:MAX_BASES]
+    small.sort(key=lambda p: p[0])
     if small or not samples:
         return small
     return [min(samples, key=lambda p: size(p[1]))]
+
+
+EMPTY_BASES = 1
+
+
+def _empty(sample: Any) -> bool:
+    """A sample with an empty tensor, or a factory's size 0 (eye(0))."""
+    return (any(t.numel() == 0 for t in tensors_of((sample.input, sample.args, sample.kwargs)))
+            or (type(sample.input) is int and sample.input == 0))
 
 
 @functools.lru_cache(maxsize=64)
@@ -74,9 +91,11 @@ def _order(case_id: str, n_points: int) -> tuple[tuple[int, ...], tuple[int, ...
 
 
 def explored(case_id: str, index: int, bases: Sequence[tuple[int, Any]], points: Sequence[SwitchPoint],
-             hooked: int = 0, rules: values.Policy = values.Policy()) -> Explored:
+             hooked: int = 0, rules: values.Policy = values.Policy(),
+             positional: Mapping[str, int] = MappingProxyType({})) -> Explored:
     """Explored sample `index` of the case; `points` as switches.switch_points gave them, the first
-    `hooked` of them the op's own (tried first, in their order); `rules` the op's values.policy."""
+    `hooked` of them the op's own (tried first, in their order); `rules` the op's values.policy;
+    `positional` each keyword's position where the op takes it positionally (switches.positions)."""
     order, offsets = _order(case_id, len(points))
     order = tuple(range(hooked)) + tuple(p for p in order if p >= hooked or p < 0)
     slot, round_ = index % len(order), index // len(order)
@@ -91,14 +110,22 @@ def explored(case_id: str, index: int, bases: Sequence[tuple[int, Any]], points:
         other = points[rng.randrange(len(points))]
         if other[0] != chosen[0][0]:
             chosen.append(other)
-    fits = [b for b in bases if all(_fits(b[1], w) for w, _ in chosen)] or list(bases)
+    fits = [b for b in bases if all(_fits(b[1], w, positional) for w, _ in chosen)]
+    if not fits and len(chosen) > 1:  # two switches no base takes together: the first alone
+        chosen = chosen[:1]
+        fits = [b for b in bases if _fits(b[1], chosen[0][0], positional)]
+    fits = fits or list(bases)
     base_index, base = fits[rng.randrange(len(fits))]
     sample = values.apply(with_switches(base, chosen), classes, rng, rules)
     return Explored(index, sample, base_index, chosen, classes)
 
 
-def _fits(sample: Any, where: Any) -> bool:
-    return not isinstance(where, int) or where < len(sample.args)
+def _fits(sample: Any, where: Any, positional: Mapping[str, int]) -> bool:
+    """A positional switch needs the base to pass that argument; a keyword one needs the base not to
+    pass it positionally already (eye(n, m) with `m=` on top is a TypeError, not a switch)."""
+    if isinstance(where, int):
+        return where < len(sample.args)
+    return positional.get(where, len(sample.args) + 1) > len(sample.args)
 
 
 def with_switches(sample: Any, switches: Sequence[SwitchPoint]) -> Any:

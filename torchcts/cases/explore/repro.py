@@ -14,8 +14,8 @@ from typing import Any
 import torch
 
 from torchcts.cases.explore import codec, values
-from torchcts.cases.explore.generate import explored, requiring_grad, usable_bases
-from torchcts.cases.explore.switches import OP_SWITCHES, switch_points
+from torchcts.cases.explore.generate import BASE_WINDOW, explored, requiring_grad, usable_bases
+from torchcts.cases.explore.switches import OP_SWITCHES, op_positions, switch_points
 from torchcts.cases.model import NotApplicable
 from torchcts.cases.opinfo.samples import function_name, lookup, selected_samples
 from torchcts.oracle.categories import tolerance_category
@@ -36,13 +36,13 @@ def materialize_explored(case_id: str, params: Mapping[str, Any], info: Mapping[
             if isinstance(found.get(key), dict):
                 calls.append(_call(op, variant, codec.decode_sample(found[key]), label))
         return variant, calls
-    bases = usable_bases(list(itertools.islice(selected_samples(op, dtype, None, None), 32)))
+    bases = usable_bases(list(itertools.islice(selected_samples(op, dtype, None, None), BASE_WINDOW)))
     if not bases:
         raise NotApplicable(f"{op.name} has no sample to explore from")
     points = switch_points(op, [s for _, s in bases])
     hooked = sum(len(v) for v in OP_SWITCHES.get(op.name, {}).values())
     i = index if index is not None else int((info or {}).get("sample_index") or 0)
-    made = explored(case_id, i, bases, points, hooked, values.policy(op.name, tolerance_category(op)))
+    made = explored(case_id, i, bases, points, hooked, values.policy(op.name, tolerance_category(op)), op_positions(op))
     return "forward", [_call(op, "forward", made.sample, f"explored {i}: {made.recipe()}")]
 
 

@@ -5,6 +5,7 @@
 2. Explore: samples 0..depth-1 (generate.py), each through every variant the op has (forward,
    in-place, out=, backward when autograd is claimed), compared with CPU by the OpInfo suite's
    own checks (cases/opinfo/run.py). An input CPU rejects is dropped and counted, never a failure.
+   While no comparison could tell a right result from a wrong one, a few more samples (WEAK_EXTRA).
 3. On the first failure: shrink (shrink.py) within the call bound, save the shrunk input with
    the original (corpus.py) in the run folder and in DIR, put both in the record's
    `info["explore"]`, and fail with the shrunk input's own mismatch.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,9 @@ import torch
 from torchcts.cases.context import CaseContext
 from torchcts.cases.explore import codec, corpus, values
 from torchcts.cases.explore.budget import default_depth, samples_for
-from torchcts.cases.explore.generate import Explored, explored, requiring_grad, usable_bases
+from torchcts.cases.explore.generate import BASE_WINDOW, Explored, explored, requiring_grad, usable_bases
 from torchcts.cases.explore.shrink import shrink
-from torchcts.cases.explore.switches import OP_SWITCHES, switch_points
+from torchcts.cases.explore.switches import OP_SWITCHES, op_positions, switch_points
 from torchcts.cases.model import NotApplicable, repro_command
 from torchcts.cases.opinfo.run import SkipSample, check_backward, check_call, check_inplace, check_out, exact_for
 from torchcts.cases.opinfo.samples import describe_sample, lookup, selected_samples
@@ -107,14 +108,15 @@ def _run(ctx: CaseContext, op: Any, dtype: torch.dtype, level: int) -> None:
             return
         raise NotApplicable("exploration is off (--explore 0)")
     samples = selected_samples(op, dtype, ctx.max_samples, None, device=ctx.device)
-    bases = usable_bases(list(itertools.islice(samples, 32)))
+    bases = usable_bases(list(itertools.islice(samples, BASE_WINDOW)))
     if not bases:
         raise NotApplicable("the op has no sample to explore from")
     points = switch_points(op, [s for _, s in bases])
     hooked = sum(len(v) for v in OP_SWITCHES.get(op.name, {}).values())
-    indices = [ctx.sample] if ctx.sample is not None else range(samples_for(depth, len(points) + 1))
-    for i in indices:
-        made = explored(case_id, i, bases, points, hooked, values.policy(op.name, tolerance_category(op)))
+    budget = samples_for(depth, len(points) + 1)
+    for i in [ctx.sample] if ctx.sample is not None else _indices(ctx, budget):
+        made = explored(case_id, i, bases, points, hooked, values.policy(op.name, tolerance_category(op)),
+                    op_positions(op))
         ctx.describe(sample_index=i, sample=describe_sample(made.sample), recipe=made.recipe(),
                      repro=repro_command(case_id, ctx.device_type, ctx.validation, sample=i))
         stats["samples"] += 1
@@ -130,6 +132,22 @@ def _run(ctx: CaseContext, op: Any, dtype: torch.dtype, level: int) -> None:
         ctx.info.pop(key, None)
     if stats["checks"] == 0 and not stats["replayed"]:
         raise NotApplicable(f"CPU rejected every explored input ({stats['dropped']} dropped)")
+
+
+# While every comparison so far was weak (an empty, all-NaN or constant reference: oracle/weak.py),
+# exploration goes on past its budget, up to WEAK_EXTRA x the budget more samples, until one
+# comparison can tell a right result from a wrong one: size-0 switch points and NaN-heavy value
+# classes alone prove nothing.
+WEAK_EXTRA = 2
+
+
+def _indices(ctx: CaseContext, budget: int) -> Iterator[int]:
+    yield from range(budget)
+    for i in range(budget, budget * (1 + WEAK_EXTRA)):
+        if ctx.discriminated:
+            return
+        ctx.info["explored"]["past_budget"] = i - budget + 1
+        yield i
 
 
 def _replay(ctx: CaseContext, case_id: str, checks: dict[str, Check], stats: dict[str, int]) -> None:

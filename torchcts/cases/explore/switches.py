@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -140,7 +140,7 @@ def by_schema(type_text: str, name: str) -> tuple[Any, ...]:
         return INTS + (() if "dim" in name else SIZE_POINTS) + ((None,) if optional else ())
     if base.startswith("int[") or base == "SymInt[]":
         return DIM_LISTS if "dim" in name else ()
-    if base in ("float", "Scalar"):
+    if base in ("float", "Scalar", "number"):  # "number": a Scalar in TorchScript's type text
         return FINITE + ((None,) if optional else ())
     return ()
 
@@ -152,6 +152,31 @@ _SKIPPED = frozenset({"out", "dtype", "layout", "device", "pin_memory", "memory_
                       "input", "names", "requires_grad", "unsafe", "sparse_grad", "sparse"})
 
 
+def _tensor_overloads(aten_name: str) -> Iterator[Any]:
+    """The schemas of the op's overloads that take or return a tensor: TorchScript's scalar math
+    (`acos.int(int a) -> float`) is not the op's tensor API."""
+    packet = getattr(torch.ops.aten, aten_name, None)
+    for overload in packet.overloads() if packet is not None else ():
+        try:
+            schema = getattr(packet, overload)._schema
+        except (AttributeError, RuntimeError):
+            continue
+        if any("Tensor" in str(a.type) for a in (*schema.arguments, *schema.returns)):
+            yield schema
+
+
+@functools.cache
+def positions(aten_name: str) -> dict[str, int]:
+    """Each argument's position where an overload takes it positionally (the input is 0): a sample
+    that already passes that many positional values gives it, so it is no keyword to add."""
+    out: dict[str, int] = {}
+    for schema in _tensor_overloads(aten_name):
+        for i, arg in enumerate(schema.arguments):
+            if not arg.kwarg_only:
+                out[arg.name] = min(i, out.get(arg.name, i))
+    return out
+
+
 @functools.cache
 def schema_keywords(aten_name: str) -> tuple[tuple[str, str], ...]:
     """(name, type) of every non-tensor argument of the op's tensor overloads, once per name.
@@ -159,23 +184,25 @@ def schema_keywords(aten_name: str) -> tuple[tuple[str, str], ...]:
     Overloads with no tensor among their arguments and returns are TorchScript's scalar math; their
     parameter names (`a`, `b`) are no keyword of the Python op, so every sample switching one would
     be rejected by CPU and dropped."""
-    packet = getattr(torch.ops.aten, aten_name, None)
-    if packet is None:
-        return ()
     seen: dict[str, str] = {}
-    for overload in packet.overloads():
-        try:
-            schema = getattr(packet, overload)._schema
-        except (AttributeError, RuntimeError):
-            continue
-        if not any("Tensor" in str(a.type) for a in (*schema.arguments, *schema.returns)):
-            continue  # TorchScript's scalar math (`acos.int(int a) -> float`): not the op's tensor API
+    for schema in _tensor_overloads(aten_name):
         for arg in schema.arguments:
             text = str(arg.type)
-            if arg.name in _SKIPPED or "Tensor" in text or arg.name in seen:
+            # ScalarType, Layout, MemoryFormat are ints in TorchScript's types: not values to switch
+            if arg.name in _SKIPPED or "Tensor" in text or arg.name in seen or _enum_like(arg):
                 continue
-            seen[arg.name] = text
+            seen[arg.name] = _schema_text(text)
     return tuple(seen.items())
+
+
+def _schema_text(text: str) -> str:
+    """TorchScript's type text in the schema notation by_schema reads: `Optional[List[int]]` -> `int[]?`."""
+    optional = text.startswith("Optional[") and text.endswith("]")
+    if optional:
+        text = text[len("Optional["):-1]
+    if text.startswith("List[") and text.endswith("]"):
+        text = text[len("List["):-1] + "[]"
+    return text + ("?" if optional else "")
 
 
 # Keywords of one op never switched, because CPU itself (the reference) reads out of bounds or
@@ -204,10 +231,29 @@ def switch_points(op: Any, bases: Sequence[Any]) -> list[SwitchPoint]:
             if name not in own and name not in _SKIPPED and name not in unsafe:
                 present.add(name)
                 points += [(name, v) for v in by_value(name, value) if not _same(v, value)]
+    given = 1 + min((len(s.args) for s in bases), default=0)  # positional values every base passes
+    at = op_positions(op)
     for name, type_text in schema_keywords(_aten_name(op)):
-        if name not in present:
-            points += [(name, v) for v in by_schema(type_text, name)]
+        where: Where = name
+        if at.get(name) == 0:  # the op's input itself (eye's n): the sample's, never a keyword
+            continue
+        if at.get(name, given) < given:  # passed positionally by every base: switch it there, by its name
+            where = at[name] - 1
+        # also where the samples pass it: the schema's type may allow more (sum's dim: int in the
+        # samples, int[]? in the schema, so empty and repeated dim lists)
+        if where not in own and name not in own and name not in unsafe:
+            points += [(where, v) for v in by_schema(type_text, name)]
     return _unique(points)
+
+
+def _enum_like(arg: Any) -> bool:
+    real = str(getattr(arg, "real_type", arg.type))
+    return any(kind in real for kind in ("ScalarType", "Layout", "MemoryFormat", "Device"))
+
+
+def op_positions(op: Any) -> dict[str, int]:
+    """positions() of an OpInfo's aten op: what generate.explored needs to place keyword switches."""
+    return positions(_aten_name(op))
 
 
 def _aten_name(op: Any) -> str:
