@@ -51,6 +51,22 @@ def test_plan_generates_the_remaining_surfaces(planned):
     assert [c.id for c in again] == list(cases)  # ids are stable: overload name + dtype
 
 
+def test_overloads_declared_but_never_dispatched_get_a_case_anyway():
+    """A packet name (OpInfo's clamp_max) declares clamp_max.out, which its samples never call
+    (cases/schema/unreached.py, measured in a level-8 run): the generated suite still checks it."""
+    from torchcts.cases.schema.unreached import UNREACHED
+
+    named = [Case("opinfo/clamp_max/float32/forward", "opinfo", 1, "m:f", ops=("aten::clamp_max", "aten::clamp_max_")),
+             Case("x/clamp_min_out", "x", 1, "m:f", ops=("aten::clamp_min.out", "aten::clamp_min.Tensor_out"))]
+    ids = {c.id for c in build.plan(named)[0]}
+    assert {"generated/clamp_max/float32", "generated/clamp_max.out/float32", "generated/clamp_max_/float32",
+            "generated/clamp_min.out/float32"} <= ids
+    assert "generated/clamp_min.Tensor_out/float32" not in ids  # named and not in UNREACHED: covered
+    assert "aten::clamp_min.out" in UNREACHED and "aten::clamp_min.Tensor_out" not in UNREACHED
+    surfaces = {s.name for s in build.aten_surfaces()}
+    assert set(UNREACHED) <= surfaces  # no typo (every entry is an overload of this build)
+
+
 def _ctx() -> CaseContext:
     return CaseContext(device=torch.device("cpu"), manifest=validation_manifest())
 
@@ -105,18 +121,25 @@ def test_synth_sizes_and_out_profiles():
     ("aten::_pack_padded_sequence_backward", "pack_padded_sequence_backward"),
     ("aten::_pad_packed_sequence", "pad_packed_sequence"), ("aten::_sobol_engine_draw", "sobol_draw"),
     ("aten::_sobol_engine_ff_", "sobol_draw"), ("aten::_sobol_engine_initialize_state_", "sobol_state"),
-    ("aten::_sobol_engine_scramble_", "sobol_state"), ("aten::clip_", "clip_"), ("aten::clip_.Tensor", "clip_"),
+    ("aten::_sobol_engine_scramble_", "sobol_state"), ("aten::clip_", "clamp_bound"), ("aten::clip_.Tensor", "clamp_bound"),
     ("aten::float_power.Scalar_out", "float_power_out"), ("aten::orgqr", "orgqr"),
     ("aten::embedding_backward", "embedding_backward"), ("aten::trace_backward", "trace_backward"),
     ("aten::value_selecting_reduction_backward", "value_selecting_reduction_backward"), ("aten::_pad_enum", "pad"),
     ("aten::nuclear_norm.dim_out", "nuclear_norm"), ("aten::affine_grid_generator_backward", "affine_grid"),
     ("aten::unflatten_dense_tensors", "unflatten_dense_tensors"), ("aten::_reshape_from_tensor", "reshape_from_tensor"),
     ("aten::_grouped_mm", "grouped_mm"),
+    # overloads of unreached.py: inputs CPU accepts that give a result other than all zeros or a constant
+    ("aten::clamp.out", "clamp_bound"), ("aten::clamp_max.out", "clamp_one_bound"), ("aten::clamp_min.out", "clamp_one_bound"),
+    ("aten::clamp_max_", "clamp_one_bound"), ("aten::bitwise_right_shift.Tensor_Scalar", "shift"),
+    ("aten::floor_divide.Scalar", "floor_divide"), ("aten::eq_.Scalar", "eq_scalar"), ("aten::isin.Tensor_Scalar", "isin"),
+    ("aten::isin.Scalar_Tensor", "isin"), ("aten::glu.out", "glu"), ("aten::view_as_complex_copy", "view_as_complex"),
+    ("aten::view_as_real_copy.out", "complex"), ("aten::bincount.out", "bincount"),
 ])
 def test_family_recipes_give_inputs_cpu_accepts(overload, recipe):
     """These families pended (CPU rejected every single-shape profile); their recipe's arguments agree."""
     ctx = _ctx()
-    run_surface(ctx, overload, torch.float32, category="conv" if "conv" in overload else "reduction")
+    dtype = torch.int64 if "shift" in overload else torch.float32  # integer-only (build.INTEGER_ONLY)
+    run_surface(ctx, overload, dtype, category="conv" if "conv" in overload else "reduction")
     assert ctx.info["sample"].startswith(f"{overload} with recipe {recipe},"), ctx.info["sample"]
 
 

@@ -113,7 +113,7 @@ RECIPES: tuple[Recipe, ...] = (
            {"grad_output": T((3,)), "src": T((3,)), "input_sizes": [3, 3], "dim": 0, "index": 1}),
     Recipe("diagonal", ("diagonal_backward*", "diagonal_scatter*"), (3, 3),
            {"grad_output": T((3,)), "src": T((3,)), "input_sizes": [3, 3], "offset": 0, "dim1": 0, "dim2": 1}),
-    Recipe("glu", ("glu_*",), (4, 3),
+    Recipe("glu", ("glu", "glu_*"), (4, 3),
            {"grad_output": T((2, 3)), "glu": T((2, 3)), "grad_glu": T((2, 3)), "dgrad_glu": T((2, 3)), "dim": 0}),
     Recipe("grid_sampler", ("grid_sampler_2d*", "_grid_sampler_2d*"), (1, 2, 3, 3),
            {"grid": T((1, 2, 2, 2)), "grad_output": T((1, 2, 2, 2)), "interpolation_mode": 0, "padding_mode": 0,
@@ -121,7 +121,7 @@ RECIPES: tuple[Recipe, ...] = (
     Recipe("affine_grid", ("affine_grid_generator*",), (1, 2, 3), {"size": [1, 2, 3, 3], "grad": T((1, 3, 3, 2))}),
     Recipe("col2im", ("col2im*",), (1, 2, 9), {"output_size": [3, 3], "kernel_size": [1, 1]}),
     Recipe("pad", ("constant_pad_nd*", "_pad_enum"), (3, 3), {"pad": [1, 1], "mode": 0}),
-    Recipe("clip_", ("clip_",), (3, 3), {"min": 0.5}),  # one bound at least, inside the values' range
+    Recipe("clamp_bound", ("clip_", "clamp"), (3, 3), {"min": 0.5}),  # one bound at least, inside the values' range
     Recipe("float_power_out", ("float_power",), (3, 3), {"out": T((3, 3), "float64")}),  # its result is float64
     Recipe("orgqr", ("orgqr",), (3, 3), {"input2": T((3,))}),  # tau: one dimension less
     Recipe("nuclear_norm", ("nuclear_norm",), (3, 3), {"dim": [0, 1]}),
@@ -139,7 +139,7 @@ RECIPES: tuple[Recipe, ...] = (
            {"kernel_size": [2, 2], "output_size": [2, 2], "random_samples": T((1, 2, 2))}),
     Recipe("fractional_max_pool3d", ("fractional_max_pool3d*",), (1, 2, 4, 4, 4),
            {"kernel_size": [2, 2, 2], "output_size": [2, 2, 2], "random_samples": T((1, 2, 3))}),
-    Recipe("complex", ("_conj", "_conj_copy", "_fft_c2c"), (3, 3),
+    Recipe("complex", ("_conj", "_conj_copy", "_fft_c2c", "view_as_real_copy"), (3, 3),
            {"self": T((3, 3), "complex64"), "dim": [0], "normalization": 0, "forward": True}),
     Recipe("fft_c2r", ("_fft_c2r",), (3, 2), {"self": T((3, 2), "complex64"), "dim": [1], "normalization": 0,
                                                "last_dim_size": 3}),
@@ -165,6 +165,16 @@ RECIPES: tuple[Recipe, ...] = (
            {"scale": T((1,)), "zero_point": T((1,)), "quant_min": 0, "quant_max": 255}),
     Recipe("fake_quantize_channel", ("fake_quantize_per_channel*",), (2, 3),
            {"scale": T((2,)), "zero_point": T((2,), "int32", high=1), "axis": 0, "quant_min": 0, "quant_max": 255}),
+    Recipe("view_as_complex", ("view_as_complex_copy",), (3, 2), {}),  # a last dimension of 2
+    # overloads of unreached.py whose generic inputs give an all-zero or constant result (a weak pass):
+    # a bound inside the values' range, a shift that keeps bits, a divisor below them, values that match
+    Recipe("clamp_one_bound", ("clamp_min", "clamp_max", "clamp_max_"), (3, 3), {"min": 0.5, "max": 0.5}),
+    Recipe("shift", ("bitwise_right_shift", "bitwise_right_shift_"), (3, 3), {"self": T((3, 3), high=64), "other": 1}),
+    Recipe("floor_divide", ("floor_divide", "floor_divide_"), (3, 3), {"other": 0.25}),
+    Recipe("eq_scalar", ("eq_",), (4,), {"self": T(values=(1.0, 2.0, 2.0, 3.0)), "other": 2}),
+    Recipe("isin", ("isin",), (3,), {"elements": T(values=(1.0, 2.0, 3.0)), "test_elements": T(values=(2.0, 5.0)),
+                                     "element": 2.0, "test_element": 2.0}),
+    Recipe("bincount", ("bincount",), (5,), {"self": T((5,), "int64")}),
     Recipe("int_mm", ("_int_mm",), (2, 8), {"self": T((2, 8), "int8"), "mat2": T((8, 4), "int8")}),
     Recipe("linear_combination", ("_compute_linear_combination*",), (3, 3), {"coefficients": T((2, 3))}),
 )
