@@ -160,6 +160,14 @@ RULES: tuple[Rule, ...] = (
                "kernel checks \"'lengths' argument should be a 1D CPU int64 tensor\" on every device",
         source="torch/nn/utils/rnn.py: pack_padded_sequence; ATen's PackedSequence.cpp checkLongTensor",
     ),
+    HostArgument(
+        name="reshape_from_tensor_shape_on_host",
+        op="_reshape_from_tensor",
+        argument="shape",
+        reason="_reshape_from_tensor reads its shape tensor's values on the host (an accessor of a 1-D int64 "
+               "tensor), as a size: a device tensor shape is not an input PyTorch supports",
+        source="ATen's TensorShape.cpp: _reshape_from_tensor (shape_tensor.accessor<int64_t, 1>())",
+    ),
     *(HostArgument(
         name=f"{op}_batch_sizes_on_host",
         op=op,

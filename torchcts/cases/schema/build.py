@@ -75,6 +75,8 @@ UNSAFE: dict[str, str] = {
     "_functional_assert_*": "an assertion with no result",
     "_debug_has_internal_overlap": "reports the memory layout of the storage, not a value",
     "_has_same_storage_numel": "storage-dependent",
+    "_sobol_engine_*": "a host-only kernel: it reads its tensors' data on the host (torch.quasirandom.SobolEngine "
+                       "keeps its state on the CPU)",
     # CPU kernels that trust their callers' shapes: generated inputs read or write out of bounds
     # (SIGSEGV, SIGABRT, or garbage that differs from run to run).
     "batch_norm_backward": "CPU kernel does not check generated shapes (segfaults)",

@@ -68,7 +68,6 @@ def _rnn(gates: int) -> dict[str, Any]:
 
 _LENGTHS = T(values=(3, 2), dtype="int64")  # a padded batch of 2 sequences of lengths 3 and 2 ...
 _BATCH_SIZES = T(values=(2, 2, 1), dtype="int64")  # ... packed: 2, 2 and 1 rows per time step (5 rows)
-_SOBOL_STATE = T((2, 30), "int64", low=1, high=1024)  # 2 dimensions x MAXBIT direction numbers
 
 RECIPES: tuple[Recipe, ...] = (
     Recipe("conv3d", ("slow_conv3d*", "slow_conv_dilated3d", "conv_depthwise3d"), (1, 2, 4, 4, 4), _conv(3)),
@@ -90,11 +89,6 @@ RECIPES: tuple[Recipe, ...] = (
            {"input_size": [3, 2, 2], "batch_sizes": _BATCH_SIZES, "batch_first": False}),
     Recipe("pad_packed_sequence", ("_pad_packed_sequence",), (5, 2),
            {"batch_sizes": _BATCH_SIZES, "batch_first": False, "padding_value": 0.0, "total_length": 3}),
-    Recipe("sobol_state", ("_sobol_engine_initialize_state_", "_sobol_engine_scramble_"), (2, 30),
-           {"self": T((2, 30), "int64", high=2), "ltm": T((2, 30, 30), "int64", high=2), "dimension": 2}),
-    Recipe("sobol_draw", ("_sobol_engine_draw", "_sobol_engine_ff_"), (2,),
-           {"self": T((2,), "int64", high=8), "quasi": T((2,), "int64", high=8), "sobolstate": _SOBOL_STATE,
-            "n": 2, "dimension": 2, "num_generated": 0}),
     Recipe("nll_loss2d", ("nll_loss2d*",), (1, 3, 2, 2),
            {"target": T((1, 2, 2), "int64"), "reduction": 1, "ignore_index": -100, "total_weight": _TOTAL,
             "grad_output": T(())}),
