@@ -110,7 +110,11 @@ def test_host_arguments_come_from_the_registry_and_the_schema():
     assert host_arguments("randint_like") == {"high"}
     assert host_arguments("add") == frozenset()
     # positions come from the installed PyTorch's schema: no tensor `high` overload, no position
-    assert HOST_ARGS == {"tensor_split": (0,), **({"randint_like": (0,)} if HAS_TENSOR_HIGH else {})}
+    packed = {"_pack_padded_sequence": (0,), "_pad_packed_sequence": (0,), "_pack_padded_sequence_backward": (1,),
+              "gru": (0,), "rnn_tanh": (0,), "rnn_relu": (0,),  # lengths / batch_sizes (no OpInfo of these names)
+              "_reshape_from_tensor": (0,)}
+    assert HOST_ARGS == {"tensor_split": (0,), **({"randint_like": (0,)} if HAS_TENSOR_HIGH else {}), **packed}
+    assert host_arguments("_pack_padded_sequence") == {"lengths"} and host_arguments("gru") == {"batch_sizes"}
 
 
 @pytest.mark.skipif(not HAS_TENSOR_HIGH, reason="randint_like has no tensor `high` overload in this PyTorch")

@@ -185,7 +185,8 @@ def test_coverage_report_run_lists_unobserved_surfaces_with_their_pending_case(c
     assert cli(["coverage", "report", "results/latest", "--list-unobserved"]) == 0
     text = capsys.readouterr().out
     assert "## Unobserved implementable surfaces" in text
-    assert "| aten::nll_loss_forward | functional | native | CPU rejects every input profile |" in text
+    assert ("| aten::nll_loss_forward | functional | native | pending | pending: CPU rejects the synthesized inputs: "
+            "CPU rejects every input profile |") in text
     assert cli(["coverage", "report", "--list-unobserved"]) == 2  # a static plan has no run to list
 
 

@@ -74,6 +74,12 @@ def test_composite_wrapper_of_a_missing_kernel_is_missing():
     assert registration("aten::convolution_overrideable", "CPU")["kernel"] == "missing"  # raises until registered
     assert registration("aten::zeros.out", "CPU")["kernel"] in ("native", "composite_explicit")
     assert "calls_missing" not in registration("aten::zeros", "CPU")
+    # a wrapper of a wrapper: the out= calls the functional op, whose composite kernel calls the
+    # in-place op, which has no CPU kernel (a pending generated case before, counted implementable)
+    reg = registration("aten::_philox_normal.out", "CPU")
+    assert reg["kernel"] == "missing" and reg["calls_missing"] == "aten::_philox_normal -> aten::_philox_normal_"
+    assert registration("aten::_resize_output.out", "CPU")["kernel"] == "missing"
+    assert registration("aten::add.out", "CPU")["kernel"] == registration("aten::abs.out", "CPU")["kernel"] == "native"
 
 
 def test_case_op_rule():

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from torchcts.cases.surface_exclusions import excluded_reason
+from torchcts.coverage.gaps import GAP_REASONS, Declaring, by_reason, explain_gaps
 from torchcts.coverage.report import family
 from torchcts.coverage.surfaces import (
     KERNELS,
@@ -47,6 +49,7 @@ class RunObservation:
     malformed: int = 0  # records whose `dispatched` is not a list of names
     pending: int = 0
     pending_ops: dict[str, str] = field(default_factory=dict)  # op a pending case names -> its reason
+    declaring: dict[str, list[Declaring]] = field(default_factory=dict)  # op name a record declares -> its cases
 
 
 def observe_records(records: list[CaseRecord], device: str) -> RunObservation:
@@ -58,14 +61,22 @@ def observe_records(records: list[CaseRecord], device: str) -> RunObservation:
             for op in rec.ops or ():
                 obs.pending_ops.setdefault(str(op), why)
         info = STATUSES.get(str(rec.status))
-        if info is None or not info.executed:
-            continue
-        names = dispatched_names(rec)
-        if rec.dispatched is None:
-            why = rec.dispatch_unobserved or (
+        executed = info is not None and info.executed
+        names = dispatched_names(rec) if executed else None
+        why = ""
+        if executed and rec.dispatched is None:
+            why = str(rec.dispatch_unobserved or (
                 "crashed or timed out: its worker died with the observation" if info.crash_like
-                else "no `dispatched` field (recorded before observation)")
-            obs.unobserved[str(why)] += 1
+                else "no `dispatched` field (recorded before observation)"))
+        elif executed and names is None:
+            why = "its `dispatched` field is not a list of names"
+        declared = Declaring(str(rec.id), str(rec.status), executed, names is not None, why)
+        for op in dict.fromkeys([*(rec.ops or ()), *([rec.op] if rec.op else [])]):
+            obs.declaring.setdefault(str(op), []).append(declared)
+        if not executed:
+            continue
+        if rec.dispatched is None:
+            obs.unobserved[why] += 1
             continue
         if names is None:  # present but not a list of names
             obs.malformed += 1
@@ -96,8 +107,11 @@ def _pct(n: int, d: int) -> float:
     return round(100.0 * n / d, 1) if d else 0.0
 
 
-def summarize_run(obs: RunObservation, top: int = 25, surfaces: tuple[Surface, ...] | None = None) -> dict[str, Any]:
-    """The observed coverage report (JSON-able): headline, by kind, by kernel, uncovered families."""
+def summarize_run(obs: RunObservation, top: int = 25, surfaces: tuple[Surface, ...] | None = None,
+                  skip_reason: Callable[[str], str | None] | None = None) -> dict[str, Any]:
+    """The observed coverage report (JSON-able): headline, by kind, by kernel, uncovered families, and
+    every unobserved implementable surface with its reason (coverage/gaps.py; `skip_reason`: why the
+    generated suite makes no case for a surface, read from the build's schemas when not given)."""
     surfaces = surfaces if surfaces is not None else all_surfaces()
     key = run_device_key(obs.device)
     table = kernel_table()
@@ -121,6 +135,8 @@ def summarize_run(obs: RunObservation, top: int = 25, surfaces: tuple[Surface, .
                  for name, rows in families.items() if (miss := [s for s in rows if s.name not in seen])]
     uncovered.sort(key=lambda f: (-f["unobserved"], f["family"]))
     reasons = Counter(excluded.values())
+    gaps = [{**g, "kernel": kernel[g["surface"]]} for g in explain_gaps(
+        [s for s in implementable if s.name not in seen], obs.pending_ops, obs.declaring, surfaces, skip_reason)]
     impl_seen = sum(s.name in seen for s in implementable)
     known = {s.name for s in surfaces}
     return {
@@ -139,9 +155,8 @@ def summarize_run(obs: RunObservation, top: int = 25, surfaces: tuple[Surface, .
         "by_kernel": by_kernel,
         "exclusions": [{"reason": r, "surfaces": n} for r, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))],
         "largest_unobserved_families": uncovered[:top],
-        "unobserved": [{"surface": s.name, "kind": s.kind, "kernel": kernel[s.name],
-                        **({"pending": obs.pending_ops[s.name]} if s.name in obs.pending_ops else {})}
-                       for s in implementable if s.name not in seen],
+        "unobserved": gaps,
+        "unobserved_by_reason": [{k: v for k, v in g.items() if k != "surfaces"} for g in by_reason(gaps)],
         "observed_unknown": sorted(n for n in seen if n not in known),  # not an overload of this build
     }
 
@@ -182,14 +197,30 @@ def render_markdown(summary: dict[str, Any], run_name: str, list_unobserved: boo
               "| --- | ---: | ---: | --- |"]
     lines += [f"| {f['family']} | {f['unobserved']} | {f['surfaces']} | {', '.join(f['examples'])} |"
               for f in summary["largest_unobserved_families"]]
+    if summary.get("unobserved_by_reason"):
+        lines += ["", f"## Why {len(summary['unobserved'])} implementable surfaces were not observed", "",
+                  "| reason | surfaces | meaning |", "| --- | ---: | --- |"]
+        lines += [f"| {g['reason']} | {g['count']} | {g['meaning']} |" for g in summary["unobserved_by_reason"]]
     if list_unobserved:
         lines += ["", f"## Unobserved implementable surfaces ({len(summary['unobserved'])})", "",
-                  "| surface | kind | kernel | pending case |", "| --- | --- | --- | --- |"]
-        lines += [f"| {u['surface']} | {u['kind']} | {u['kernel']} | {u.get('pending', '')[:160]} |"
-                  for u in summary["unobserved"]]
+                  "| surface | kind | kernel | reason | detail |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {u['surface']} | {u['kind']} | {u['kernel']} | {u['reason']} | {_cell(u['detail'])} |"
+                  for u in _by_reason_order(summary["unobserved"])]
     if c["unobserved"]:
         lines += ["", "## Cases not observed", ""] + [f"- {n} cases: {why}" for why, n in c["unobserved"].items()]
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """Record text in a Markdown table cell: one line, markup (and `|`) escaped (results/quoting.py)."""
+    from torchcts.results.quoting import md_text
+
+    return md_text(text[:240])
+
+
+def _by_reason_order(gaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    order = list(GAP_REASONS)
+    return sorted(gaps, key=lambda g: (order.index(g["reason"]) if g["reason"] in order else len(order), g["surface"]))
 
 
 def report_run(ref: str, top: int = 25, results_root: Path = Path("results")) -> tuple[Path, dict[str, Any]]:
@@ -205,7 +236,8 @@ def report_run(ref: str, top: int = 25, results_root: Path = Path("results")) ->
         print(f"torchcts: note: {run_dir.name} is still running: its reports are left as they are", file=sys.stderr)
         return run_dir, summary
     run["coverage"] = {"headline": summary["headline"], "dispatch_key": summary["dispatch_key"],
-                       "by_kind": summary["by_kind"], "exclusions": summary["exclusions"]}
+                       "by_kind": summary["by_kind"], "exclusions": summary["exclusions"],
+                       "gaps": summary["unobserved_by_reason"]}
     rundir.write_run(run_dir, run)
     finalize(run_dir, run.get("status") or "complete")  # report.html shows it
     return run_dir, summary

@@ -201,18 +201,23 @@ def _delegate_of(name: str) -> str | None:
     return None
 
 
-def _dead_delegate(name: str, device_key: str, table: dict[str, frozenset[str]]) -> str | None:
+def _dead_delegate(name: str, device_key: str, table: dict[str, frozenset[str]], depth: int = 0) -> str | None:
     """Why a composite_explicit surface cannot run on the device, or None: an `*_overrideable`
     op (its composite kernel only raises until a backend registers one), or the overload its
-    generated wrapper calls has no kernel (neither the device's, composite, nor a fallback)."""
+    generated wrapper calls has no kernel (neither the device's, composite, nor a fallback), or is
+    itself such a wrapper of one that has none (`_philox_normal.out` -> `_philox_normal` ->
+    `_philox_normal_`: the chain is named)."""
     if "_overrideable" in name:
         return "itself (its composite kernel raises until a backend registers one)"
     target = _delegate_of(name)
     if target is None or not any(target in names for names in table.values()) and not _known(target):
         return None
     keys = kernel_keys(target, table)
-    if device_key in keys or COMPOSITE_IMPLICIT in keys or any(k in keys for k in COMPOSITE_EXPLICIT):
+    if device_key in keys or COMPOSITE_IMPLICIT in keys:
         return None
+    if any(k in keys for k in COMPOSITE_EXPLICIT):
+        inner = _dead_delegate(target, device_key, table, depth + 1) if depth < 2 else None
+        return f"{target} -> {inner}" if inner is not None and "_overrideable" not in target else None
     return None if has_backend_fallback(device_key) else target
 
 

@@ -152,6 +152,31 @@ RULES: tuple[Rule, ...] = (
         source="ATen's randint_like.Tensor kernels (RuntimeError 'high must be a scalar tensor and on CPU', "
                "raised for a device tensor high on every device type)",
     ),
+    HostArgument(
+        name="pack_padded_sequence_lengths_on_host",
+        op="_pack_padded_sequence",
+        argument="lengths",
+        reason="pack_padded_sequence's lengths must be on the CPU if a tensor (torch.nn.utils.rnn docs); its "
+               "kernel checks \"'lengths' argument should be a 1D CPU int64 tensor\" on every device",
+        source="torch/nn/utils/rnn.py: pack_padded_sequence; ATen's PackedSequence.cpp checkLongTensor",
+    ),
+    HostArgument(
+        name="reshape_from_tensor_shape_on_host",
+        op="_reshape_from_tensor",
+        argument="shape",
+        reason="_reshape_from_tensor reads its shape tensor's values on the host (an accessor of a 1-D int64 "
+               "tensor), as a size: a device tensor shape is not an input PyTorch supports",
+        source="ATen's TensorShape.cpp: _reshape_from_tensor (shape_tensor.accessor<int64_t, 1>())",
+    ),
+    *(HostArgument(
+        name=f"{op}_batch_sizes_on_host",
+        op=op,
+        argument="batch_sizes",
+        reason="a PackedSequence's batch_sizes are always a CPU int64 tensor, whatever the data's device: "
+               "the kernels read them on the host",
+        source="torch/nn/utils/rnn.py: PackedSequence; ATen's PackedSequence.cpp (batch_sizes must be a CPU "
+               "int64 tensor)",
+    ) for op in ("_pad_packed_sequence", "_pack_padded_sequence_backward", "gru", "rnn_tanh", "rnn_relu")),
 )
 
 

@@ -1,4 +1,5 @@
-"""The report's dispatcher-coverage section: observed overloads, the headline, exclusions, pending.
+"""The report's dispatcher-coverage section: observed overloads, the headline, the gaps by reason,
+exclusions, pending.
 
 Torch-free (the run controller never imports torch): what the records hold (each case's
 `dispatched` overloads, cases/observe.py) is counted here; the headline over implementable
@@ -68,8 +69,13 @@ def render_coverage_section(run: dict[str, Any], records: list[CaseRecord]) -> s
     excl = cov.get("exclusions") if isinstance(cov.get("exclusions"), list) else []
     excl_rows = "".join(f"<tr><td>{_e(e.get('reason'))}</td><td class='num'>{_e(e.get('surfaces'))}</td></tr>"
                         for e in excl if isinstance(e, dict))
+    gaps = cov.get("gaps") if isinstance(cov.get("gaps"), list) else []
+    gap_rows = "".join(f"<tr><td>{_e(g.get('reason'))}</td><td class='num'>{_e(g.get('count'))}</td>"
+                       f"<td>{_e(g.get('meaning'))}</td></tr>" for g in gaps if isinstance(g, dict))
+    gap_table = ("<table id='coverage-gaps'><thead><tr><th>why not observed</th><th>surfaces</th><th>meaning</th>"
+                 f"</tr></thead><tbody>{gap_rows}</tbody></table>" if gap_rows else "")
     return (f"<div id='coverage'>{headline}{head}"
             "<table id='coverage-kinds'><thead><tr><th>kind</th><th>implementable</th><th>observed</th><th>%</th>"
-            f"</tr></thead><tbody>{rows}</tbody></table>"
+            f"</tr></thead><tbody>{rows}</tbody></table>{gap_table}"
             "<details><summary>excluded families</summary><table id='coverage-exclusions'><thead><tr><th>reason</th>"
             f"<th>surfaces</th></tr></thead><tbody>{excl_rows}</tbody></table></details></div>")

@@ -240,10 +240,12 @@ def _cpu_kernel_keys() -> torch._C._ForceDispatchKeyGuard:
 
 
 # Ops that take a CPU tensor next to sim tensors on a real device too (copies; CPU indices).
-# The addcmul/addcdiv foreach ops' `.Tensor` overloads take their scalars as a CPU tensor (read on the host).
+# The addcmul/addcdiv foreach ops' `.Tensor` overloads take their scalars as a CPU tensor (read on the host);
+# packed sequences their lengths and batch sizes, _reshape_from_tensor its shape (oracle/allowed.py: HostArgument).
 _CROSS_DEVICE = frozenset({"copy_", "_copy_from", "_copy_from_and_resize", "_to_copy", "index", "index_put_",
                            "_index_put_impl_", "index_put", "set_", "_foreach_addcmul", "_foreach_addcmul_",
-                           "_foreach_addcdiv", "_foreach_addcdiv_"})
+                           "_foreach_addcdiv", "_foreach_addcdiv_", "_pack_padded_sequence",
+                           "_pad_packed_sequence", "_pack_padded_sequence_backward", "_reshape_from_tensor"})
 
 
 def _mixes_devices(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> bool:

@@ -11,7 +11,8 @@ before the generic ones (documented in docs/coverage.md, "Generated cases": Fami
 Values: `T(shape, dtype, low, high)` a tensor (dtype None: the case's; integers in [low, high),
 floats in [0.1, 1.1)), or `T(values=...)` exact values; any other value is used as is, except
 that an `int` given for a list argument is repeated (N times for `int[N]`, once per spatial
-dimension of the data shape otherwise).
+dimension of the data shape otherwise), and a number given for a Tensor argument (a bound: clip_'s
+`min`, randint's `high`) is a 0-dim tensor (int64, or the case's dtype for a float).
 """
 
 from __future__ import annotations
@@ -55,16 +56,39 @@ def _conv(dims: int, transposed: bool = False) -> dict[str, Any]:
 
 _TOTAL = T(values=(3.0,))  # nll_loss's total_weight: the number of (unweighted) targets
 
+
+def _rnn(gates: int) -> dict[str, Any]:
+    """One layer, hidden size 2, 2 input features, batch 2: `.input` is time 2 x batch 2, `.data` a
+    packed sequence of lengths 2 and 1 (batch sizes 2, 1: 3 rows); weights of `gates` x hidden rows."""
+    rows = gates * 2
+    return {"input": T((2, 2, 2)), "data": T((3, 2)), "batch_sizes": T(values=(2, 1), dtype="int64"),
+            "hx": T((1, 2, 2)), "params": [T((rows, 2)), T((rows, 2)), T((rows,)), T((rows,))], "has_biases": True,
+            "num_layers": 1, "dropout": 0.0, "train": False, "bidirectional": False, "batch_first": False}
+
+
+_LENGTHS = T(values=(3, 2), dtype="int64")  # a padded batch of 2 sequences of lengths 3 and 2 ...
+_BATCH_SIZES = T(values=(2, 2, 1), dtype="int64")  # ... packed: 2, 2 and 1 rows per time step (5 rows)
+
 RECIPES: tuple[Recipe, ...] = (
     Recipe("conv3d", ("slow_conv3d*", "slow_conv_dilated3d", "conv_depthwise3d"), (1, 2, 4, 4, 4), _conv(3)),
     Recipe("conv_transpose3d", ("slow_conv_transpose3d",), (1, 2, 4, 4, 4), _conv(3, transposed=True)),
     Recipe("conv_transpose2d", ("slow_conv_transpose2d",), (1, 2, 4, 4), _conv(2, transposed=True)),
+    Recipe("convolution_mode", ("_convolution_mode",), (1, 2, 4, 4), {**_conv(2), "padding": "valid"}),
     Recipe("conv2d", ("_convolution*", "convolution*", "slow_conv*", "thnn_conv2d*", "_slow_conv2d*",
                       "conv_depthwise2d*", "_conv_depthwise2d*"), (1, 2, 4, 4), _conv(2)),
     Recipe("conv_tbc", ("conv_tbc*",), (4, 1, 2), {"weight": T((3, 2, 2)), "bias": T((2,)), "grad": T((2, 1, 2))}),
-    Recipe("upsample1d", ("upsample_*1d*",), (1, 2, 3), {"output_size": 4, "input_size": [1, 2, 3]}),
-    Recipe("upsample2d", ("upsample_*2d*",), (1, 2, 3, 3), {"output_size": 4, "input_size": [1, 2, 3, 3]}),
-    Recipe("upsample3d", ("upsample_*3d*",), (1, 2, 3, 3, 3), {"output_size": 4, "input_size": [1, 2, 3, 3, 3]}),
+    Recipe("upsample1d", ("upsample_*1d*", "_upsample_*1d*"), (1, 2, 3), {"output_size": 4, "input_size": [1, 2, 3]}),
+    Recipe("upsample2d", ("upsample_*2d*", "_upsample_*2d*"), (1, 2, 3, 3),
+           {"output_size": 4, "input_size": [1, 2, 3, 3]}),
+    Recipe("upsample3d", ("upsample_*3d*", "_upsample_*3d*"), (1, 2, 3, 3, 3),
+           {"output_size": 4, "input_size": [1, 2, 3, 3, 3]}),
+    Recipe("gru", ("gru",), (2, 2, 2), _rnn(3)),
+    Recipe("rnn", ("rnn_tanh", "rnn_relu"), (2, 2, 2), _rnn(1)),
+    Recipe("pack_padded_sequence", ("_pack_padded_sequence",), (3, 2, 2), {"lengths": _LENGTHS, "batch_first": False}),
+    Recipe("pack_padded_sequence_backward", ("_pack_padded_sequence_backward",), (5, 2),
+           {"input_size": [3, 2, 2], "batch_sizes": _BATCH_SIZES, "batch_first": False}),
+    Recipe("pad_packed_sequence", ("_pad_packed_sequence",), (5, 2),
+           {"batch_sizes": _BATCH_SIZES, "batch_first": False, "padding_value": 0.0, "total_length": 3}),
     Recipe("nll_loss2d", ("nll_loss2d*",), (1, 3, 2, 2),
            {"target": T((1, 2, 2), "int64"), "reduction": 1, "ignore_index": -100, "total_weight": _TOTAL,
             "grad_output": T(())}),
@@ -77,20 +101,30 @@ RECIPES: tuple[Recipe, ...] = (
     Recipe("group_norm", ("native_group_norm*",), (2, 4, 3),
            {"mean": T((2, 2)), "rstd": T((2, 2)), "weight": T((4,)), "bias": T((4,)), "N": 2, "C": 4, "HxW": 3,
             "group": 2, "output_mask": [True, True, True]}),
-    Recipe("embedding_backward", ("embedding_dense_backward*",), (3, 4),
+    Recipe("embedding_backward", ("embedding_dense_backward*", "embedding_backward"), (3, 4),
            {"indices": T((3,), "int64", high=5), "num_weights": 5, "padding_idx": -1}),
     Recipe("select", ("select_backward*", "select_scatter*"), (3, 3),
            {"grad_output": T((3,)), "src": T((3,)), "input_sizes": [3, 3], "dim": 0, "index": 1}),
     Recipe("diagonal", ("diagonal_backward*", "diagonal_scatter*"), (3, 3),
            {"grad_output": T((3,)), "src": T((3,)), "input_sizes": [3, 3], "offset": 0, "dim1": 0, "dim2": 1}),
-    Recipe("glu", ("glu_*",), (4, 3),
+    Recipe("glu", ("glu", "glu_*"), (4, 3),
            {"grad_output": T((2, 3)), "glu": T((2, 3)), "grad_glu": T((2, 3)), "dgrad_glu": T((2, 3)), "dim": 0}),
     Recipe("grid_sampler", ("grid_sampler_2d*", "_grid_sampler_2d*"), (1, 2, 3, 3),
            {"grid": T((1, 2, 2, 2)), "grad_output": T((1, 2, 2, 2)), "interpolation_mode": 0, "padding_mode": 0,
             "output_mask": [True, True]}),
-    Recipe("affine_grid", ("affine_grid_generator*",), (1, 2, 3), {"size": [1, 2, 3, 3]}),
+    Recipe("affine_grid", ("affine_grid_generator*",), (1, 2, 3), {"size": [1, 2, 3, 3], "grad": T((1, 3, 3, 2))}),
     Recipe("col2im", ("col2im*",), (1, 2, 9), {"output_size": [3, 3], "kernel_size": [1, 1]}),
-    Recipe("pad", ("constant_pad_nd*",), (3, 3), {"pad": [1, 1]}),
+    Recipe("pad", ("constant_pad_nd*", "_pad_enum"), (3, 3), {"pad": [1, 1], "mode": 0}),
+    Recipe("clamp_bound", ("clip_", "clamp"), (3, 3), {"min": 0.5}),  # one bound at least, inside the values' range
+    Recipe("float_power_out", ("float_power",), (3, 3), {"out": T((3, 3), "float64")}),  # its result is float64
+    Recipe("orgqr", ("orgqr",), (3, 3), {"input2": T((3,))}),  # tau: one dimension less
+    Recipe("nuclear_norm", ("nuclear_norm",), (3, 3), {"dim": [0, 1]}),
+    Recipe("trace_backward", ("trace_backward",), (), {"sizes": [3, 3]}),  # a 0-dim grad of a 3x3 trace
+    Recipe("value_selecting_reduction_backward", ("value_selecting_reduction_backward",), (3,),
+           {"dim": 0, "indices": T((3,), "int64"), "sizes": [3, 3], "keepdim": False}),
+    Recipe("reshape_from_tensor", ("_reshape_from_tensor",), (3, 3), {"shape": T(values=(9,), dtype="int64")}),
+    Recipe("unflatten_dense_tensors", ("unflatten_dense_tensors",), (3, 3), {"flat": T((18,))}),
+    Recipe("grouped_mm", ("_grouped_mm",), (2, 4, 8), {"mat2": T((2, 8, 4))}),  # rows of 16-byte multiples
     Recipe("scatter_reduce", ("scatter",), (3, 3), {"index": T((2, 2), "int64"), "src": T((2, 2)), "reduce": "add"}),
     Recipe("randint", ("randint*",), (3, 3), {"low": 0, "high": 3, "size": [3, 3]}),
     Recipe("segment_reduce", ("segment_reduce*", "_segment_reduce_backward*"), (3, 3),
@@ -99,7 +133,7 @@ RECIPES: tuple[Recipe, ...] = (
            {"kernel_size": [2, 2], "output_size": [2, 2], "random_samples": T((1, 2, 2))}),
     Recipe("fractional_max_pool3d", ("fractional_max_pool3d*",), (1, 2, 4, 4, 4),
            {"kernel_size": [2, 2, 2], "output_size": [2, 2, 2], "random_samples": T((1, 2, 3))}),
-    Recipe("complex", ("_conj", "_conj_copy", "_fft_c2c"), (3, 3),
+    Recipe("complex", ("_conj", "_conj_copy", "_fft_c2c", "view_as_real_copy"), (3, 3),
            {"self": T((3, 3), "complex64"), "dim": [0], "normalization": 0, "forward": True}),
     Recipe("fft_c2r", ("_fft_c2r",), (3, 2), {"self": T((3, 2), "complex64"), "dim": [1], "normalization": 0,
                                                "last_dim_size": 3}),
@@ -125,6 +159,16 @@ RECIPES: tuple[Recipe, ...] = (
            {"scale": T((1,)), "zero_point": T((1,)), "quant_min": 0, "quant_max": 255}),
     Recipe("fake_quantize_channel", ("fake_quantize_per_channel*",), (2, 3),
            {"scale": T((2,)), "zero_point": T((2,), "int32", high=1), "axis": 0, "quant_min": 0, "quant_max": 255}),
+    Recipe("view_as_complex", ("view_as_complex_copy",), (3, 2), {}),  # a last dimension of 2
+    # overloads of unreached.py whose generic inputs give an all-zero or constant result (a weak pass):
+    # a bound inside the values' range, a shift that keeps bits, a divisor below them, values that match
+    Recipe("clamp_one_bound", ("clamp_min", "clamp_max", "clamp_max_"), (3, 3), {"min": 0.5, "max": 0.5}),
+    Recipe("shift", ("bitwise_right_shift", "bitwise_right_shift_"), (3, 3), {"self": T((3, 3), high=64), "other": 1}),
+    Recipe("floor_divide", ("floor_divide", "floor_divide_"), (3, 3), {"other": 0.25}),
+    Recipe("eq_scalar", ("eq_",), (4,), {"self": T(values=(1.0, 2.0, 2.0, 3.0)), "other": 2}),
+    Recipe("isin", ("isin",), (3,), {"elements": T(values=(1.0, 2.0, 3.0)), "test_elements": T(values=(2.0, 5.0)),
+                                     "element": 2.0, "test_element": 2.0}),
+    Recipe("bincount", ("bincount",), (5,), {"self": T((5,), "int64")}),
     Recipe("int_mm", ("_int_mm",), (2, 8), {"self": T((2, 8), "int8"), "mat2": T((8, 4), "int8")}),
     Recipe("linear_combination", ("_compute_linear_combination*",), (3, 3), {"coefficients": T((2, 3))}),
 )

@@ -252,8 +252,9 @@ def _from_recipe(spec: Any, arg: Any, make: _Maker, recipe: recipes.Recipe) -> A
         return torch.randint(spec.low, spec.high, spec.shape, generator=make.gen).to(dtype)
     if isinstance(spec, list) and str(arg.type) == "Tensor":  # lengths given as a list, taken as a tensor
         return torch.tensor(spec, dtype=torch.int64)
-    if isinstance(spec, int) and not isinstance(spec, bool) and str(arg.type) == "Tensor":
-        return torch.tensor(spec, dtype=torch.int64)  # a bound given as a number, to a Tensor overload: 0-dim
+    if isinstance(spec, (int, float)) and not isinstance(spec, bool) and str(arg.type) in ("Tensor", "Optional[Tensor]"):
+        # a bound given as a number, to a Tensor overload: 0-dim (int64, or the case's dtype for a float)
+        return torch.tensor(spec, dtype=torch.int64 if isinstance(spec, int) else make.dtype)
     if isinstance(spec, list):
         return [_from_recipe(v, arg, make, recipe) if isinstance(v, recipes.T) else v for v in spec]
     if isinstance(spec, int) and not isinstance(spec, bool) and str(arg.type) in ("List[int]", "Optional[List[int]]"):
