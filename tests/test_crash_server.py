@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,6 +38,7 @@ def run_env(tmp_path):
     left = warm.running_in(folder)
     for pid, _ in left:
         os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(folder, ignore_errors=True)
     assert not left, f"servers left behind: {left}"
 
 
@@ -111,9 +113,10 @@ class _Spec(SimpleNamespace):
     popen, via, python = True, None, None
 
 
-def test_only_a_crash_starts_the_server_and_the_run_stops_it(monkeypatch, tmp_path):
+def test_only_a_crash_starts_the_server_and_the_run_stops_it(monkeypatch):
     """Unit view of the plugin: a worker that finished (error None) or a Ctrl-C starts nothing; a
     crash starts one server, whose launcher becomes the replacement's python; stop() removes it all."""
+    tmp_path = Path(tempfile.mkdtemp(prefix="tc", dir="/tmp"))  # short enough for AF_UNIX
     started = []
     monkeypatch.setattr(warm, "start_server", lambda path, profile, **kw: started.append((path, profile, kw)))
     monkeypatch.setenv("TORCHCTS_WARM_DIR", str(tmp_path))
@@ -138,6 +141,7 @@ def test_only_a_crash_starts_the_server_and_the_run_stops_it(monkeypatch, tmp_pa
     Path(path + ".log").write_text("forked worker 1\n")
     plugin.stop()
     assert list(tmp_path.iterdir()) == []
+    tmp_path.rmdir()
     settings.reload()
 
 
