@@ -23,8 +23,8 @@ from torchcts.cases.explore.shrink import MAX_CALLS, shrink
 from torchcts.cases.explore.switches import (
     OP_SWITCHES,
     add_switch_points,
-    op_positions,
     by_schema,
+    op_positions,
     schema_keywords,
     switch_points,
 )

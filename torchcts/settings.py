@@ -131,6 +131,19 @@ class Settings:
         "$XDG_RUNTIME_DIR/torchcts-warm, else <tmp>/torchcts-warm-<uid>)",
         _path,
     )
+    crash_server: bool = _var(
+        "TORCHCTS_CRASH_SERVER",
+        True,
+        "0: a run without warm workers replaces a crashed worker with a fresh python, "
+        "not a fork of a run-scoped server (engine/crash_server.py)",
+        _switch,
+    )
+    crash_server_idle: int = _var(
+        "TORCHCTS_CRASH_SERVER_IDLE",
+        120,
+        "seconds a run-scoped crash server waits without workers before it exits (if its run was killed)",
+        _positive,
+    )
     workers: int | str | None = _var(
         "TORCHCTS_WORKERS",
         None,

@@ -140,6 +140,7 @@ def run_pytest(run: OpenedRun) -> tuple[int, Recorder]:
 
     import pytest
 
+    from torchcts.engine.crash_server import serving  # a crashed worker's replacement forked (engine/crash_server.py)
     from torchcts.engine.session import run_session
     from torchcts.engine.threads import exported
     from torchcts.engine.warm import plugins  # workers forked from a pre-imported server (engine/warm.py)
@@ -149,10 +150,11 @@ def run_pytest(run: OpenedRun) -> tuple[int, Recorder]:
     assert spec.manifest is not None  # prepared
     warm_plugins = plugins(spec.warm, spec.isolation, spec.device_type, spec.manifest.backend_import)
     with (tempfile.TemporaryDirectory(prefix="torchcts-workers-") as work_dir, sigterm_as_interrupt(),
-          exported(run.pytest_args)):
+          exported(run.pytest_args),
+          serving(spec.isolation, warm_plugins, spec.device_type, spec.manifest.backend_import) as crash_plugins):
         argv = pytest_argv(run.run_dir, spec.results_dir, run.pytest_args, Path(work_dir), spec.manifest_arg,
                            spec.corpus)
-        code, recorder = run_session(argv, warm_plugins)
+        code, recorder = run_session(argv, [*warm_plugins, *crash_plugins])
         if spec.rerun_failures and code != pytest.ExitCode.INTERRUPTED:
             from torchcts.engine.rerun import rerun_failures
 

@@ -26,7 +26,7 @@ class Baseline:
     @classmethod
     def after_imports(cls, profile: str, env: dict[str, str], path: list[str]) -> Baseline:
         """`env` and `path`: the server's before its imports (which may change both)."""
-        return cls(profile, keys.key(env, profile), keys.key_env(env), list(path), module_stamps(),
+        return cls(profile, keys.key(env, profile), keys.key_env(env, profile), list(path), module_stamps(),
                    frozenset(name for name in sys.modules if "." not in name))
 
 
@@ -66,8 +66,19 @@ def shadowed(cwd: str, names: frozenset[str]) -> str | None:
         stem = entry.split(".", 1)[0]
         if stem in names and (entry.endswith((".py", ".pyc", ".so", ".pyd"))
                               or os.path.isfile(os.path.join(cwd, entry, "__init__.py"))):
-            return entry
+            if not _loaded_from(stem, os.path.join(cwd, entry)):
+                return entry
     return None
+
+
+def _loaded_from(name: str, where: str) -> bool:
+    """The preloaded module `name` is that file or package: `python -c` there imports the same one
+    (a backend package run from its own checkout, on PYTHONPATH too)."""
+    origin = getattr(sys.modules.get(name), "__file__", None)
+    if not isinstance(origin, str):
+        return False
+    origin, where = os.path.realpath(origin), os.path.realpath(where)
+    return origin == where or origin.startswith(where + os.sep)
 
 
 def execnet_command(argv: list[str]) -> bool:
@@ -80,7 +91,7 @@ def refusal(request: LaunchRequest, base: Baseline) -> str | None:
     if not execnet_command(request.argv):
         return "not an execnet worker's command line"
     if keys.key(request.env, base.profile) != base.key:
-        names = keys.differing(request.env, base.env)
+        names = keys.differing(request.env, base.env, base.profile)
         return f"another environment ({', '.join(names) or 'the key'} differs)"
     if request.path != base.path:
         return f"another sys.path ({_first_difference(request.path, base.path)})"

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .protocol import LaunchRequest
 
-USAGE = "usage: zygote launch SOCKET ARGS... | serve SOCKET PROFILE IDLE_S"
+USAGE = "usage: zygote launch SOCKET ARGS... | serve SOCKET PROFILE IDLE_S [run]"
+RUN_SCOPED = "run"  # serve's last word: a server of one run (engine/crash_server.py), files removed at exit
 
 
 def main(argv: list[str]) -> None:
@@ -19,10 +20,10 @@ def main(argv: list[str]) -> None:
         from .launcher import launch
 
         launch(argv[1], argv[2:])
-    elif len(argv) == 4 and argv[0] == "serve":
+    elif len(argv) in (4, 5) and argv[0] == "serve" and argv[4:] in ([], [RUN_SCOPED]):
         if os.fork():  # detach: whoever started us waits for nothing but this exit
             os._exit(0)
-        job = serve(argv[1], argv[2], float(argv[3]))
+        job = serve(argv[1], argv[2], float(argv[3]), run_scoped=argv[4:] == [RUN_SCOPED])
         if job is not None:  # a forked child: the server's loop is behind us
             from . import worker
 
@@ -31,19 +32,23 @@ def main(argv: list[str]) -> None:
         sys.exit(USAGE)
 
 
-def serve(sock_path: str, profile: str, idle_s: float) -> LaunchRequest | None:
+def serve(sock_path: str, profile: str, idle_s: float, run_scoped: bool = False) -> LaunchRequest | None:
     """Hold the key's lock and serve; None when done (or another server holds the key), or in a
-    forked child the launcher's request."""
+    forked child the launcher's request. A run-scoped server leaves none of its files behind."""
     from . import state
 
     lock = state.hold_lock(sock_path)
     if lock is None:
         return None  # another server for this key is starting or running
     state.forget_why(sock_path)
-    started = time.time()
-    state.write_status(sock_path, {"pid": os.getpid(), "profile": profile, "started": started,
-                                   "idle_since": started, "preparing": True})
-    job = prepare_and_serve(sock_path, profile, idle_s, started)
+    started, server = time.time(), os.getpid()
+    state.write_status(sock_path, {"pid": server, "profile": profile, "started": started,
+                                   "idle_since": started, "preparing": True, "run_scoped": run_scoped})
+    try:
+        job = prepare_and_serve(sock_path, profile, idle_s, started)
+    finally:
+        if run_scoped and os.getpid() == server:  # the server, not a forked worker
+            state.remove_files(sock_path)  # the lock file last; the lock itself goes with this process
     if job is not None:
         lock.close()  # the worker holds no server lock
     return job

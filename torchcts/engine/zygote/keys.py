@@ -22,15 +22,19 @@ NOT_KEY_PREFIXES = ("TORCHCTS_",)  # read by torchcts, which every worker import
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def key_env(env: dict[str, str]) -> dict[str, str]:
-    """The variables of `env` that are part of the key."""
+def key_env(env: dict[str, str], profile: str = "") -> dict[str, str]:
+    """The variables of `env` that are part of the key. A profile that imports a backend module
+    ("backend:MODULE", preload.py) imports torchcts too, which reads TORCHCTS_* at import (the sim's
+    planted faults): those are part of its key."""
+    skipped = () if profile.startswith("backend:") else NOT_KEY_PREFIXES
     return {k: v for k, v in env.items()
-            if (k.startswith(KEY_PREFIXES) or k in KEY_NAMES) and not k.startswith(NOT_KEY_PREFIXES)}
+            if (k.startswith(KEY_PREFIXES) or k in KEY_NAMES or k.startswith(NOT_KEY_PREFIXES))
+            and not (skipped and k.startswith(skipped))}
 
 
-def differing(env: dict[str, str], other: dict[str, str]) -> list[str]:
+def differing(env: dict[str, str], other: dict[str, str], profile: str = "") -> list[str]:
     """The names of the key variables whose values differ (or are set in one only)."""
-    mine, theirs = key_env(env), key_env(other)
+    mine, theirs = key_env(env, profile), key_env(other, profile)
     return sorted(name for name in {*mine, *theirs} if mine.get(name) != theirs.get(name))
 
 
@@ -54,7 +58,7 @@ def key(env: dict[str, str], profile: str, executable: str = sys.executable) -> 
     """What decides what the server's imports loaded; a different key is a different server."""
     import hashlib  # here: the launcher, which imports this module, never hashes
 
-    text = json.dumps([FORMAT, executable, sys.version, profile, sorted(key_env(env).items()),
+    text = json.dumps([FORMAT, executable, sys.version, profile, sorted(key_env(env, profile).items()),
                        package_stamp()])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 

@@ -18,6 +18,10 @@ PROFILES = {
              "torch.testing._internal.common_methods_invocations",
              "torch._dynamo", "torch._inductor.compile_fx", "torch._inductor.codecache"),
 }
+# "backend:MODULE" (engine/crash_server.py, for a backend known fork-safe, never a device runtime):
+# the base imports, then MODULE, then the full profile's others, in the order a fresh worker
+# imports them (the backend before PyTorch's testing modules, which read the PrivateUse1 name).
+BACKEND_PREFIX = "backend:"
 # Modules that initialise an accelerator's runtime when imported on a build that has one
 ACCELERATOR_PROBES = ("torch.testing._internal.common_methods_invocations",)
 
@@ -56,24 +60,54 @@ def _tiny_compile() -> None:
         torch._dynamo.reset()
 
 
+def _assert_close() -> None:
+    """The lazy imports of torch.testing.assert_close (seconds), as engine/plugin.py makes before a
+    worker's first case."""
+    import torch
+
+    torch.testing.assert_close(torch.zeros(1), torch.zeros(1))
+
+
 WARMUPS: dict[str, tuple[Callable[[], None], ...]] = {
-    "full": (_vector_isas, _torch_source_hash, _tiny_compile)}
+    "full": (_vector_isas, _torch_source_hash, _tiny_compile),
+    # no compilation: the backend's dynamo hooks are installed, and a fresh worker compiled nothing
+    BACKEND_PREFIX: (_assert_close, _vector_isas, _torch_source_hash)}
+
+
+def backend_of(profile: str) -> str | None:
+    """The backend module a "backend:MODULE" profile imports, else None."""
+    return profile[len(BACKEND_PREFIX):] if profile.startswith(BACKEND_PREFIX) else None
+
+
+def imports(profile: str) -> tuple[str, ...]:
+    """The modules a profile imports, in order (KeyError: no such profile)."""
+    backend = backend_of(profile)
+    if backend is None:
+        return PROFILES[profile]
+    base = PROFILES["base"]
+    return (*base, backend, *(name for name in PROFILES["full"] if name not in base))
+
+
+def warmups(profile: str) -> tuple[Callable[[], None], ...]:
+    return WARMUPS.get(BACKEND_PREFIX if backend_of(profile) else profile, ())
 
 
 def preload(profile: str) -> str | None:
     """Import the profile's modules and make its warm-up calls; the reason forking would be unsafe
     afterwards, or None."""
-    for name in PROFILES[profile]:
+    for name in imports(profile):
         if name in ACCELERATOR_PROBES and _accelerator_build():
             continue  # its import would initialise CUDA/ROCm, which a forked child cannot use
         try:
             importlib.import_module(name)
         except ImportError:
+            if name == backend_of(profile):
+                raise  # the backend is what the profile is for: no server (the reason is kept)
             continue  # a build without it: a worker that needs it finds out as a fresh one would
         problem = fork_hazard()
         if problem:
             return f"importing {name} {problem}"
-    for warmup in WARMUPS.get(profile, ()):
+    for warmup in warmups(profile):
         try:
             warmup()
         except Exception:  # noqa: BLE001 - another PyTorch, no compiler: a worker pays as a fresh one would

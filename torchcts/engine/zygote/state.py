@@ -6,6 +6,8 @@
     KEY.sock.why      why a server could not serve at all (a fork hazard, a failed import)
     KEY.sock.log      the server's stderr (one line per forked worker)
 
+A run-scoped server (engine/crash_server.py) removes them all when it exits (`remove_files`).
+
 Every file is written atomically (a temporary file, then os.replace), so a reader never sees half.
 """
 
@@ -57,6 +59,18 @@ def hold_lock(sock_path: str, tries: int = 5) -> IO[str] | None:
     lock.write(f"{os.getpid()}\n")
     lock.flush()
     return lock
+
+
+SUFFIXES = ("", ".authkey", ".status", ".why", ".log", ".lock")  # the socket and its files; the lock last
+
+
+def remove_files(sock_path: str) -> None:
+    """Remove a server's socket and files (a run-scoped server at its end, or its run after it)."""
+    for suffix in SUFFIXES:
+        try:
+            os.unlink(sock_path + suffix)
+        except OSError:
+            pass
 
 
 def holder(lock_path: str) -> int | None:

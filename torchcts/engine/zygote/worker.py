@@ -12,9 +12,15 @@ from typing import Any, NoReturn
 
 from .protocol import LaunchRequest
 
+# The pid of the server this process was forked from (None in any other process): the marker a
+# worker can read to say how it started (sys.modules["_torchcts_zygote.worker"], cli's private name).
+FORKED_FROM: int | None = None
+
 
 def run(request: LaunchRequest) -> NoReturn:
     """The worker's whole life after the fork (server.Server.loop returned its request)."""
+    global FORKED_FROM
+    FORKED_FROM = os.getppid()
     namespace = become_worker(request)
     exec(compile(request.argv[-1], "<string>", "exec"), namespace)  # noqa: S102 - execnet's `-c CODE`
     quick_exit()
@@ -51,6 +57,9 @@ def reseed() -> None:
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None:
         numpy_random.seed()
+    settings = sys.modules.get("torchcts.settings")  # a "backend:" server imported torchcts
+    if settings is not None:
+        settings.reload()  # read again from this worker's environment
 
 
 def quick_exit() -> NoReturn:

@@ -1,0 +1,179 @@
+"""Crashed workers' replacements in runs without warm workers (engine/crash_server.py, issue 30
+item 1): the run's first crash starts a run-scoped fork server, later replacements are forked from
+it, a crash stays a crash, and the server never outlives its run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from conftest import latest_run, records, run_cli
+
+from torchcts import settings
+from torchcts.engine import crash_server, warm
+from torchcts.engine.zygote import checks, keys, preload
+
+pytestmark = pytest.mark.skipif(warm.unavailable() is not None, reason=f"fork servers: {warm.unavailable()}")
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.fixture
+def run_env(tmp_path):
+    """The planted respawn suite on one worker, a private socket folder short enough for AF_UNIX;
+    any server left in it is killed (and fails the test that left it)."""
+    folder = Path(tempfile.mkdtemp(prefix="tc", dir="/tmp"))
+    env = {"CI": "true", "TORCHCTS_WARM_DIR": str(folder), "PLANTED_WORKERS_LOG": str(tmp_path / "workers.jsonl"),
+           "TORCHCTS_EXTRA_SUITES": "respawn=helpers.planted_respawn",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(TESTS.parent), str(TESTS), os.environ.get("PYTHONPATH")) if p)}
+    yield env, folder
+    left = warm.running_in(folder)
+    for pid, _ in left:
+        os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(folder, ignore_errors=True)
+    assert not left, f"servers left behind: {left}"
+
+
+RUN = ("run", "--device", "cpu", "--suite", "respawn", "--timeout", "300", "--", "-n", "1", "-p", "no:benchmark")
+
+
+def _notes(env: dict[str, str]) -> list[dict]:
+    path = Path(env["PLANTED_WORKERS_LOG"])
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:  # a zombie (exited, not yet reaped by whoever adopted it) is gone too
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.main_only  # a "full" server (torch, the OpInfo database, inductor): see test_speed_warm
+def test_a_crash_is_replaced_by_a_fork_of_the_runs_server_which_is_gone_after_the_run(run_env, tmp_path):
+    env, folder = run_env
+    r = run_cli(*RUN, cwd=tmp_path, env=env, timeout=400)
+    out = r.stdout[-3000:] + r.stderr[-3000:]
+    assert r.returncode == 1, out  # the crashes fail the run, as with fresh workers
+    recs = records(latest_run(tmp_path))
+    status = sorted(rec["status"] for rec in recs)
+    assert set(status) == {"crashed", "passed"} and len(status) == 6, status
+    for rec in recs:
+        if rec["status"] == "crashed":
+            assert rec["signal"] == "SIGSEGV" and "died (SIGSEGV)" in rec["message"], rec
+    notes = _notes(env)
+    # The first worker is a fresh python (a clean run starts no server); after the server listens,
+    # a crashed worker's replacement is a fork of it: the worker's marker names its parent.
+    assert notes[0]["forked_from"] is None, notes
+    forked = [n for n in notes if n["forked_from"] is not None]
+    assert forked and all(n["ppid"] == n["forked_from"] != notes[0]["ppid"] for n in forked), notes
+    assert len(forked) == status.count("passed"), notes  # every forked worker's case passed
+    # Stopped by the run at its end: no process left, and none of its files (lock included).
+    server = forked[0]["forked_from"]
+    assert _gone(server), f"server {server} outlived its run"
+    assert list(folder.iterdir()) == [], list(folder.iterdir())
+
+
+@pytest.mark.main_only
+def test_a_killed_controller_leaves_a_server_that_exits_after_its_idle_limit(run_env, tmp_path):
+    env, folder = run_env
+    env = {**os.environ, **env, "PLANTED_RESPAWN_HANG": "1", "TORCHCTS_CRASH_SERVER_IDLE": "2"}
+    controller = subprocess.Popen([sys.executable, "-m", "torchcts", *RUN], cwd=tmp_path, env=env,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while not any(n["forked_from"] for n in _notes(env)):  # a forked worker is running (sleeping)
+            assert controller.poll() is None and time.monotonic() < deadline, _notes(env)
+            time.sleep(0.2)
+        server = next(n["forked_from"] for n in _notes(env) if n["forked_from"])
+        assert not _gone(server) and warm.running_in(folder)
+    finally:
+        controller.kill()  # SIGKILL: the run cannot stop its server
+        controller.wait()
+    # Its worker dies with the controller's channel; idle for 2 s, the server exits and removes its files.
+    deadline = time.monotonic() + 60
+    while not (_gone(server) and not list(folder.iterdir())):
+        assert time.monotonic() < deadline, (server, list(folder.iterdir()))
+        time.sleep(0.2)
+
+
+class _Spec(SimpleNamespace):
+    popen, via, python = True, None, None
+
+
+def test_only_a_crash_starts_the_server_and_the_run_stops_it(monkeypatch):
+    """Unit view of the plugin: a worker that finished (error None) or a Ctrl-C starts nothing; a
+    crash starts one server, whose launcher becomes the replacement's python; stop() removes it all."""
+    tmp_path = Path(tempfile.mkdtemp(prefix="tc", dir="/tmp"))  # short enough for AF_UNIX
+    started = []
+    monkeypatch.setattr(warm, "start_server", lambda path, profile, **kw: started.append((path, profile, kw)))
+    monkeypatch.setenv("TORCHCTS_WARM_DIR", str(tmp_path))
+    settings.reload()
+    plugin = crash_server.CrashServer("bare", 5.0)
+    node = SimpleNamespace(gateway=SimpleNamespace(spec=_Spec()))
+    plugin.pytest_testnodedown(node, None)
+    plugin.pytest_testnodedown(node, "keyboard-interrupt")
+    assert started == [] and node.gateway.spec.python is None and plugin.path is None
+    plugin.pytest_testnodedown(node, "Not properly terminated")
+    [(path, profile, kw)] = started
+    assert profile == "bare" and kw == {"idle_s": 5.0, "run_scoped": True}
+    assert Path(path).parent == tmp_path and "-run-" in Path(path).name
+    assert node.gateway.spec.python == warm.launcher_command(path)
+    other = crash_server.CrashServer("bare", 5.0)
+    other.pytest_testnodedown(SimpleNamespace(gateway=SimpleNamespace(spec=_Spec())), "crashed")
+    assert other.path != path  # never shared across runs, whatever their environment
+    user = _Spec(python="/opt/other/python")  # a worker python the user chose is left alone
+    plugin.pytest_testnodedown(SimpleNamespace(gateway=SimpleNamespace(spec=user)), "crashed")
+    assert user.python == "/opt/other/python"
+    Path(path + ".lock").write_text("")
+    Path(path + ".log").write_text("forked worker 1\n")
+    plugin.stop()
+    assert list(tmp_path.iterdir()) == []
+    tmp_path.rmdir()
+    settings.reload()
+
+
+def test_which_runs_get_a_crash_server_and_what_it_imports(monkeypatch):
+    assert crash_server.profile_for("cpu", None) == "full"
+    assert crash_server.profile_for("sim", "torchcts.sim") == "backend:torchcts.sim"
+    assert crash_server.profile_for("npu", "torch_npu") == "base"  # a device runtime: never before the fork
+    # The backend before PyTorch's testing modules (they read the PrivateUse1 name at import).
+    imports = preload.imports("backend:torchcts.sim")
+    assert imports.index("torchcts.sim") < imports.index("torch.testing._internal.common_methods_invocations")
+    assert imports[:4] == preload.PROFILES["base"] and preload._assert_close in preload.warmups("backend:x")
+    # A backend server imported torchcts, whose variables then decide what it loaded (the sim's faults).
+    env = {"PATH": "/bin", "TORCHCTS_SIM_FAULT": "reduce_float32_segv"}
+    assert keys.key(env, "backend:torchcts.sim") != keys.key({"PATH": "/bin"}, "backend:torchcts.sim")
+    assert keys.key(env, "full") == keys.key({"PATH": "/bin"}, "full")
+    monkeypatch.delenv("TORCHCTS_CRASH_SERVER", raising=False)
+    settings.reload()
+    assert crash_server.wanted(True, [], "cpu", None) == "full"
+    assert crash_server.wanted(False, [], "cpu", None) is None  # --no-isolation: no workers to replace
+    assert crash_server.wanted(True, [warm.WarmWorkers("full")], "cpu", None) is None  # warm already forks
+    assert crash_server.wanted(True, [warm.WarmWorkers("base")], "sim", "torchcts.sim") == "backend:torchcts.sim"
+    monkeypatch.setenv("TORCHCTS_CRASH_SERVER", "0")
+    settings.reload()
+    assert crash_server.wanted(True, [], "cpu", None) is None
+    settings.reload()
+
+
+def test_a_checkout_on_the_servers_path_does_not_shadow_itself(tmp_path):
+    """Running from a backend's own checkout (also on PYTHONPATH) is no shadowing: the server's copy
+    is that folder. Another folder with the same name is."""
+    here = Path(checks.__file__).resolve().parents[3]  # the folder holding torchcts/
+    assert checks.shadowed(str(here), frozenset({"torchcts"})) is None
+    (tmp_path / "torchcts").mkdir()
+    (tmp_path / "torchcts" / "__init__.py").write_text("")
+    assert checks.shadowed(str(tmp_path), frozenset({"torchcts"})) == "torchcts"

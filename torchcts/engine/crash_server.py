@@ -1,0 +1,160 @@
+"""Cheap replacement workers after a crash, in runs without warm workers (issue 30 item 1).
+
+Why: a worker that a case kills is replaced by a new Python that imports torch, pytest, xdist, the
+backend and the OpInfo database again (~7 CPU-s, ~15 s of wall on a loaded 2-core machine), so a
+backend in bring-up paid that per crash. Warm workers (engine/warm.py) make a replacement a fork,
+but they are off in CI (a job must not leave a background server behind) and with `--no-warm`.
+
+How: at a run's first crash (a clean run pays nothing) the controller starts a fork server of its
+own (engine/zygote/, run-scoped: a socket name no other run has, files removed when it exits), and
+from then on xdist starts each replacement through the launcher: `pytest_testnodedown` runs before
+xdist's `_clone_node`, which reuses the dead worker's popen spec. Until the server listens, and
+whenever it refuses (another environment, a changed file, a fork hazard), the launcher execs a fresh
+python: a replacement is never worse than before, and it exits as its worker did, so a crash stays
+a crash. The run stops the server at its end (`serving`: SIGTERM to the pid its lock file holds,
+then it removes whatever a server killed before its own clean-up left); a controller killed before
+that leaves a server whose workers die with their controller's channel, and which exits after
+TORCHCTS_CRASH_SERVER_IDLE seconds without workers.
+
+What the server imports: a CPU run the "full" profile (torch, the OpInfo database, dynamo and
+inductor, as warm workers); a backend module run only torch, pytest and xdist ("base": a device
+runtime initialised at import cannot be used in a forked child, and PyTorch's testing modules read
+the PrivateUse1 name at import, so the OpInfo database must come after the backend), unless the
+backend is in FORK_SAFE_BACKENDS: then the backend itself, then the OpInfo database
+("backend:MODULE", engine/zygote/preload.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from torchcts import settings
+from torchcts.engine import warm
+from torchcts.engine.zygote import keys, state
+from torchcts.engine.zygote.preload import BACKEND_PREFIX
+
+# Backends whose import a forked child can live with: no device runtime, no thread, no descriptor
+# of a device. Never a real device runtime (CUDA, ROCm, XPU, MPS, a vendor's PrivateUse1 library).
+FORK_SAFE_BACKENDS = {
+    "torchcts.sim": "TorchCTS's simulated device: pure Python over CPU tensors, nothing started at import",
+}
+MAX_STARTS = 3  # a server that exits (idle, refused to fork) is started again, this many times a run
+STOP_WAIT_S = 10.0  # how long the run waits for its server to leave before it kills it
+
+
+def profile_for(device_type: str, backend_import: str | None) -> str:
+    """What a run's crash server may import before it forks (see the module's docstring)."""
+    if backend_import in FORK_SAFE_BACKENDS:
+        return BACKEND_PREFIX + backend_import
+    return warm.profile_for(device_type, backend_import)
+
+
+def run_socket_path(profile: str, env: dict[str, str] | None = None) -> str:
+    """A socket of this run alone, in the warm servers' private folder (`torchcts warm --status`
+    lists it): the key's start, for people, and a random part no other run has."""
+    env = dict(os.environ) if env is None else env
+    path = str(warm.server_dir(env) / f"{keys.key(env, profile)[:16]}-run-{secrets.token_hex(4)}.sock")
+    if len(path.encode()) > 100:  # AF_UNIX paths are limited to ~107 bytes
+        raise OSError(f"the socket path would be too long: {path}")
+    return path
+
+
+class CrashServer:
+    """Controller plugin: a crashed worker's replacement starts through this run's fork server."""
+
+    def __init__(self, profile: str, idle_s: float) -> None:
+        self.profile = profile
+        self.idle_s = idle_s
+        self.path: str | None = None  # the socket, chosen at the first crash
+        self.starts = 0
+        self.failed: str | None = None  # why no server could be started (said once)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist: a worker is down. After a crash (an error other than Ctrl-C) xdist clones its spec
+        next: make that clone's python the launcher."""
+        if error is None or error == "keyboard-interrupt":
+            return
+        spec = getattr(getattr(node, "gateway", None), "spec", None)
+        if spec is None or not spec.popen or spec.via or (spec.python and warm.ZYGOTE not in spec.python):
+            return  # not a local popen worker, or one the user gave its own python
+        launcher = self.launcher()
+        if launcher is not None:
+            spec.python = launcher
+
+    def launcher(self) -> str | None:
+        """The launcher of this run's server, started first when none is running; None when it
+        cannot be (no private folder, too many starts)."""
+        try:
+            if self.path is None:
+                self.path = run_socket_path(self.profile)
+            if not warm.listening(self.path) and not state.holder(self.path + ".lock"):
+                if self.starts >= MAX_STARTS:
+                    return None
+                self.starts += 1
+                warm.start_server(self.path, self.profile, idle_s=self.idle_s, run_scoped=True)
+        except (OSError, subprocess.SubprocessError) as exc:
+            if self.failed is None:
+                self.failed = str(exc)
+                warm.say(f"torchcts: note: no fork server for crashed workers' replacements ({exc}); "
+                         "they start as fresh processes")
+            return None
+        return warm.launcher_command(self.path)
+
+    def stop(self, wait_s: float = STOP_WAIT_S) -> None:
+        """Stop this run's server (it leaves once its last worker has) and remove its files."""
+        if self.path is None:
+            return
+        lock = self.path + ".lock"
+        pid = state.holder(lock)
+        if pid:
+            _signal(pid, signal.SIGTERM)
+            deadline = time.monotonic() + wait_s
+            while state.holder(lock) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if state.holder(lock):
+                _signal(pid, signal.SIGKILL)  # its workers' launchers then kill them (zygote/launcher.py)
+                while state.holder(lock) and time.monotonic() < deadline + 5:
+                    time.sleep(0.05)
+        state.remove_files(self.path)
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass
+
+
+def wanted(isolation: bool, warm_plugins: list[Any], device_type: str, backend_import: str | None) -> str | None:
+    """The crash server's profile for this run, or None: no isolation, no fork here, switched off
+    (TORCHCTS_CRASH_SERVER=0), or warm workers already fork replacements from the same imports."""
+    if not isolation or not settings.current().crash_server or warm.unavailable() is not None:
+        return None
+    profile = profile_for(device_type, backend_import)
+    if any(getattr(p, "profile", None) == profile for p in warm_plugins):
+        return None
+    return profile
+
+
+@contextlib.contextmanager
+def serving(isolation: bool, warm_plugins: list[Any], device_type: str,
+            backend_import: str | None) -> Iterator[list[Any]]:
+    """The plugins of a run's pytest session for cheap replacements (none or one CrashServer); the
+    server, if one was started, is stopped when the block ends, however it ends."""
+    profile = wanted(isolation, warm_plugins, device_type, backend_import)
+    plugin = CrashServer(profile, float(settings.current().crash_server_idle)) if profile else None
+    try:
+        yield [plugin] if plugin is not None else []
+    finally:
+        if plugin is not None:
+            plugin.stop()
