@@ -24,7 +24,7 @@ import torch
 
 from torchcts.cases.explore import values
 from torchcts.cases.explore.switches import AtSize, SwitchPoint
-from torchcts.cases.opinfo.samples import tensors_of
+from torchcts.cases.opinfo.samples import rebuilt, tensors_of
 
 # Base samples: the first few of OpInfo's, the large ones left out (exploration is about values
 # and arguments, not sizes; the tiling and limits suites cover sizes).
@@ -141,9 +141,7 @@ def with_switches(sample: Any, switches: Sequence[SwitchPoint]) -> Any:
                 args[where] = value
         else:
             kwargs[where] = value
-    return sample.__class__(sample.input, args=tuple(args), kwargs=kwargs,
-                            output_process_fn_grad=sample.output_process_fn_grad,
-                            broadcasts_input=sample.broadcasts_input, name=sample.name)
+    return rebuilt(sample, sample.input, args, kwargs)
 
 
 def _size_at(sample: Any, where: Any) -> int:
@@ -170,7 +168,4 @@ def requiring_grad(sample: Any) -> Any:
             return tuple(one(v) for v in x)
         return x
 
-    return sample.__class__(one(sample.input), args=tuple(one(a) for a in sample.args),
-                            kwargs={k: one(v) for k, v in sample.kwargs.items()},
-                            output_process_fn_grad=sample.output_process_fn_grad,
-                            broadcasts_input=sample.broadcasts_input, name=sample.name)
+    return rebuilt(sample, one(sample.input), [one(a) for a in sample.args], {k: one(v) for k, v in sample.kwargs.items()})

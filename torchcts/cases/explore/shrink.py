@@ -29,6 +29,7 @@ from torch.utils import _pytree as pytree
 
 from torchcts.cases.explore.generate import with_switches
 from torchcts.cases.explore.switches import SwitchPoint
+from torchcts.cases.opinfo.samples import rebuilt
 
 MAX_CALLS = 48  # device calls one failure's shrinking may spend (each also runs the CPU reference)
 
@@ -77,8 +78,7 @@ def _leaves(sample: Any) -> tuple[list[Any], Any]:
 
 def _rebuild(sample: Any, leaves: list[Any], spec: Any) -> Any:
     inp, args, kwargs = pytree.tree_unflatten(leaves, spec)
-    return sample.__class__(inp, args=tuple(args), kwargs=dict(kwargs), output_process_fn_grad=sample.output_process_fn_grad,
-                            broadcasts_input=sample.broadcasts_input, name=sample.name)
+    return rebuilt(sample, inp, args, kwargs)
 
 
 def _tensor_slots(leaves: list[Any]) -> list[int]:
@@ -98,9 +98,7 @@ def candidates(sample: Any, reverts: Sequence[SwitchPoint] = ()) -> Iterator[tup
     docstring); the label names the step, not its result."""
     for key in list(sample.kwargs):
         kwargs = {k: v for k, v in sample.kwargs.items() if k != key}
-        yield f"drop {key}", sample.__class__(sample.input, args=sample.args, kwargs=kwargs,
-                                              output_process_fn_grad=sample.output_process_fn_grad,
-                                              broadcasts_input=sample.broadcasts_input, name=sample.name)
+        yield f"drop {key}", rebuilt(sample, sample.input, sample.args, kwargs)
     for where, value in reverts:
         if isinstance(where, int) and where < len(sample.args) and sample.args[where] is not value:
             yield f"revert {where}", with_switches(sample, [(where, value)])

@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.opinfo.samples import HostArg
+from torchcts.cases.opinfo.samples import HostArg, rebuilt
 
 CLASSES: tuple[str, ...] = ("plain", "signed_zero", "subnormal", "halfway", "ties", "extremes", "nonfinite",
                             "index_ends", "uniform")
@@ -200,11 +200,5 @@ def apply(sample: Any, classes: Sequence[str], rng: random.Random, rules: Policy
             return tuple(one(v, is_input) for v in x)
         return x
 
-    return sample.__class__(
-        one(sample.input, True),
-        args=tuple(one(a, False) for a in sample.args),
-        kwargs={k: one(v, False) for k, v in sample.kwargs.items()},
-        output_process_fn_grad=sample.output_process_fn_grad,
-        broadcasts_input=sample.broadcasts_input,
-        name=sample.name,
-    )
+    return rebuilt(sample, one(sample.input, True), [one(a, False) for a in sample.args],
+                   {k: one(v, False) for k, v in sample.kwargs.items()})

@@ -18,6 +18,8 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from torchcts.cases.opinfo.samples import rebuilt
+
 # The values tried, in order: an infinity keeps a full reduction's single result finite-or-infinite
 # (not NaN) more often than NaN does; their names are what records carry.
 VALUES = (("inf", float("inf")), ("-inf", float("-inf")), ("nan", float("nan")))
@@ -55,14 +57,7 @@ def confine(sample: Any, tensor: int, value: str) -> Any | None:
         hit = True
         return out.requires_grad_(x.requires_grad)
 
-    new = sample.__class__(
-        pytree.tree_map(poison, sample.input),
-        args=pytree.tree_map(poison, tuple(sample.args)),
-        kwargs=dict(sample.kwargs),
-        output_process_fn_grad=sample.output_process_fn_grad,
-        broadcasts_input=sample.broadcasts_input,
-        name=sample.name,
-    )
+    new = rebuilt(sample, pytree.tree_map(poison, sample.input), pytree.tree_map(poison, tuple(sample.args)))
     return new if hit else None
 
 

@@ -359,14 +359,7 @@ def copy_sample(sample: Any, device: torch.device | str) -> Any:
         inp, args, kwargs = pytree.tree_unflatten([_copy_leaf(x, copier) for x in leaves], spec)
     if "device" in kwargs:
         kwargs["device"] = copier.device
-    return sample.__class__(
-        inp,
-        args=args,
-        kwargs=kwargs,
-        output_process_fn_grad=sample.output_process_fn_grad,
-        broadcasts_input=sample.broadcasts_input,
-        name=sample.name,
-    )
+    return rebuilt(sample, inp, args, kwargs)
 
 
 def _copy_leaf(x: Any, copier: _Copier) -> Any:
@@ -410,6 +403,14 @@ def describe_sample(sample: Any, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def rebuilt(sample: Any, inp: Any, args: Any, kwargs: Any = None) -> Any:
+    """A SampleInput like `sample` (its output processing, broadcast flag and name) with another
+    input, args and kwargs (None: a copy of its own)."""
+    return sample.__class__(inp, args=tuple(args), kwargs=dict(sample.kwargs if kwargs is None else kwargs),
+                            output_process_fn_grad=sample.output_process_fn_grad,
+                            broadcasts_input=sample.broadcasts_input, name=sample.name)
+
+
 def inject_special_values(sample: Any) -> tuple[Any, int]:
     """A copy of a CPU sample with NaN, +Inf and -Inf written at fixed positions of every floating
     or complex tensor (flat positions 1, 3, 5 mod 7 and the first element of 1-element tensors).
@@ -432,15 +433,7 @@ def inject_special_values(sample: Any) -> tuple[Any, int]:
         changed += 1
         return out.requires_grad_(x.requires_grad)
 
-    new = sample.__class__(
-        pytree.tree_map(poison, sample.input),
-        args=pytree.tree_map(poison, tuple(sample.args)),
-        kwargs=dict(sample.kwargs),
-        output_process_fn_grad=sample.output_process_fn_grad,
-        broadcasts_input=sample.broadcasts_input,
-        name=sample.name,
-    )
-    return new, changed
+    return rebuilt(sample, pytree.tree_map(poison, sample.input), pytree.tree_map(poison, tuple(sample.args))), changed
 
 
 def function_name(fn: Any) -> str:

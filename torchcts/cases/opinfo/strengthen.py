@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.opinfo.samples import inject_special_values
+from torchcts.cases.opinfo.samples import inject_special_values, rebuilt
 
 
 def _fresh(t: torch.Tensor) -> torch.Tensor:
@@ -24,8 +24,7 @@ def _fresh(t: torch.Tensor) -> torch.Tensor:
 
 
 def _with(sample: Any, inp: Any, args: tuple[Any, ...]) -> Any:
-    return sample.__class__(inp, args=args, kwargs=dict(sample.kwargs), output_process_fn_grad=sample.output_process_fn_grad,
-                            broadcasts_input=sample.broadcasts_input, name=sample.name)
+    return rebuilt(sample, inp, args)
 
 
 def _dense(x: Any) -> bool:
