@@ -105,6 +105,13 @@ def test_bases_with_data_come_first_and_a_weak_case_explores_past_its_budget() -
     assert stats["samples"] <= budget * 3 and (ctx.weak is None or stats["past_budget"] == 2 * budget)
 
 
+def test_arguments_cpu_cannot_take_are_never_switched() -> None:
+    # circular padding by negative amounts reads outside the input on CPU: the mode stays
+    pad = switch_points(lookup("nn.functional.pad", "replicate_negative"),
+                        [s for _, s in bases_of("nn.functional.pad", variant="replicate_negative")])
+    assert pad and not any(w in (1, "mode") for w, _ in pad)
+
+
 def test_the_hook_puts_an_ops_own_points_first(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(OP_SWITCHES, "abs", {})
     add_switch_points("abs", "planted", ["x", "y"])

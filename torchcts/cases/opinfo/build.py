@@ -95,7 +95,7 @@ def _case(op: Any, key: str, dtype: str, kind: str, aten: str, oracle: str, why:
         level = max(level, FAMILY_LEVEL)
     if kind == "special_values" and oracle != "cpu":
         why = why or f"{key} has a {oracle} oracle: its values cannot be compared"
-    why = why or NO_CPU_REFERENCE.get((kind, op.name))
+    why = why or NO_CPU_REFERENCE.get((kind, op.name)) or NO_CPU_REFERENCE.get((kind, f"{op.name}.{op.variant_test_name}"))
     if "." in aten:  # no aten name (masked.sum, nn.functional.alpha_dropout): the OpInfo name itself
         ops = op.name
     else:
