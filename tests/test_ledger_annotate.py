@@ -89,7 +89,7 @@ def test_opinfo_repro_script_runs_the_real_sample_and_passes_on_a_correct_device
 
 
 def test_opinfo_without_an_importable_callable_or_without_a_builder_is_a_clear_usage_error(monkeypatch):
-    def materialize(params, index, dtype, device=None):
+    def materialize(params, index, dtype, device=None, **_kwargs):  # confined=: special_values
         return "lambda", (lambda x: x.relu()), (torch.ones(2),), {}
 
     monkeypatch.setitem(sys.modules, "torchcts.cases.opinfo", types.SimpleNamespace(materialize=materialize))

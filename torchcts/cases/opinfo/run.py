@@ -254,7 +254,7 @@ def run_special(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
         check_call(ctx, op, op.op, base, category, prepare=_special, exact=exact)
         if getattr(ctx, "discriminated", False) or constant:
             return
-        found = _discriminating(ctx, op.op, base, category)
+        found = _discriminating(ctx, op, base, category)
         if found is not None:
             ctx.describe(special_confined=found[0])
             check_call(ctx, op, op.op, found[1], category, exact=exact)
@@ -263,11 +263,11 @@ def run_special(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
     each_sample(ctx, op, dtype, body)
 
 
-def _discriminating(ctx: CaseContext, fn: Callable[..., Any], sample: Any, category: str) -> tuple[dict[str, Any], Any] | None:
+def _discriminating(ctx: CaseContext, op: Any, sample: Any, category: str) -> tuple[dict[str, Any], Any] | None:
     """The first confined copy of `sample` (confined.py) whose CPU reference is not weak, else None."""
-    for label, variant in candidates(sample):
+    for label, variant in candidates(sample, op.name):
         try:
-            expected = reference(fn, variant)
+            expected = reference(op.op, variant)
         except SkipSample:
             continue
         with unobserved():
