@@ -42,7 +42,8 @@ def materialize_explored(case_id: str, params: Mapping[str, Any], info: Mapping[
     points = switch_points(op, [s for _, s in bases])
     hooked = sum(len(v) for v in OP_SWITCHES.get(op.name, {}).values())
     i = index if index is not None else int((info or {}).get("sample_index") or 0)
-    made = explored(case_id, i, bases, points, hooked, values.policy(op.name, tolerance_category(op)), op_positions(op))
+    rules = values.policy(op.name, tolerance_category(op), op.variant_test_name)
+    made = explored(case_id, i, bases, points, hooked, rules, op_positions(op))
     return "forward", [_call(op, "forward", made.sample, f"explored {i}: {made.recipe()}")]
 
 

@@ -115,7 +115,7 @@ def _run(ctx: CaseContext, op: Any, dtype: torch.dtype, level: int) -> None:
     hooked = sum(len(v) for v in OP_SWITCHES.get(op.name, {}).values())
     budget = samples_for(depth, len(points) + 1)
     for i in [ctx.sample] if ctx.sample is not None else _indices(ctx, budget):
-        made = explored(case_id, i, bases, points, hooked, values.policy(op.name, tolerance_category(op)),
+        made = explored(case_id, i, bases, points, hooked, values.policy(op.name, tolerance_category(op), op.variant_test_name),
                     op_positions(op))
         ctx.describe(sample_index=i, sample=describe_sample(made.sample), recipe=made.recipe(),
                      repro=repro_command(case_id, ctx.device_type, ctx.validation, sample=i))

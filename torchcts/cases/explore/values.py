@@ -55,7 +55,8 @@ SIZE_VALUED = frozenset({"bincount", "repeat_interleave", "nn.functional.one_hot
 # explore their arguments only (category "linalg", or a word of the name here);
 UNBOUNDED_UNSAFE = frozenset({"grid", "sampler", "householder", "ormqr", "geqrf", "lu", "eig", "eigh", "eigvals",
                               "eigvalsh", "svd", "svdvals", "cholesky", "lstsq", "solve", "inv", "inverse", "det",
-                              "logdet", "slogdet", "pinv", "pinverse", "matrix", "cond", "qr", "triangular"})
+                              "logdet", "slogdet", "pinv", "pinverse", "matrix", "cond", "qr", "triangular",
+                              "nuc"})  # norm's nuc variant: an SVD (NaN in it: LAPACK may fail to converge)
 # the special polynomials loop n times for degree n (iinfo.max, or finfo.max: hours), so they get
 # no `extremes` either (the word "polynomial");
 # and these keep OpInfo's values in their integer arguments: ops whose result depends on the order
@@ -75,8 +76,8 @@ class Policy:
     index_args: bool = True
 
 
-def policy(op_name: str, category: str = "") -> Policy:
-    words = set(re.split(r"[._]", op_name))
+def policy(op_name: str, category: str = "", variant: str = "") -> Policy:
+    words = set(re.split(r"[._]", op_name)) | set(re.split(r"[._]", variant))
     lapack = category == "linalg" or not UNBOUNDED_UNSAFE.isdisjoint(words)
     excluded = set(CLASSES) - {"plain"} if lapack else set()
     if op_name.split(".")[0] in SIZE_VALUED or op_name in SIZE_VALUED or "polynomial" in words:
