@@ -76,9 +76,15 @@ def test_sharing_fails_a_backend_that_copies(tmp_path: Path) -> None:
 _UNPINNED = """
 import torch
 import torchcts.sim
-# a backend whose pin_memory copies into pageable memory (its host allocator is not the pinned one)
+from torchcts.sim import pinned
+# a backend whose pin_memory copies into pageable memory (its host allocator is not the pinned one);
+# the sim's kernels are dropped first: PyTorch 2.7 refuses a second Python kernel for one key
+for lib in pinned._LIBS:
+    lib._destroy()
+pinned._LIBS.clear()
 _LIB = torch.library.Library("aten", "IMPL")
 _LIB.impl("_pin_memory", lambda self, device=None: self.clone(), "CPU")
+_LIB.impl("is_pinned", pinned._is_pinned, "CPU")
 """
 
 
