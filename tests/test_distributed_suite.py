@@ -12,9 +12,12 @@ import importlib
 import os
 from pathlib import Path
 
+import pytest
+import torch
 from conftest import latest_run, run_cli
 from test_suites_high import by_id, write_manifest
 
+from torchcts import compat
 from torchcts.cases.registry import suite_cases
 from torchcts.engine.selftest import ENV, SIM_MANIFEST
 from torchcts.manifest.validate import validate
@@ -41,13 +44,21 @@ def test_validation_run_of_the_suite_is_clean(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     recs = by_id(latest_run(tmp_path))
     assert len(recs) == len(CHECKS) + len(OPS)
-    assert {rec["status"] for rec in recs.values()} == {"passed"}, {i: r["status"] for i, r in recs.items()}
+    # older PyTorch's gloo (the reference) lacks AVG, reduce_scatter and alltoall (2.7): those cases
+    # are then not_applicable, naming gloo; on 2.13 none is
+    refused = {i for i, rec in recs.items() if rec["status"] == "not_applicable"}
+    assert all("gloo (the reference c10d backend) does not support" in recs[i]["message"] for i in refused)
+    assert not refused or torch.__version__ < "2.13"
+    assert {rec["status"] for i, rec in recs.items() if i not in refused} == {"passed"}, \
+        {i: r["status"] for i, r in recs.items()}
     info = recs["distributed/all_reduce/max/float32"]["info"]
     assert info["c10d_backend"] == "gloo" and info["world_size"] == 2
     # the ranks' ops are not this process's: the record says why nothing was observed
     assert "rank processes" in recs["distributed/barrier/float32"]["dispatch_unobserved"]
 
 
+@pytest.mark.skipif(not compat.gloo_has_every_collective(),
+                    reason="the sim claims distributed on PyTorch 2.12+ only (2.7's gloo lacks AVG, reduce_scatter, alltoall)")
 def test_sim_fault_caught_by_the_suite_and_nothing_else(tmp_path: Path) -> None:
     """`--suite distributed` on the sim (c10d backend simccl) with the planted fault: exactly the
     reduce_scatter_tensor case fails (reduce_scatter of lists, the neighbour, passes); without the
@@ -59,7 +70,7 @@ def test_sim_fault_caught_by_the_suite_and_nothing_else(tmp_path: Path) -> None:
         r = run_cli("run", "--device", "sim", "--manifest", str(SIM_MANIFEST), *selection, "--no-isolation",
                     "--", "-q", "-p", "no:cacheprovider", cwd=root, env={ENV: fault}, timeout=600)
         recs = by_id(latest_run(root))
-        failing = {i for i, rec in recs.items() if rec["status"] != "passed"}
+        failing = {i for i, rec in recs.items() if rec["status"] not in ("passed", "not_applicable")}
         if fault:
             assert len(recs) == len(CHECKS) + len(OPS)
             assert r.returncode == 1 and failing == {"distributed/reduce_scatter_tensor/float32"}, r.stdout[-3000:]

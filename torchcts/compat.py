@@ -476,6 +476,15 @@ def fused_optimizer_devices() -> list[str] | None:
     return list(_get_fused_kernels_supported_devices())
 
 
+def gloo_has_every_collective() -> bool:
+    """Whether gloo, under the sim's c10d backend simccl, runs every collective the distributed suite
+    checks: PyTorch 2.12+ (2.12.1 and 2.13.0 measured); 2.7's gloo has no ReduceOp.AVG, reduce_scatter
+    or alltoall (`--validation` records those cases not_applicable, naming gloo)."""
+    import torch
+
+    return parse_version(torch.__version__)[:2] >= (2, 12)
+
+
 def python_backend_compiles() -> bool:
     """Whether torch.compile runs on a Python PrivateUse1 backend's wrapper-subclass tensors (the sim,
     torchcts/sim/dynamo.py): PyTorch 2.12+ (2.12.1 and 2.13.0 measured). 2.7's dynamo asserts in

@@ -55,7 +55,7 @@ manifest = {
         "sparse": False,
         "nested": False,
         "fp8": False,
-        "distributed": True,  # the c10d backend simccl (torchcts/sim/distributed.py)
+        "distributed": compat.gloo_has_every_collective(),  # simccl is gloo (torchcts/sim/distributed.py)
     },
     "distributed_backend": "simccl",
     "seed": 0,
