@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from torchcts.cases.model import Case
 from torchcts.coverage.mapping import build_coverage, resolve_op, select_surfaces
@@ -77,7 +78,9 @@ def test_composite_wrapper_of_a_missing_kernel_is_missing():
     # a wrapper of a wrapper: the out= calls the functional op, whose composite kernel calls the
     # in-place op, which has no CPU kernel (a pending generated case before, counted implementable)
     reg = registration("aten::_philox_normal.out", "CPU")
-    assert reg["kernel"] == "missing" and reg["calls_missing"] == "aten::_philox_normal -> aten::_philox_normal_"
+    assert reg["kernel"] == "missing"
+    if torch.__version__ >= "2.12":  # 2.7's _philox_normal.out is missing itself, no wrapper chain to name
+        assert reg["calls_missing"] == "aten::_philox_normal -> aten::_philox_normal_"
     assert registration("aten::_resize_output.out", "CPU")["kernel"] == "missing"
     assert registration("aten::add.out", "CPU")["kernel"] == registration("aten::abs.out", "CPU")["kernel"] == "native"
 

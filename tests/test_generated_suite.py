@@ -136,6 +136,8 @@ def test_synth_sizes_and_out_profiles():
 ])
 def test_family_recipes_give_inputs_cpu_accepts(overload, recipe):
     """These families pended (CPU rejected every single-shape profile); their recipe's arguments agree."""
+    if not hasattr(torch.ops.aten, overload.split("::")[1].split(".")[0]):
+        pytest.skip(f"{overload} is newer than PyTorch {torch.__version__}")
     ctx = _ctx()
     dtype = torch.int64 if "shift" in overload else torch.float32  # integer-only (build.INTEGER_ONLY)
     run_surface(ctx, overload, dtype, category="conv" if "conv" in overload else "reduction")
@@ -161,6 +163,8 @@ def test_recipes_are_named_once_and_each_matches_an_aten_op():
     assert len({r.name for r in recipes.RECIPES}) == len(recipes.RECIPES)
     bases = {s.base for s in build.aten_surfaces()}
     for r in recipes.RECIPES:
+        if r.name == "grouped_mm" and not hasattr(torch.ops.aten, "_grouped_mm"):
+            continue  # newer than PyTorch 2.7
         assert any(recipes.recipe_for(b) is r for b in bases), r.name  # no typo, not shadowed by an earlier one
 
 
