@@ -89,6 +89,9 @@ def test_opinfo_repro_script_runs_the_real_sample_and_passes_on_a_correct_device
 
 
 def test_opinfo_without_an_importable_callable_or_without_a_builder_is_a_clear_usage_error(monkeypatch):
+    import torchcts.cases.opinfo.confined  # noqa: F401 - imported before the package is replaced below
+    import torchcts.cases.opinfo.samples  # noqa: F401
+
     def materialize(params, index, dtype, device=None, **_kwargs):  # confined=: special_values
         return "lambda", (lambda x: x.relu()), (torch.ones(2),), {}
 
