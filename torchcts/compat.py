@@ -480,15 +480,18 @@ def gloo_has_every_collective() -> bool:
     """Whether gloo, under the sim's c10d backend simccl, runs every collective the distributed suite
     checks: PyTorch 2.12+ (2.12.1 and 2.13.0 measured); 2.7's gloo has no ReduceOp.AVG, reduce_scatter
     or alltoall (`--validation` records those cases not_applicable, naming gloo)."""
-    import torch
-
-    return parse_version(torch.__version__)[:2] >= (2, 12)
+    return _python_backend_release()
 
 
 def python_backend_compiles() -> bool:
     """Whether torch.compile runs on a Python PrivateUse1 backend's wrapper-subclass tensors (the sim,
     torchcts/sim/dynamo.py): PyTorch 2.12+ (2.12.1 and 2.13.0 measured). 2.7's dynamo asserts in
     wrap_tensor on any tensor subclass but a few of its own; a C++ backend's plain tensors need neither."""
+    return _python_backend_release()
+
+
+def _python_backend_release() -> bool:
+    """PyTorch 2.12+: where the sim's compile and distributed claims are measured to hold."""
     import torch
 
     return parse_version(torch.__version__)[:2] >= (2, 12)

@@ -10,6 +10,7 @@ the truth than CPU even inside the tolerance. The constants live in oracle/preci
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,21 +54,19 @@ class Truth:
     # The result's sensitivity to its inputs' rounding, shaped like `value` (floating leaves: the
     # summed |f(.., x (1 + eps), ..) - f(..)| over the floating inputs x); None: not measured.
     sensitivity: Any = None
-    # Measures the sensitivity when first needed (`sensitive()`): it runs the op once more per
+    # Measures the sensitivity when first needed (`sensitive`): it runs the op once more per
     # floating input, and only an element that may fail as "much less accurate" needs it.
     measure: Callable[[], Any] | None = field(default=None, compare=False)
-    _measured: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
+    @functools.cached_property
     def sensitive(self) -> Any:
         """The sensitivity, measured once on first use (None: not measurable)."""
         if self.sensitivity is not None or self.measure is None:
             return self.sensitivity
-        if "value" not in self._measured:
-            try:
-                self._measured["value"] = self.measure()
-            except Exception:  # noqa: BLE001 - a moved input the op rejects: no sensitivity (the rule is off)
-                self._measured["value"] = None
-        return self._measured["value"]
+        try:
+            return self.measure()
+        except Exception:  # noqa: BLE001 - a moved input the op rejects: no sensitivity (the rule is off)
+            return None
 
 
 def truth_dtype(dtype: torch.dtype) -> torch.dtype | None:
@@ -270,7 +269,7 @@ def _sensitivity_leaf(truth: Truth, k: int, count: int) -> Sensitivity:
         return None
 
     def leaf() -> torch.Tensor | None:
-        leaves = pytree.tree_leaves(truth.sensitive())
+        leaves = pytree.tree_leaves(truth.sensitive)
         return leaves[k] if len(leaves) == count and isinstance(leaves[k], torch.Tensor) else None
 
     return leaf

@@ -14,8 +14,9 @@ case id with an index reproduces it.
 from __future__ import annotations
 
 import functools
+import itertools
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -23,8 +24,9 @@ from typing import Any
 import torch
 
 from torchcts.cases.explore import values
-from torchcts.cases.explore.switches import AtSize, SwitchPoint
+from torchcts.cases.explore.switches import OP_SWITCHES, AtSize, SwitchPoint, op_positions, switch_points
 from torchcts.cases.opinfo.samples import rebuilt, tensors_of
+from torchcts.oracle.categories import tolerance_category
 
 # Base samples: the first few of OpInfo's, the large ones left out (exploration is about values
 # and arguments, not sizes; the tiling and limits suites cover sizes).
@@ -53,6 +55,30 @@ class Explored:
 
 def _where(where: Any) -> str:
     return f"arg{where}" if isinstance(where, int) else str(where)
+
+
+@dataclass
+class Plan:
+    """What one op's explored samples are made from (the runner and the repro build it alike)."""
+
+    bases: list[tuple[int, Any]]  # (OpInfo index, sample): usable_bases
+    points: list[SwitchPoint]  # switches.switch_points, the op's own first
+    hooked: int  # how many of the points are the op's own (OP_SWITCHES)
+    rules: values.Policy
+    positional: Mapping[str, int]  # switches.op_positions
+
+    def sample(self, case_id: str, index: int) -> Explored:
+        return explored(case_id, index, self.bases, self.points, self.hooked, self.rules, self.positional)
+
+
+def plan(op: Any, samples: Iterable[tuple[int, Any]]) -> Plan | None:
+    """The op's exploration plan from its OpInfo samples (the first BASE_WINDOW); None: no base."""
+    bases = usable_bases(list(itertools.islice(samples, BASE_WINDOW)))
+    if not bases:
+        return None
+    return Plan(bases, switch_points(op, [s for _, s in bases]),
+                sum(len(v) for v in OP_SWITCHES.get(op.name, {}).values()),
+                values.policy(op.name, tolerance_category(op), op.variant_test_name), op_positions(op))
 
 
 def usable_bases(samples: Sequence[tuple[int, Any]]) -> list[tuple[int, Any]]:

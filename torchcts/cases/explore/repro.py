@@ -7,18 +7,15 @@ that failed (a replayed corpus entry: the entry's input). Without one (`torchcts
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 
-from torchcts.cases.explore import codec, values
-from torchcts.cases.explore.generate import BASE_WINDOW, explored, requiring_grad, usable_bases
-from torchcts.cases.explore.switches import OP_SWITCHES, op_positions, switch_points
+from torchcts.cases.explore import codec
+from torchcts.cases.explore.generate import plan, requiring_grad
 from torchcts.cases.model import NotApplicable
 from torchcts.cases.opinfo.samples import function_name, lookup, selected_samples
-from torchcts.oracle.categories import tolerance_category
 
 Call = tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
@@ -36,14 +33,11 @@ def materialize_explored(case_id: str, params: Mapping[str, Any], info: Mapping[
             if isinstance(found.get(key), dict):
                 calls.append(_call(op, variant, codec.decode_sample(found[key]), label))
         return variant, calls
-    bases = usable_bases(list(itertools.islice(selected_samples(op, dtype, None, None), BASE_WINDOW)))
-    if not bases:
+    made_from = plan(op, selected_samples(op, dtype, None, None))
+    if made_from is None:
         raise NotApplicable(f"{op.name} has no sample to explore from")
-    points = switch_points(op, [s for _, s in bases])
-    hooked = sum(len(v) for v in OP_SWITCHES.get(op.name, {}).values())
     i = index if index is not None else int((info or {}).get("sample_index") or 0)
-    rules = values.policy(op.name, tolerance_category(op), op.variant_test_name)
-    made = explored(case_id, i, bases, points, hooked, rules, op_positions(op))
+    made = made_from.sample(case_id, i)
     return "forward", [_call(op, "forward", made.sample, f"explored {i}: {made.recipe()}")]
 
 

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import itertools
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,11 +21,10 @@ from typing import Any
 import torch
 
 from torchcts.cases.context import CaseContext
-from torchcts.cases.explore import codec, corpus, values
+from torchcts.cases.explore import codec, corpus
 from torchcts.cases.explore.budget import default_depth, samples_for
-from torchcts.cases.explore.generate import BASE_WINDOW, Explored, explored, requiring_grad, usable_bases
+from torchcts.cases.explore.generate import Explored, plan, requiring_grad
 from torchcts.cases.explore.shrink import shrink
-from torchcts.cases.explore.switches import OP_SWITCHES, op_positions, switch_points
 from torchcts.cases.model import NotApplicable, repro_command
 from torchcts.cases.opinfo.run import SkipSample, check_backward, check_call, check_inplace, check_out, exact_for
 from torchcts.cases.opinfo.samples import describe_sample, lookup, selected_samples
@@ -107,16 +105,12 @@ def _run(ctx: CaseContext, op: Any, dtype: torch.dtype, level: int) -> None:
         if stats["replayed"]:
             return
         raise NotApplicable("exploration is off (--explore 0)")
-    samples = selected_samples(op, dtype, ctx.max_samples, None, device=ctx.device)
-    bases = usable_bases(list(itertools.islice(samples, BASE_WINDOW)))
-    if not bases:
+    made_from = plan(op, selected_samples(op, dtype, ctx.max_samples, None, device=ctx.device))
+    if made_from is None:
         raise NotApplicable("the op has no sample to explore from")
-    points = switch_points(op, [s for _, s in bases])
-    hooked = sum(len(v) for v in OP_SWITCHES.get(op.name, {}).values())
-    budget = samples_for(depth, len(points) + 1)
+    budget = samples_for(depth, len(made_from.points) + 1)
     for i in [ctx.sample] if ctx.sample is not None else _indices(ctx, budget):
-        made = explored(case_id, i, bases, points, hooked, values.policy(op.name, tolerance_category(op), op.variant_test_name),
-                    op_positions(op))
+        made = made_from.sample(case_id, i)
         ctx.describe(sample_index=i, sample=describe_sample(made.sample), recipe=made.recipe(),
                      repro=repro_command(case_id, ctx.device_type, ctx.validation, sample=i))
         stats["samples"] += 1
@@ -127,7 +121,7 @@ def _run(ctx: CaseContext, op: Any, dtype: torch.dtype, level: int) -> None:
                 continue
             stats["checks"] += 1
             if kind is not None:
-                _fail(ctx, case_id, name, check, made, kind, bases)
+                _fail(ctx, case_id, name, check, made, kind, made_from.bases)
     for key in ("sample_index", "sample", "recipe", "repro"):  # a pass names no sample
         ctx.info.pop(key, None)
     if stats["checks"] == 0 and not stats["replayed"]:

@@ -216,6 +216,7 @@ CPU_UNSAFE: dict[str, frozenset[Where]] = {
     "nn.functional.pad.replicate_negative": frozenset({1, "mode"}),
 }
 
+
 def cpu_unsafe(op: Any) -> frozenset[Where]:
     """The arguments of this OpInfo (by name, or name.variant) never switched (CPU_UNSAFE)."""
     return CPU_UNSAFE.get(op.name, frozenset()) | CPU_UNSAFE.get(f"{op.name}.{op.variant_test_name}", frozenset())
@@ -228,15 +229,12 @@ def switch_points(op: Any, bases: Sequence[Any]) -> list[SwitchPoint]:
     for where, values in own.items():
         points += [(where, v) for v in values]
     unsafe = cpu_unsafe(op)
-    present: set[Where] = set(own) | unsafe
     for sample in bases:
         for i, value in enumerate(sample.args):
             if i not in own and i not in unsafe:
-                present.add(i)
                 points += [(i, v) for v in by_value(i, value) if not _same(v, value)]
         for name, value in sample.kwargs.items():
             if name not in own and name not in _SKIPPED and name not in unsafe:
-                present.add(name)
                 points += [(name, v) for v in by_value(name, value) if not _same(v, value)]
     given = 1 + min((len(s.args) for s in bases), default=0)  # positional values every base passes
     at = op_positions(op)

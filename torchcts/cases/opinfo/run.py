@@ -252,7 +252,7 @@ def run_special(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
     def body(sample: Any) -> None:
         base = strengthen(sample)
         check_call(ctx, op, op.op, base, category, prepare=_special, exact=exact)
-        if getattr(ctx, "discriminated", False) or constant:
+        if ctx.discriminated or constant:
             return
         found = _discriminating(ctx, op, base, category)
         if found is not None:
