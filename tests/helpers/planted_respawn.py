@@ -2,7 +2,7 @@
 
 Six cases of one kind; each notes how its worker started, as a JSON line in $PLANTED_WORKERS_LOG:
 the case, its process's pid and parent pid, and the pid of the server it was forked from (the
-zygote worker's marker, engine/zygote/worker.py: FORKED_FROM), or null for a fresh python. On a
+zygote worker module, imported only in a forked child), or null for a fresh python. On a
 forked worker a case passes (or, with $PLANTED_RESPAWN_HANG set, sleeps: a run to kill). On a
 fresh one it crashes: at once if the run has no crash server yet (that crash starts it), else once
 the server listens (so its replacement is forked). Whatever order xdist runs them in, the run's
@@ -35,8 +35,9 @@ WAIT_S = 240.0
 
 def note(case: str) -> bool:
     """Write the note; whether this worker was forked from a server."""
-    worker = sys.modules.get("_torchcts_zygote.worker")  # the server's private name for the package
-    forked_from = getattr(worker, "FORKED_FROM", None)
+    # cli.py imports the worker module (under the server's private package name) only in a forked
+    # child, whose parent is then the server
+    forked_from = os.getppid() if "_torchcts_zygote.worker" in sys.modules else None
     line = {"case": case, "pid": os.getpid(), "ppid": os.getppid(), "forked_from": forked_from}
     with open(os.environ["PLANTED_WORKERS_LOG"], "a", encoding="utf-8") as f:
         f.write(json.dumps(line) + "\n")

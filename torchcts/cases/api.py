@@ -34,11 +34,13 @@ from torchcts.cases.helpers import (
     cpu_reference,
     expect,
     expect_raises,
+    not_on_host,
     on_cpu,
     run_both,
     same_storage,
     sample,
     sample_for_cast,
+    synchronize,
     to_device,
 )
 from torchcts.cases.model import Case, NotApplicable
@@ -48,9 +50,9 @@ from torchcts.oracle.mismatch import OracleMismatch
 
 __all__ = [
     "ALL_DTYPES", "BOOL", "COMPLEX", "FLOATING", "INTEGRAL", "Case", "CaseContext", "CaseSet", "NotApplicable",
-    "OracleMismatch", "RankEnv", "cpu_reference", "dtype_of", "exactness_of", "expect", "expect_raises", "on_cpu",
-    "on_ranks", "run_both", "same_storage", "sample",
-    "sample_for_cast", "to_device",
+    "OracleMismatch", "RankEnv", "cpu_reference", "dtype_of", "exactness_of", "expect", "expect_raises", "not_on_host",
+    "on_cpu", "on_ranks", "run_both", "same_storage", "sample",
+    "sample_for_cast", "synchronize", "to_device",
 ]
 
 # Dtype groups by name; expanded to names present in the running torch at case-build time.

@@ -13,7 +13,7 @@ import torch
 
 from torchcts.cases.context import CaseContext, dtype_of
 from torchcts.cases.observe import unobserved
-from torchcts.compat import is_missing_kernel
+from torchcts.compat import device_module, is_missing_kernel
 from torchcts.errors import first_line
 from torchcts.oracle.compare import Mismatch, OracleMismatch
 
@@ -74,6 +74,22 @@ def to_device(ctx: CaseContext, *tensors: torch.Tensor) -> list[torch.Tensor]:
 def same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     """True when both tensors use the same memory (the defining property of a view)."""
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def not_on_host(ctx: CaseContext) -> None:
+    """Pinned memory cases: not applicable when the device under test is the host itself."""
+    if ctx.device_type == "cpu":
+        ctx.not_applicable("pinned memory is host memory locked for copies to an accelerator; the device under "
+                           "test is the host itself (PyTorch pins nothing without an accelerator)")
+
+
+def synchronize(device_type: str) -> None:
+    """torch.<device>.synchronize() (nothing on cpu); a device module without one fails the case."""
+    if device_type == "cpu":
+        return
+    mod = device_module(device_type)
+    expect(mod is not None and hasattr(mod, "synchronize"), f"torch.{device_type}.synchronize does not exist")
+    mod.synchronize()
 
 
 def _sync(out: Any) -> Any:

@@ -36,8 +36,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
-from torchcts import compat
-from torchcts.cases.api import CaseContext, CaseSet, dtype_of, expect
+from torchcts.cases.api import CaseContext, CaseSet, expect, not_on_host, synchronize
 
 SUITE = CaseSet("data_loading")
 cases = SUITE.cases
@@ -48,22 +47,10 @@ PIN_DTYPES = ("float32", "float16", "int64", "bool")
 _ROWS, _BATCH = 16, 4
 
 
-def _not_on_cpu(ctx: CaseContext) -> None:
-    if ctx.device_type == "cpu":
-        ctx.not_applicable("pinned memory is host memory locked for copies to an accelerator; the device under "
-                           "test is the host itself (PyTorch pins nothing without an accelerator)")
-
-
 def _data(ctx: CaseContext, dtype: torch.dtype, *shape: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(ctx.seed)
     x = torch.randn(*shape, generator=g) * 8
     return x.to(dtype)
-
-
-def _synchronize(ctx: CaseContext) -> None:
-    mod = compat.device_module(ctx.device_type)
-    expect(mod is not None and hasattr(mod, "synchronize"), f"torch.{ctx.device_type}.synchronize does not exist")
-    mod.synchronize()
 
 
 # --- pinned memory --------------------------------------------------------------------------------
@@ -71,7 +58,7 @@ def _synchronize(ctx: CaseContext) -> None:
 @SUITE.case("pin_memory/tensor", level=6, dtypes=PIN_DTYPES, requires=PINNED, ops=("aten::_pin_memory", "aten::is_pinned"))
 def pin_tensor(ctx: CaseContext, dtype: torch.dtype) -> None:
     """pin_memory() is a pinned copy with equal values; pinning a pinned tensor returns it."""
-    _not_on_cpu(ctx)
+    not_on_host(ctx)
     src = _data(ctx, dtype, 6, 5).t()  # a non-contiguous source
     before = src.clone()
     pinned = src.pin_memory()
@@ -141,7 +128,7 @@ def _compute_like_cpu(ctx: CaseContext, batches: list, non_blocking: bool) -> No
         dx, dy = bx.to(ctx.device, non_blocking=non_blocking), by.to(ctx.device, non_blocking=non_blocking)
         outs.append((dx @ wd + bd, dy * 2))
     if non_blocking:
-        _synchronize(ctx)
+        synchronize(ctx.device_type)
     for (bx, by, _), (out, labels) in zip(batches, outs, strict=True):
         ctx.assert_close(out.cpu(), bx @ w + b, category="matmul")
         expect(torch.equal(labels.cpu(), by * 2), "labels copied to the device and doubled differ from CPU's")
@@ -158,7 +145,7 @@ def dataloader_workers(ctx: CaseContext, dtype: torch.dtype) -> None:
             ops=("aten::_pin_memory", "aten::mm", "aten::add.Tensor"))
 def dataloader_pinned(ctx: CaseContext, dtype: torch.dtype) -> None:
     """pin_memory=True batches are pinned; their non_blocking copies compute like CPU."""
-    _not_on_cpu(ctx)
+    not_on_host(ctx)
     batches = _load(ctx, pin=True)
     for i, (bx, by, _) in enumerate(batches):
         expect(bx.is_pinned() and by.is_pinned(), "a pin_memory DataLoader returned an unpinned batch", batch=i)
@@ -177,10 +164,12 @@ def _overlap(ctx: CaseContext, pin: bool) -> None:
     b = torch.empty(64, 64, device=ctx.device)
     b.copy_(other, non_blocking=True)
     out = (a @ b).relu_() + a  # queued behind the copies on the device: no synchronize needed
-    back = out.to("cpu", non_blocking=True) if not pin else torch.empty(64, 64).pin_memory()
     if pin:
+        back = torch.empty(64, 64).pin_memory()
         back.copy_(out, non_blocking=True)
-    _synchronize(ctx)  # a device-to-host non_blocking copy may be read only after this
+    else:
+        back = out.to("cpu", non_blocking=True)
+    synchronize(ctx.device_type)  # a device-to-host non_blocking copy may be read only after this
     ctx.describe(pinned=pin)
     ctx.assert_close(back, (src @ other).relu_() + src, category="matmul")
     ctx.assert_close(a.cpu(), src, category="elementwise")
@@ -197,7 +186,7 @@ def non_blocking_pageable(ctx: CaseContext, dtype: torch.dtype) -> None:
             ops=("aten::_to_copy", "aten::copy_", "aten::mm", "aten::_pin_memory"))
 def non_blocking_pinned(ctx: CaseContext, dtype: torch.dtype) -> None:
     """non_blocking copies from and into pinned memory (truly asynchronous): the same values as CPU."""
-    _not_on_cpu(ctx)
+    not_on_host(ctx)
     _overlap(ctx, pin=True)
 
 
@@ -209,9 +198,7 @@ def _consumer(inbox: Any, outbox: Any, done: Any, device_type: str, backend: str
         importlib.import_module(backend)
     t = inbox.get(timeout=120)
     t.add_(1)
-    mod = getattr(torch, device_type, None)
-    if device_type != "cpu" and mod is not None and hasattr(mod, "synchronize"):
-        mod.synchronize()
+    synchronize(device_type)
     outbox.put((str(t.device.type), float(t.sum())))
     done.wait(120)  # the producer keeps the memory alive; the consumer lets go of it first
     del t
@@ -237,7 +224,7 @@ def sharing_queue(ctx: CaseContext, dtype: torch.dtype) -> None:
     # CPU tensors go to shared memory with fork; device runtimes (CUDA) cannot be forked once initialised
     method = "fork" if ctx.device_type == "cpu" and "fork" in mp.get_all_start_methods() else "spawn"
     mpc = mp.get_context(method)
-    source = torch.arange(12, dtype=dtype_of("float32")).reshape(3, 4)
+    source = torch.arange(12, dtype=dtype).reshape(3, 4)
     t = source.to(ctx.device, copy=True)
     inbox, outbox, done = mpc.Queue(), mpc.Queue(), mpc.Event()
     child = mpc.Process(target=_consumer, args=(inbox, outbox, done, ctx.device_type, ctx.manifest.backend_import),

@@ -26,7 +26,8 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from torchcts.cases.api import CaseContext, CaseSet, cpu_reference, expect
+from torchcts import compat
+from torchcts.cases.api import CaseContext, CaseSet, cpu_reference, expect, synchronize
 
 SUITE = CaseSet("profiler")
 cases = SUITE.cases
@@ -42,7 +43,7 @@ def _activity_name(device_type: str) -> str | None:
         return None
     if device_type in ("cuda", "xpu", "mtia", "hpu"):
         return device_type.upper()
-    if device_type == torch._C._get_privateuse1_backend_name():
+    if device_type == compat.privateuse1_name():
         return "PrivateUse1"
     return None
 
@@ -135,11 +136,9 @@ def device_kernels(ctx: CaseContext, dtype: torch.dtype) -> None:
            f"ProfilerActivity.{name} is not among torch.profiler.supported_activities() in this build",
            supported=[str(a) for a in torch.profiler.supported_activities()])
     a = torch.randn(128, 128).to(ctx.device)
-    mod = getattr(torch, ctx.device_type, None)
     with profile(activities=[ProfilerActivity.CPU, activity]) as prof:
         out = a @ a
-        if mod is not None and hasattr(mod, "synchronize"):
-            mod.synchronize()
+        synchronize(ctx.device_type)
     kind = getattr(torch.autograd.DeviceType, name)
     device_events = [e for e in prof.events() if e.device_type == kind]
     ctx.describe(device_events=[e.name for e in device_events][:10])

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
 from torchcts import compat
-from torchcts.cases.api import CaseContext, CaseSet, expect
+from torchcts.cases.api import CaseContext, CaseSet, expect, not_on_host
 from torchcts.cases.networks import MODELS, OPTIMIZERS, TrainPlan, compare_training, seeded
 
 SUITE = CaseSet("training")
@@ -143,9 +143,7 @@ def dataloader(ctx: CaseContext, dtype: torch.dtype) -> None:
 @SUITE.case("data/pin_memory", level=4, dtypes=F32, requires=(*TRAINING, "pinned_memory"))
 def dataloader_pinned(ctx: CaseContext, dtype: torch.dtype) -> None:
     """Batches of a pin_memory DataLoader are pinned; non_blocking copies train like the CPU."""
-    if ctx.device_type == "cpu":  # a claim CPU cannot have: there is no transfer to a device to speed up
-        ctx.not_applicable("pinned memory is host memory locked for copies to an accelerator; the device "
-                           "under test is the host itself (PyTorch pins nothing without an accelerator)")
+    not_on_host(ctx)  # a claim CPU cannot have: there is no transfer to a device to speed up
     data = _loader_batches(ctx, pin=True)
     for i, (x, y) in enumerate(data):
         expect(x.is_pinned() and y.is_pinned(),

@@ -26,10 +26,9 @@ def key_env(env: dict[str, str], profile: str = "") -> dict[str, str]:
     """The variables of `env` that are part of the key. A profile that imports a backend module
     ("backend:MODULE", preload.py) imports torchcts too, which reads TORCHCTS_* at import (the sim's
     planted faults): those are part of its key."""
-    skipped = () if profile.startswith("backend:") else NOT_KEY_PREFIXES
-    return {k: v for k, v in env.items()
-            if (k.startswith(KEY_PREFIXES) or k in KEY_NAMES or k.startswith(NOT_KEY_PREFIXES))
-            and not (skipped and k.startswith(skipped))}
+    keep_torchcts = profile.startswith("backend:")
+    return {k: v for k, v in env.items() if (k.startswith(KEY_PREFIXES) or k in KEY_NAMES)
+            and (keep_torchcts or not k.startswith(NOT_KEY_PREFIXES))}
 
 
 def differing(env: dict[str, str], other: dict[str, str], profile: str = "") -> list[str]:

@@ -12,15 +12,9 @@ from typing import Any, NoReturn
 
 from .protocol import LaunchRequest
 
-# The pid of the server this process was forked from (None in any other process): the marker a
-# worker can read to say how it started (sys.modules["_torchcts_zygote.worker"], cli's private name).
-FORKED_FROM: int | None = None
-
 
 def run(request: LaunchRequest) -> NoReturn:
     """The worker's whole life after the fork (server.Server.loop returned its request)."""
-    global FORKED_FROM
-    FORKED_FROM = os.getppid()
     namespace = become_worker(request)
     exec(compile(request.argv[-1], "<string>", "exec"), namespace)  # noqa: S102 - execnet's `-c CODE`
     quick_exit()
