@@ -114,6 +114,8 @@ def main(argv: list[str]) -> int:
     for command in _commands(config["idle_exit_s"]):
         answer = _answer(lambda c=command: _check(c["check"])(env, **c["params"]))
         _write(folder, f"result-{command['seq']}-{rank}", answer)
+        if not dist.is_initialized():  # a check left no default group (a failed re-join): these ranks are done
+            return 1
     if dist.is_initialized():
         dist.destroy_process_group()
     return 0

@@ -185,7 +185,7 @@ class RankPool:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=1)
         code = proc.returncode
-        how = f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exited with status {code}"
+        how = f"was killed by {_signal_name(-code)}" if code is not None and code < 0 else f"exited with status {code}"
         tail = self.tail(rank)
         self.kill()
         raise OracleMismatch(Mismatch(f"rank {rank} {how} during {what} (a crash; every rank killed)",
@@ -278,3 +278,11 @@ def _drop_pool() -> None:
 
 
 atexit.register(_drop_pool)
+
+
+def _signal_name(number: int) -> str:
+    """SIGSEGV, or "signal 34" for one Python cannot name (real-time signals)."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

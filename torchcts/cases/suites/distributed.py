@@ -17,12 +17,15 @@ The functions named `_rank_*` run inside the rank processes (`env`: `cases/ranks
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from torchcts.cases.api import CaseContext, CaseSet, NotApplicable, OracleMismatch, RankEnv, expect, on_ranks
+from torchcts.errors import first_line
 
 SUITE = CaseSet("distributed")
 cases = SUITE.cases
@@ -65,12 +68,17 @@ def _per_rank(ctx: CaseContext, got: list[Any], want: Any, what: str, category: 
         _close(ctx, value, want, f"rank {rank}: {what}", category)
 
 
-def _reference_only(env: RankEnv, what: str, exc: Exception) -> None:
-    """The reference backend lacking a feature makes the case not_applicable; a device backend fails."""
-    if env.backend == "gloo":
+@contextmanager
+def _reference_only(env: RankEnv, what: str) -> Iterator[None]:
+    """Around a collective: the reference backend lacking it makes the case not_applicable; a device
+    backend's exception stays its failure."""
+    try:
+        yield
+    except (RuntimeError, ValueError) as exc:
+        if env.backend != "gloo":
+            raise
         raise NotApplicable(f"gloo (the reference c10d backend) does not support {what} in this PyTorch: "
-                            f"{str(exc).splitlines()[0][:200]}") from exc
-    raise exc
+                            f"{first_line(exc, 200)}") from exc
 
 
 # --- joining and leaving ------------------------------------------------------------------------
@@ -118,10 +126,8 @@ def _rank_all_reduce(env: RankEnv, seed: int, op: str) -> torch.Tensor:
     import torch.distributed as dist
 
     x = env.to(_data(seed, env.rank))
-    try:
+    with _reference_only(env, f"all_reduce with ReduceOp.{op.upper()}"):
         dist.all_reduce(x, op=getattr(dist.ReduceOp, op.upper()))
-    except (RuntimeError, ValueError) as exc:
-        _reference_only(env, f"all_reduce with ReduceOp.{op.upper()}", exc)
     return x.cpu()
 
 
@@ -175,10 +181,8 @@ def _rank_all_gather_into_tensor(env: RankEnv, seed: int) -> torch.Tensor:
     import torch.distributed as dist
 
     out = env.to(torch.zeros(N * env.world_size))
-    try:
+    with _reference_only(env, "all_gather_into_tensor"):
         dist.all_gather_into_tensor(out, env.to(_data(seed, env.rank)))
-    except (RuntimeError, ValueError) as exc:
-        _reference_only(env, "all_gather_into_tensor", exc)
     return out.cpu()
 
 
@@ -200,10 +204,8 @@ def _rank_reduce_scatter(env: RankEnv, seed: int) -> torch.Tensor:
     import torch.distributed as dist
 
     out = env.to(torch.zeros(N))
-    try:
+    with _reference_only(env, "reduce_scatter"):
         dist.reduce_scatter(out, [env.to(c) for c in _chunks(seed, env.rank, env.world_size)])
-    except (RuntimeError, ValueError) as exc:
-        _reference_only(env, "reduce_scatter", exc)
     return out.cpu()
 
 
@@ -219,10 +221,8 @@ def _rank_reduce_scatter_tensor(env: RankEnv, seed: int) -> torch.Tensor:
     import torch.distributed as dist
 
     out = env.to(torch.zeros(N))
-    try:
+    with _reference_only(env, "reduce_scatter_tensor"):
         dist.reduce_scatter_tensor(out, env.to(_data(seed, env.rank, N * env.world_size)))
-    except (RuntimeError, ValueError) as exc:
-        _reference_only(env, "reduce_scatter_tensor", exc)
     return out.cpu()
 
 
@@ -240,11 +240,9 @@ def _rank_all_to_all(env: RankEnv, seed: int) -> dict[str, Any]:
     chunks = [env.to(c) for c in _chunks(seed, env.rank, env.world_size)]
     outs = [env.to(torch.zeros(N)) for _ in range(env.world_size)]
     single = env.to(torch.zeros(N * env.world_size))
-    try:
+    with _reference_only(env, "all_to_all"):
         dist.all_to_all(outs, chunks)
-        dist.all_to_all_single(single, env.to(torch.cat([c.cpu() for c in chunks])))
-    except (RuntimeError, ValueError) as exc:
-        _reference_only(env, "all_to_all", exc)
+        dist.all_to_all_single(single, env.to(_data(seed, env.rank, N * env.world_size)))
     return {"list": [o.cpu() for o in outs], "single": single.cpu()}
 
 
@@ -348,7 +346,7 @@ def _rank_objects(env: RankEnv, seed: int) -> dict[str, Any]:
 
 
 @SUITE.case("object_collectives", level=LEVEL, dtypes=F32, requires=DIST,
-            ops=("c10d::_allgather_base_", "c10d::broadcast_"))
+            ops=("c10d::allgather_", "c10d::broadcast_"))
 def object_collectives(ctx: CaseContext, dtype: torch.dtype) -> None:
     """all_gather_object collects every rank's object in rank order; broadcast_object_list copies the
     last rank's list to every rank (pickles of different lengths: the sizes travel first)."""
