@@ -21,8 +21,8 @@ from torchcts.coverage.surfaces import Surface
 # Reason key -> what it means, in the order a gap is classified (the first that holds wins).
 GAP_REASONS: dict[str, str] = {
     "pending": "pending: CPU rejects the synthesized inputs of its generated case",
-    "dispatch_unobserved": "declared by executed cases whose dispatch was not observed (torch.compile, observer rerun)",
     "not_dispatched": "declared by executed cases, but none dispatched it in this run",
+    "dispatch_unobserved": "declared by executed cases whose dispatch was not observed (torch.compile, observer rerun)",
     "not_executed": "declared only by cases that did not execute in this run (not applicable, not claimed, filtered)",
     "unsafe": "no case declares it: the generated suite skips it as unsafe to call with synthesized inputs",
     "no_generator": "no case declares it: the generator cannot make one of its arguments",

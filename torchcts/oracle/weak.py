@@ -47,10 +47,9 @@ ZERO_GRADIENT = frozenset({"round", "floor", "ceil", "trunc", "fix", "sign", "sg
 
 # Aten packets (`aten::zero_`, `aten::new_full.out`: name without namespace, overload and trailing `_`)
 # whose result is constant by definition: the factories and fills of the generated and surface suites.
-CONSTANT_ATEN = frozenset({
-    "zero", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full",
-    "fill", "_efficientzerotensor", "_new_zeros_with_same_feature_meta", "_foreach_zero",
-})
+CONSTANT_ATEN = CONSTANT_BY_DEFINITION | {
+    "zero", "_efficientzerotensor", "_new_zeros_with_same_feature_meta", "_foreach_zero",
+}
 
 
 def constant_overload(name: str) -> bool:

@@ -162,7 +162,8 @@ RECIPES: tuple[Recipe, ...] = (
     Recipe("view_as_complex", ("view_as_complex_copy",), (3, 2), {}),  # a last dimension of 2
     # overloads of unreached.py whose generic inputs give an all-zero or constant result (a weak pass):
     # a bound inside the values' range, a shift that keeps bits, a divisor below them, values that match
-    Recipe("clamp_one_bound", ("clamp_min", "clamp_max", "clamp_max_"), (3, 3), {"min": 0.5, "max": 0.5}),
+    Recipe("clamp_one_bound", ("clamp_min", "clamp_max", "clamp_max_"), (3, 3),
+           {"self": T(values=(0.0, 0.25, 1.0, 2.0)), "min": 0.5, "max": 0.5}),  # values on both sides of the bound
     Recipe("shift", ("bitwise_right_shift", "bitwise_right_shift_"), (3, 3), {"self": T((3, 3), high=64), "other": 1}),
     Recipe("floor_divide", ("floor_divide", "floor_divide_"), (3, 3), {"other": 0.25}),
     Recipe("eq_scalar", ("eq_",), (4,), {"self": T(values=(1.0, 2.0, 2.0, 3.0)), "other": 2}),

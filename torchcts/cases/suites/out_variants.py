@@ -26,7 +26,7 @@ from torchcts.cases.api import CaseContext, CaseSet, expect_raises, sample
 from torchcts.cases.observe import unobserved
 from torchcts.cases.overloads import mirror, overload_names, qualified, resolve
 from torchcts.oracle.allowed import out_cast_allowed
-from torchcts.oracle.weak import FLOAT_PREDICATES, constant_by_definition
+from torchcts.oracle.weak import FLOAT_PREDICATES, constant_by_definition, constant_overload
 
 SUITE = CaseSet("out_variants")
 cases = SUITE.cases
@@ -68,8 +68,6 @@ def _out_ops() -> dict[str, tuple[str, str, str, int]]:
 
 
 OUT_OPS = _out_ops()
-# Ops whose result is constant by definition: a constant reference is not weak (oracle/weak.py).
-CONSTANT_RESULTS = frozenset({"zeros_like", "ones_like", "zero", "zeros", "ones", "full", "full_like", "fill"})
 # Ops defined by a special point at 0 (sinc(0) = 1, else sin(pi x)/(pi x): tiny at every integer): their
 # inputs get the zeros of `mixed` too, or an integer input's reference is below the tolerance's atol.
 ZERO_POINT = frozenset({"sinc", "special_sinc"})
@@ -151,7 +149,7 @@ def out_case(ctx: CaseContext, dtype: torch.dtype, case: str) -> None:
         if like is not None and (like.shape, like.dtype) == (inputs[k].shape, inputs[k].dtype):
             checks[f"alias_{('self', 'other')[k]}"] = aliased(k)
     category = next((c for prefix, c in CATEGORY_PREFIXES if name.startswith(prefix)), "elementwise")
-    constant = name in CONSTANT_RESULTS or constant_by_definition(name, str(dtype).removeprefix("torch."))
+    constant = constant_overload(name) or constant_by_definition(name, str(dtype).removeprefix("torch."))
     mirror(ctx, checks, category, _allowed(f"{name}.{overload}", like), constant=constant)
     if ctx.device.type != "cpu" and ctx.info["checks"]["sized"] == "checked":
         cpu_out = torch.empty_like(model)
