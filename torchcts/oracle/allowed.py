@@ -101,6 +101,11 @@ def _composite_layer_norm_stats(x: torch.Tensor) -> tuple[tuple[int, ...], torch
     return tuple(x.shape), torch.promote_types(x.dtype, torch.float32)
 
 
+def host_argument_ops() -> frozenset[str]:
+    """The aten packets with an argument PyTorch keeps on the CPU for every device (HostArgument)."""
+    return frozenset(r.op for r in RULES if isinstance(r, HostArgument))
+
+
 RULES: tuple[Rule, ...] = (
     OutputRule(
         name="layer_norm_empty_stats",

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from torchcts.oracle.allowed import host_argument_ops
 from torchcts.sim import kernels, state
 
 # op packet name ("add", "sum") -> hook(func, args, kwargs, call) -> result; filled by faults.py.
@@ -241,11 +242,11 @@ def _cpu_kernel_keys() -> torch._C._ForceDispatchKeyGuard:
 
 # Ops that take a CPU tensor next to sim tensors on a real device too (copies; CPU indices).
 # The addcmul/addcdiv foreach ops' `.Tensor` overloads take their scalars as a CPU tensor (read on the host);
-# packed sequences their lengths and batch sizes, _reshape_from_tensor its shape (oracle/allowed.py: HostArgument).
+# the ops with an argument PyTorch keeps on the host (packed sequences' lengths and batch sizes,
+# _reshape_from_tensor's shape, ...) come from the one list of them (oracle/allowed.py: HostArgument).
 _CROSS_DEVICE = frozenset({"copy_", "_copy_from", "_copy_from_and_resize", "_to_copy", "index", "index_put_",
                            "_index_put_impl_", "index_put", "set_", "_foreach_addcmul", "_foreach_addcmul_",
-                           "_foreach_addcdiv", "_foreach_addcdiv_", "_pack_padded_sequence",
-                           "_pad_packed_sequence", "_pack_padded_sequence_backward", "_reshape_from_tensor"})
+                           "_foreach_addcdiv", "_foreach_addcdiv_"}) | host_argument_ops()
 
 
 def _mixes_devices(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> bool:
