@@ -32,22 +32,26 @@ MANIFEST = """\
 import os, runpy, torchcts
 
 _sim = runpy.run_path(os.path.join(os.path.dirname(torchcts.__file__), "sim", "manifest.py"))["manifest"]
-manifest = {**_sim, "backend_import": "helpers.sim_abs_broken", "expectations": []}
+manifest = {**_sim, "backend_import": "helpers.BROKEN", "expectations": []}
 """
+
+
+def _run_without(root: Path, broken: str, cases: tuple[str, ...]) -> Path:
+    """One in-process run of cases on the sim with tests/helpers/BROKEN imported: the run's folder."""
+    (root / "manifest.py").write_text(MANIFEST.replace("BROKEN", broken))
+    env = {"TORCHCTS_EXTRA_SUITES": "helper_op=helpers.helper_op_suite",
+           "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    args = [a for case in cases for a in ("--case", case)]
+    r = run_cli("run", "--device", "sim", *args, "--no-isolation", "--", "-q", "-p", "no:cacheprovider",
+                cwd=root, env=env)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    return latest_run(root)
 
 
 @pytest.fixture(scope="module")
 def broken_abs_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CaseRecord]:
     """One in-process run on a sim without abs (tests/helpers/sim_abs_broken.py): its records by id."""
-    root = tmp_path_factory.mktemp("no_abs")
-    (root / "manifest.py").write_text(MANIFEST)
-    env = {"TORCHCTS_EXTRA_SUITES": "helper_op=helpers.helper_op_suite",
-           "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS), os.environ.get("PYTHONPATH", "")])}
-    cases = [a for case in (*PREPARED, OWN, HELPER, WRONG) for a in ("--case", case)]
-    r = run_cli("run", "--device", "sim", *cases, "--no-isolation", "--", "-q", "-p", "no:cacheprovider",
-                cwd=root, env=env)
-    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
-    run = latest_run(root)
+    run = _run_without(tmp_path_factory.mktemp("no_abs"), "sim_abs_broken", (*PREPARED, OWN, HELPER, WRONG))
     return {rec.id: rec for rec in rundir.read_records(run)} | {"summary.md": (run / "summary.md").read_text()}
 
 
@@ -70,6 +74,16 @@ def test_a_helper_ops_failure_names_that_op(broken_abs_run):
     assert by_op == {"aten::abs", "aten::planted_helper"}
     assert "aten::neg" not in render_text(failing)
     assert "failed in aten::abs, a helper op (not the op under test)" in broken_abs_run["summary.md"]
+
+
+def test_a_gap_in_sum_fails_no_other_ops_backward(tmp_path):
+    """Backward cases used to sum the weighted outputs on the device: a device without sum failed
+    (or, crashing there, crashed) every op's backward and explore case, named as that op."""
+    cases = ("opinfo/sin/float32/backward", "opinfo/abs/float32/explore", "opinfo/sum/float32/forward")
+    records = {rec.id: rec for rec in rundir.read_records(_run_without(tmp_path, "sim_sum_broken", cases))}
+    for case in cases[:2]:
+        assert records[case].status == Status.PASSED, (case, records[case].message)
+    assert records[cases[2]].status == Status.ERROR and "has no kernel" in records[cases[2]].message
 
 
 def test_failed_op_round_trips_and_follows_the_exception():
