@@ -39,7 +39,7 @@ import pytest
 
 from torchcts import settings
 from torchcts.engine import warm
-from torchcts.engine.zygote import keys, state
+from torchcts.engine.zygote import state
 from torchcts.engine.zygote.preload import BACKEND_PREFIX
 
 # Backends whose import a forked child can live with: no device runtime, no thread, no descriptor
@@ -60,12 +60,8 @@ def profile_for(device_type: str, backend_import: str | None) -> str:
 
 def run_socket_path(profile: str, env: dict[str, str] | None = None) -> str:
     """A socket of this run alone, in the warm servers' private folder (`torchcts warm --status`
-    lists it): the key's start, for people, and a random part no other run has."""
-    env = dict(os.environ) if env is None else env
-    path = str(warm.server_dir(env) / f"{keys.key(env, profile)[:16]}-run-{secrets.token_hex(4)}.sock")
-    if len(path.encode()) > 100:  # AF_UNIX paths are limited to ~107 bytes
-        raise OSError(f"the socket path would be too long: {path}")
-    return path
+    lists it), with a random part no other run has."""
+    return warm.socket_path(profile, env, run=secrets.token_hex(4))
 
 
 class CrashServer:

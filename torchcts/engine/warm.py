@@ -75,10 +75,12 @@ def server_dir(env: dict[str, str] | None = None) -> Path:
     return folder
 
 
-def socket_path(profile: str, env: dict[str, str] | None = None) -> str:
-    """The socket of the server for `profile` and the environment workers get (os.environ)."""
+def socket_path(profile: str, env: dict[str, str] | None = None, run: str = "") -> str:
+    """The socket of the server for `profile` and the environment workers get (os.environ); with
+    `run`, a run-scoped server's (engine/crash_server.py): the key's start, for people, then `run`."""
     env = dict(os.environ) if env is None else env
-    path = str(server_dir(env) / f"{keys.key(env, profile)}.sock")
+    key = keys.key(env, profile)
+    path = str(server_dir(env) / (f"{key[:16]}-run-{run}.sock" if run else f"{key}.sock"))
     if len(path.encode()) > 100:  # AF_UNIX paths are limited to ~107 bytes
         raise OSError(f"the socket path would be too long: {path}")
     return path
