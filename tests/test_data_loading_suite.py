@@ -128,6 +128,12 @@ gc.collect()
 assert not torch.randn(6).is_pinned()
 loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(4, 2)), batch_size=2, pin_memory=True)
 assert all(b.is_pinned() for (b,) in loader)
+from torchcts.sim import pinned
+held = [torch.randn(3).pin_memory() for _ in range(20)]
+assert len(pinned._PINNED) >= 20
+del held, loader
+gc.collect()
+assert not pinned._PINNED  # a freed buffer's entry goes with it (no scan of the live ones)
 print("OK")
 """
 

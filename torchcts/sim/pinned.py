@@ -21,9 +21,16 @@ from typing import Any
 import torch
 
 _LIBS: list[torch.library.Library] = []
-_LOCK = threading.Lock()
-# data pointer of a pinned buffer -> its storage (weakly: the buffer is freed with its last tensor)
+_LOCK = threading.RLock()  # re-entered when a storage dies (its callback) while this thread holds it
+# data pointer of a pinned buffer -> its storage (weakly: the entry goes with the buffer's last tensor)
 _PINNED: dict[int, weakref.ref[torch.UntypedStorage]] = {}
+
+
+def _forget(key: int, ref: weakref.ref[torch.UntypedStorage]) -> None:
+    """A pinned buffer was freed: drop its entry, unless its address already holds a newer one."""
+    with _LOCK:
+        if _PINNED.get(key) is ref:
+            del _PINNED[key]
 
 
 def _pin_memory(self: torch.Tensor, device: Any = None) -> torch.Tensor:
@@ -31,11 +38,9 @@ def _pin_memory(self: torch.Tensor, device: Any = None) -> torch.Tensor:
     out = torch.empty_like(self)
     out.copy_(self)
     storage = out.untyped_storage()
+    key = storage.data_ptr()
     with _LOCK:
-        if len(_PINNED) > 4096:  # forget freed buffers now and then
-            for key in [k for k, r in _PINNED.items() if r() is None]:
-                del _PINNED[key]
-        _PINNED[storage.data_ptr()] = weakref.ref(storage)
+        _PINNED[key] = weakref.ref(storage, lambda ref: _forget(key, ref))
     return out
 
 
