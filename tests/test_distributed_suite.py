@@ -88,7 +88,11 @@ def test_hung_dead_and_raising_ranks_are_failures_and_the_next_case_restarts(tmp
     recs = by_id(latest_run(tmp_path))
     status = {i: rec["status"] for i, rec in recs.items()}
     assert status == {"dist_planted/a_hang/float32": "failed", "dist_planted/b_segfault/float32": "failed",
-                      "dist_planted/c_raises/float32": "error", "dist_planted/d_ok/float32": "passed"}, status
+                      "dist_planted/c_raises/float32": "error", "dist_planted/d_ok/float32": "passed",
+                      "dist_planted/c_one_rank_not_applicable/float32": "not_applicable"}, status
+    skipped = recs["dist_planted/c_one_rank_not_applicable/float32"]
+    assert "rank 0's CPU reference raises; ranks 1 then waited in" in skipped["message"], skipped["message"]
+    assert skipped["duration_s"] < 60  # the others' grace, not the check's 120 s
     hang = recs["dist_planted/a_hang/float32"]
     assert "ranks 0 did not finish skips_collective within 4 s: a hang" in hang["message"], hang["message"]
     assert hang["duration_s"] < 60  # bounded by the check's limit, not the case's 120 s

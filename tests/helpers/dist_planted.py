@@ -47,6 +47,15 @@ def _rank_raises(env: RankEnv) -> None:
     raise RuntimeError(f"planted collective error on rank {env.rank}")
 
 
+def _rank_not_applicable(env: RankEnv) -> torch.Tensor:
+    """Rank 0's reference cannot run; the others wait for it inside the all_reduce."""
+    from torchcts.cases.model import NotApplicable
+
+    if env.rank == 0:
+        raise NotApplicable("planted: rank 0's CPU reference raises")
+    return _rank_all_reduce(env)
+
+
 @SUITE.case("a_hang", level=1, dtypes=F32, requires=("distributed",))
 def a_hang(ctx: CaseContext, dtype: torch.dtype) -> None:
     on_ranks(ctx, f"{HERE}:_rank_skips_collective", timeout=SHORT)
@@ -60,6 +69,11 @@ def b_segfault(ctx: CaseContext, dtype: torch.dtype) -> None:
 @SUITE.case("c_raises", level=1, dtypes=F32, requires=("distributed",))
 def c_raises(ctx: CaseContext, dtype: torch.dtype) -> None:
     on_ranks(ctx, f"{HERE}:_rank_raises", timeout=SHORT)
+
+
+@SUITE.case("c_one_rank_not_applicable", level=1, dtypes=F32, requires=("distributed",))
+def c_one_rank_not_applicable(ctx: CaseContext, dtype: torch.dtype) -> None:
+    on_ranks(ctx, f"{HERE}:_rank_not_applicable", timeout=120)  # ends after the grace, not 120 s
 
 
 @SUITE.case("d_ok", level=1, dtypes=F32, requires=("distributed",))

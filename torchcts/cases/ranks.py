@@ -40,7 +40,7 @@ from torchcts.oracle.mismatch import Mismatch, OracleMismatch
 WORLD_SIZE = 2  # two cores on the smallest machine this runs on: more ranks only queue
 START_TIMEOUT_S = 120.0  # N fresh pythons import torch and the backend, then join the group
 CALL_TIMEOUT_S = 30.0  # one check on every rank; a collective that takes longer is hung
-ERROR_GRACE_S = 5.0  # after one rank raised, how long the others may take to answer
+ERROR_GRACE_S = 5.0  # after one rank raised or was not applicable, how long the others may take to answer
 PG_TIMEOUT_S = 90.0  # the process group's own timeout: after ours, so ours names the hang
 IDLE_EXIT_S = 120.0  # a rank without a command this long leaves (rank_worker.py) ...
 REUSE_S = 90.0  # ... so ranks idle this long are replaced, never sent a command as they leave
@@ -157,14 +157,17 @@ class RankPool:
                 elif rank not in answers and proc.poll() is not None:
                     self._crashed(rank, what)
             errors = {r: a["error"] for r, a in answers.items() if "error" in a}
-            if errors:  # the others get a short grace, not the whole deadline, to answer too
+            skipped = [a["not_applicable"] for a in answers.values() if "not_applicable" in a]
+            if errors or skipped:  # the others get a short grace, not the whole deadline, to answer too
                 deadline = min(deadline, time.monotonic() + ERROR_GRACE_S)
             if len(answers) < self.world_size and time.monotonic() > deadline:
                 stacks = self._stacks([r for r in range(self.world_size) if r not in answers])
                 self.kill()
+                waited = f"; ranks {_missing(answers, self.world_size)} then waited in {what} (killed)"
                 if errors:  # one rank raised, the others wait for it inside the collective
-                    raise RankError(_rank_errors(errors) + f"; ranks {_missing(answers, self.world_size)} "
-                                    f"then waited in {what} for {timeout:.0f} s (killed)")
+                    raise RankError(_rank_errors(errors) + waited)
+                if skipped:  # one rank's reference could not run: the case proves nothing either way
+                    raise NotApplicable(skipped[0] + waited)
                 raise OracleMismatch(Mismatch(
                     f"ranks {_missing(answers, self.world_size)} did not finish {what} within {timeout:.0f} s: "
                     "a hang (every rank killed)", extra={"finished": sorted(answers), "stacks": stacks}))
@@ -177,6 +180,8 @@ class RankPool:
             raise RankError(_rank_errors(errors))
         skipped = [a["not_applicable"] for a in answers.values() if "not_applicable" in a]
         if skipped:
+            if len(skipped) < self.world_size:  # as above: the group's state is unknown
+                self.kill()
             raise NotApplicable(skipped[0])
         return [answers[r]["value"] for r in range(self.world_size)]
 
