@@ -15,10 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import torch
 from torch.utils import _pytree as pytree
 
-from torchcts.cases.opinfo.samples import rebuilt
+from torchcts.cases.opinfo.samples import holds_special, rewrite_floating
 
 # The values tried, in order: an infinity keeps a full reduction's single result finite-or-infinite
 # (not NaN) more often than NaN does; their names are what records carry.
@@ -26,14 +25,9 @@ VALUES = (("inf", float("inf")), ("-inf", float("-inf")), ("nan", float("nan")))
 MAX_TENSORS = 4  # floating tensors tried per sample (the input first, then the arguments)
 
 
-def _floating(x: Any) -> bool:
-    return (isinstance(x, torch.Tensor) and x.layout == torch.strided and x.numel() > 0
-            and (x.is_floating_point() or x.is_complex()))
-
-
 def floating_count(sample: Any) -> int:
     """How many tensors of the sample's input and positional arguments can hold a special value."""
-    return sum(_floating(x) for x in pytree.tree_leaves((sample.input, tuple(sample.args))))
+    return sum(holds_special(x) for x in pytree.tree_leaves((sample.input, tuple(sample.args))))
 
 
 def confine(sample: Any, tensor: int, value: str) -> Any | None:
@@ -43,22 +37,8 @@ def confine(sample: Any, tensor: int, value: str) -> Any | None:
     special = dict(VALUES).get(value)
     if special is None:
         return None
-    seen, hit = 0, False
-
-    def poison(x: Any) -> Any:
-        nonlocal seen, hit
-        if not _floating(x):
-            return x
-        seen += 1
-        if seen - 1 != tensor:
-            return x
-        out = x.detach().clone().contiguous()
-        out.view(-1)[0] = special
-        hit = True
-        return out.requires_grad_(x.requires_grad)
-
-    new = rebuilt(sample, pytree.tree_map(poison, sample.input), pytree.tree_map(poison, tuple(sample.args)))
-    return new if hit else None
+    new, changed = rewrite_floating(sample, lambda flat: flat.__setitem__(0, special), lambda i: i == tensor)
+    return new if changed else None
 
 
 def unconfined(op_name: str) -> bool:

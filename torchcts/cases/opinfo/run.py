@@ -189,18 +189,24 @@ def _seeded(ctx: CaseContext, fn: Callable[[], Any]) -> Any:
 
 # --- kinds --------------------------------------------------------------------------------------
 
+_UNKNOWN = object()  # check_call's `expected` not given: it computes CPU's result
+
+
 def check_call(ctx: CaseContext, op: Any, fn: Callable[..., Any], sample: Any, category: str,
                transform: Callable[[Any], Any] | None = None, prepare: Callable[[Any], Any] | None = None,
-               truth_dtype: torch.dtype | None = None, exact: Exact | None = None) -> None:
+               truth_dtype: torch.dtype | None = None, exact: Exact | None = None, *,
+               expected: Any = _UNKNOWN) -> None:
     """One sample of forward / method / noncontiguous / special_values: the same call on the
     device and on CPU, compared. `prepare` rewrites the CPU sample first (special values);
     `transform` rewrites the device copy (non-contiguous layouts); `truth_dtype` (forward) also
-    judges by the float64 truth of the sample in that dtype."""
+    judges by the float64 truth of the sample in that dtype; `expected`, CPU's result when the
+    caller already has it."""
     if prepare is not None:
         sample = prepare(sample)
-    # Describe the layout the device gets (the transformed CPU copy), not the plain sample.
-    seen = (lambda cpu: ctx.describe(sample=describe_sample(cpu))) if transform is not None else None
-    expected = reference(fn, sample, transform, seen)
+    if expected is _UNKNOWN:
+        # Describe the layout the device gets (the transformed CPU copy), not the plain sample.
+        seen = (lambda cpu: ctx.describe(sample=describe_sample(cpu))) if transform is not None else None
+        expected = reference(fn, sample, transform, seen)
 
     def device_call() -> Any:
         dev = copy_sample(sample, ctx.device)
@@ -256,15 +262,17 @@ def run_special(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
             return
         found = _discriminating(ctx, op, base, category)
         if found is not None:
-            ctx.describe(special_confined=found[0])
-            check_call(ctx, op, op.op, found[1], category, exact=exact)
+            label, variant, expected = found
+            ctx.describe(special_confined=label)
+            check_call(ctx, op, op.op, variant, category, exact=exact, expected=expected)
             ctx.info.pop("special_confined", None)
 
     each_sample(ctx, op, dtype, body)
 
 
-def _discriminating(ctx: CaseContext, op: Any, sample: Any, category: str) -> tuple[dict[str, Any], Any] | None:
-    """The first confined copy of `sample` (confined.py) whose CPU reference is not weak, else None."""
+def _discriminating(ctx: CaseContext, op: Any, sample: Any, category: str) -> tuple[dict[str, Any], Any, Any] | None:
+    """The first confined copy of `sample` (confined.py) whose CPU reference is not weak, with that
+    reference, else None."""
     for label, variant in candidates(sample, op.name):
         try:
             expected = reference(op.op, variant)
@@ -273,7 +281,7 @@ def _discriminating(ctx: CaseContext, op: Any, sample: Any, category: str) -> tu
         with unobserved():
             judged, reason = weakness(expected, lambda dt: ctx.tolerance(category, dt))
         if judged and reason is None:
-            return label, variant
+            return label, variant, expected
     return None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import torch
@@ -411,29 +411,47 @@ def rebuilt(sample: Any, inp: Any, args: Any, kwargs: Any = None) -> Any:
                             broadcasts_input=sample.broadcasts_input, name=sample.name)
 
 
+def holds_special(x: Any) -> bool:
+    """Whether x is a tensor that can hold NaN or an infinity: floating or complex, strided, not empty."""
+    return (isinstance(x, torch.Tensor) and x.layout == torch.strided and x.numel() > 0
+            and (x.is_floating_point() or x.is_complex()))
+
+
+def rewrite_floating(sample: Any, write: Callable[[torch.Tensor], None],
+                     which: Callable[[int], bool] = lambda i: True) -> tuple[Any, int]:
+    """A copy of a CPU sample in which the i-th tensor that can hold a special value (input first,
+    then the positional arguments), for each i that `which` accepts, is a contiguous clone that
+    `write` rewrote through its flat view. Returns the sample and how many tensors were rewritten."""
+    seen = changed = 0
+
+    def rewrite(x: Any) -> Any:
+        nonlocal seen, changed
+        if not holds_special(x):
+            return x
+        seen += 1
+        if not which(seen - 1):
+            return x
+        out = x.detach().clone().contiguous()
+        write(out.view(-1))
+        changed += 1
+        return out.requires_grad_(x.requires_grad)
+
+    return rebuilt(sample, pytree.tree_map(rewrite, sample.input), pytree.tree_map(rewrite, tuple(sample.args))), changed
+
+
 def inject_special_values(sample: Any) -> tuple[Any, int]:
     """A copy of a CPU sample with NaN, +Inf and -Inf written at fixed positions of every floating
     or complex tensor (flat positions 1, 3, 5 mod 7 and the first element of 1-element tensors).
     Returns the sample and how many tensors were changed."""
-    changed = 0
     specials = (float("nan"), float("inf"), float("-inf"))
 
-    def poison(x: Any) -> Any:
-        nonlocal changed
-        if not isinstance(x, torch.Tensor) or x.layout != torch.strided or x.numel() == 0:
-            return x
-        if not (x.is_floating_point() or x.is_complex()):
-            return x
-        out = x.detach().clone().contiguous()
-        flat = out.view(-1)
+    def write(flat: torch.Tensor) -> None:
         for k, value in enumerate(specials):
             positions = list(range(2 * k + 1, flat.numel(), 7)) or ([0] if k == 0 else [])
             if positions:
                 flat[torch.tensor(positions)] = value
-        changed += 1
-        return out.requires_grad_(x.requires_grad)
 
-    return rebuilt(sample, pytree.tree_map(poison, sample.input), pytree.tree_map(poison, tuple(sample.args))), changed
+    return rewrite_floating(sample, write)
 
 
 def function_name(fn: Any) -> str:
