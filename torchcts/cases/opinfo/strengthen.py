@@ -50,25 +50,6 @@ def _agree(sample: Any) -> Any:
     return _with(sample, sample.input, (new, *sample.args[1:]))
 
 
-def _zeros(both: bool) -> Callable[[Any], Any]:
-    """Every third element zero in the input (and, `both`, in the second operand at the same places)."""
-
-    def rewrite(sample: Any) -> Any:
-        if not _dense(sample.input):
-            return sample
-        inp = _fresh(sample.input)
-        inp.view(-1)[::3] = 0
-        args = tuple(sample.args)
-        other = _other(sample) if both else None
-        if other is not None:
-            new = _fresh(other)
-            new.view(-1)[::3] = 0
-            args = (new, *args[1:])
-        return _with(sample, inp, args)
-
-    return rewrite
-
-
 def _shared_test_elements(sample: Any) -> Any:
     """isin: half the test elements taken from the input, so some elements are found."""
     test = sample.args[0] if sample.args else None
@@ -94,38 +75,67 @@ def _scaled(factor: float) -> Callable[[Any], Any]:
     return rewrite
 
 
+def _input(sample: Any) -> torch.Tensor | None:
+    return sample.input if _dense(sample.input) else None
+
+
+def _integer(pick: Callable[[Any], torch.Tensor | None]) -> Callable[[Any], torch.Tensor | None]:
+    """`pick`'s tensor when it is an integer or bool tensor."""
+
+    def picked(sample: Any) -> torch.Tensor | None:
+        t = pick(sample)
+        return t if t is not None and not (t.is_floating_point() or t.is_complex()) else None
+
+    return picked
+
+
+def _first_arg(sample: Any) -> torch.Tensor | None:
+    other = sample.args[0] if sample.args else None
+    return other if _dense(other) else None
+
+
+Pick = tuple[int, Callable[[Any], "torch.Tensor | None"]]  # operand (0 the input, 1 the first argument), its tensor
+
+
+def _places(step: int, value: Any, *operands: Pick) -> Callable[[Any], Any]:
+    """Every `step`-th element of each picked operand set to `value`; no rewrite when the input is
+    picked and not there (the other operand alone would not mix the result)."""
+
+    def rewrite(sample: Any) -> Any:
+        parts, changed = [sample.input, *sample.args], False
+        for index, pick in operands:
+            t = pick(sample)
+            if t is None and index == 0:
+                return sample
+            if t is not None:
+                parts[index] = _fresh(t)
+                parts[index].view(-1)[::step] = value
+                changed = True
+        return _with(sample, parts[0], tuple(parts[1:])) if changed else sample
+
+    return rewrite
+
+
+# Every third element zero in the input (logical ops, bool: both answers), and at the same places
+# in a second operand of the input's shape and dtype (logical_or of nonzero values is all True).
+_zeros = _places(3, 0, (0, _input))
+_both_zeros = _places(3, 0, (0, _input), (1, _other))
+
+
 def _integral_places(value: int) -> Callable[[Any], Any]:
     """Every other element of an integer or bool input set to `value`: OpInfo keeps these samples inside
     the op's domain, where a bool or uint8 input can take one value only (asin's [-1, 1]: all 0;
     acosh's [1, inf): all True; logit's and ndtri's [0, 1]: all 0), so the result was one value;
     `value` is the domain's other edge (asin(1) = pi/2, atanh(1) = inf, logit(1) = inf) or just
     outside it (acosh(0) = NaN), both defined."""
-
-    def rewrite(sample: Any) -> Any:
-        x = sample.input
-        if not _dense(x) or x.is_floating_point() or x.is_complex():
-            return sample
-        inp = _fresh(x)
-        inp.view(-1)[::2] = value
-        return _with(sample, inp, tuple(sample.args))
-
-    return rewrite
+    return _places(2, value, (0, _integer(_input)))
 
 
 def _other_places(value: int) -> Callable[[Any], Any]:
     """Every third element of an integer or bool second operand set to `value`: xlogy's samples keep
     `other` in log's domain, so a bool `other` was all True and x * log(y) all 0; at 0 it is -inf
     where x is not 0 (and 0 where x is: xlogy's definition)."""
-
-    def rewrite(sample: Any) -> Any:
-        other = sample.args[0] if sample.args else None
-        if not _dense(other) or other.is_floating_point() or other.is_complex():
-            return sample
-        new = _fresh(other)
-        new.view(-1)[::3] = value
-        return _with(sample, sample.input, (new, *sample.args[1:]))
-
-    return rewrite
+    return _places(3, value, (1, _integer(_first_arg)))
 
 
 def _odd_unsigned(sample: Any) -> Any:
@@ -152,8 +162,7 @@ def _real_places(sample: Any) -> Any:
 # OpInfo name (or `name.variant`) -> the rewrite of each of its samples.
 STRENGTHEN: dict[str, Callable[[Any], Any]] = {
     "eq": _agree, "ne": _agree, "isclose": _agree,
-    "logical_not": _zeros(both=False), "logical_xor": _zeros(both=False), "logical_and": _zeros(both=False),
-    "logical_or": _zeros(both=True), "bool": _zeros(both=False),
+    "logical_not": _zeros, "logical_xor": _zeros, "logical_and": _zeros, "logical_or": _both_zeros, "bool": _zeros,
     "isin": _shared_test_elements,
     "isnan": _specials, "isinf": _specials, "isposinf": _specials, "isneginf": _specials, "isfinite": _specials,
     "round.decimals_neg_3": _scaled(1000.0),
