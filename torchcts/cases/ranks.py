@@ -161,13 +161,15 @@ class RankPool:
             if errors or skipped:  # the others get a short grace, not the whole deadline, to answer too
                 deadline = min(deadline, time.monotonic() + ERROR_GRACE_S)
             if len(answers) < self.world_size and time.monotonic() > deadline:
-                stacks = self._stacks([r for r in range(self.world_size) if r not in answers])
-                self.kill()
                 waited = f"; ranks {_missing(answers, self.world_size)} then waited in {what} (killed)"
+                if errors or skipped:
+                    self.kill()
                 if errors:  # one rank raised, the others wait for it inside the collective
                     raise RankError(_rank_errors(errors) + waited)
                 if skipped:  # one rank's reference could not run: the case proves nothing either way
                     raise NotApplicable(skipped[0] + waited)
+                stacks = self._stacks([r for r in range(self.world_size) if r not in answers])  # a hang's evidence
+                self.kill()
                 raise OracleMismatch(Mismatch(
                     f"ranks {_missing(answers, self.world_size)} did not finish {what} within {timeout:.0f} s: "
                     "a hang (every rank killed)", extra={"finished": sorted(answers), "stacks": stacks}))
