@@ -29,9 +29,12 @@ TESTS = Path(__file__).resolve().parent
 @pytest.fixture
 def run_env(tmp_path):
     """The planted respawn suite on one worker, a private socket folder short enough for AF_UNIX;
-    any server left in it is killed (and fails the test that left it)."""
+    any server left in it is killed (and fails the test that left it). Cases stay in their worker
+    after a crash (TORCHCTS_CASE_PROCESSES=0), so each crash needs a replacement, as on a backend
+    that is not fork-safe (engine/case_process.py)."""
     folder = Path(tempfile.mkdtemp(prefix="tc", dir="/tmp"))
     env = {"CI": "true", "TORCHCTS_WARM_DIR": str(folder), "PLANTED_WORKERS_LOG": str(tmp_path / "workers.jsonl"),
+           "TORCHCTS_CASE_PROCESSES": "0",
            "TORCHCTS_EXTRA_SUITES": "respawn=helpers.planted_respawn",
            "PYTHONPATH": os.pathsep.join(p for p in (str(TESTS.parent), str(TESTS), os.environ.get("PYTHONPATH")) if p)}
     yield env, folder
@@ -160,14 +163,22 @@ def test_which_runs_get_a_crash_server_and_what_it_imports(monkeypatch):
     assert keys.key(env, "backend:torchcts.sim") != keys.key({"PATH": "/bin"}, "backend:torchcts.sim")
     assert keys.key(env, "full") == keys.key({"PATH": "/bin"}, "full")
     monkeypatch.delenv("TORCHCTS_CRASH_SERVER", raising=False)
+    monkeypatch.setenv("TORCHCTS_CASE_PROCESSES", "0")
     settings.reload()
     assert crash_server.wanted(True, [], "cpu", None) == "full"
     assert crash_server.wanted(False, [], "cpu", None) is None  # --no-isolation: no workers to replace
     assert crash_server.wanted(True, [warm.WarmWorkers("full")], "cpu", None) is None  # warm already forks
     assert crash_server.wanted(True, [warm.WarmWorkers("base")], "sim", "torchcts.sim") == "backend:torchcts.sim"
+    assert crash_server.wanted(True, [], "npu", "torch_npu") == "base"
+    monkeypatch.delenv("TORCHCTS_CASE_PROCESSES")
+    settings.reload()
+    # Cases fork after the first crash (engine/case_process.py): a worker dies once at most.
+    assert crash_server.wanted(True, [], "cpu", None) is None
+    assert crash_server.wanted(True, [], "sim", "torchcts.sim") is None
+    assert crash_server.wanted(True, [], "npu", "torch_npu") == "base"  # not fork-safe: its crashes replace workers
     monkeypatch.setenv("TORCHCTS_CRASH_SERVER", "0")
     settings.reload()
-    assert crash_server.wanted(True, [], "cpu", None) is None
+    assert crash_server.wanted(True, [], "npu", "torch_npu") is None
     settings.reload()
 
 

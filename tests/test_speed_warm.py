@@ -174,8 +174,10 @@ def test_planted_crashes_are_isolated_on_forked_workers(server_env, tmp_path):
     from test_execution_isolation import PLANTED_ENV
 
     # The user's thread count: the run then exports no thread variables of its own (engine/threads.py),
-    # so its key is the one of the server started here.
-    env = {**server_env, **PLANTED_ENV, "OMP_NUM_THREADS": "1"}
+    # so its key is the one of the server started here. Cases stay in their worker after a crash
+    # (TORCHCTS_CASE_PROCESSES=0), so each crash needs a replacement, as on a backend that is not
+    # fork-safe (engine/case_process.py; tests/test_case_process.py covers the forked cases).
+    env = {**server_env, **PLANTED_ENV, "OMP_NUM_THREADS": "1", "TORCHCTS_CASE_PROCESSES": "0"}
     # No empty PYTHONPATH entry (PLANTED_ENV appends the caller's, empty in CI): Python makes it the
     # process's working folder, so server and launcher would differ and the server refuses to fork.
     env["PYTHONPATH"] = os.pathsep.join(p for p in env["PYTHONPATH"].split(os.pathsep) if p)

@@ -138,6 +138,13 @@ class Settings:
         "not a fork of a run-scoped server (engine/crash_server.py)",
         _switch,
     )
+    case_processes: bool = _var(
+        "TORCHCTS_CASE_PROCESSES",
+        True,
+        "0: after a run's first crash a worker keeps running cases itself (each crash then costs a "
+        "replacement worker), not in forked children (engine/case_process.py)",
+        _switch,
+    )
     crash_server_idle: int = _var(
         "TORCHCTS_CRASH_SERVER_IDLE",
         120,

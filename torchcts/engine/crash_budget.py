@@ -23,6 +23,9 @@ scratch folder (`--torchcts-work-dir`, beside the worker logs), atomically; a wo
 file's size and mtime before each case and re-reads it only when they changed. Cases already
 running or queued before the file changes still run, so a few more crashes than `limit` may be
 recorded. Only the first attempt obeys it: a `--rerun-failures` rerun runs what it reruns.
+
+The same file says when a worker died (`fork_cases`): from then on every worker of the run, and
+every rerun's, runs its cases in forked children (engine/case_process.py), with or without a budget.
 """
 
 from __future__ import annotations
@@ -54,42 +57,60 @@ def family_of(case: Case) -> str:
 
 class CrashBudget:
     """Controller side: counts the crashes that stay failures per (family, signature) and publishes
-    the families whose count reached `limit`."""
+    the families whose count reached `limit` (0: none ever does), and that a worker died."""
 
     def __init__(self, work_dir: Path, limit: int) -> None:
         self.work_dir = work_dir
         self.limit = limit
         self.counts: Counter[tuple[str, str]] = Counter()
         self.exhausted: dict[str, dict[str, Any]] = {}  # family -> {"signature", "crashes"}
+        self.fork_cases = False
 
     def crashed(self, case: Case, record: CaseRecord) -> None:
         """A judged crash record: counted when it stays a `crashed` failure (not forgiven by the ledger)."""
-        if record.status != Status.CRASHED:
+        if record.status != Status.CRASHED or not self.limit:
             return
         family, signature = family_of(case), crash_signature(record)
         self.counts[family, signature] += 1
         count = self.counts[family, signature]
         if count >= self.limit and family not in self.exhausted:
             self.exhausted[family] = {"signature": signature, "crashes": count}
-            try:
-                write_atomic(self.work_dir, BUDGET_FILE,
-                             json.dumps({"limit": self.limit, "families": self.exhausted}), fsync=False)
-            except OSError:  # a full scratch disk: the workers run every case, as without a budget
-                pass
+            self._publish()
+
+    def worker_died(self) -> None:
+        """A worker died (a crash or a hang, forgiven by the ledger or not): cases fork from now on."""
+        if not self.fork_cases:
+            self.fork_cases = True
+            self._publish()
+
+    def _publish(self) -> None:
+        data = {"limit": self.limit, "families": self.exhausted, "fork_cases": self.fork_cases}
+        try:
+            write_atomic(self.work_dir, BUDGET_FILE, json.dumps(data), fsync=False)
+        except OSError:  # a full scratch disk: the workers run every case, as without a budget
+            pass
 
 
 class BudgetReader:
-    """Worker side: whether a case's family is exhausted, from BUDGET_FILE (re-read when it changes)."""
+    """Worker side: whether a case's family is exhausted (with `families`, a first attempt's worker
+    under a budget) and whether cases fork, from BUDGET_FILE (re-read when it changes)."""
 
-    def __init__(self, work_dir: Path) -> None:
+    def __init__(self, work_dir: Path, families: bool = True) -> None:
         self.path = work_dir / BUDGET_FILE
+        self.obeys_families = families
         self.seen: tuple[int, int] | None = None
         self.families: dict[str, str] = {}  # family -> the reason its cases are not run
+        self.fork_cases = False
 
     def stops(self, case: Case) -> str | None:
         """The reason `case` is not run, or None to run it."""
         self._refresh()
         return self.families.get(family_of(case)) if self.families else None
+
+    def forked(self) -> bool:
+        """A worker of this run died: cases run in forked children (engine/case_process.py)."""
+        self._refresh()
+        return self.fork_cases
 
     def _refresh(self) -> None:
         try:
@@ -101,8 +122,9 @@ class BudgetReader:
         self.seen = (st.st_size, st.st_mtime_ns)
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-            families = data["families"]
+            families = data["families"] if self.obeys_families else {}
             self.families = {str(f): budget_reason(str(f), str(v["signature"]), int(v["crashes"]))
                              for f, v in families.items()}
+            self.fork_cases = data.get("fork_cases") is True
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return  # unreadable (never half-written: write_atomic): run every case, as without a budget

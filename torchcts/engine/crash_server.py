@@ -1,5 +1,10 @@
 """Cheap replacement workers after a crash, in runs without warm workers (issue 30 item 1).
 
+Only for runs whose cases cannot fork after a crash (`cases_fork`: a backend not known to survive
+a fork, or TORCHCTS_CASE_PROCESSES=0): in a CPU or sim run a worker dies once at most, since its
+cases then run in forked children (engine/case_process.py), so a server would be started for
+nothing.
+
 Why: a worker that a case kills is replaced by a new Python that imports torch, pytest, xdist, the
 backend and the OpInfo database again (~7 CPU-s, ~15 s of wall on a loaded 2-core machine), so a
 backend in bring-up paid that per crash. Warm workers (engine/warm.py) make a replacement a fork,
@@ -31,6 +36,7 @@ import os
 import secrets
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -49,6 +55,19 @@ FORK_SAFE_BACKENDS = {
 }
 MAX_STARTS = 3  # a server that exits (idle, refused to fork) is started again, this many times a run
 STOP_WAIT_S = 10.0  # how long the run waits for its server to leave before it kills it
+
+
+def cases_fork(device_type: str, backend_import: str | None) -> str | None:
+    """Why a crash in this run cannot be contained in a forked child of its worker
+    (engine/case_process.py), or None when it can: CPU or a fork-safe backend, on Linux, not
+    switched off (TORCHCTS_CASE_PROCESSES=0)."""
+    if not sys.platform.startswith("linux"):
+        return "forked cases need Linux"
+    if not settings.current().case_processes:
+        return f"{settings.env_name('case_processes')}=0"
+    if not (backend_import in FORK_SAFE_BACKENDS or (backend_import is None and device_type == "cpu")):
+        return f"backend {backend_import or device_type!r} is not known to survive a fork"
+    return None
 
 
 def profile_for(device_type: str, backend_import: str | None) -> str:
@@ -133,8 +152,11 @@ def _signal(pid: int, signum: int) -> None:
 
 def wanted(isolation: bool, warm_plugins: list[Any], device_type: str, backend_import: str | None) -> str | None:
     """The crash server's profile for this run, or None: no isolation, no fork here, switched off
-    (TORCHCTS_CRASH_SERVER=0), or warm workers already fork replacements from the same imports."""
+    (TORCHCTS_CRASH_SERVER=0), warm workers already fork replacements from the same imports, or
+    cases fork after the first crash (engine/case_process.py), so a worker dies once at most."""
     if not isolation or not settings.current().crash_server or warm.unavailable() is not None:
+        return None
+    if cases_fork(device_type, backend_import) is None:
         return None
     profile = profile_for(device_type, backend_import)
     if any(getattr(p, "profile", None) == profile for p in warm_plugins):

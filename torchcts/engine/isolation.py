@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,22 +69,53 @@ class WorkerWatch:
         return True
 
     def _expire(self, item: pytest.Item, seconds: float) -> None:
+        forked = False
         try:
             self.log.write(f"{TIMEOUT_MARK}{seconds}\n")
             capman = item.config.pluginmanager.getplugin("capturemanager")
             if capman is not None:
                 capman.suspend_global_capture(item)
                 out, err = capman.read_global_capture()
+                capman.resume_global_capture()
                 for name, text in (("stdout", out), ("stderr", err)):
                     if text:
                         self.log.write(f"--- captured {name} ---\n{text}\n")
+            self.log.flush()
+            # A case in a forked child (engine/case_process.py): the child writes its own stack on
+            # SIGABRT and dies; the worker records the timeout and goes on.
+            forked = _abort_running_child()
+            if forked:
+                return
             frame = sys._current_frames().get(threading.main_thread().ident)
             if frame is not None:  # innermost call last, so the tail shows where the case hung
                 self.log.write(f"--- where the case was after {seconds:g} s ---\n")
                 self.log.write("".join(traceback.format_stack(frame)))
             self.log.flush()
         finally:
-            os._exit(TIMEOUT_EXIT)
+            if not forked:
+                os._exit(TIMEOUT_EXIT)
+
+
+_running_child: Callable[[], None] | None = None  # how to end the forked child running a case now
+_child_lock = threading.Lock()
+
+
+def running_child(abort: Callable[[], None] | None) -> None:
+    """engine/case_process.py: a forked child runs the current case (`abort` ends it), or none does."""
+    global _running_child
+    with _child_lock:
+        _running_child = abort
+
+
+def _abort_running_child() -> bool:
+    """The watchdog's call: ends the forked child running the timed-out case; False when the case
+    runs in the worker itself (the watchdog then ends the worker)."""
+    with _child_lock:
+        abort = _running_child
+    if abort is None:
+        return False
+    abort()
+    return True
 
 
 def parse_log(text: str, nodeid: str) -> dict[str, Any]:
@@ -152,22 +184,37 @@ def crash_record(case: Case, work_dir: Path | None, worker: Any, nodeid: str) ->
     """(whether the case had started on the dead worker, its `crashed` or `timeout` record with the
     evidence: signal or exit code, duration since its start marker, the log's tail)."""
     worker_id = getattr(getattr(worker, "gateway", None), "id", "?")
+    return _death_record(case, work_dir, worker_id, nodeid, worker_exit(worker),
+                         who=f"worker {worker_id}", after="it was replaced", ended=f"worker {worker_id} was replaced")
+
+
+def child_death_record(case: Case, work_dir: Path | None, worker_id: str, nodeid: str,
+                       exit_fields: dict[str, Any]) -> CaseRecord:
+    """The record of a case whose forked child (engine/case_process.py) died: crashed, or timeout
+    when the watchdog ended it; the same evidence as a worker's death, from the same log."""
+    who = f"its process (forked from worker {worker_id})"
+    return _death_record(case, work_dir, worker_id, nodeid, exit_fields, who=who,
+                         after="the worker went on", ended=f"{who} was ended; the worker went on")[1]
+
+
+def _death_record(case: Case, work_dir: Path | None, worker_id: str, nodeid: str, exit_fields: dict[str, Any], *,
+                  who: str, after: str, ended: str) -> tuple[bool, CaseRecord]:
     info: dict[str, Any] = {"start": None, "timeout": None, "tail": "", "started": True}
     path = log_path(work_dir, worker_id) if work_dir else None
     if path is not None and path.is_file():
         info = parse_log(path.read_text(encoding="utf-8", errors="replace"), nodeid)
-    record = CaseRecord.from_case(case, worker=worker_id, **worker_exit(worker))
+    record = CaseRecord.from_case(case, worker=worker_id, **exit_fields)
     if info["start"] is not None:
         record.duration_s = round(time.time() - info["start"], 3)
     if info["tail"]:
         record.output_tail = info["tail"]
     if info["timeout"] is not None:
         record.status, record.timeout_s = Status.TIMEOUT, info["timeout"]
-        record.message = f"exceeded the {info['timeout']:g} s timeout; worker {worker_id} was replaced"
+        record.message = f"exceeded the {info['timeout']:g} s timeout; {ended}"
     else:
         how = record.signal or (f"exit code {record.exit_code}" if record.exit_code is not None else "unknown cause")
         record.status = Status.CRASHED
-        record.message = f"worker {worker_id} died ({how}) while running this case; it was replaced"
+        record.message = f"{who} died ({how}) while running this case; {after}"
     return info["started"], record
 
 

@@ -10,25 +10,22 @@ cases.jsonl.
 from __future__ import annotations
 
 import shlex
-import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from torchcts import compat
-from torchcts.cases.model import Case, NotApplicable, Pending
+from torchcts.cases.model import Case
 from torchcts.engine import judge
+from torchcts.engine.case_process import CaseRunner
 from torchcts.engine.crash_budget import BudgetReader, CrashBudget
 from torchcts.engine.judge import RecordJudge, align_report, record_of
 from torchcts.engine.lean import skip_exit_gc
-from torchcts.engine.probe import CaseProbe, release_memory, worker_name
+from torchcts.engine.probe import worker_name
 from torchcts.engine.progress import ProgressPlugin
 from torchcts.engine.spec import RunSpec
 from torchcts.engine.terminal_guard import TerminalGuard
-from torchcts.errors import first_line
-from torchcts.oracle.mismatch import OracleMismatch
 from torchcts.results.plan import read_plan
 from torchcts.results.records import CaseRecord, record_repro, skip_record
 from torchcts.results.rundir import RecordWriter, read_run
@@ -57,7 +54,19 @@ class RunState:
         self.setup_fallbacks: set[str] = set()
         self.worker = "main"  # xdist's worker id in a worker (engine/probe.py), set by pytest_configure
         self.threads: int | None = None  # torch's threads in this worker (engine/threads.py), None: as is
-        self.budget: BudgetReader | None = None  # a first-attempt worker's view of the crash budget
+        self.budget: BudgetReader | None = None  # a worker's view of the crash budget and forked cases
+        self.work_dir: Path | None = None  # a worker's scratch folder (its log), None without isolation
+        self._runner: CaseRunner | None = None
+
+    def runner(self, config: pytest.Config) -> CaseRunner:
+        """Runs this process's cases: here, or in forked children once the run crashed."""
+        if self._runner is None:
+            self._runner = CaseRunner(self, config.getoption("--torchcts-corpus", None), self.work_dir)
+        return self._runner
+
+    def close_runner(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
 
     def repro(self, record: CaseRecord) -> str:
         return record_repro(record, self.run, self.spec.manifest_arg)
@@ -139,9 +148,18 @@ def _configure_worker(config: pytest.Config, state: RunState) -> None:
         from torchcts.engine.isolation import WorkerWatch
 
         config.pluginmanager.register(WorkerWatch(Path(work_dir), config.workerinput["workerid"]))
-        if state.spec.crash_budget and config.getoption("--torchcts-attempt") == 1:  # a rerun runs its cases
-            state.budget = BudgetReader(Path(work_dir))
+        state.work_dir = Path(work_dir)
+        # Crash-budget stops bind a first attempt only (a rerun runs its cases); forked cases bind all.
+        state.budget = BudgetReader(state.work_dir, bool(state.spec.crash_budget)
+                                    and config.getoption("--torchcts-attempt") == 1)
     config.stash[_JUDGE] = RecordJudge(state, config.getoption("--torchcts-attempt"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A worker's forked child (engine/case_process.py) leaves with it."""
+    state = _state(config)
+    if state is not None:
+        state.close_runner()
 
 
 def recorder_of(config: pytest.Config) -> Recorder | None:
@@ -238,56 +256,16 @@ class CaseItem(pytest.Item):
         self.record = CaseRecord.from_case(case)  # filled in by runtest
 
     def runtest(self) -> None:
-        from torchcts.cases.context import CaseContext
-        from torchcts.engine.runner import run_case
-
         state = _state(self.config)
         assert state is not None
         stop = state.budget.stops(self.case) if state.budget is not None else None
         if stop:  # its family's crash is known (engine/crash_budget.py): not run, and says why
             self.record = CaseRecord.from_case(self.case, status=Status.NOT_RUN, message=stop, duration_s=0.0)
             pytest.skip(stop)
-        device, manifest = state.context_parts()
-        sel = state.spec.selection
-        corpus = self.config.getoption("--torchcts-corpus", None)
-        ctx = CaseContext(device=device, manifest=manifest, max_samples=sel.max_samples, sample=sel.sample,
-                          validation=state.spec.validation, explore=state.spec.explore,
-                          corpus=Path(corpus) if corpus else None, run_dir=state.run_dir)
-        record = self.record = CaseRecord.from_case(self.case, info=ctx.info)
-        probe = CaseProbe(state.worker)
-        start = time.perf_counter()
-        try:
-            with compat.watch_fallbacks() as fallbacks:
-                run_case(self.case, ctx)
-        except NotApplicable as exc:  # Pending is one: no verdict, shown apart (results/statuses.py)
-            record.status = Status.PENDING if isinstance(exc, Pending) else Status.NOT_APPLICABLE
-            record.message = str(exc)
-            pytest.skip(f"{record.status.replace('_', ' ')}: {exc}")
-        except OracleMismatch as exc:
-            record.status, record.message, record.mismatch = Status.FAILED, str(exc), exc.mismatch.to_json()
-            record.failed_op = ctx.failed_op_of(exc)  # a helper op's failure names that op
-            raise
-        except Exception as exc:
-            record.status, record.failed_op = Status.ERROR, ctx.failed_op_of(exc)
-            record.message = f"{type(exc).__name__}: {first_line(exc, 500)}"
-            record.exception = type(exc).__name__
-            record.traceback = _tail(traceback.format_exc(), 30)
-            raise
-        finally:
-            record.duration_s = round(time.perf_counter() - start, 6)
-            probe.fill(record)  # engine/probe.py: when, where, memory
-            # Compatibility fallbacks behind this result: the backend setup's and the case's own.
-            record.compat_fallbacks = sorted(state.setup_fallbacks | fallbacks) or None
-            # The aten overloads that reached the device (cases/observe.py), or why not observed.
-            record.dispatched, record.dispatch_unobserved = ctx.dispatched, ctx.dispatch_unobserved
-            # The worst errors against CPU and the float64 truth (oracle/truth.py), passing or not.
-            record.precision = ctx.precision.to_json() if ctx.precision is not None else None
-            record.exactness = ctx.exactness  # how values were compared (oracle/exactness.py)
-            rss = release_memory()  # the worker's resident set after the case, freed heap returned
-            if rss is not None:
-                record.rss_mb = round(rss, 1)
-        record.status = Status.PASSED
-        record.weak = ctx.weak  # a pass whose references proved nothing (oracle/weak.py)
+        # engine/one_case.py, here or in a forked child once the run has crashed (engine/case_process.py)
+        outcome = state.runner(self.config).run(self.case, self.nodeid)
+        self.record = outcome.record
+        outcome.raise_for_pytest()
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
         msg = self.record.message or str(excinfo.value)
@@ -298,10 +276,6 @@ class CaseItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, self.case.id
-
-
-def _tail(text: str, lines: int) -> str:
-    return "\n".join(text.splitlines()[-lines:])
 
 
 # Fields a case leaves empty ({} of a case that noted nothing, "" of a bare exception): not written.
@@ -376,9 +350,10 @@ class Recorder:
         self.state = state
         self.work_dir = work_dir
         self.judge = RecordJudge(state, attempt)  # the crash records it makes (engine/judge.py)
-        # Counts the crashes; workers read what it publishes (engine/crash_budget.py). First attempt only.
-        limit = state.spec.crash_budget
-        self.budget = CrashBudget(work_dir, limit) if work_dir is not None and limit and attempt == 1 else None
+        # Counts the crashes (a first attempt's, under a budget) and says when a worker died; workers
+        # read what it publishes (engine/crash_budget.py).
+        limit = (state.spec.crash_budget or 0) if attempt == 1 else 0
+        self.budget = CrashBudget(work_dir, limit) if work_dir is not None else None
         self.writer = RecordWriter(state.run_dir)
         self.progress = ProgressPlugin(state.spec.planned)  # engine/progress.py
         self._counted = 0  # reports pytest counts as failed (what -x / --maxfail stop on)
@@ -422,7 +397,7 @@ class Recorder:
                               "so the crash came after them (teardown or deferred work)")
         record = self.judge(record)
         if self.budget is not None:
-            self.budget.crashed(case, record)
+            self.budget.worker_died()
         judge.attach(report, record)
 
     @pytest.hookimpl(hookwrapper=True)
@@ -432,6 +407,10 @@ class Recorder:
         aligned already, a crash report is aligned here)."""
         record = record_of(report)
         if record is not None:
+            if self.budget is not None and record.status == Status.CRASHED:  # a worker's or a forked child's
+                case = self._case(record.id)
+                if case is not None:
+                    self.budget.crashed(case, record)
             self.writer.append(record)
             self._recorded.add(record.id)
             self.progress.recorded(record, record.status in FAILURES)

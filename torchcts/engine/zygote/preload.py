@@ -129,6 +129,11 @@ def fork_hazard() -> str | None:
     OpenBLAS threads are not: OpenBLAS stops its pool around fork() with pthread_atfork.)"""
     if threading.active_count() > 1:
         return "started a Python thread"
+    return accelerator_hazard()
+
+
+def accelerator_hazard() -> str | None:
+    """An initialised accelerator runtime, which a forked child cannot use; None when there is none."""
     torch = sys.modules.get("torch")
     for name in ("cuda", "xpu", "mps", "mtia"):
         initialised = getattr(getattr(torch, name, None), "is_initialized", None)

@@ -1,0 +1,1 @@
+"""Imported by a forked case (tests/helpers/planted_forks.py): the next child must find it imported."""

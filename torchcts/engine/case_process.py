@@ -1,0 +1,298 @@
+"""Cases in a forked child of the worker once the run has crashed (issue 30 item 1).
+
+Why: a case that kills its worker costs a replacement: xdist starts a process (even a fork of the
+crash server, engine/crash_server.py), connects execnet, configures pytest and collects the plan
+again, 0.3-0.5 s of a core against ~0.05 s for a case. A backend in bring-up that crashes on one
+case in ten paid that for every crash (a level-2 run took 2x the clean run's time). Once the run
+has crashed (the controller says so in the crash-budget file, engine/crash_budget.py), a worker
+stops running cases itself: it forks a child that runs them one after another (`run_one`, the
+function the worker would run) and sends back each case's outcome. A crash or a hang then ends
+the child, not the worker: the worker records the case `crashed` or `timeout` from its log (the
+child's faulthandler writes there, engine/isolation.py) and forks the next child, ~20 ms. A clean
+run never forks.
+
+What makes the fork safe: the backend is CPU or known fork-safe (crash_server.cases_fork and its
+FORK_SAFE_BACKENDS: never a device runtime, which a forked child cannot use), no accelerator runtime is initialised,
+and the worker never ran an OpenMP parallel region with more than one thread (GNU OpenMP's
+threads do not survive a fork: the child's first parallel region waits forever), so a worker
+that ran cases with several threads before the first crash goes on running them itself. The
+worker runs nothing after the switch, so every child starts from the same state; it imports what
+the children imported (their modules, reported with each outcome) before the next fork, so a
+child after a crash does not import the OpInfo database again. `TORCHCTS_CASE_PROCESSES=0`
+switches it off.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import gc
+import importlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Callable
+from multiprocessing.connection import Connection, Pipe
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from torchcts.cases.model import Case
+from torchcts.engine.crash_server import cases_fork
+from torchcts.engine.isolation import TIMEOUT_EXIT, child_death_record, log_path, running_child
+from torchcts.engine.one_case import FAILED, CaseOutcome, CaseState, run_one
+from torchcts.engine.threads import intra_op_threads
+from torchcts.engine.zygote.preload import accelerator_hazard
+from torchcts.errors import first_line
+from torchcts.results.records import CaseRecord
+from torchcts.results.statuses import Status
+
+# A timed-out child is asked for its stack (SIGUSR1: Python's own stack with source lines, written
+# by the child's handler), then, stuck in native code, made to abort (SIGABRT: faulthandler writes
+# its Python frames), then killed.
+STACK_GRACE_S = 1.0
+ABORT_GRACE_S = 3.0
+REAP_WAIT_S = 5.0  # a child whose pipe closed is reaped within this, else killed
+
+
+def fork_refusal(state: CaseState, ran_here: bool) -> str | None:
+    """Why this worker cannot run cases in forked children, or None when it can."""
+    spec = state.spec
+    refusal = cases_fork(spec.device_type, spec.manifest.backend_import if spec.manifest is not None else None)
+    if refusal is not None:
+        return refusal
+    if ran_here and (intra_op_threads() or 1) > 1:
+        return "this worker ran cases with several OpenMP threads, whose pool a fork breaks"
+    return accelerator_hazard()
+
+
+class CaseRunner:
+    """Worker side: runs each case here, or in a forked child once the run has crashed."""
+
+    def __init__(self, state: CaseState, corpus: str | None, work_dir: Path | None = None) -> None:
+        self.state = state
+        self.corpus = corpus
+        self.work_dir = work_dir
+        self.ran_here = False  # a case ran in this process (OpenMP may have started its threads)
+        self.refusal: str | None = None  # why cases stay here for this worker's life, once decided
+        self.child: CaseProcess | None = None
+
+    def run(self, case: Case, nodeid: str) -> CaseOutcome:
+        if self._forking():
+            if self.child is None:
+                log = log_path(self.work_dir, self.state.worker) if self.work_dir is not None else None
+                self.child = CaseProcess(lambda case_id: run_one(self.state.plan()[case_id], self.state, self.corpus), log)
+            return self.child.run(case, nodeid, self.work_dir, self.state.worker)
+        self.ran_here = True
+        return run_one(case, self.state, self.corpus)
+
+    def _forking(self) -> bool:
+        budget = self.state.budget
+        if self.work_dir is None or budget is None or not budget.forked() or self.refusal is not None:
+            return False
+        if self.child is None:
+            self.refusal = fork_refusal(self.state, self.ran_here)
+        return self.refusal is None
+
+    def close(self) -> None:
+        if self.child is not None:
+            self.child.stop()
+
+
+class CaseProcess:
+    """One forked child at a time; a new one after the last died."""
+
+    def __init__(self, execute: Callable[[str], CaseOutcome], log: Path | None = None) -> None:
+        self.execute = execute
+        self.log = log  # the worker's log (engine/isolation.py): where a timed-out child writes its stack
+        self.pid: int | None = None
+        self.conn: Connection | None = None
+        self.imports: list[str] = []  # modules the children imported, imported here before a fork
+
+    def run(self, case: Case, nodeid: str, work_dir: Path | None, worker: str) -> CaseOutcome:
+        if self.pid is not None and os.waitpid(self.pid, os.WNOHANG)[0]:
+            # It died between cases (the watchdog's signal raced the last case's end, the OOM
+            # killer): this case did not kill it.
+            self.pid = None
+            if self.conn is not None:
+                self.conn.close()
+                self.conn = None
+        if self.pid is None:
+            self._start()
+        assert self.conn is not None
+        running_child(self.abort)  # the timeout watchdog ends this child, not the worker (isolation.py)
+        try:
+            self.conn.send_bytes(case.id.encode())
+            data = json.loads(self.conn.recv_bytes())
+        except (EOFError, OSError):
+            running_child(None)
+            return self._died(case, nodeid, work_dir, worker)
+        running_child(None)
+        self.imports.extend(data.get("imported", ()))
+        if "error" in data:  # raised past run_one (SystemExit, KeyboardInterrupt in the case)
+            record = CaseRecord.from_case(case, status=Status.ERROR, message=str(data["error"]),
+                                          traceback=str(data.get("traceback", "")), worker=worker)
+            return CaseOutcome(record, FAILED, record.message or "")
+        return CaseOutcome.from_json(data)
+
+    def _died(self, case: Case, nodeid: str, work_dir: Path | None, worker: str) -> CaseOutcome:
+        exit_fields = self._reap()
+        record = child_death_record(case, work_dir, worker, nodeid, exit_fields)
+        return CaseOutcome(record, FAILED, record.message or "")
+
+    def _start(self) -> None:
+        for name in self.imports:  # what the last child imported: the next one inherits it
+            if name not in sys.modules:
+                try:
+                    importlib.import_module(name)
+                except Exception:  # noqa: BLE001 - a module only its case could import: the child will
+                    continue
+        self.imports = []
+        gc.freeze()  # the child's collections leave the worker's objects alone: fewer pages copied
+        mine, theirs = Pipe()
+        with warnings.catch_warnings():  # Python 3.12+ warns of any fork beside a thread (execnet's reader
+            warnings.simplefilter("ignore", DeprecationWarning)  # here): the child never touches its objects
+            pid = os.fork()
+        if pid == 0:
+            mine.close()
+            _serve(theirs, self.execute, self.log)  # never returns
+        theirs.close()
+        self.pid, self.conn = pid, mine
+
+    def _reap(self) -> dict[str, Any]:
+        """The dead child's signal or exit code (CaseRecord fields); it is gone after this."""
+        pid, self.pid = self.pid, None
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+        if pid is None:
+            return {}
+        deadline = time.monotonic() + REAP_WAIT_S
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                _, status = os.waitpid(pid, 0)
+                break
+            time.sleep(0.005)
+        if os.WIFSIGNALED(status):
+            number = os.WTERMSIG(status)
+            try:
+                name = signal.Signals(number).name
+            except ValueError:
+                name = f"signal {number}"
+            return {"signal": name, "exit_code": -number}
+        return {"exit_code": os.WEXITSTATUS(status)}
+
+    def abort(self) -> None:
+        """From the timeout watchdog: the child's stack into the log, then its end (STACK_GRACE_S)."""
+        pid = self.pid
+        if pid is None:
+            return
+        _signal(pid, signal.SIGUSR1)
+        steps = ((STACK_GRACE_S, signal.SIGABRT), (STACK_GRACE_S + ABORT_GRACE_S, signal.SIGKILL))
+        for delay, sig in steps:
+            timer = threading.Timer(delay, self._signal_if_alive, (pid, sig))
+            timer.daemon = True
+            timer.start()
+
+    def _signal_if_alive(self, pid: int, sig: int) -> None:
+        if self.pid == pid:  # not reaped yet: still this child
+            _signal(pid, sig)
+
+    def stop(self) -> None:
+        """At the worker's end: the idle child runs its exit handlers (rank processes) and leaves."""
+        if self.pid is None or self.conn is None:
+            return
+        try:
+            self.conn.send_bytes(b"")
+        except OSError:
+            pass
+        pid, self.pid = self.pid, None
+        deadline = time.monotonic() + REAP_WAIT_S
+        while time.monotonic() < deadline:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                break
+            time.sleep(0.01)
+        else:
+            _signal(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        self.conn.close()
+        self.conn = None
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
+
+
+def _serve(conn: Connection, execute: Callable[[str], CaseOutcome], log: Path | None) -> None:
+    """The child: runs the cases the worker sends until it is told to stop or the worker is gone."""
+    code = 0
+    try:
+        _die_with_parent()
+        atexit._clear()  # the worker's exit handlers are the worker's (its temporary folders, ...)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the worker's: it ends this child
+        if log is not None:
+            signal.signal(signal.SIGUSR1, functools.partial(_stack_and_exit, log))
+        known = set(sys.modules)
+        while True:
+            try:
+                message = conn.recv_bytes()
+            except (EOFError, OSError):
+                break
+            if not message:
+                break
+            data = _outcome(execute, message.decode())
+            new = [name for name in sys.modules if name not in known]
+            known.update(new)
+            data["imported"] = [name for name in new if getattr(sys.modules[name], "__spec__", None) is not None]
+            for stream in (sys.stdout, sys.stderr):  # the worker's captured output is read after this
+                try:
+                    stream.flush()
+                except Exception:  # noqa: BLE001, S110 - a closed stream: nothing to flush
+                    pass
+            conn.send_bytes(json.dumps(data, default=str).encode())
+        atexit._run_exitfuncs()  # the ones its cases registered
+    except BaseException:  # noqa: BLE001 - the child never returns into the worker's pytest
+        code = 70
+    finally:
+        os._exit(code)
+
+
+def _stack_and_exit(log: Path, signum: int, frame: FrameType | None) -> None:
+    """SIGUSR1 in a timed-out child: where the case was, innermost call last, as the worker's
+    watchdog writes it for a case it runs itself (engine/isolation.py)."""
+    try:
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write("--- where the case was at the timeout ---\n")
+            fh.write("".join(traceback.format_stack(frame)))
+    finally:
+        os._exit(TIMEOUT_EXIT)
+
+
+def _outcome(execute: Callable[[str], CaseOutcome], case_id: str) -> dict[str, Any]:
+    try:
+        return execute(case_id).to_json()
+    except BaseException as exc:  # noqa: BLE001 - the worker records it as the case's error
+        return {"error": f"{type(exc).__name__}: {first_line(exc, 500)}",
+                "traceback": "\n".join(traceback.format_exc().splitlines()[-30:])}
+
+
+def _die_with_parent() -> None:
+    """Linux: the child gets SIGKILL when its worker dies, so none outlives a killed run."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
