@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from conftest import latest_run, records, run_cli
 
-from torchcts.engine import case_process
 from torchcts.engine.case_process import fork_refusal
 from torchcts.engine.one_case import FAILED, PASSED, SKIPPED, CaseFailed, CaseOutcome
 from torchcts.results.records import CaseRecord
@@ -96,17 +97,15 @@ def _state(device: str, backend: str | None) -> SimpleNamespace:
     return SimpleNamespace(spec=SimpleNamespace(manifest=manifest, device_type=device))
 
 
-def test_only_a_fork_safe_backend_in_a_clean_worker_forks(monkeypatch):
-    monkeypatch.setattr(case_process, "intra_op_threads", lambda: 1)
-    assert fork_refusal(_state("cpu", None), ran_here=True) is None
-    assert fork_refusal(_state("sim", "torchcts.sim"), ran_here=True) is None
+def test_only_a_fork_safe_backend_in_a_worker_that_ran_nothing_forks(monkeypatch):
+    assert fork_refusal(_state("cpu", None), ran_here=False) is None
+    assert fork_refusal(_state("sim", "torchcts.sim"), ran_here=False) is None
     assert "not known to survive a fork" in fork_refusal(_state("cuda", None), ran_here=False)
     assert "not known to survive a fork" in fork_refusal(_state("npu", "torch_npu"), ran_here=False)
     assert "not known to survive a fork" in fork_refusal(_state("cpu", "some_cpu_plugin"), ran_here=False)
-    # GNU OpenMP's pool does not survive a fork: a worker that ran cases with threads keeps them
-    monkeypatch.setattr(case_process, "intra_op_threads", lambda: 4)
-    assert "OpenMP" in fork_refusal(_state("cpu", None), ran_here=True)
-    assert fork_refusal(_state("cpu", None), ran_here=False) is None
+    # A case leaves state a fork breaks (autograd's device threads, OpenMP's pool): a worker that
+    # ran cases keeps running them itself
+    assert "ran cases itself" in fork_refusal(_state("sim", "torchcts.sim"), ran_here=True)
     monkeypatch.setenv("TORCHCTS_CASE_PROCESSES", "0")
     from torchcts import settings
 
@@ -116,3 +115,30 @@ def test_only_a_fork_safe_backend_in_a_clean_worker_forks(monkeypatch):
     finally:
         monkeypatch.delenv("TORCHCTS_CASE_PROCESSES")
         settings.reload()
+
+
+PROBE = """
+import torch, torchcts.sim
+from torchcts.engine.case_process import CaseProcess, ForkRefused
+child = CaseProcess(lambda case_id: None)
+child._start()
+print("before a device backward: forked", flush=True)
+child.stop()
+x = torch.ones(2, requires_grad=True, device="sim")
+torch.autograd.grad((x * 2).sum(), x)  # starts autograd's device threads
+try:
+    child._start()
+    print("after: forked")
+except ForkRefused as exc:
+    print("after: refused:", exc)
+"""
+
+
+def test_a_child_that_cannot_run_autograd_refuses_and_the_worker_runs_its_cases_itself(tmp_path):
+    """After a backward on a device, PyTorch's forked children cannot run any backward: a child
+    says so before its first case (a backward check would else skip every sample and pass)."""
+    r = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), os.environ.get("PYTHONPATH", "")])})
+    assert "before a device backward: forked" in r.stdout, r.stdout + r.stderr
+    assert "after: refused: autograd cannot run in a forked child of this worker: Unable to handle autograd's " \
+           "threading" in r.stdout, r.stdout + r.stderr

@@ -12,14 +12,17 @@ child's faulthandler writes there, engine/isolation.py) and forks the next child
 run never forks.
 
 What makes the fork safe: the backend is CPU or known fork-safe (crash_server.cases_fork and its
-FORK_SAFE_BACKENDS: never a device runtime, which a forked child cannot use), no accelerator runtime is initialised,
-and the worker never ran an OpenMP parallel region with more than one thread (GNU OpenMP's
-threads do not survive a fork: the child's first parallel region waits forever), so a worker
-that ran cases with several threads before the first crash goes on running them itself. The
-worker runs nothing after the switch, so every child starts from the same state; it imports what
-the children imported (their modules, reported with each outcome) before the next fork, so a
-child after a crash does not import the OpInfo database again. `TORCHCTS_CASE_PROCESSES=0`
-switches it off.
+FORK_SAFE_BACKENDS: never a device runtime, which a forked child cannot use), no accelerator runtime
+is initialised, and the worker itself never ran a case: a case leaves state a fork breaks (a
+backward on a device starts autograd's device threads, after which no forked child can run any
+backward, so every backward check would skip as "CPU raises" and pass having checked nothing; an
+OpenMP parallel region with several threads, after which a child's first one waits forever). So
+only a worker whose first case comes after the run's first crash forks (a replacement, or one
+that had not started); one that ran cases goes on running them itself until it crashes, and its
+replacement forks. Each child first runs one CPU backward and refuses if it cannot (`_fork_probe`):
+the worker then runs its cases itself. The worker imports what its children imported (their
+modules, reported with each outcome) before the next fork, so a child after a crash does not
+import the OpInfo database again. `TORCHCTS_CASE_PROCESSES=0` switches it off.
 """
 
 from __future__ import annotations
@@ -46,7 +49,6 @@ from torchcts.cases.model import Case
 from torchcts.engine.crash_server import cases_fork
 from torchcts.engine.isolation import TIMEOUT_EXIT, child_death_record, log_path, running_child
 from torchcts.engine.one_case import FAILED, CaseOutcome, CaseState, run_one
-from torchcts.engine.threads import intra_op_threads
 from torchcts.engine.zygote.preload import accelerator_hazard
 from torchcts.errors import first_line
 from torchcts.results.records import CaseRecord
@@ -66,9 +68,13 @@ def fork_refusal(state: CaseState, ran_here: bool) -> str | None:
     refusal = cases_fork(spec.device_type, spec.manifest.backend_import if spec.manifest is not None else None)
     if refusal is not None:
         return refusal
-    if ran_here and (intra_op_threads() or 1) > 1:
-        return "this worker ran cases with several OpenMP threads, whose pool a fork breaks"
+    if ran_here:  # a parent that ran nothing is the same in every child; see the module's docstring
+        return "this worker ran cases itself before the run's first crash (autograd's device threads, OpenMP's pool)"
     return accelerator_hazard()
+
+
+class ForkRefused(Exception):
+    """A forked child found itself unable to run cases as its worker would (`_fork_probe`)."""
 
 
 class CaseRunner:
@@ -87,7 +93,10 @@ class CaseRunner:
             if self.child is None:
                 log = log_path(self.work_dir, self.state.worker) if self.work_dir is not None else None
                 self.child = CaseProcess(lambda case_id: run_one(self.state.plan()[case_id], self.state, self.corpus), log)
-            return self.child.run(case, nodeid, self.work_dir, self.state.worker)
+            try:
+                return self.child.run(case, nodeid, self.work_dir, self.state.worker)
+            except ForkRefused as exc:  # the case runs here, and every later one
+                self.refusal = str(exc)
         self.ran_here = True
         return run_one(case, self.state, self.corpus)
 
@@ -163,6 +172,13 @@ class CaseProcess:
             _serve(theirs, self.execute, self.log)  # never returns
         theirs.close()
         self.pid, self.conn = pid, mine
+        try:
+            hello = json.loads(mine.recv_bytes())
+        except (EOFError, OSError, ValueError):
+            hello = {"refused": "the forked child died before its first case"}
+        if "refused" in hello:
+            self._reap()
+            raise ForkRefused(str(hello["refused"]))
 
     def _reap(self) -> dict[str, Any]:
         """The dead child's signal or exit code (CaseRecord fields); it is gone after this."""
@@ -244,6 +260,10 @@ def _serve(conn: Connection, execute: Callable[[str], CaseOutcome], log: Path | 
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the worker's: it ends this child
         if log is not None:
             signal.signal(signal.SIGUSR1, functools.partial(_stack_and_exit, log))
+        refused = _fork_probe()
+        conn.send_bytes(json.dumps({"refused": refused} if refused else {"ready": True}).encode())
+        if refused:
+            return
         known = set(sys.modules)
         while True:
             try:
@@ -278,6 +298,22 @@ def _stack_and_exit(log: Path, signum: int, frame: FrameType | None) -> None:
             fh.write("".join(traceback.format_stack(frame)))
     finally:
         os._exit(TIMEOUT_EXIT)
+
+
+def _fork_probe() -> str | None:
+    """What the child cannot do that its worker could, or None. A worker whose autograd engine
+    started its device threads (a backward on a device) leaves its forked children unable to run
+    any backward ("Unable to handle autograd's threading in combination with fork-based
+    multiprocessing"): a backward check would then see CPU fail and skip every sample, a pass that
+    checked nothing. One CPU backward of two elements finds out."""
+    import torch
+
+    try:
+        x = torch.ones(2, requires_grad=True)
+        torch.autograd.grad((x * 2).sum(), x)
+    except RuntimeError as exc:
+        return f"autograd cannot run in a forked child of this worker: {first_line(exc, 200)}"
+    return None
 
 
 def _outcome(execute: Callable[[str], CaseOutcome], case_id: str) -> dict[str, Any]:
