@@ -98,12 +98,14 @@ def run_one(case: Case, state: CaseState, corpus: str | None) -> CaseOutcome:
         record.status, record.message, record.mismatch = Status.FAILED, str(exc), exc.mismatch.to_json()
         record.failed_op = ctx.failed_op_of(exc)  # a helper op's failure names that op
         outcome.kind, outcome.message, outcome.error = FAILED, record.message, exc
-    except Exception as exc:  # noqa: BLE001 - the backend's own exception, of any type: the case's error
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the backend's own exception, of any type: the case's error
         record.status, record.failed_op = Status.ERROR, ctx.failed_op_of(exc)
         record.message = f"{type(exc).__name__}: {first_line(exc, 500)}"
         record.exception = type(exc).__name__
         record.traceback = _tail(traceback.format_exc(), 30)
         outcome.kind, outcome.message, outcome.error = FAILED, record.message, exc
+    except BaseException as exc:  # noqa: BLE001 - pytest's own (an in-process timeout's Failed, Ctrl-C):
+        outcome.kind, outcome.error = FAILED, exc  # raised as they came, the record filled (its sample)
     finally:
         record.duration_s = round(time.perf_counter() - start, 6)
         probe.fill(record)  # engine/probe.py: when, where, memory
