@@ -142,3 +142,33 @@ def test_a_child_that_cannot_run_autograd_refuses_and_the_worker_runs_its_cases_
     assert "before a device backward: forked" in r.stdout, r.stdout + r.stderr
     assert "after: refused: autograd cannot run in a forked child of this worker: Unable to handle autograd's " \
            "threading" in r.stdout, r.stdout + r.stderr
+
+
+class _Channel:
+    def __init__(self, closed: bool) -> None:
+        self.closed = closed
+
+    def isclosed(self) -> bool:
+        return self.closed
+
+    def send(self, item: object) -> None:
+        raise OSError("cannot send (already closed?)")
+
+
+def test_a_send_to_a_worker_a_crash_killed_does_not_end_the_run():
+    """pytest-xdist's steal request to a worker that just died ended a crash-heavy run as an
+    INTERNALERROR (505 cases not_run): dropped when the worker is gone, raised otherwise."""
+    from xdist.workermanage import WorkerController
+
+    from torchcts.engine.isolation import tolerate_dead_workers
+
+    tolerate_dead_workers()
+    tolerate_dead_workers()  # once only: not wrapped twice
+    worker = object.__new__(WorkerController)
+    worker.log = lambda *a: None
+    worker.channel = _Channel(closed=True)
+    worker.send_steal([1, 2])
+    worker.send_runtest_some([3])
+    worker.channel = _Channel(closed=False)  # alive (no process to ask): a real failure
+    with pytest.raises(OSError):
+        worker.send_steal([1])

@@ -134,6 +134,10 @@ def pytest_configure(config: pytest.Config) -> None:
                                     "with 'torchcts run' (engine/session.py hands pytest the Recorder)")
         state = recorder.state
         config.stash[_JUDGE] = recorder.judge  # one judge per process: cases run here, crash records
+        from torchcts.engine.isolation import tolerate_dead_workers, xdist_available
+
+        if xdist_available():
+            tolerate_dead_workers()  # a send to a worker a crash just killed must not end the run
     state.worker = worker_name(config)
     config.stash[_STATE] = state
 
