@@ -143,7 +143,7 @@ class CaseProcess:
             return self._died(case, nodeid, work_dir, worker)
         running_child(None)
         self.imports.extend(data.get("imported", ()))
-        if "error" in data:  # raised past run_one (SystemExit, KeyboardInterrupt in the case)
+        if "error" in data:  # raised around run_one (the case not in the plan, ...): the case's error
             record = CaseRecord.from_case(case, status=Status.ERROR, message=str(data["error"]),
                                           traceback=str(data.get("traceback", "")), worker=worker)
             return CaseOutcome(record, FAILED, record.message or "")
