@@ -11,7 +11,7 @@ the child, not the worker: the worker records the case `crashed` or `timeout` fr
 child's faulthandler writes there, engine/isolation.py) and forks the next child, ~20 ms. A clean
 run never forks.
 
-What makes the fork safe: the backend is CPU or known fork-safe (crash_server.cases_fork and its
+What makes the fork safe: the backend is CPU or known fork-safe (crash_server.case_fork_refusal and its
 FORK_SAFE_BACKENDS: never a device runtime, which a forked child cannot use), no accelerator runtime
 is initialised, and the worker itself never ran a case: a case leaves state a fork breaks (a
 backward on a device starts autograd's device threads, after which no forked child can run any
@@ -46,8 +46,15 @@ from types import FrameType
 from typing import Any
 
 from torchcts.cases.model import Case
-from torchcts.engine.crash_server import cases_fork
-from torchcts.engine.isolation import TIMEOUT_EXIT, child_death_record, log_path, running_child
+from torchcts.engine.crash_server import case_fork_refusal
+from torchcts.engine.isolation import (
+    TIMEOUT_EXIT,
+    child_death_record,
+    exit_fields,
+    log_path,
+    running_child,
+    signal_quietly,
+)
 from torchcts.engine.one_case import FAILED, CaseOutcome, CaseState, run_one
 from torchcts.engine.zygote.preload import accelerator_hazard
 from torchcts.errors import first_line
@@ -65,7 +72,8 @@ REAP_WAIT_S = 5.0  # a child whose pipe closed is reaped within this, else kille
 def fork_refusal(state: CaseState, ran_here: bool) -> str | None:
     """Why this worker cannot run cases in forked children, or None when it can."""
     spec = state.spec
-    refusal = cases_fork(spec.device_type, spec.manifest.backend_import if spec.manifest is not None else None)
+    backend = spec.manifest.backend_import if spec.manifest is not None else None
+    refusal = case_fork_refusal(spec.device_type, backend)
     if refusal is not None:
         return refusal
     if ran_here:  # a parent that ran nothing is the same in every child; see the module's docstring
@@ -80,29 +88,33 @@ class ForkRefused(Exception):
 class CaseRunner:
     """Worker side: runs each case here, or in a forked child once the run has crashed."""
 
-    def __init__(self, state: CaseState, corpus: str | None, work_dir: Path | None = None) -> None:
+    def __init__(self, state: CaseState, corpus: str | None) -> None:
         self.state = state
         self.corpus = corpus
-        self.work_dir = work_dir
         self.ran_here = False  # a case ran in this process (OpenMP may have started its threads)
         self.refusal: str | None = None  # why cases stay here for this worker's life, once decided
         self.child: CaseProcess | None = None
 
     def run(self, case: Case, nodeid: str) -> CaseOutcome:
         if self._forking():
+            work_dir = self.state.work_dir
+            assert work_dir is not None  # a worker's budget reader lives there
             if self.child is None:
-                log = log_path(self.work_dir, self.state.worker) if self.work_dir is not None else None
-                self.child = CaseProcess(lambda case_id: run_one(self.state.plan()[case_id], self.state, self.corpus), log)
+                self.child = CaseProcess(self._run_planned, log_path(work_dir, self.state.worker))
             try:
-                return self.child.run(case, nodeid, self.work_dir, self.state.worker)
+                return self.child.run(case, nodeid, work_dir, self.state.worker)
             except ForkRefused as exc:  # the case runs here, and every later one
                 self.refusal = str(exc)
         self.ran_here = True
         return run_one(case, self.state, self.corpus)
 
+    def _run_planned(self, case_id: str) -> CaseOutcome:
+        """In the child: the planned case of that id, as the worker would run it."""
+        return run_one(self.state.plan()[case_id], self.state, self.corpus)
+
     def _forking(self) -> bool:
-        budget = self.state.budget
-        if self.work_dir is None or budget is None or not budget.forked() or self.refusal is not None:
+        budget = self.state.budget  # a worker with a scratch folder has one, read before each case (stops)
+        if budget is None or not budget.fork_cases or self.refusal is not None:
             return False
         if self.child is None:
             self.refusal = fork_refusal(self.state, self.ran_here)
@@ -128,9 +140,7 @@ class CaseProcess:
             # It died between cases (the watchdog's signal raced the last case's end, the OOM
             # killer): this case did not kill it.
             self.pid = None
-            if self.conn is not None:
-                self.conn.close()
-                self.conn = None
+            self._close()
         if self.pid is None:
             self._start()
         assert self.conn is not None
@@ -181,11 +191,10 @@ class CaseProcess:
             raise ForkRefused(str(hello["refused"]))
 
     def _reap(self) -> dict[str, Any]:
-        """The dead child's signal or exit code (CaseRecord fields); it is gone after this."""
+        """The child's signal or exit code (CaseRecord fields), killed if it has not left within
+        REAP_WAIT_S of its pipe closing; it is gone after this."""
         pid, self.pid = self.pid, None
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
+        self._close()
         if pid is None:
             return {}
         deadline = time.monotonic() + REAP_WAIT_S
@@ -194,25 +203,23 @@ class CaseProcess:
             if done:
                 break
             if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
+                signal_quietly(pid, signal.SIGKILL)
                 _, status = os.waitpid(pid, 0)
                 break
             time.sleep(0.005)
-        if os.WIFSIGNALED(status):
-            number = os.WTERMSIG(status)
-            try:
-                name = signal.Signals(number).name
-            except ValueError:
-                name = f"signal {number}"
-            return {"signal": name, "exit_code": -number}
-        return {"exit_code": os.WEXITSTATUS(status)}
+        return exit_fields(os.waitstatus_to_exitcode(status))
+
+    def _close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
 
     def abort(self) -> None:
         """From the timeout watchdog: the child's stack into the log, then its end (STACK_GRACE_S)."""
         pid = self.pid
         if pid is None:
             return
-        _signal(pid, signal.SIGUSR1)
+        signal_quietly(pid, signal.SIGUSR1)
         steps = ((STACK_GRACE_S, signal.SIGABRT), (STACK_GRACE_S + ABORT_GRACE_S, signal.SIGKILL))
         for delay, sig in steps:
             timer = threading.Timer(delay, self._signal_if_alive, (pid, sig))
@@ -221,7 +228,7 @@ class CaseProcess:
 
     def _signal_if_alive(self, pid: int, sig: int) -> None:
         if self.pid == pid:  # not reaped yet: still this child
-            _signal(pid, sig)
+            signal_quietly(pid, sig)
 
     def stop(self) -> None:
         """At the worker's end: the idle child runs its exit handlers (rank processes) and leaves."""
@@ -231,24 +238,7 @@ class CaseProcess:
             self.conn.send_bytes(b"")
         except OSError:
             pass
-        pid, self.pid = self.pid, None
-        deadline = time.monotonic() + REAP_WAIT_S
-        while time.monotonic() < deadline:
-            if os.waitpid(pid, os.WNOHANG)[0]:
-                break
-            time.sleep(0.01)
-        else:
-            _signal(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        self.conn.close()
-        self.conn = None
-
-
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except OSError:
-        pass
+        self._reap()
 
 
 def _serve(conn: Connection, execute: Callable[[str], CaseOutcome], log: Path | None) -> None:
@@ -264,7 +254,7 @@ def _serve(conn: Connection, execute: Callable[[str], CaseOutcome], log: Path | 
         conn.send_bytes(json.dumps({"refused": refused} if refused else {"ready": True}).encode())
         if refused:
             return
-        known = set(sys.modules)
+        known, count = set(sys.modules), len(sys.modules)
         while True:
             try:
                 message = conn.recv_bytes()
@@ -273,9 +263,11 @@ def _serve(conn: Connection, execute: Callable[[str], CaseOutcome], log: Path | 
             if not message:
                 break
             data = _outcome(execute, message.decode())
-            new = [name for name in sys.modules if name not in known]
-            known.update(new)
-            data["imported"] = [name for name in new if getattr(sys.modules[name], "__spec__", None) is not None]
+            if len(sys.modules) != count:  # most cases import nothing: no walk over sys.modules
+                new = [name for name in sys.modules if name not in known]
+                known.update(new)
+                count = len(sys.modules)
+                data["imported"] = [name for name in new if getattr(sys.modules[name], "__spec__", None) is not None]
             for stream in (sys.stdout, sys.stderr):  # the worker's captured output is read after this
                 try:
                     stream.flush()

@@ -92,25 +92,21 @@ class CrashBudget:
 
 
 class BudgetReader:
-    """Worker side: whether a case's family is exhausted (with `families`, a first attempt's worker
-    under a budget) and whether cases fork, from BUDGET_FILE (re-read when it changes)."""
+    """Worker side: whether a case's family is exhausted (with `obey_families`: a first attempt's
+    worker under a budget) and whether cases fork, from BUDGET_FILE. `stops`, asked before every
+    case, re-reads the file when it changed (one `stat`), and with it `fork_cases`."""
 
-    def __init__(self, work_dir: Path, families: bool = True) -> None:
+    def __init__(self, work_dir: Path, obey_families: bool = True) -> None:
         self.path = work_dir / BUDGET_FILE
-        self.obeys_families = families
+        self.obey_families = obey_families
         self.seen: tuple[int, int] | None = None
         self.families: dict[str, str] = {}  # family -> the reason its cases are not run
-        self.fork_cases = False
+        self.fork_cases = False  # a worker of this run died: cases run in forked children (engine/case_process.py)
 
     def stops(self, case: Case) -> str | None:
         """The reason `case` is not run, or None to run it."""
         self._refresh()
         return self.families.get(family_of(case)) if self.families else None
-
-    def forked(self) -> bool:
-        """A worker of this run died: cases run in forked children (engine/case_process.py)."""
-        self._refresh()
-        return self.fork_cases
 
     def _refresh(self) -> None:
         try:
@@ -122,7 +118,7 @@ class BudgetReader:
         self.seen = (st.st_size, st.st_mtime_ns)
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-            families = data["families"] if self.obeys_families else {}
+            families = data["families"] if self.obey_families else {}
             self.families = {str(f): budget_reason(str(f), str(v["signature"]), int(v["crashes"]))
                              for f, v in families.items()}
             self.fork_cases = data.get("fork_cases") is True

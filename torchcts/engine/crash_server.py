@@ -1,6 +1,6 @@
 """Cheap replacement workers after a crash, in runs without warm workers (issue 30 item 1).
 
-Only for runs whose cases cannot fork after a crash (`cases_fork`: a backend not known to survive
+Only for runs whose cases cannot fork after a crash (`case_fork_refusal`: a backend not known to survive
 a fork, or TORCHCTS_CASE_PROCESSES=0): in a CPU or sim run a worker dies once at most, since its
 cases then run in forked children (engine/case_process.py), so a server would be started for
 nothing.
@@ -32,7 +32,6 @@ backend is in FORK_SAFE_BACKENDS: then the backend itself, then the OpInfo datab
 from __future__ import annotations
 
 import contextlib
-import os
 import secrets
 import signal
 import subprocess
@@ -45,6 +44,7 @@ import pytest
 
 from torchcts import settings
 from torchcts.engine import warm
+from torchcts.engine.isolation import signal_quietly
 from torchcts.engine.zygote import state
 from torchcts.engine.zygote.preload import BACKEND_PREFIX
 
@@ -57,7 +57,7 @@ MAX_STARTS = 3  # a server that exits (idle, refused to fork) is started again, 
 STOP_WAIT_S = 10.0  # how long the run waits for its server to leave before it kills it
 
 
-def cases_fork(device_type: str, backend_import: str | None) -> str | None:
+def case_fork_refusal(device_type: str, backend_import: str | None) -> str | None:
     """Why a crash in this run cannot be contained in a forked child of its worker
     (engine/case_process.py), or None when it can: CPU or a fork-safe backend, on Linux, not
     switched off (TORCHCTS_CASE_PROCESSES=0)."""
@@ -132,22 +132,15 @@ class CrashServer:
         lock = self.path + ".lock"
         pid = state.holder(lock)
         if pid:
-            _signal(pid, signal.SIGTERM)
+            signal_quietly(pid, signal.SIGTERM)
             deadline = time.monotonic() + wait_s
             while state.holder(lock) and time.monotonic() < deadline:
                 time.sleep(0.05)
             if state.holder(lock):
-                _signal(pid, signal.SIGKILL)  # its workers' launchers then kill them (zygote/launcher.py)
+                signal_quietly(pid, signal.SIGKILL)  # its workers' launchers then kill them (zygote/launcher.py)
                 while state.holder(lock) and time.monotonic() < deadline + 5:
                     time.sleep(0.05)
         state.remove_files(self.path)
-
-
-def _signal(pid: int, signum: int) -> None:
-    try:
-        os.kill(pid, signum)
-    except OSError:
-        pass
 
 
 def wanted(isolation: bool, warm_plugins: list[Any], device_type: str, backend_import: str | None) -> str | None:
@@ -156,7 +149,7 @@ def wanted(isolation: bool, warm_plugins: list[Any], device_type: str, backend_i
     cases fork after the first crash (engine/case_process.py), so a worker dies once at most."""
     if not isolation or not settings.current().crash_server or warm.unavailable() is not None:
         return None
-    if cases_fork(device_type, backend_import) is None:
+    if case_fork_refusal(device_type, backend_import) is None:
         return None
     profile = profile_for(device_type, backend_import)
     if any(getattr(p, "profile", None) == profile for p in warm_plugins):

@@ -81,8 +81,8 @@ class WorkerWatch:
                     if text:
                         self.log.write(f"--- captured {name} ---\n{text}\n")
             self.log.flush()
-            # A case in a forked child (engine/case_process.py): the child writes its own stack on
-            # SIGABRT and dies; the worker records the timeout and goes on.
+            # A case in a forked child (engine/case_process.py): the child is made to write its own
+            # stack and die; the worker records the timeout and goes on.
             forked = _abort_running_child()
             if forked:
                 return
@@ -169,8 +169,11 @@ def worker_exit(worker: Any, wait_s: float = 5.0) -> dict[str, Any]:
         code = popen.wait(timeout=wait_s)
     except Exception:  # noqa: BLE001 - still running or not ours: nothing to say
         return {}
-    if code is None:
-        return {}
+    return {} if code is None else exit_fields(code)
+
+
+def exit_fields(code: int) -> dict[str, Any]:
+    """A dead process's return code (negative: the signal that killed it) as CaseRecord fields."""
     if code < 0:
         try:
             name = signal.Signals(-code).name
@@ -178,6 +181,14 @@ def worker_exit(worker: Any, wait_s: float = 5.0) -> dict[str, Any]:
             name = f"signal {-code}"
         return {"signal": name, "exit_code": code}
     return {"exit_code": code}
+
+
+def signal_quietly(pid: int, signum: int) -> None:
+    """Send a signal to a process that may already be gone."""
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass
 
 
 def crash_record(case: Case, work_dir: Path | None, worker: Any, nodeid: str) -> tuple[bool, CaseRecord]:

@@ -27,6 +27,7 @@ from torchcts.results.statuses import Status
 class CaseState(Protocol):  # engine/plugin.py: RunState, as running a case uses it
     spec: Any  # engine/spec.py: RunSpec (the selection's sample limits, validation, explore, manifest, device)
     run_dir: Path
+    work_dir: Path | None  # a worker's scratch folder (its log), None without isolation
     worker: str
     setup_fallbacks: set[str]
     budget: Any  # engine/crash_budget.py: BudgetReader, or None

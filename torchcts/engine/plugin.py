@@ -61,7 +61,7 @@ class RunState:
     def runner(self, config: pytest.Config) -> CaseRunner:
         """Runs this process's cases: here, or in forked children once the run crashed."""
         if self._runner is None:
-            self._runner = CaseRunner(self, config.getoption("--torchcts-corpus", None), self.work_dir)
+            self._runner = CaseRunner(self, config.getoption("--torchcts-corpus", None))
         return self._runner
 
     def close_runner(self) -> None:
