@@ -122,6 +122,12 @@ PROBES: dict[str, tuple[Callable[[], bool], tuple[Callable[[], bool], ...]]] = {
         (lambda: agrees(torch.abs, t([INT32_MIN + 1, -5, 7], torch.int32)),
          lambda: agrees(torch.abs, t([-(2**63), INT32_MIN], torch.int64)),
          lambda: agrees(torch.abs, t([-(2**15)], torch.int16)))),
+    "neg_int64_low_word": (
+        lambda: agrees(torch.neg, t([2**40, -5], torch.int64)),
+        (lambda: agrees(torch.neg, t([INT32_MIN + 1, -5, 7, 2**31 - 1], torch.int64)),
+         lambda: agrees(torch.neg, t([INT32_MIN, 5], torch.int32)),
+         lambda: agrees(torch.abs, t([2**40, -(2**63)], torch.int64)),
+         lambda: agrees(lambda x: torch.sub(0, x), t([2**40], torch.int64)))),
     "kthvalue_last_k": (
         lambda: agrees(lambda x: torch.kthvalue(x, 3), t([3.0, 1.0, 2.0])),
         (lambda: agrees(lambda x: torch.kthvalue(x, 1), t([3.0, 1.0, 2.0])),

@@ -17,9 +17,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from torchcts.errors import EXIT_FAILURES, EXIT_OK
+    from torchcts.errors import EXIT_FAILURES
     from torchcts.results import rundir
-    from torchcts.results.ledger import gate_failures
+    from torchcts.results.ledger import verdict_exit
     from torchcts.results.merge import merge_runs
     from torchcts.results.scorecard import print_scorecard
 
@@ -30,7 +30,7 @@ def main(args: argparse.Namespace) -> int:
 
     append_step_summary(out)  # a GitHub Actions fan-in job shows the merged summary
     print_scorecard(out, run, sys.stdout)
-    return EXIT_FAILURES if gate_failures(run) or run.get("missing_shards") else EXIT_OK
+    return verdict_exit(run) or (EXIT_FAILURES if run.get("missing_shards") else 0)
 
 
 def distinct_runs(given: list[str], root: Path) -> list[Path]:

@@ -43,7 +43,6 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"{run_dir.name}/cases.jsonl has {run['unreadable_records']} unreadable records "
                          f"({'; '.join(run.get('record_problems') or [])[:200]}): the reports leave them out; "
                          "restore the file or rerun those cases")
-    from torchcts.errors import EXIT_FAILURES, EXIT_OK
-    from torchcts.results.ledger import gate_failures
+    from torchcts.results.ledger import verdict_exit
 
-    return EXIT_FAILURES if gate_failures(run) else EXIT_OK  # the verdict it states, as `run` exits
+    return verdict_exit(run)  # the verdict it states, as `run` exits

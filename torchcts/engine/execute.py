@@ -19,7 +19,7 @@ import torchcts
 from torchcts.compat import build_info, describe_fallbacks, fallbacks_used
 from torchcts.engine.setup import RunSetup
 from torchcts.engine.spec import RunSpec
-from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from torchcts.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE
 from torchcts.results import rundir, sim_env
 from torchcts.results.finalize import finalize
 from torchcts.results.plan import write_plan
@@ -197,7 +197,7 @@ def exit_code(code: int, finished: dict[str, Any]) -> int:
     """torchcts's exit status from pytest's and the finished run (README.md, "Exit status")."""
     import pytest
 
-    from torchcts.results.ledger import gate_failures
+    from torchcts.results.ledger import verdict_exit
 
     if code == pytest.ExitCode.INTERRUPTED:
         return EXIT_INTERRUPTED
@@ -205,9 +205,7 @@ def exit_code(code: int, finished: dict[str, Any]) -> int:
         return EXIT_USAGE
     if code == pytest.ExitCode.INTERNAL_ERROR:
         return EXIT_INTERNAL
-    if gate_failures(finished):  # failures; under --strict-expectations also ledger problems and flaky
-        return EXIT_FAILURES
-    return EXIT_OK
+    return verdict_exit(finished)  # failures; under --strict-expectations also ledger problems and flaky
 
 
 def execute(setup: RunSetup) -> int:

@@ -91,15 +91,38 @@ def record_of(report: Any) -> CaseRecord | None:
 
 
 def serializable(report: Any, data: Any) -> None:
-    """pytest copied the report's attributes into `data`: the record goes as its JSON object, any
-    value JSON cannot hold (an object a case put in `info`) as its text, as cases.jsonl writes it."""
+    """pytest copied the report's attributes into `data`: the record goes as one JSON text
+    (`CaseRecord.to_text`), so execnet never meets what a case put in it (an int64 past 32 bits,
+    which its serializer refuses). If the report still cannot be sent, the case's record says that
+    TorchCTS failed to send it (`unsendable`), and the run goes on."""
+    if not isinstance(data, dict):
+        return
     record = record_of(report)
-    if isinstance(data, dict) and record is not None:
-        data[RECORD_ATTR] = json.loads(json.dumps(record.to_json(), default=str))
+    if record is not None:
+        data[RECORD_ATTR] = record.to_text()
+    problem = unsendable(data)
+    if problem is not None:
+        sent = (record or CaseRecord(id=str(data.get("nodeid", "?")).split("::", 1)[-1])).internal(
+            "sending its report to the controller", problem)
+        data.update(outcome="failed", longrepr=sent.message, sections=[], user_properties=[])
+        data[RECORD_ATTR] = sent.to_text()
+
+
+def unsendable(data: dict[str, Any]) -> Exception | None:
+    """Why execnet (pytest-xdist's channel) cannot send `data`, or None."""
+    try:
+        import execnet
+    except ImportError:  # no xdist: nothing is sent
+        return None
+    try:
+        execnet.dumps(data)
+    except Exception as exc:  # noqa: BLE001 - execnet's DumpError, struct.error, RecursionError...
+        return exc
+    return None
 
 
 def from_serializable(report: Any) -> None:
-    """A report rebuilt from a worker's data: its record typed again (`CaseRecord.from_json`)."""
+    """A report rebuilt from a worker's data: its record typed again (`CaseRecord.from_text`)."""
     raw = getattr(report, RECORD_ATTR, None)
-    if isinstance(raw, dict):
-        setattr(report, RECORD_ATTR, CaseRecord.from_json(raw))
+    if isinstance(raw, str):
+        setattr(report, RECORD_ATTR, CaseRecord.from_text(raw, str(getattr(report, "nodeid", "?")).split("::", 1)[-1]))

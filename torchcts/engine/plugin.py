@@ -306,7 +306,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
             record.duration_s = round(call.duration, 6)
         state = _state(item.config)
         if state is not None:
-            record = item.config.stash[_JUDGE](record)
+            try:
+                record = item.config.stash[_JUDGE](record)
+            except Exception as exc:  # noqa: BLE001 - ours, not the backend's: this case's record says so
+                record = record.internal("judging its record", exc)
+                report.outcome, report.longrepr = "failed", record.message
             align_report(report, record, state.strict)
         judge.attach(report, record)
 

@@ -44,7 +44,10 @@ def finalize(run_dir: Path, status: str, manifest_arg: str | None = None) -> tup
     run = rundir.read_run(run_dir)
     readable, unreadable = rundir.scan_records(run_dir)
     records = rundir.last_per_case(readable)  # the last record of a case supersedes (reruns, crashes)
-    records += not_run_records(run_dir, {r.id for r in records}, unreadable)
+    missing = not_run_records(run_dir, {r.id for r in records}, unreadable)
+    if status in ("complete", "incomplete"):  # pytest ended; with planned cases lacking a result, never "complete"
+        status = "incomplete" if missing else "complete"
+    records += missing
     device = run_device(run)
     records = [offered_commands(crash_rule(r, device), run, run_dir, manifest_arg) for r in records]  # issue 31
     if not (run_dir / PLAN).is_file():  # every run writes its plan first: without it, nothing shows the run whole
@@ -57,6 +60,7 @@ def finalize(run_dir: Path, status: str, manifest_arg: str | None = None) -> tup
         run.pop("missing_records", None)
     run.update(status=status, ended=run.get("ended") or rundir.utc_now(), totals=totals(records))
     run["unreadable_records"] = len(unreadable)  # never silently dropped: every report shows them
+    run["internal_errors"] = sum(1 for r in records if r.internal_error)  # exit 3 (ledger.verdict_exit)
     run["record_problems"] = unreadable[:20]
     run["compat_fallbacks"] = describe_fallbacks(
         {*run.get("compat_fallbacks", {}), *(n for r in records for n in r.compat_fallbacks or ())})

@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
+from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_OK
 from torchcts.manifest.expectations import is_expired
 from torchcts.results.ledger_match import LedgerMatcher
 from torchcts.results.records import CaseRecord
@@ -224,6 +225,8 @@ def gate_failures(run: dict[str, Any]) -> list[str]:
         reasons.append(f"{totals['not_run']} not_run")
     if run.get("unreadable_records"):
         reasons.append(f"{run['unreadable_records']} unreadable records")
+    if run.get("internal_errors"):  # TorchCTS failed around these cases (exit 3: verdict_exit)
+        reasons.append(f"{run['internal_errors']} TorchCTS internal errors")
     if run.get("plan_missing"):  # no plan: the run cannot be shown complete (records may have been cut)
         missing = run.get("missing_records")
         reasons.append("plan.jsonl is missing" + (f" ({missing} planned cases have no record)" if missing else ""))
@@ -238,6 +241,15 @@ def gate_failures(run: dict[str, Any]) -> list[str]:
             if ledger.get(key):
                 reasons.append(f"{len(ledger[key])} {key} ledger entries (strict expectations)")
     return reasons
+
+
+def verdict_exit(run: dict[str, Any]) -> int:
+    """The exit status of the verdict a finished run states (`run`, `report`, `merge`): 3 when
+    TorchCTS itself failed around a case (records with `internal_error`), alone or in a full run,
+    1 for any other gate failure, 0 clean."""
+    if run.get("internal_errors"):
+        return EXIT_INTERNAL
+    return EXIT_FAILURES if gate_failures(run) else EXIT_OK
 
 
 def ledger_lines(run: dict[str, Any]) -> list[str]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from torchcts.cases.model import Case, repro_command
+from torchcts.errors import first_line
 from torchcts.results import sim_env
 from torchcts.results.scrub import scrub
 from torchcts.results.statuses import STATUSES, Status
@@ -72,6 +73,9 @@ class CaseRecord:
     # The op that raised or produced the wrong value when it is not the op under test: a device op the
     # case needed besides its own (CaseContext.helper_op); triage counts the failure under it.
     failed_op: str | None = None
+    # TorchCTS's own error while judging, writing or sending this case's record (never the backend's):
+    # where and what (`CaseRecord.internal`); the status is `error` and the run exits 3
+    internal_error: str | None = None
     # -- where and how it ran (engine/probe.py, cases/observe.py, compat.py) --
     started_at: float | None = None  # epoch seconds when the case started
     worker: str | None = None  # xdist's worker id ("gw0"), "main" in-process
@@ -150,6 +154,43 @@ class CaseRecord:
                 out[name] = value.value if type(value) is Status else value
         return {**out, **self.extra}
 
+    def to_text(self) -> str:
+        """The record as one line of JSON: what crosses from a worker to the controller and what
+        cases.jsonl holds. Whatever a case put in it gets there: a value JSON cannot hold becomes
+        its text, keys become text, nesting past `MAX_DEPTH` becomes its text (a record never ends
+        a run because of what it holds; its consumers read it with `from_text`)."""
+        data = self.to_json()
+        try:
+            return json.dumps(data, sort_keys=True, default=str)
+        except (TypeError, ValueError, RecursionError):  # keys of mixed types, a cycle, deep nesting
+            return json.dumps(plain(data), sort_keys=True)
+
+    @classmethod
+    def from_text(cls, text: str, case_id: str = "?") -> CaseRecord:
+        """The record `to_text` wrote; a line that is not one (garbled in transit) is the case's
+        internal error, never a lost case."""
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            data = exc
+        if isinstance(data, dict) and "id" in data:
+            return cls.from_json(data)
+        problem = data if isinstance(data, Exception) else ValueError(f"a {type(data).__name__}, not a record")
+        return cls(id=case_id).internal("reading its record", problem)
+
+    def internal(self, where: str, exc: BaseException) -> CaseRecord:
+        """This case's record when TorchCTS itself failed `where` (judging, writing, sending it):
+        status `error`, the cause in `internal_error`, what the case had found kept in the message.
+        Not the backend's failure: the run goes on, and exits 3 (engine/execute.py: exit_code)."""
+        cause = f"{type(exc).__name__}: {first_line(exc, 300)}"
+        found = f"{self.status}: {str(self.message or '')[:300]}" if self.status is not None else "no verdict yet"
+        return CaseRecord(id=self.id, suite=self.suite, level=self.level, ops=list(self.ops), dtype=self.dtype,
+                          kind=self.kind, oracle=self.oracle, requires=list(self.requires), status=Status.ERROR,
+                          message=f"TorchCTS internal error while {where} (not the backend's): {cause}; "
+                                  f"the case had found: {found}",
+                          exception=type(exc).__name__, internal_error=f"{where}: {cause}",
+                          duration_s=self.duration_s, started_at=self.started_at, worker=self.worker)
+
     def selector_view(self) -> dict[str, Any]:
         """The fields ledger selectors and `cases/ops.py` match on, as the mapping they read."""
         return {"id": self.id, "suite": self.suite, "ops": self.ops, "dtype": self.dtype, "kind": self.kind,
@@ -179,12 +220,29 @@ class CaseRecord:
 _FIELDS = tuple(f.name for f in fields(CaseRecord) if f.name not in ("extra", "_keys"))
 _FIELD_SET = frozenset(_FIELDS)
 _STRS = frozenset({"suite", "dtype", "kind", "oracle", "message", "recorded_status", "exactness", "weak", "exception",
-                   "traceback", "signal", "output_tail", "failed_op", "worker", "dispatch_unobserved", "op", "repro",
-                   "repro_script", "signature"})
+                   "traceback", "signal", "output_tail", "failed_op", "internal_error", "worker",
+                   "dispatch_unobserved", "op", "repro", "repro_script", "signature"})
 _NUMS = frozenset({"duration_s", "timeout_s", "started_at", "cpu_s", "maxrss_mb", "rss_grew_mb", "rss_mb"})
 _INTS = frozenset({"level", "exit_code", "threads", "attempt"})
 _DICTS = frozenset({"mismatch", "precision", "info", "expectation", "first_failure"})
 _LISTS = frozenset({"ops", "requires"})
+
+
+# How deep a record's free-form dicts may nest before `plain` writes the rest as text.
+MAX_DEPTH = 32
+
+
+def plain(value: Any, depth: int = 0) -> Any:
+    """`value` as JSON can hold it: text keys, text for any other leaf, a note below `MAX_DEPTH`."""
+    if depth >= MAX_DEPTH:
+        return f"<{type(value).__name__} nested deeper than {MAX_DEPTH} levels>"
+    if isinstance(value, dict):
+        return {str(k): plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v, depth + 1) for v in value]
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    return str(value)
 
 
 def _coerce(name: str, value: Any) -> Any:

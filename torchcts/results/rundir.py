@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from torchcts.results.records import CaseRecord
+from torchcts.results.records import CaseRecord, plain
 from torchcts.results.scrub import scrub_obj
 from torchcts.safe_io import open_append, write_atomic
 
@@ -201,7 +201,7 @@ class RecordWriter:
 
     def append(self, record: CaseRecord) -> None:
         try:
-            self._fh.write(json.dumps(scrub_obj(record.to_json()), sort_keys=True, default=str) + "\n")
+            self._fh.write(_line(record) + "\n")
             self._fh.flush()
         except OSError as exc:  # inside pytest this would read as an internal error: keep it for the CLI
             self.failure = exc
@@ -209,6 +209,15 @@ class RecordWriter:
 
     def close(self) -> None:
         self._fh.close()
+
+
+def _line(record: CaseRecord) -> str:
+    """The record's cases.jsonl line, scrubbed; what JSON cannot hold as it is (nesting past
+    records.MAX_DEPTH) is written as `CaseRecord.to_text` sends it: never a lost record."""
+    try:
+        return json.dumps(scrub_obj(record.to_json()), sort_keys=True, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return json.dumps(scrub_obj(plain(record.to_json())), sort_keys=True)
 
 
 def scan_records(run_dir: Path) -> tuple[list[CaseRecord], list[str]]:

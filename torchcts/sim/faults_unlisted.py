@@ -176,6 +176,17 @@ def _abs_int32_min_saturates(func, args, kwargs, call):
     return torch.where(x == info.min, info.max, out)
 
 
+@on_op("neg")
+def _neg_int64_low_word(func, args, kwargs, call):
+    """neg of int64 runs on 32-bit lanes (an accelerator without 64-bit integer ALUs): a value outside
+    int32's range loses its high word (neg(2^40) is 0, neg(-2^63) is 0 where PyTorch wraps to -2^63)."""
+    out = call(*args, **kwargs)
+    x = args[0]
+    if func is not aten.neg.default or not isinstance(x, torch.Tensor) or x.dtype != torch.int64:
+        return out
+    return torch.where(x.to(torch.int32).to(torch.int64) == x, out, (-x.to(torch.int32)).to(torch.int64))
+
+
 @on_op("kthvalue")
 def _kthvalue_last_k(func, args, kwargs, call):
     """kthvalue of float32 with k equal to the dim's size (the maximum) returns the (k-1)-th smallest:
@@ -219,6 +230,8 @@ FAULTS: tuple[Fault, ...] = (
               _logsumexp_all_neg_inf, "logsumexp"),
     _unlisted("abs_int32_min_saturates", "abs of int32 saturates abs(-2^31) to 2^31 - 1 instead of wrapping",
               _abs_int32_min_saturates, "abs", dtype="int32"),
+    _unlisted("neg_int64_low_word", "neg of int64 drops the high word of values outside int32's range",
+              _neg_int64_low_word, "neg", dtype="int64"),
     _unlisted("kthvalue_last_k", "kthvalue of float32 with k = the dim's size returns the (k-1)-th smallest",
               _kthvalue_last_k, "kthvalue"),
 )
