@@ -7,12 +7,13 @@ cases lack results is never called complete."""
 from __future__ import annotations
 
 import json
+import struct
 
 import execnet
 import pytest
 from _pytest.reports import TestReport
-
 from conftest import run_cli
+
 from torchcts.engine import judge
 from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_OK
 from torchcts.results import rundir
@@ -40,7 +41,7 @@ def _shipped(record: CaseRecord, **report_fields: object) -> tuple[dict, CaseRec
 
 def test_int64_extremes_in_an_explore_record_cross_execnet():
     # execnet writes an int below -2**31 with struct '!i' and fails: the record travels as text
-    with pytest.raises(Exception):
+    with pytest.raises(struct.error):
         execnet.dumps({"v": INT64_MIN})
     info = {"explore": {"shrunk": {"tensor": {"dtype": "int64", "shape": [2], "values": [INT64_MIN, INT64_MAX]}}}}
     record = CaseRecord(id="opinfo/neg/int64/explore", status="failed", info=info,

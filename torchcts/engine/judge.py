@@ -16,7 +16,6 @@ The record travels as an attribute of the `TestReport` (`RECORD_ATTR`), never in
 
 from __future__ import annotations
 
-import json
 from typing import Any, Protocol
 
 import pytest
