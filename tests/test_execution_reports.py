@@ -272,12 +272,12 @@ def test_scorecard_sections_and_regressions_since_previous(tmp_path):
     focused = _fake_run(root, "20260101T000002Z-dddddd", [rec("a/y/float32", "failed")])
     rundir.write_json_atomic(focused / rundir.RUN_JSON, {**RUN, "selection": {"ops": ["y"]}})  # another selection
     line = regressions_line(root, new)
-    assert line.startswith("since 20260101T000000Z-aaaaaa: 1 new failures, 1 fixes, 0 changed failures, "
+    assert line.startswith("since 20260101T000000Z-aaaaaa: 1 new failure, 1 fix, 0 changed failures, "
                            "0 precision regressions (new: a/x/float32)")
     # the line is `torchcts compare` in brief: the command it names prints the same counts
     command = shlex.split(line.rsplit("(torchcts compare ", 1)[1].rstrip(")"))  # as a shell reads it
     r = run_cli("compare", *command, cwd=tmp_path)
-    assert r.returncode == 1 and "1 new failures, 1 fixes, 0 changed failures, 0 precision regressions" in r.stdout
+    assert r.returncode == 1 and "1 new failure, 1 fix, 0 changed failures, 0 precision regressions" in r.stdout
     out = io.StringIO()
     print_scorecard(new, {**RUN, "totals": {"crashed": 1, "passed": 1}}, out, regressions=line)
     text = out.getvalue()

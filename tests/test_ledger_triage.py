@@ -76,7 +76,7 @@ def test_mismatches_split_by_op_and_flaky_kept_apart():
 def test_renderings_rank_and_name_the_clusters():
     records = [err(f"opinfo/sub/{d}/forward", missing("aten::sub.Tensor"), "aten::sub", d) for d in ("float32", "int64")]
     text = render_text(records)
-    assert "2 failing cases in 1 clusters" in text and "[2 cases] missing kernel: aten::sub.Tensor" in text
+    assert "2 failing cases in 1 cluster" in text and "[2 cases] missing kernel: aten::sub.Tensor" in text
     md = "\n".join(render_markdown(records))
     assert "## Triage" in md and "| 2 | missing kernel: aten::sub.Tensor |" in md
     assert render_text([]) == "triage: no failures" and render_markdown([]) == []

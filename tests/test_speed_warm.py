@@ -284,3 +284,21 @@ def test_the_starting_notice_comes_once_on_its_own_line_and_the_run_says_when_it
     used = spec()
     warm.WarmWorkers("bare").pytest_xdist_setupnodes(config, [used])
     assert used.python == warm.launcher_command(path) and capsys.readouterr().err == ""
+
+
+def test_status_lists_the_servers_of_this_checkout_and_counts_the_others(server_env, tmp_path):
+    """A server started with another sys.path (another checkout on PYTHONPATH) refuses this one's
+    launchers: `warm`/`warm --status` do not list it as ours, say it exists, and `--all` shows it."""
+    other = tmp_path / "other-checkout"
+    other.mkdir()
+    env = {**server_env, "PYTHONPATH": os.pathsep.join(filter(None, [str(other), server_env.get("PYTHONPATH")]))}
+    _, server = start(env)
+    for args in (["warm"], ["warm", "--status"]):
+        shown = run_cli(*args, env=server_env)
+        assert shown.returncode == 0 and f"pid {server} " not in shown.stdout, shown.stdout
+        assert "1 more of other checkouts or environments" in shown.stdout, shown.stdout
+        everything = run_cli(*args, "--all", env=server_env)
+        assert f"pid {server} " in everything.stdout and "[another checkout or environment]" in everything.stdout
+    assert run_cli("warm", "--status", env=env).stdout.count(f"pid {server} ") == 1  # its own checkout sees it
+    assert "stopped 0 warm worker server" in run_cli("warm", "--stop", env=server_env).stdout
+    assert _alive(server)

@@ -37,6 +37,8 @@ class PrivateUse1Backend:
     caveat: str
     ecosystem_example: bool = False
     max_torch: str | None = None  # the newest PyTorch its project supports, where it stopped
+    # TorchCTS's own simulated device: it proves the suite (planted faults), it is never backend evidence
+    harness: bool = False
 
 
 IN_TREE: tuple[InTreeDevice, ...] = (
@@ -88,6 +90,14 @@ PRIVATEUSE1: tuple[PrivateUse1Backend, ...] = (
         description="PyTorch's reference PrivateUse1 accelerator simulator for exercising backend mechanics "
                     "(registration, operators, streams, events, guards, AMP); not a production device",
         caveat="built from the PyTorch source tree: use the one from the same PyTorch version",
+    ),
+    PrivateUse1Backend(
+        key="sim", project="TorchCTS sim", import_name="torchcts.sim", pip_name="torchcts",
+        device="sim", url="docs/sim.md",
+        description="TorchCTS's own simulated PrivateUse1 device, written in Python on top of CPU, with "
+                    "planted faults (`torchcts selftest`, TORCHCTS_SIM_FAULT) that prove the suite catches bugs",
+        caveat="a check of TorchCTS itself, never backend evidence; its full claims: --manifest torchcts:sim/manifest.py",
+        harness=True,
     ),
 )
 

@@ -53,6 +53,7 @@ def main(args: argparse.Namespace) -> int:
     print("PrivateUse1 catalog (an engineering reference, not a certification list):")
     for b in data["privateuse1"]:
         tag = " [ecosystem example]" if b["ecosystem_example"] else ""
+        tag += " [TorchCTS's own, for harness checks]" if b["harness"] else ""
         here = "importable here" if b["importable"] else "not installed here"
         print(f"  {b['key']}: {b['project']}{tag} - import {b['import_name']}, device {b['device']}; {here}")
         print(f"        {b['description']}")

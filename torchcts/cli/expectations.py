@@ -34,6 +34,7 @@ def main(args: argparse.Namespace) -> int:
     from torchcts.results.ledger import run_date
     from torchcts.results.proposals import propose, render_python, render_toml
     from torchcts.results.quoting import one_line
+    from torchcts.results.wording import plural
 
     run_dir = rundir.resolve_run(args.run, Path(args.results_dir))
     run = rundir.read_run(run_dir)
@@ -50,6 +51,7 @@ def main(args: argparse.Namespace) -> int:
 
     write_atomic(out.parent, out.name, render(entries, run_dir.name), fsync=False)  # never through a planted link
 
-    print(f"wrote {len(entries)} proposed entries for run {one_line(run_dir.name)} to {out} (nothing applied): "
+    print(f"wrote {plural(len(entries), 'proposed entry', 'proposed entries')} for run {one_line(run_dir.name)} "
+          f"to {out} (nothing applied): "
           "review them, then add them to your manifest's expectations and check with 'torchcts check-manifest'")
     return 0

@@ -23,8 +23,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                    "(default: <run>/repro/<case>/, or repro/<case>/ without a run)")
     p.add_argument("--device", help="device, when there is no run to take it from")
     p.add_argument("--import", dest="import_module", metavar="MODULE",
-                   help="backend module the script imports (default: your manifest's backend_import for the device; "
-                   "never the run folder's)")
+                   help="backend module the script imports (default: your manifest's backend_import for the device, "
+                   "else the run's when it is the catalog's module for its device (torchcts backends); never another "
+                   "module a run folder names)")
     add_manifest_arg(p)
 
 
@@ -45,7 +46,8 @@ def main(args: argparse.Namespace) -> int:
         run_dir = None
     if run_dir is not None:
         target = target_from_run(args.case, run_dir)
-        target.backend_import = args.import_module or _reader_backend(args.manifest, target.device)
+        target.backend_import = (args.import_module or _reader_backend(args.manifest, target.device)
+                                 or _catalog_backend(target.manifest.backend_import, target.device))
     else:
         if not args.device:
             raise UsageError("no run to take the device from: pass --run RUN or --device D")
@@ -64,6 +66,16 @@ def main(args: argparse.Namespace) -> int:
     print(f"wrote {SCRIPT} and its inputs for case {args.case} on device '{target.device}' ({imports}); "
           f"run it with: python {script}", file=out)
     return 0
+
+
+def _catalog_backend(module: str | None, device: str) -> str | None:
+    """The run's backend module when the catalog knows it as the module of the run's device
+    (torchcts.sim for sim, torch_npu for npu): a name a run folder holds is imported only when it is
+    one the reader would have chosen anyway, so a crafted run.json cannot pick what the script imports."""
+    from torchcts.backends.catalog import find_backend
+
+    entry = find_backend(module) if module else None
+    return module if entry is not None and entry.import_name == module and entry.device == device else None
 
 
 def _reader_backend(manifest: str | None, device: str) -> str | None:

@@ -29,8 +29,11 @@ def main(args: argparse.Namespace) -> int:
     setup = prepare(run_spec(args), resolve=False)  # the manifest alone: the backend need not be installed
     skipped = setup.result.skipped
     summary = summarize(skip_record(d.case, d.status, d.reason) for d in skipped)
-    lines = [f"{len(setup.result.to_run)} cases would run; {headline(summary, 'would not')}; "
-             f"{setup.result.filtered} filtered", *render_text(summary, args.top)]
+    lo, hi = setup.spec.selection.levels(setup.spec.manifest.semantic_level if setup.spec.manifest else 1)
+    levels = f"level {lo}" if lo == hi else f"levels {lo}-{hi}"
+    lines = [f"at {levels}: {len(setup.result.to_run)} cases would run; {headline(summary, 'would not')}; "
+             f"{setup.result.filtered} outside the selection (filtered: other levels, suites, ops, dtypes)",
+             *render_text(summary, args.top)]
     backend = setup.spec.manifest.backend_import if setup.spec.manifest else None
     if backend and not args.validation:
         lines.insert(0, f"from the manifest alone: the backend '{backend}' was not imported (cases its "

@@ -16,25 +16,28 @@ def configure(p: argparse.ArgumentParser) -> None:
     what.add_argument("--status", action="store_true",
                       help="each server's pid, key, age, idle time, and the last reasons it refused a "
                            "launcher (which then started a fresh worker)")
+    p.add_argument("--all", action="store_true",
+                   help="also the servers of other checkouts or environments (another sys.path), which "
+                        "this one's runs never use")
 
 
 def main(args: argparse.Namespace) -> int:
     from torchcts.engine import warm
 
     if args.stop:
-        stopped = warm.stop_all()
+        stopped = warm.stop_all(everywhere=args.all)
         print(f"torchcts: stopped {len(stopped)} warm worker server(s)")
         return 0
-    if args.status:
-        servers = warm.statuses()
-        for server in servers:
-            print(describe(server))
-    else:
-        servers = warm.running()
-        for pid, name in servers:
-            print(f"warm worker server pid {pid} ({name})")
+    found = warm.statuses()
+    servers = [s for s in found if args.all or s["here"]]
+    for server in servers:
+        print(describe(server) if args.status else f"warm worker server pid {server['pid']} ({server['socket']})"
+              + ("" if server["here"] else " [another checkout or environment]"))
     if not servers:
-        print("torchcts: no warm worker server is running")
+        print("torchcts: no warm worker server of this checkout is running")
+    if len(found) > len(servers):
+        print(f"torchcts: {len(found) - len(servers)} more of other checkouts or environments (another sys.path; "
+              "`torchcts warm --all` lists them)")
     return 0
 
 
@@ -42,8 +45,9 @@ def describe(server: dict[str, Any]) -> str:
     """A server's status as a few lines: what it is, then its latest refusals, newest last."""
     state = ("importing, not listening yet" if server["preparing"] else "stopping" if server["stopping"]
              else f"{server['workers']} worker(s)")
+    other = "" if server["here"] else " [another checkout or environment]"
     lines = [f"warm worker server pid {server['pid']} key {server['key']} ({server['profile'] or '?'} "
-             f"profile): up {_duration(server['age_s'])}, idle {_duration(server['idle_s'])}, {state}"]
+             f"profile){other}: up {_duration(server['age_s'])}, idle {_duration(server['idle_s'])}, {state}"]
     refusals = server["refusals"]
     if not refusals:
         lines.append("  refused no launcher")

@@ -73,7 +73,8 @@ def open_run(setup: RunSetup) -> OpenedRun:
     # The sim's variables (a planted fault): repro lines and scripts set them again (results/sim_env.py)
     sim = sim_env.recorded(spec.manifest.backend_import if spec.manifest else None)
     spec = replace(spec, name=run_dir.name, started=rundir.utc_now(), planned=len(to_run), filtered=result.filtered,
-                   sharded_out=result.sharded_out, facts={**opening_facts(args), **({"sim_env": sim} if sim else {})})
+                   sharded_out=result.sharded_out, ledger_outside=list(result.ledger_outside),
+                   facts={**opening_facts(args), **({"sim_env": sim} if sim else {})})
     try:
         rundir.write_run(run_dir, spec.to_json())
         rundir.point_latest(spec.results_dir, run_dir)

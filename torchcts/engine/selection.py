@@ -86,6 +86,9 @@ class SelectionResult:
     decisions: list[Decision]
     filtered: int
     sharded_out: int = 0
+    # ledger entries that name only cases the selection left out: not judged by this run, never
+    # "unmatched" (results/ledger.py: ledger_report)
+    ledger_outside: list[int] = field(default_factory=list)
 
     @property
     def to_run(self) -> list[Case]:
@@ -156,17 +159,22 @@ def _describe(sel: Selection, lo: int, hi: int) -> str:
 
 
 def select(cases: Iterable[Case], manifest: Manifest, sel: Selection) -> SelectionResult:
-    """Decide every case; UsageError when the user's selection keeps no case at all."""
+    """Decide every case of every suite; UsageError when the user's selection keeps no case at all.
+    `filtered` counts every case the flags leave out (suite, op, dtype, level, case id alike), so a
+    `--suite` run and an `--op` run of the same size report the same kind of number."""
+    from torchcts.results.ledger_match import outside_selection
+
     cases = list(cases)
-    check_patterns(cases, sel)
+    check_patterns([c for c in cases if not sel.suites or c.suite in sel.suites], sel)
     lo, hi = sel.levels(manifest.semantic_level)
     decisions: list[Decision] = []
-    filtered = 0
+    left_out: list[Case] = []
     for case in cases:
         if user_selects(case, sel, lo, hi):
             decisions.append(claim_decision(case, manifest))
         else:
-            filtered += 1
+            left_out.append(case)
+    filtered = len(left_out)
     if not decisions:
         raise UsageError(f"the selection matches no case ({_describe(sel, lo, hi)}): widen it, e.g. a higher "
                          "--level or another --dtype; `torchcts show-skips --details` lists the cases")
@@ -174,5 +182,9 @@ def select(cases: Iterable[Case], manifest: Manifest, sel: Selection) -> Selecti
     if sel.shard is not None:
         from torchcts.engine.shard import shard_decisions
 
+        decided = decisions
         decisions, moved = shard_decisions(decisions, *sel.shard, durations=sel.shard_durations)
-    return SelectionResult(decisions, filtered, moved)
+        mine = {d.case.id for d in decisions}
+        left_out += [d.case for d in decided if d.case.id not in mine]  # other shards judge these
+    outside = outside_selection(manifest.expectations, [d.case for d in decisions], left_out)
+    return SelectionResult(decisions, filtered, moved, outside)

@@ -7,8 +7,9 @@ flags and the selection code itself (this package's selection and shard modules 
 cost table): the memo's key hashes all of them, so any change to any of them misses. Suites from
 TORCHCTS_EXTRA_SUITES, TORCHCTS_NO_CACHE, or an unreadable/foreign memo file: no memo, the full
 selection runs as before. What a hit returns is exactly what `select` returned: the decided cases
-(run, not_claimed, not_applicable) with their reasons, the filtered and sharded-out counts, and the
-compatibility fallbacks that building the case lists took (run.json names them).
+(run, not_claimed, not_applicable) with their reasons, the filtered and sharded-out counts, the
+compatibility fallbacks that building the case lists took (run.json names them) and the ledger
+entries outside the selection.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from torchcts.safe_io import write_atomic
 
 _HERE = Path(__file__).resolve().parent
 # The selection code besides the case-generating packages (those are in the cache's source key).
-_CODE = ("selection.py", "shard.py", "case_costs.json", "selection_memo.py")
+_CODE = ("selection.py", "shard.py", "case_costs.json", "selection_memo.py", "../results/ledger_match.py")
 _KEEP = 64  # memo files kept (the newest by use); older ones are deleted when one is written
 _STATUSES = ("run", "not_claimed", "not_applicable")
 
@@ -65,7 +66,7 @@ def load(key: str) -> SelectionResult | None:
     path = _path(key)
     try:
         with open(path, "rb") as fh:
-            fields, rows, filtered, sharded_out, fallbacks = marshal.loads(fh.read())
+            fields, rows, filtered, sharded_out, fallbacks, outside = marshal.loads(fh.read())
         if tuple(fields) != FIELDS:
             return None
         decisions = []
@@ -76,6 +77,8 @@ def load(key: str) -> SelectionResult | None:
             decisions.append(Decision(case, status, reason))
         if type(filtered) is not int or type(sharded_out) is not int or not decisions:
             return None
+        if not isinstance(outside, list) or not all(type(i) is int for i in outside):
+            return None
         if not all(isinstance(f, str) and f in compat.FALLBACKS for f in fallbacks):
             return None
         os.utime(path)  # the newest by use are kept
@@ -83,7 +86,7 @@ def load(key: str) -> SelectionResult | None:
         return None
     for name in fallbacks:
         compat.use_fallback(name)
-    return SelectionResult(decisions, filtered, sharded_out)
+    return SelectionResult(decisions, filtered, sharded_out, outside)
 
 
 def store(key: str, result: SelectionResult) -> None:
@@ -93,7 +96,8 @@ def store(key: str, result: SelectionResult) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path.parent, path.name, marshal.dumps((FIELDS, rows, result.filtered, result.sharded_out,
-                                                            compat.fallbacks_used())), fsync=False)
+                                                            compat.fallbacks_used(), result.ledger_outside)),
+                     fsync=False)
         old = sorted(path.parent.glob("*.marshal"), key=lambda p: p.stat().st_mtime, reverse=True)[_KEEP:]
         for stale in old:
             stale.unlink(missing_ok=True)

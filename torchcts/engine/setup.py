@@ -73,7 +73,7 @@ def prepare(spec: RunSpec, resolve: bool = True) -> RunSetup:
     key = selection_memo.memo_key(manifest, selection)
     result = selection_memo.load(key) if key else None
     if result is None:
-        result = select(iter_cases(selection.suites or None), manifest, selection)
+        result = select(iter_cases(), manifest, selection)
         if key:
             selection_memo.store(key, result)
     explore = spec.explore

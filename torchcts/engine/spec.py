@@ -18,6 +18,7 @@ from torchcts.engine.crash_budget import DEFAULT_LIMIT
 from torchcts.engine.selection import Selection
 from torchcts.errors import UsageError
 from torchcts.manifest.schema import Manifest
+from torchcts.results.ledger import outside_entries
 
 DEFAULT_RESULTS_DIR = Path("results")
 
@@ -76,6 +77,9 @@ class RunSpec:
     planned: int = 0  # cases handed to pytest (plan.jsonl)
     filtered: int = 0  # cases the user's selection left out (counted, not recorded)
     sharded_out: int = 0  # cases other shards run (--shard)
+    # ledger entries naming only cases outside the selection (engine/selection.py): not judged, never
+    # "unmatched". run.json "expectations_outside_selection".
+    ledger_outside: list[int] = field(default_factory=list)
     # Every other run.json key, as written or read: the versions and machine (torchcts, torch,
     # python, os, arch), compat_fallbacks, threads, and what finalize and reruns add (ended, status,
     # totals, reruns...). Descriptions for reports; nothing in a run decides on them.
@@ -105,6 +109,7 @@ class RunSpec:
             started=self.started,
             filtered=self.filtered,
             sharded_out=self.sharded_out,
+            expectations_outside_selection=list(self.ledger_outside),
             planned=self.planned,
             strict_expectations=self.strict_expectations,
             rerun_failures=self.rerun_failures,
@@ -142,6 +147,7 @@ class RunSpec:
                 planned=int(data.get("planned") or 0),
                 filtered=int(data.get("filtered") or 0),
                 sharded_out=int(data.get("sharded_out") or 0),
+                ledger_outside=outside_entries(data),
                 facts=rest,
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -153,7 +159,7 @@ class RunSpec:
 _TYPED_KEYS = frozenset({
     "name", "device", "gate", "validation", "manifest", "manifest_hash", "manifest_source", "manifest_arg",
     "command", "selection", "started", "filtered", "sharded_out", "planned", "strict_expectations",
-    "rerun_failures", "isolation", "timeout_s", "crash_budget", "explore",
+    "rerun_failures", "isolation", "timeout_s", "crash_budget", "explore", "expectations_outside_selection",
 })
 
 

@@ -209,14 +209,17 @@ def running_in(folder: Path) -> list[tuple[int, str]]:
 def statuses(folder: Path | None = None) -> list[dict[str, Any]]:
     """Each running server's status (engine/zygote/state.py): pid, key, profile, age and idle
     seconds, workers, whether it is still importing (preparing) or stopping, its latest refusals
-    (each a time and why), and its socket name."""
+    (each a time and why), its socket name, and `here`: whether it serves this checkout and
+    environment (its sys.path is this process's; a server of another checkout refuses our launchers)."""
     now = time.time()
     found = []
+    here = keys.fresh_path()
     for pid, name in running() if folder is None else running_in(folder):
         sock = str((server_dir() if folder is None else folder) / name)
         st = state.read_status(sock)
         started, idle_since = st.get("started"), st.get("idle_since")
         found.append({"pid": pid, "socket": name, "key": st.get("key", name[: -len(".sock")]),
+                      "here": st.get("path", here) == here,
                       "profile": st.get("profile"), "workers": st.get("workers", 0),
                       "age_s": now - started if isinstance(started, (int, float)) else None,
                       "idle_s": (now - idle_since if isinstance(idle_since, (int, float)) and not st.get("workers")
@@ -226,12 +229,13 @@ def statuses(folder: Path | None = None) -> list[dict[str, Any]]:
     return found
 
 
-def stop_all(folder: Path | None = None) -> list[int]:
-    """Ask every server of this user (or in `folder`) to stop (each ends once its workers have); their pids."""
+def stop_all(folder: Path | None = None, everywhere: bool = True) -> list[int]:
+    """Ask every server of this user (or in `folder`) to stop (each ends once its workers have); their
+    pids. `everywhere=False`: only the servers of this checkout and environment (`statuses`' `here`)."""
     import signal
 
     stopped = []
-    for pid, _ in running() if folder is None else running_in(folder):
+    for pid in [s["pid"] for s in statuses(folder) if everywhere or s["here"]]:
         try:
             os.kill(pid, signal.SIGTERM)
             stopped.append(pid)

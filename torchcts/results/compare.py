@@ -10,6 +10,7 @@ from typing import Any
 from torchcts.results import rundir
 from torchcts.results.records import CaseRecord, shell_path
 from torchcts.results.statuses import FAILURES, PASSING
+from torchcts.results.wording import plural
 
 PRECISION_FACTOR = 2.0
 
@@ -151,8 +152,8 @@ def previous_comparable(results_root: Path, run_dir: Path) -> Path | None:
 
 def headline(c: Comparison) -> str:
     """The counts `torchcts compare` reports, in one line (the scorecard prints the same)."""
-    return (f"{len(c.new_failures)} new failures, {len(c.fixes)} fixes, {len(c.changed_failures)} changed failures, "
-            f"{len(c.precision)} precision regressions")
+    return (f"{plural(len(c.new_failures), 'new failure')}, {plural(len(c.fixes), 'fix', 'fixes')}, "
+            f"{plural(len(c.changed_failures), 'changed failure')}, {plural(len(c.precision), 'precision regression')}")
 
 
 def regressions_line(results_root: Path, run_dir: Path,

@@ -25,6 +25,7 @@ from torchcts.results.ledger_match import LedgerMatcher
 from torchcts.results.records import CaseRecord
 from torchcts.results.signatures import entry_signature, signature_matches, signature_of
 from torchcts.results.statuses import CRASH_LIKE, EXECUTED, FAILURES, FORGIVABLE, Status
+from torchcts.results.wording import plural
 
 FAILING = FORGIVABLE  # what an entry can turn into xfailed
 APPLIED = EXECUTED  # records of cases that ran carry the ledger note of the entry naming them
@@ -141,11 +142,12 @@ def known_crash_ids(entries: list[dict[str, Any]], cases: list[dict[str, Any]]) 
 
 
 def ledger_report(entries: list[dict[str, Any]], records: list[CaseRecord], today: _dt.date,
-                  device: str | None = None) -> dict[str, Any]:
+                  device: str | None = None, outside: list[int] | None = None) -> dict[str, Any]:
     """Expired and unmatched entries, xpassed cases and signature changes, for run.json and reports.
 
     `records` are the final records of the run (one per case); an entry is unmatched when it names
-    none of them (filtered cases are not records, so a focused run reports entries outside it).
+    none of them and is not one of `outside`, the entries that name only cases the selection left
+    out (a focused run does not judge them: counted, never listed as unmatched).
     """
     hit = [False] * len(entries)
     matcher = compile_entries(entries)
@@ -172,9 +174,11 @@ def ledger_report(entries: list[dict[str, Any]], records: list[CaseRecord], toda
         {"entry": i, "match": e.get("match"), "expires": e.get("expires"), "tracker": e.get("tracker")}
         for i, e in enumerate(entries) if is_expired(e, today)
     ]
-    unmatched = [{"entry": i, "match": e.get("match")} for i, e in enumerate(entries) if not hit[i]]
+    skipped = {i for i in outside or () if 0 <= i < len(entries) and not hit[i]}
+    unmatched = [{"entry": i, "match": e.get("match")} for i, e in enumerate(entries) if not hit[i] and i not in skipped]
     return {
         "entries": len(entries),
+        "outside_selection": len(skipped),
         "date": today.isoformat(),
         "xfailed": xfailed,
         "xpassed": xpassed,
@@ -213,7 +217,14 @@ class RunLedger:
 
 
 def report_for_run(run: dict[str, Any], records: list[CaseRecord]) -> dict[str, Any]:
-    return ledger_report(run_entries(run), records, run_date(run), run_device(run))
+    return ledger_report(run_entries(run), records, run_date(run), run_device(run), outside_entries(run))
+
+
+def outside_entries(run: dict[str, Any]) -> list[int]:
+    """run.json's "expectations_outside_selection" (engine/selection.py): entry indices; anything
+    else (a crafted or older run.json) is none, so every entry not hit stays unmatched."""
+    value = run.get("expectations_outside_selection")
+    return [i for i in value if type(i) is int] if isinstance(value, list) else []
 
 
 def gate_failures(run: dict[str, Any]) -> list[str]:
@@ -257,7 +268,8 @@ def ledger_lines(run: dict[str, Any]) -> list[str]:
     ledger = run.get("ledger") or {}
     if not ledger.get("entries"):
         return []
-    lines = [f"expectations: {ledger['entries']} entries, {ledger.get('xfailed', 0)} xfailed, "
+    outside = f" ({ledger['outside_selection']} for cases outside this selection)" if ledger.get("outside_selection") else ""
+    lines = [f"expectations: {plural(ledger['entries'], 'entry', 'entries')}{outside}, {ledger.get('xfailed', 0)} xfailed, "
              f"{len(ledger.get('xpassed', []))} xpassed, {len(ledger.get('expired', []))} expired, "
              f"{len(ledger.get('unmatched', []))} unmatched"]
     for x in ledger.get("xpassed", []):

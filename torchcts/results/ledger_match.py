@@ -84,6 +84,27 @@ class LedgerMatcher:
         return found
 
 
+def outside_selection(entries: list[dict[str, Any]], selected: Iterable[Any], left_out: Iterable[Any]) -> list[int]:
+    """The entries that name none of the `selected` cases but some case the selection `left_out`
+    (cases/model.py: Case): a focused run does not judge them, so they are not "unmatched". An
+    entry naming no case at all stays unmatched (stale). Stops scanning once each entry is placed."""
+    pending = {i: EntryMatcher(e) for i, e in enumerate(entries)}
+    for case in selected:
+        if not pending:
+            return []
+        view = case.to_json()
+        pending = {i: m for i, m in pending.items() if not m(view)}
+    outside = []
+    for case in left_out:
+        if not pending:
+            break
+        view = case.to_json()
+        for i in [i for i, m in pending.items() if m(view)]:
+            outside.append(i)
+            del pending[i]
+    return sorted(outside)
+
+
 def matches(entry: dict[str, Any], item: dict[str, Any]) -> bool:
     """Whether an entry's `match` names a case (one-off; compile with EntryMatcher for many)."""
     return EntryMatcher(entry)(item)

@@ -91,9 +91,12 @@ _MD_SPECIAL = re.compile(r"([\\`\[\]<>|*~&])")
 _MD_LINE_START = re.compile(r"^(\s*)([#>+=-]|\d+[.)])")
 
 
-def md_text(text: Any) -> str:
-    """Plain text in a Markdown line or table cell: one line, markup and raw HTML escaped."""
-    return _MD_LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), _MD_SPECIAL.sub(r"\\\1", one_line(text)))
+def md_text(text: Any, line_start: bool = False) -> str:
+    """Plain text in a Markdown line or table cell: one line, markup and raw HTML escaped. A list or
+    heading marker (`2.`, `#`, `-`) is escaped only where the text starts a line (`line_start`):
+    inside a line, `torch 2.13.0` is plain text and a backslash there would show."""
+    out = _MD_SPECIAL.sub(r"\\\1", one_line(text))
+    return _MD_LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), out) if line_start else out
 
 
 def quoted_string(text: Any) -> str:

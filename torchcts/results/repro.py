@@ -41,7 +41,7 @@ The inputs are in {inputs} beside this file, with their
 exact layout: each tensor is rebuilt on the device with its shape, strides, storage offset and
 dtype, and arguments that shared memory share it again.
 Run: python {script} [--import MODULE]   (exit 0: the sample matches CPU; 1: a mismatch, the device raised, or it
-hung for TIMEOUT_S seconds; a crash kills the process)
+hung for TIMEOUT_S seconds; 2: the device cannot be reached, nothing was reproduced; a crash kills the process)
 """
 
 import os
@@ -94,6 +94,13 @@ if BACKEND_IMPORT:
 elif RUN_BACKEND:
     print(f"note: the run imported the backend module {{RUN_BACKEND!r}}; this script imports none unless told: "
           f"pass --import MODULE or set ${{IMPORT_ENV}}", flush=True)
+try:  # a device this process cannot reach reproduces nothing: never report its error as the case's
+    torch.empty(1, device=DEVICE)
+except Exception as _exc:  # noqa: BLE001
+    _hint = f"--import {{RUN_BACKEND}}" if RUN_BACKEND and not BACKEND_IMPORT else "--import MODULE"
+    print(f"cannot reach device {{DEVICE!r}} ({{type(_exc).__name__}}: {{str(_exc).strip()[:200]}}): nothing was "
+          f"reproduced; import the backend that registers it: python {{sys.argv[0]}} {{_hint}}", flush=True)
+    sys.exit(2)
 OP = {call}  # bound after the backend import, which may register or replace it
 '''
 # A sim run's variables (results/sim_env.py: a planted fault), set before the backend is imported so

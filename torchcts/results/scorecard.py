@@ -113,4 +113,13 @@ def print_scorecard(
         print(line, file=out)
     if run.get("strict_expectations") and gate_failures(run):
         print("strict expectations: the run fails on " + "; ".join(gate_failures(run)), file=out)
-    print(f"results: {run_dir} (report.html, summary.md, junit.xml, cases.jsonl)", file=out)
+    print(f"results: {_shown(run_dir)} (report.html, summary.md, junit.xml, cases.jsonl)", file=out)
+
+
+def _shown(run_dir: Path) -> str:
+    """The run folder as a short path: relative to the working folder when it lies inside it (an
+    absolute path outside it is the one the user gave with --results-dir)."""
+    try:
+        return str(Path(run_dir).resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(run_dir)

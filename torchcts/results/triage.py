@@ -22,6 +22,7 @@ from torchcts.results.records import CaseRecord
 from torchcts.results.shared_args import shared
 from torchcts.results.signatures import bucket_of, signature_of
 from torchcts.results.statuses import FAILURES
+from torchcts.results.wording import plural
 
 
 @dataclass
@@ -105,15 +106,15 @@ def render_text(records: list[CaseRecord], limit: int = 30) -> str:
     total = sum(c.count for c in found)
     if not found:
         return "triage: no failures"
-    lines = [f"triage: {total} failing cases in {len(found)} clusters (largest first)"]
+    lines = [f"triage: {plural(total, 'failing case')} in {plural(len(found), 'cluster')} (largest first)"]
     for i, c in enumerate(found[:limit], 1):
-        lines.append(f"{i:3}. [{c.count} cases] {c.title}")
+        lines.append(f"{i:3}. [{plural(c.count, 'case')}] {c.title}")
         lines.append(f"       ops: {top_counts(c.ops)}" + (f"; dtypes: {top_counts(c.dtypes)}" if c.dtypes else ""))
         if c.shared:
             lines.append(f"       shared by all {c.count}: {', '.join(c.shared)}")
         lines.append(f"       e.g. {c.records[0].id}: {c.example[:160]}")
     if len(found) > limit:
-        lines.append(f"  ... and {len(found) - limit} smaller clusters")
+        lines.append(f"  ... and {plural(len(found) - limit, 'smaller cluster')}")
     lines.append("failures by op: " + ", ".join(f"{op} ({n})" for op, n in failures_by_op(records)[:15]))
     return "\n".join(lines)
 
@@ -129,6 +130,6 @@ def render_markdown(records: list[CaseRecord], limit: int = 20) -> list[str]:
         lines.append(f"| {c.count} | {md_text(c.title)} | {md_text(top_counts(c.ops, 4))} | {md_text(', '.join(c.shared))} "
                      f"| {md_code(c.records[0].id, cell=True)} |")
     if len(found) > limit:
-        lines.append(f"| | ... {len(found) - limit} more clusters (`torchcts report --triage`) | | | |")
+        lines.append(f"| | ... {plural(len(found) - limit, 'more cluster')} (`torchcts report --triage`) | | | |")
     lines.append("")
     return lines

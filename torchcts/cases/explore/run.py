@@ -36,7 +36,7 @@ Check = Callable[[Any], None]
 # This process's last find per case id (its corpus entry and record): a failing case runs again
 # without the dispatch observer (engine/runner.py), and that run confirms the find on its shrunk
 # input instead of exploring and shrinking again, keeping the record of how it was found.
-_FOUND: dict[str, tuple[corpus.Entry, dict[str, Any]]] = {}
+_FOUND: dict[str, tuple[corpus.Entry, dict[str, Any], dict[str, int]]] = {}
 
 
 # Variants never explored because CPU itself (the reference) aborts on explored inputs in a supported
@@ -172,7 +172,8 @@ def _replay(ctx: CaseContext, case_id: str, checks: dict[str, Check], stats: dic
 
 def _confirm(ctx: CaseContext, case_id: str, checks: dict[str, Check]) -> None:
     """This process's own find for the case, again: it fails with the record of its finding."""
-    entry, record = _FOUND.pop(case_id)
+    entry, record, explored = _FOUND.pop(case_id)
+    ctx.info["explored"].update(explored)  # what the finding run explored, not this confirmation's zero
     check = checks.get(entry.variant)
     if check is None:
         return
@@ -221,7 +222,7 @@ def _fail(ctx: CaseContext, case_id: str, variant: str, check: Check, made: Expl
         for root in (ctx.corpus, ctx.run_dir / "corpus" if ctx.run_dir is not None else None):
             _save(root, entry, record)
         entry.name = corpus.file_name(entry)
-        _FOUND[case_id] = (entry, record)
+        _FOUND[case_id] = (entry, record, dict(ctx.info["explored"]))
     check(result.sample)  # the shrunk sample's own failure, with its evidence
     check(made.sample)  # a flaky shrunk sample: the original's failure
     raise AssertionError(f"explored sample {made.index} failed ({kind}) and then passed twice: flaky")

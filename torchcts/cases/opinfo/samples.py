@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -378,16 +379,55 @@ def tensors_of(obj: Any) -> list[torch.Tensor]:
     return [x for x in leaves_of(obj) if isinstance(x, torch.Tensor)]
 
 
+# Tensors of at most this many elements show their values (a shrunk explore sample is this small:
+# its values are the finding, `values=[0.5, -0.0]`).
+SHOWN_VALUES = 8
+_PACKED = {torch.float16: "e", torch.float32: "f", torch.complex32: "e", torch.complex64: "f"}
+
+
+def _float_text(v: float, code: str | None) -> str:
+    """The shortest text that reads back as `v` in the dtype (struct `code`; None: float64; bfloat16
+    gets 4 digits), always with a point, an exponent or a name (`-0.0`, `1e-45`, `nan`)."""
+    text = repr(v)
+    if code is not None:
+        for digits in range(1, 10):
+            text = format(v, f".{digits}g")
+            try:
+                if v != v or struct.unpack(code, struct.pack(code, float(text)))[0] == v:
+                    break
+            except OverflowError:  # rounded past the dtype's max: more digits
+                continue
+    return text if any(c in text for c in ".en") else text + ".0"
+
+
+def _values(x: torch.Tensor) -> str:
+    """` values=[...]` of a small strided tensor, each exact in its dtype, else ''."""
+    if not 0 < x.numel() <= SHOWN_VALUES or x.layout != torch.strided or x.device.type == "meta":
+        return ""
+    code = _PACKED.get(x.dtype)
+    flat = x.detach().resolve_conj().resolve_neg().reshape(-1).cpu()
+    if x.dtype == torch.bfloat16:
+        flat, code = flat.float(), "f"  # every bfloat16 is a float32: read back exactly there
+
+    def one(v: Any) -> str:
+        if isinstance(v, complex):
+            imag = _float_text(v.imag, code)
+            return f"({_float_text(v.real, code)}{'' if imag.startswith('-') else '+'}{imag}j)"
+        return _float_text(v, code) if isinstance(v, float) else str(v)
+
+    return f" values=[{', '.join(one(v) for v in flat.tolist())}]"
+
+
 def _short(x: Any) -> str:
     if isinstance(x, torch.Tensor):
         dt = str(x.dtype).removeprefix("torch.")
         if x.dim() == 0:
-            return f"Tensor[] {dt}"
+            return f"Tensor[] {dt}{_values(x)}"
         if x.layout != torch.strided:
             return f"Tensor{list(x.shape)} {dt} {str(x.layout).removeprefix('torch.')}"
         tail = "" if x.is_contiguous() else f" strides={tuple(x.stride())}"
         tail += f" offset={x.storage_offset()}" if x.storage_offset() else ""
-        return f"Tensor{list(x.shape)} {dt}{tail}"
+        return f"Tensor{list(x.shape)} {dt}{tail}{_values(x)}"
     if isinstance(x, (list, tuple)):
         inner = ", ".join(_short(v) for v in x[:6]) + (", ..." if len(x) > 6 else "")
         return f"[{inner}]" if isinstance(x, list) else f"({inner})"

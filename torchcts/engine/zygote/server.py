@@ -283,7 +283,7 @@ class Server:
         """What `torchcts warm --status` shows (state.py: the status file)."""
         idle_for = 0.0 if self.children or self.conns else time.monotonic() - self.last_active
         state.write_status(self.sock_path, {
-            "pid": os.getpid(), "key": self.base.key, "profile": self.base.profile,
+            "pid": os.getpid(), "key": self.base.key, "profile": self.base.profile, "path": self.base.path,
             "started": self.started, "idle_since": time.time() - idle_for, "workers": len(self.children),
             "stopping": self.stopping, "refusals": self.refusals})
 
