@@ -41,10 +41,12 @@ def test_unknown_name_has_no_preset():
 
 
 def test_catalog_entries_are_complete():
-    assert {b.key for b in PRIVATEUSE1} == {"npu", "directml", "webgpu", "ocl", "openreg"}
+    assert {b.key for b in PRIVATEUSE1} == {"npu", "directml", "webgpu", "ocl", "openreg", "sim"}
     for b in PRIVATEUSE1:
-        assert b.import_name.isidentifier() and b.device.isidentifier()
-        assert b.description and b.caveat and b.url.startswith("https://")
+        assert all(part.isidentifier() for part in b.import_name.split(".")) and b.device.isidentifier()
+        assert b.description and b.caveat and (b.url.startswith("https://") or b.harness)
+    sim = find_backend("sim")  # TorchCTS's own device: listed, presets a manifest, never backend evidence
+    assert sim.harness and sim.import_name == "torchcts.sim" and preset_for("sim") == ("sim", "torchcts.sim")
     directml = find_backend("directml")
     assert directml.ecosystem_example and "2.3.1" in directml.caveat
     rocm = next(d for d in IN_TREE if d.name == "rocm")

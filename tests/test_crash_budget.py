@@ -96,3 +96,88 @@ def test_budget_counts_per_family_and_signature_and_skips_ledger_forgiven_crashe
 def test_a_malformed_budget_file_runs_every_case(tmp_path, bad):
     (tmp_path / BUDGET_FILE).write_text(json.dumps(bad))
     assert BudgetReader(tmp_path).stops(_case("aten::x")) is None
+
+
+def _op_case(op: str, kind: str, suite: str = "opinfo") -> Case:
+    return Case(id=f"{suite}/{op}/float32/{kind}", suite=suite, level=2, runner="m:f", ops=(f"aten::{op}",),
+                dtype="float32", kind=kind, params={"op": op})
+
+
+def test_a_crash_cluster_across_op_families_stops_its_scope(tmp_path):
+    """Issue 40 item 2, unit view: one signature crashing the `out` cases of two ops stops the scope's
+    other cases (every op's), while a cluster that hits a small share of its scope does not."""
+    budget, reader = CrashBudget(tmp_path, 2), BudgetReader(tmp_path)
+    outs = [_op_case(f"op{i}", "out") for i in range(6)]
+    forwards = [_op_case(f"op{i}", "forward") for i in range(6)]
+    for case in forwards[:5]:  # a crash in one forward case of five: 20%, below the share
+        budget.crashed(case, CaseRecord.from_case(case, status=Status.PASSED))
+    budget.crashed(forwards[5], _crash(forwards[5], "resize"))
+    budget.crashed(outs[0], _crash(outs[0], "resize"))
+    assert reader.stops(outs[2]) is None  # one family so far
+    budget.crashed(outs[1], _crash(outs[1], "resize"))
+    stop = reader.stops(outs[4])
+    assert stop and "crash cluster" in stop and "'opinfo/out/float32'" in stop and "2 of its 2 cases" in stop
+    assert "op0/float32, op1/float32" in stop and "--no-crash-budget" in stop
+    assert reader.stops(forwards[0]) is None  # the forward scope: 2 crashes of 7 finished cases
+    assert BudgetReader(tmp_path, obey_families=False).stops(outs[4]) is None  # a rerun runs what it reruns
+    assert CrashBudget(tmp_path / "x", 0).limit == 0  # --no-crash-budget: nothing is counted
+
+
+def test_an_op_that_hung_gets_a_short_limit_for_its_later_cases(tmp_path):
+    """Issue 40 item 3, unit view: after a timeout of sort, sort's other cases (every dtype) get
+    HANG_FACTOR x their estimated cost, at least HANG_FLOOR_S, never more than the run's limit."""
+    from torchcts.engine.crash_budget import HANG_FLOOR_S
+
+    budget, reader = CrashBudget(tmp_path, 3), BudgetReader(tmp_path)
+    first, later, other = _op_case("sort", "forward"), _op_case("sort", "out"), _op_case("topk", "forward")
+    later16 = Case(id="opinfo/sort/int16/forward", suite="opinfo", level=2, runner="m:f", ops=("aten::sort",),
+                   dtype="int16", kind="forward", params={"op": "sort"})
+    assert reader.hang_limit(later, 300.0) is None
+    record = CaseRecord.from_case(first, status=Status.TIMEOUT, message="exceeded the 300 s timeout", timeout_s=300.0)
+    budget.hung(first, record)
+    short = reader.hang_limit(later, 300.0)
+    assert short is not None and HANG_FLOOR_S <= short < 300.0
+    assert reader.hang_limit(later16, 300.0) is not None  # every dtype of the op
+    assert reader.hang_limit(other, 300.0) is None  # another op: the run's limit
+    assert reader.hang_limit(later, HANG_FLOOR_S / 2) is None  # never above the run's own limit
+    note = CaseRecord.from_case(later, status=Status.TIMEOUT, message="exceeded the 3 s timeout")
+    budget.hang_note(later, note)
+    assert "a short limit: op sort hung earlier in this run (opinfo/sort/float32/forward" in note.message
+    assert BudgetReader(tmp_path, obey_families=False).hang_limit(later, 300.0) is None
+
+
+STORM_ENV = {**ENV, "TORCHCTS_EXTRA_SUITES": "storm=helpers.planted_storm"}
+
+
+def test_a_crash_storm_across_ops_is_stopped_and_fails_the_run(tmp_path):
+    """Issue 40 item 2 on real workers: the storm suite's out= cases crash one bug across eight op
+    families; after the budget the rest are not_run naming the cluster, the fine cases pass."""
+    r = run_cli("run", "--device", "cpu", "--suite", "storm", "--timeout", "120", "--crash-budget", "2",
+                "--", "-n", "1", "-p", "no:benchmark", cwd=tmp_path, env=STORM_ENV, timeout=400)
+    recs = {rec["id"]: rec for rec in records(latest_run(tmp_path))}
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    outs = [v for k, v in recs.items() if k.startswith("storm/out/")]
+    status = [v["status"] for v in outs]
+    assert len(outs) == 8 and set(status) == {"crashed", "not_run"} and 2 <= status.count("crashed") < 8, status
+    stopped = [v for v in outs if v["status"] == "not_run"]
+    assert all("crash cluster" in v["message"] and "'storm/out/float32'" in v["message"] for v in stopped)
+    assert all(v["status"] == "passed" for k, v in recs.items() if k.startswith("storm/fine/"))
+
+
+HANG_ENV = {"TORCHCTS_SIM_FAULT": "sub_int16_hang"}
+HUNG = ("operators/elementwise/sub/int16", "opinfo/sub/int16/forward", "opinfo/sub/int16/method")
+
+
+def test_later_cases_of_a_hung_op_time_out_after_seconds(tmp_path):
+    """Issue 40 item 3 on real workers: the sim's int16 sub never returns; the first case times out at
+    the run's limit, the later ones at the short limit, each still `timeout`, naming the first."""
+    args = [a for case in HUNG for a in ("--case", case)]
+    r = run_cli("run", "--device", "sim", "--manifest", "torchcts:sim/manifest.py", *args, "--timeout", "20",
+                "--", "-n", "1", "-p", "no:randomly", cwd=tmp_path, env=HANG_ENV, timeout=400)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    recs = [rec for rec in records(latest_run(tmp_path)) if rec["status"] != "filtered"]
+    assert [rec["status"] for rec in recs] == ["timeout"] * 3, [(x["id"], x["status"]) for x in recs]
+    limits = sorted(rec["timeout_s"] for rec in recs)
+    assert limits[-1] == 20 and limits[0] < 20 and limits[1] < 20, limits
+    short = [rec for rec in recs if rec["timeout_s"] < 20]
+    assert all("a short limit: op sub hung earlier in this run" in rec["message"] for rec in short)

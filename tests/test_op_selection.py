@@ -113,3 +113,20 @@ def test_cli_exits_2_on_a_selection_of_nothing(workdir):
         assert r.returncode == 2, r.stdout + r.stderr
         assert f"{flag} 'nosuch'" in r.stderr and "run complete" not in r.stdout
         assert not (workdir / "results").exists() or not any((workdir / "results").iterdir())
+
+
+def test_outside_selection_names_entries_of_left_out_cases_only():
+    """Issue 40: a ledger entry naming only cases a focused selection left out is not judged (not
+    "unmatched"); an entry naming no case at all stays unmatched (stale)."""
+    from torchcts.cases.model import Case
+    from torchcts.results.ledger_match import outside_selection
+
+    def case(op: str, dtype: str) -> Case:
+        return Case(id=f"operators/elementwise/{op}/{dtype}", suite="operators", level=1, runner="m:f",
+                    ops=(f"aten::{op}",), dtype=dtype, kind="elementwise")
+
+    entries = [{"match": "operators/elementwise/add/*"}, {"match": {"op": "abs", "dtype": "float64"}},
+               {"match": "operators/elementwise/nothing/*"}]
+    assert outside_selection(entries, [case("add", "float32")], [case("abs", "float64"), case("abs", "float32")]) == [1]
+    assert outside_selection(entries, [case("abs", "float64")], [case("add", "float32")]) == [0]
+    assert outside_selection([], [case("add", "float32")], []) == []

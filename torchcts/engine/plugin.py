@@ -282,6 +282,18 @@ class CaseItem(pytest.Item):
         return self.path, 0, self.case.id
 
 
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  # noqa: ANN201
+    """Before pytest-timeout reads the case's limit: a case of an op that hung earlier in the run gets
+    a short one (engine/crash_budget.py: BudgetReader.hang_limit)."""
+    state = _state(item.config)
+    if isinstance(item, CaseItem) and state is not None and state.budget is not None:
+        short = state.budget.hang_limit(item.case, state.spec.timeout_s)
+        if short is not None:
+            item.add_marker(pytest.mark.timeout(short))
+    yield
+
+
 # Fields a case leaves empty ({} of a case that noted nothing, "" of a bare exception): not written.
 _EMPTY_DROPPED = ("info", "message", "mismatch", "exception", "traceback")
 
@@ -415,10 +427,12 @@ class Recorder:
         aligned already, a crash report is aligned here)."""
         record = record_of(report)
         if record is not None:
-            if self.budget is not None and record.status == Status.CRASHED:  # a worker's or a forked child's
-                case = self._case(record.id)
-                if case is not None:
-                    self.budget.crashed(case, record)
+            case = self._case(record.id) if self.budget is not None else None
+            if case is not None:
+                self.budget.crashed(case, record)  # a worker's or a forked child's crash; every case counts
+                if record.status == Status.TIMEOUT:
+                    self.budget.hang_note(case, record)
+                    self.budget.hung(case, record)
             self.writer.append(record)
             self._recorded.add(record.id)
             self.progress.recorded(record, record.status in FAILURES)

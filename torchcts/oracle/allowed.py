@@ -17,7 +17,11 @@ Four kinds, each consulted where a comparison would otherwise fail or a call wou
 - `HostArgument`: a tensor argument PyTorch requires on the CPU whatever the device, kept there by
   the OpInfo suite and the generated suite when they move a call to the device;
 - `OutCastRule`: an out= of another dtype that CPU's kernel rejects and PyTorch's composite kernel
-  fills with the safely cast result (`cases/suites/out_variants.py`'s wrong_dtype check).
+  fills with the safely cast result (`cases/suites/out_variants.py`'s wrong_dtype check);
+- `CompositeRule`: an op whose CompositeExplicitAutograd kernel answers otherwise than CPU's fused
+  kernel on some inputs (non-finite, extreme, a zero variance with eps 0): for a device whose
+  dispatch key has no kernel of its own for it, the dispatcher runs that composite, so its answer
+  (computed on CPU, `oracle/composite.py`) is accepted besides CPU's (`cases/opinfo/run.py`).
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["RULES", "AllowedLookup", "Alternative", "ErrorTypeRule", "HostArgument", "OutCastRule", "OutputRule",
-           "accepted_exception", "host_arguments", "out_cast_allowed", "output_alternatives"]
+__all__ = ["RULES", "AllowedLookup", "Alternative", "CompositeRule", "ErrorTypeRule", "HostArgument", "OutCastRule",
+           "OutputRule", "accepted_exception", "composite_rules", "host_arguments", "out_cast_allowed",
+           "output_alternatives"]
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,18 @@ class OutCastRule:
     source: str
 
 
-Rule = OutputRule | ErrorTypeRule | HostArgument | OutCastRule
+@dataclass(frozen=True)
+class CompositeRule:
+    """aten overloads ("packet.overload") whose CompositeExplicitAutograd kernel is an allowed answer
+    for a device that has no kernel of its own for them (the dispatcher's choice, never CPU's)."""
+
+    name: str
+    overloads: frozenset[str]
+    reason: str
+    source: str
+
+
+Rule = OutputRule | ErrorTypeRule | HostArgument | OutCastRule | CompositeRule
 
 
 def _empty_low_precision(x: torch.Tensor) -> bool:
@@ -139,6 +155,30 @@ RULES: tuple[Rule, ...] = (
         source="docs/source/tensor_attributes.rst (type promotion: out= casting) and "
                "ATen's CompositeExplicitAutograd all_dims_out_default / any_dims_out_default vs the structured "
                "CPU kernels ('all only supports bool tensor for result')",
+    ),
+    CompositeRule(
+        name="addr_composite",
+        overloads=frozenset({"addr.default", "addr.out"}),
+        reason="math_addr computes beta * self + alpha * outer(vec1, vec2) as separate products: an outer product "
+               "that underflows to -0 times alpha = inf gives NaN where CPU's fused addr kernel gives -inf",
+        source="aten/src/ATen/native/LinearAlgebra.cpp: math_addr (CompositeExplicitAutograd) vs addr_kernel (CPU)",
+    ),
+    CompositeRule(
+        name="layer_norm_composite",
+        overloads=frozenset({"native_layer_norm.default"}),
+        reason="math_native_layer_norm computes mean and variance with var_mean: on rows of equal values with "
+               "eps = 0 it gives 0 where CPU's Welford kernel gives NaN, and on rows past FLT_MAX / n or holding "
+               "-inf it gives -inf where CPU gives NaN",
+        source="aten/src/ATen/native/layer_norm.cpp: math_native_layer_norm (CompositeExplicitAutograd) vs "
+               "layer_norm_cpu (Welford, aten/src/ATen/native/cpu/layer_norm_kernel.cpp)",
+    ),
+    CompositeRule(
+        name="group_norm_composite",
+        overloads=frozenset({"native_group_norm.default"}),
+        reason="math_group_norm reshapes to a batch norm over groups: on groups of equal values with eps = 0 it "
+               "gives 0 where CPU's fused group norm kernel gives NaN",
+        source="aten/src/ATen/native/group_norm.cpp: math_group_norm (CompositeExplicitAutograd) vs "
+               "GroupNormKernelImpl (aten/src/ATen/native/cpu/group_norm_kernel.cpp)",
     ),
     HostArgument(
         name="tensor_split_indices_on_host",
@@ -238,3 +278,8 @@ def out_cast_allowed(overload: str, result: torch.dtype, out: torch.dtype) -> st
 def host_arguments(op: str) -> frozenset[str]:
     """The schema names of op's tensor arguments that PyTorch requires on the CPU for every device."""
     return frozenset(r.argument for r in RULES if isinstance(r, HostArgument) and r.op == op)
+
+
+def composite_rules() -> dict[str, str]:
+    """overload ("packet.overload") -> the name of the CompositeRule accepting its composite's answer."""
+    return {o: r.name for r in RULES if isinstance(r, CompositeRule) for o in r.overloads}

@@ -124,13 +124,21 @@ def crash_signature(record: CaseRecord, count: int = TOP_FRAMES) -> str:
     return f"{how} at {' < '.join(frames)}" if frames else how
 
 
-BUDGET_REASON = "not run: the crash budget stopped op family"
+BUDGET_REASON = "not run: the crash budget stopped"
 
 
 def budget_reason(family: str, signature: str, crashes: int) -> str:
     """The message of a case the crash budget did not run (engine/crash_budget.py)."""
-    return (f"{BUDGET_REASON} '{family}' after {crashes} crashes with signature '{signature}' "
+    return (f"{BUDGET_REASON} op family '{family}' after {crashes} crashes with signature '{signature}' "
             "(the same bug, not re-run; --no-crash-budget runs every case)")
+
+
+def cluster_reason(scope: str, signature: str, crashes: int, done: int, families: list[str]) -> str:
+    """The message of a case the crash budget did not run because one crash cluster killed most
+    cases of its kind across op families (engine/crash_budget.py: a crash storm)."""
+    ops = ", ".join(families[:6]) + (f" and {len(families) - 6} more" if len(families) > 6 else "")
+    return (f"{BUDGET_REASON} {scope!r}: crash cluster '{signature}' crashed {crashes} of its {done} cases "
+            f"so far, across op families {ops} (one bug, not re-run per op; --no-crash-budget runs every case)")
 
 
 def stopped_by_budget(record: CaseRecord) -> bool:

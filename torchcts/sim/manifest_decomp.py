@@ -57,40 +57,17 @@ TABLE = [
 ]
 # PyTorch's C++ composite kernels (what a C++ backend without the kernel runs):
 COMPOSITE = [
-    {"match": {"case": [f"opinfo/addr/{dt}/special_values" for dt in ("complex64", "complex128")]},
-     "status": "xfail", "signature": "mismatch",
-     "reason": "addr's composite kernel computes complex products from real and imaginary parts: with an infinite "
-               "component it gives NaN where CPU's complex kernel gives +-inf (C99 Annex G)"},
-    {"match": {"case": [f"opinfo/{op}/{dt}/explore" for op in (
-        "native_layer_norm", "nn.functional.layer_norm", "native_group_norm", "nn.functional.group_norm")
-        for dt in ("float16", "bfloat16", "float32", "float64")]},
-     "status": "xfail", "signature": "mismatch",
-     "reason": "explored inputs at the dtype's extremes (finfo.max) or with a negative eps overflow the "
-               "statistics in both kernels, each its own way: the composite kernels (math_native_layer_norm, "
-               "math_group_norm) take them from native_batch_norm on the reshaped input, a sum for the mean then "
-               "squared deviations, either of which overflows at the extremes (a mean of inf: the output NaN; a "
-               "variance of inf: rstd 0, the output 0 plus bias), and a row holding -inf has mean -inf; CPU's "
-               "fused kernels accumulate by Welford's updates, finite at the extremes where a sum is not, NaN at "
-               "an infinity. The float64 truth is finite at the extremes, so neither answer is right there; the "
-               "order of a reduction's operations is the kernel's to choose"},
-    {"match": {"case": [f"opinfo/addr/{dt}/explore" for dt in ("float16", "bfloat16", "float32", "float64",
-                                                                 "complex64", "complex128")]},
-     "status": "xfail", "signature": "mismatch",
-     "reason": "addr's composite kernel computes beta * self + alpha * outer(vec1, vec2), CPU's kernel scales "
-               "a vector by alpha first: at explored extremes one order overflows to inf (or takes inf * 0 = "
-               "NaN for alpha = inf) where the other stays finite; the order of the operations is the "
-               "kernel's to choose. Complex products at an infinite component: as addr's special_values entry"},
-    {"match": "opinfo/addr/bool/explore", "status": "xfail", "signature": "mismatch",
-     "reason": "bool addr with an explored negative alpha: CPU's kernel is logical (beta && self || alpha && "
-               "vec1 && vec2: alpha = -1 is true), the composite kernel multiplies and adds (self + -1 * "
-               "outer(vec1, vec2) is 0 where both are true: False)"},
+    # (addr, native_layer_norm and native_group_norm answer otherwise than CPU's fused kernels on
+    # explored extremes, non-finite values and eps = 0: for a device that runs them, that answer is
+    # PyTorch's too, accepted by oracle/allowed.py's CompositeRule entries, forward and backward)
     {"match": "generated/_stack.out/*", "status": "xfail", "signature": "mismatch",
      "reason": "a PyTorch inconsistency, not an answer it allows: _stack.out's composite kernel (_stack_out) "
                "is cat_out of inputs it expects already unsqueezed by its caller _stack, so called directly "
                "it concatenates ([6, 3] for two [3, 3] inputs) where CPU's kernel stacks ([2, 3, 3])"},
 ]
 # Where PyTorch allows both answers (narrow_copy's exception type off the CPU, the composite layer
-# norm's statistics of an empty input) the oracle accepts both: torchcts/oracle/allowed.py, no entry.
+# norm's statistics of an empty input, the composite kernels of addr and the norms) the oracle
+# accepts both: torchcts/oracle/allowed.py, no entry.
 # The sim's own ledger applies in both modes: its masked.prod float16 backward entry (prod's backward
 # taking its composite-compliant path for a Python backend's tensors) fails at sample 23 with either.
 _SIM = _sim["expectations"]
