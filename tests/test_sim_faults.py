@@ -175,7 +175,7 @@ COMPILES = compat.python_backend_compiles()
 # ... and distributed on 2.12+ only (compat.gloo_has_every_collective: its c10d backend is gloo's).
 COLLECTIVES = compat.gloo_has_every_collective()
 # These need worker isolation: test_selftest_cli_end_to_end, test_selftest_catches_the_crash_heavy_fault
-PROCESS_FAULTS = ("mul_complex128_segv", "sub_int16_hang", "reduce_float32_segv")
+PROCESS_FAULTS = ("mul_complex128_segv", "sub_int16_hang", "reduce_float32_segv", "out_resize_segv")
 GROUPED = {name for g in GROUPS.values() for name in g["caught"]}  # type: ignore[attr-defined]
 
 
@@ -305,3 +305,14 @@ def test_depth_fault_reached_by_a_plain_op_selection(name):
     assert any(fnmatch.fnmatchcase(caught, g) for g in fault["catches"])
     assert name in SURFACE_FAULTS or any(case.startswith("opinfo/") for case in planned), (name, fault["op"])
 
+
+
+@pytest.mark.timeout(600)
+def test_selftest_catches_the_crash_storm_fault(tmp_path):
+    """out_resize_segv (issue 40 item 2: a crash storm across ops, bench/crash.py --storm): every op's
+    out= resize crashes; the first failing case is an out_variants case, `crashed`."""
+    r = run_cli("selftest", "--no-clean", "--fault", "out_resize_segv", "--timeout", "60", "--results-dir", "res",
+                cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    row = next(ln.split()[1:5] for ln in r.stdout.splitlines() if ln.startswith("out_resize_segv"))
+    assert row[0] == "yes" and row[1].startswith("out_variants/") and row[2:] == ["crashed", "yes"], r.stdout

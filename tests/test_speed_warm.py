@@ -302,3 +302,39 @@ def test_status_lists_the_servers_of_this_checkout_and_counts_the_others(server_
     assert run_cli("warm", "--status", env=env).stdout.count(f"pid {server} ") == 1  # its own checkout sees it
     assert "stopped 0 warm worker server" in run_cli("warm", "--stop", env=server_env).stdout
     assert _alive(server)
+
+
+AUTOLOADED = '''import os
+
+with open(os.environ["SIMAUTO_MARK"], "a") as mark:  # which processes imported the backend
+    mark.write(f"{os.getpid()}\\n")
+
+
+def autoload() -> None:
+    pass
+'''
+
+
+def test_a_base_server_imports_torch_without_the_autoloaded_backend_and_each_worker_loads_it(server_env, tmp_path):
+    """Issue 40 item 2: a backend PyTorch autoloads (OpenReg) would start its runtime inside the server's
+    `import torch`, before every fork. The "base" server imports torch with autoloading off; each forked
+    worker loads the entry points itself, as its own `import torch` would have."""
+    site = tmp_path / "site"
+    dist = site / "simauto-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (site / "simauto_backend.py").write_text(AUTOLOADED)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: simauto\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[torch.backends]\nsimauto = simauto_backend:autoload\n")
+    mark = tmp_path / "imported-by"
+    env = {**server_env, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), server_env.get("PYTHONPATH")])),
+           "TORCH_DEVICE_BACKEND_AUTOLOAD": "1", "SIMAUTO_MARK": str(mark)}
+    path, server = start(env, profile="base", seconds=300)
+    code = "import os, sys; print(os.getppid(), 'simauto_backend' in sys.modules, os.environ['TORCH_DEVICE_BACKEND_AUTOLOAD'])"
+    r = launch(path, code, env)
+    assert r.returncode == 0, r.stderr
+    ppid, loaded, autoload = r.stdout.split()
+    assert (int(ppid), loaded, autoload) == (server, "True", "1"), r.stdout  # a fork, which loaded the backend
+    importers = mark.read_text().split()
+    assert str(server) not in importers and len(importers) == 1, importers  # the worker, never the server
+    off = launch(path, code, {**env, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})  # another key: a fresh python
+    assert off.returncode == 0 and off.stdout.split()[1:] == ["False", "0"], off.stdout + off.stderr

@@ -20,7 +20,7 @@ from torchcts.cases.context import CaseContext
 
 SUITE = CaseSet("storm")
 cases = SUITE.cases
-OPS = {f"op{i}": {"op": f"storm_op{i}"} for i in range(8)}
+OPS = {f"storm_op{i}": {"op": f"storm_op{i}"} for i in range(8)}
 
 
 def _resize_out_of_a_non_empty_tensor() -> None:

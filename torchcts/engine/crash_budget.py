@@ -29,9 +29,9 @@ every rerun's, runs its cases in forked children (engine/case_process.py), with 
 
 Crash storms (issue 40 item 2): one native bug (OpenReg's out= resize path) crashes a kind of case
 across every op, one family at a time, so a family budget still pays `limit` crashes per op. The
-crash scope of a case is its suite, kind and dtype (`scope_of`: `opinfo/out/float32`); once one
+crash scope of a case is its id with its op masked (`scope_of`: `opinfo/<op>/float32/out`); once one
 crash cluster (a signature, as triage clusters crashes) has crashed at least `limit` cases of a
-scope across at least two op families, and at least CLUSTER_SHARE of that scope's finished cases,
+scope across at least two op families, and at least half (CLUSTER_SHARE) of that scope's finished cases,
 the scope's cases that have not started are recorded `not_run` naming the cluster, its count and
 its families (results/crash_frames.py: cluster_reason). A scope where the bug hits a few ops among
 many (a crashing reduction inside 10% of the forward cases) stays below the share and runs on.
@@ -66,12 +66,17 @@ HANG_FACTOR = 30.0  # a later case of a hung op may take this many times its cle
 HANG_FLOOR_S = 3.0  # ...and at least this long
 
 
-CLUSTER_SHARE = 0.8  # a crash cluster stops a scope when it crashed this share of the scope's finished cases
+CLUSTER_SHARE = 0.5  # a crash cluster stops a scope when it crashed at least half of the scope's finished cases
 
 
 def scope_of(case: Case) -> str:
-    """`suite/kind/dtype`: the kind of case a crash storm hits across ops."""
-    return "/".join(str(p) for p in (case.suite, case.kind, case.dtype) if p)
+    """The kind of case a crash storm hits across ops: the case id with its op masked
+    (`opinfo/<op>/float32/out`, `out_variants/<op>/out/float32`), else `suite/kind/dtype`."""
+    family = family_of(case)
+    op = family.rsplit("/", 1)[0] if case.dtype else family
+    parts = case.id.split("/")
+    masked = ["<op>" if p == op or p.startswith(op + ".") else p for p in parts]
+    return "/".join(masked) if masked != parts else "/".join(str(p) for p in (case.suite, case.kind, case.dtype) if p)
 
 
 def hung_op(case: Case) -> str:

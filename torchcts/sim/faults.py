@@ -326,6 +326,20 @@ def _reduce_float32_segv(func, args, kwargs, call):
     return call(*args, **kwargs)
 
 
+@on_op("*")
+def _out_resize_segv(func, args, kwargs, call):
+    """Resizing an out= that holds elements frees its old buffer twice: the process dies with SIGSEGV
+    (OpenReg's resize path for out=; an empty out, or one of the right size, is fine). Every op with
+    an out= overload reaches it: a crash storm across ops, one bug."""
+    out = kwargs.get("out")
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(o, torch.Tensor)]
+    before = [(o, o.shape) for o in outs if o.numel() > 0]
+    result = call(*args, **kwargs)
+    if any(o.shape != shape for o, shape in before):
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return result
+
+
 @on_op("sub")
 def _sub_int16_hang(func, args, kwargs, call):
     """The int16 subtract kernel waits forever on a completion that never comes."""
@@ -435,6 +449,8 @@ FAULTS: dict[str, Fault] = {
               dtype="complex128"),
         Fault("reduce_float32_segv", "sum, mean and var on float32 kill the process with SIGSEGV",
               "operators", 2, ("operators/reduction/sum/*/float32",), _reduce_float32_segv, dtype="float32", op="sum"),
+        Fault("out_resize_segv", "resizing a non-empty out= kills the process with SIGSEGV (every op's out=)",
+              "out_variants", 3, ("out_variants/*",), _out_resize_segv, dtype="float32"),
         Fault("sub_int16_hang", "sub on int16 never returns",
               "operators", 1, ("operators/elementwise/sub/int16",), _sub_int16_hang, dtype="int16"),
         Fault("sum_low_precision", "float32 sum of more than 1024 elements accumulates in bfloat16",

@@ -25,7 +25,7 @@ from torchcts.oracle.allowed import host_argument_ops
 from torchcts.sim import kernels, state
 
 # op packet name ("add", "sum") -> hook(func, args, kwargs, call) -> result; filled by faults.py.
-OP_HOOKS: dict[str, Callable[..., Any]] = {}
+OP_HOOKS: dict[str, Callable[..., Any]] = {}  # packet name (or "*": every op without its own hook) -> fault hook
 
 
 class SimTensor(torch.Tensor):
@@ -184,7 +184,7 @@ def dispatch(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     cargs, ckwargs = _map(_unwrap, args), _map(_unwrap, kwargs)
     if _takes_generator(func) and ckwargs.get("generator") is None:
         ckwargs["generator"] = state.generator()
-    hook = OP_HOOKS.get(func._overloadpacket.__name__) if OP_HOOKS else None
+    hook = OP_HOOKS.get(func._overloadpacket.__name__, OP_HOOKS.get("*")) if OP_HOOKS else None
     call = kernels.KERNELS.get(func, func)
     with _cpu_kernel_keys():
         out = hook(func, cargs, ckwargs, call) if hook is not None else call(*cargs, **ckwargs)

@@ -25,9 +25,9 @@ def main(argv: list[str]) -> None:
             os._exit(0)
         job = serve(argv[1], argv[2], float(argv[3]), run_scoped=argv[4:] == [RUN_SCOPED])
         if job is not None:  # a forked child: the server's loop is behind us
-            from . import worker
+            from . import preload, worker
 
-            worker.run(job)
+            worker.run(job, lambda: preload.load_deferred_backends(argv[2]))
     else:
         sys.exit(USAGE)
 
@@ -66,10 +66,12 @@ def prepare_and_serve(sock_path: str, profile: str, idle_s: float, started: floa
     sys.path[:] = path  # without '': what is imported never depends on a folder
     os.chdir("/")
     start_env = dict(os.environ)
+    autoload = preload.defer_autoload(profile)  # a "base" server imports torch without the autoloaded backend
     try:
         hazard = preload.preload(profile)
     except BaseException as exc:  # noqa: BLE001 - any failure: no server; the reason is kept
         hazard = f"importing failed: {type(exc).__name__}: {exc}"
+    preload.restore_autoload(autoload)
     if hazard:
         state.note_why(sock_path, hazard)
         return None

@@ -4,6 +4,7 @@ fork unsafe afterwards."""
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -90,6 +91,42 @@ def imports(profile: str) -> tuple[str, ...]:
 
 def warmups(profile: str) -> tuple[Callable[[], None], ...]:
     return WARMUPS.get(BACKEND_PREFIX if backend_of(profile) else profile, ())
+
+
+# PyTorch's autoloading of out-of-tree backends (the `torch.backends` entry points, run inside
+# `import torch` unless TORCH_DEVICE_BACKEND_AUTOLOAD=0). A server for a backend not known to survive
+# a fork ("base") imports torch with it off, so the backend's runtime never starts before the fork;
+# each forked worker then loads the entry points itself, as its own `import torch` would have
+# (`load_deferred_backends`), when its environment has autoloading on (issue 40 item 2: OpenReg).
+AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
+DEFERS_AUTOLOAD = frozenset({"base"})
+
+
+def defer_autoload(profile: str) -> str | None:
+    """Switch autoloading off for the server's own imports (a "base" profile); the value to restore."""
+    previous = os.environ.get(AUTOLOAD)
+    if profile in DEFERS_AUTOLOAD:
+        os.environ[AUTOLOAD] = "0"
+    return previous
+
+
+def restore_autoload(previous: str | None) -> None:
+    """The server's environment as it was (the workers' environments come from their launchers)."""
+    if previous is None:
+        os.environ.pop(AUTOLOAD, None)
+    else:
+        os.environ[AUTOLOAD] = previous
+
+
+def load_deferred_backends(profile: str) -> None:
+    """In a forked worker of a server that imported torch without autoloading: load the backends the
+    worker's own `import torch` would have loaded (its environment, set from the launcher's)."""
+    torch = sys.modules.get("torch")
+    if profile not in DEFERS_AUTOLOAD or torch is None or os.environ.get(AUTOLOAD, "1") != "1":
+        return
+    load = getattr(torch, "_import_device_backends", None)  # PyTorch 2.5+: what `import torch` calls
+    if callable(load):
+        load()
 
 
 def preload(profile: str) -> str | None:

@@ -8,14 +8,17 @@ import os
 import signal
 import sys
 import types
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from .protocol import LaunchRequest
 
 
-def run(request: LaunchRequest) -> NoReturn:
-    """The worker's whole life after the fork (server.Server.loop returned its request)."""
+def run(request: LaunchRequest, after_env: Callable[[], None] = lambda: None) -> NoReturn:
+    """The worker's whole life after the fork (server.Server.loop returned its request); `after_env`
+    runs once the launcher's environment is in place (the backends a deferred autoload left)."""
     namespace = become_worker(request)
+    after_env()
     exec(compile(request.argv[-1], "<string>", "exec"), namespace)  # noqa: S102 - execnet's `-c CODE`
     quick_exit()
 
