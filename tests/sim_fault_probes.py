@@ -254,6 +254,26 @@ def p_profiler_relu_decomposed() -> bool:
     return "aten::relu" not in {e.name for e in prof.events()}
 
 
+def p_softmax_input_scratch() -> bool:
+    x = torch.randn(3, 4)
+    d = x.to(S)
+    torch.softmax(d, 1)
+    return not torch.equal(d.cpu(), x)
+
+
+def p_batch_norm_stats_unchanged() -> bool:
+    mean, var = torch.zeros(3, device=S), torch.ones(3, device=S)
+    torch.nn.functional.batch_norm(torch.randn(8, 3).to(S), mean, var, training=True)
+    return torch.equal(mean.cpu(), torch.zeros(3))
+
+
+def p_exp_reuses_buffer() -> bool:
+    x, y = torch.randn(20), torch.randn(3)
+    first = torch.exp(x.to(S))
+    torch.exp(y.to(S))
+    return not torch.equal(first.cpu(), torch.exp(x))
+
+
 PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }

@@ -32,6 +32,11 @@ REPRO_GROUPS: dict[str, dict[str, str]] = {
     # (bfloat16's forward case calls a lambda, which no standalone script can name: its method case)
     "exact": {"bfloat16_cast_truncates": "opinfo/bfloat16/float32/method", "sort_key_ulp": "opinfo/sort/float32/forward",
               "max_dim_tail_ulp": "opinfo/max.reduction_with_dim/float32/forward"},
+    # what a call does besides returning (cases/opinfo/effects.py): an argument after the call (the
+    # script compares them), a result a later call overwrote (the whole case: no one-sample script)
+    "effects": {"softmax_input_scratch": "opinfo/softmax/float32/forward",
+                "batch_norm_stats_unchanged": "opinfo/nn.functional.batch_norm/float32/forward",
+                "exp_reuses_buffer": "opinfo/exp/float32/forward"},
     "process": {"mul_complex128_segv": "operators/elementwise/mul/complex128",
                 "sub_int16_hang": "operators/elementwise/sub/int16",
                 "reduce_float32_segv": "operators/reduction/sum/n1024/float32",
@@ -92,7 +97,7 @@ def test_the_printed_repro_fails_under_the_fault_and_passes_without(fault, tmp_p
     group, case = FAULT_CASES[fault]
     # The faulted run only prints the lines: in-process is enough, except for a crash or a hang.
     how = ["--timeout", "10"] if group == "process" else ["--no-isolation"]
-    level = ["--level", "5"] if group == "opinfo" else []
+    level = ["--level", "5"] if group in ("opinfo", "effects") else []
     r = run_cli("run", "--device", "sim", "--manifest", str(SIM_MANIFEST), *level, *how, "--case", case,
                 cwd=tmp_path, env={ENV: fault})
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]

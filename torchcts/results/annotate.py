@@ -62,7 +62,8 @@ class RecordAnnotator:
         else:
             record = self.ledger(record)
         case = self.planned(record.id) if record.repro and record.status != "xpassed" else None
-        if case is not None and has_script(case):
+        # a result that changed after later calls (cases/opinfo/effects.py) needs every sample: no script
+        if case is not None and has_script(case) and "retained_sample" not in record.info_dict:
             record = record.copy(repro_script=repro_script_command(record.id, str(self.run_dir)))
         return record
 

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from torchcts import settings
-from torchcts.sim import device, faults_amp, faults_data, faults_distributed, faults_unlisted, state, tensor
+from torchcts.sim import device, faults_amp, faults_data, faults_distributed, faults_effects, faults_unlisted, state, tensor
 from torchcts.sim.fault_model import Fault, Hook, on_op
 
 __all__ = ["FAULTS", "Fault", "Hook", "activate", "active", "on_op"]
@@ -519,6 +519,7 @@ FAULTS: dict[str, Fault] = {
         Fault("memory_never_freed", "memory_allocated() never decreases after tensors are freed",
               "memory", 6, ("memory/stats/*",), _memory_never_freed),
         *faults_amp.FAULTS,
+        *faults_effects.FAULTS,
         *faults_data.FAULTS,
         *faults_distributed.FAULTS,
         *faults_unlisted.FAULTS,

@@ -20,6 +20,7 @@ from torchcts.cases.context import CaseContext
 from torchcts.cases.model import NotApplicable, repro_command
 from torchcts.cases.observe import unobserved
 from torchcts.cases.opinfo.confined import candidates
+from torchcts.cases.opinfo.effects import Retained, check_arguments
 from torchcts.cases.opinfo.error_types import device_class_errors
 from torchcts.cases.opinfo.samples import (
     copy_sample,
@@ -52,12 +53,19 @@ def call(fn: Callable[..., Any], sample: Any, **extra: Any) -> Any:
     return fn(sample.input, *sample.args, **sample.kwargs, **extra)
 
 
-@unobserved()
 def reference(fn: Callable[..., Any], sample: Any, transform: Callable[[Any], Any] | None = None,
               seen: Callable[[Any], None] | None = None, **extra: Any) -> Any:
-    """The CPU result on a private copy of the sample (transformed like the device's, if given;
-    `seen` gets that copy before the call); SkipSample when the CPU rejects the sample. Not observed:
-    the CPU reference is TorchCTS's work, not the device's (cases/observe.py)."""
+    """The CPU result on a private copy of the sample (`reference_call`)."""
+    return reference_call(fn, sample, transform, seen, **extra)[1]
+
+
+@unobserved()
+def reference_call(fn: Callable[..., Any], sample: Any, transform: Callable[[Any], Any] | None = None,
+                   seen: Callable[[Any], None] | None = None, **extra: Any) -> tuple[Any, Any]:
+    """(the private CPU copy of the sample after the call, the CPU result), the copy transformed like
+    the device's if `transform` is given (`seen` gets it before the call); SkipSample when the CPU
+    rejects the sample. Not observed: the CPU reference is TorchCTS's work, not the device's
+    (cases/observe.py)."""
     try:
         cpu = copy_sample(sample, "cpu")
         cpu = transform(cpu) if transform is not None else cpu
@@ -68,7 +76,7 @@ def reference(fn: Callable[..., Any], sample: Any, transform: Callable[[Any], An
     if seen is not None:
         seen(cpu)
     try:
-        return call(fn, cpu, **extra)
+        return cpu, call(fn, cpu, **extra)
     except Exception as exc:  # noqa: BLE001 - as above
         raise SkipSample(f"CPU raises {type(exc).__name__}") from None
 
@@ -163,7 +171,7 @@ def check_output(ctx: CaseContext, op: Any, actual: Any, expected: Any, sample: 
     or properties for random/uninitialised outputs. Where CPU's values differ, `composite` gives the
     other answer PyTorch allows this device (oracle/composite.py), if any."""
     check_devices(ctx, actual, sample)
-    oracle = ctx.case.oracle if ctx.case is not None else "cpu"
+    oracle = _oracle(ctx)
     if oracle == "cpu":
         if category == "linalg":
             # Decompositions are unique only up to signs/phases: compare what OpInfo's own
@@ -229,27 +237,39 @@ _UNKNOWN = object()  # check_call's `expected` not given: it computes CPU's resu
 def check_call(ctx: CaseContext, op: Any, fn: Callable[..., Any], sample: Any, category: str,
                transform: Callable[[Any], Any] | None = None, prepare: Callable[[Any], Any] | None = None,
                truth_dtype: torch.dtype | None = None, exact: Exact | None = None, *,
-               expected: Any = _UNKNOWN) -> None:
+               expected: Any = _UNKNOWN, retained: Retained | None = None) -> None:
     """One sample of forward / method / noncontiguous / special_values: the same call on the
-    device and on CPU, compared. `prepare` rewrites the CPU sample first (special values);
-    `transform` rewrites the device copy (non-contiguous layouts); `truth_dtype` (forward) also
-    judges by the float64 truth of the sample in that dtype; `expected`, CPU's result when the
-    caller already has it."""
+    device and on CPU, compared: the result, then the arguments after the call (effects.py).
+    `prepare` rewrites the CPU sample first (special values); `transform` rewrites the device copy
+    (non-contiguous layouts); `truth_dtype` (forward) also judges by the float64 truth of the sample
+    in that dtype; `expected`, CPU's result when the caller already has it (its arguments are then
+    not compared); `retained` keeps the device's result for the case's last check."""
     if prepare is not None:
         sample = prepare(sample)
+    cpu_after = None
     if expected is _UNKNOWN:
         # Describe the layout the device gets (the transformed CPU copy), not the plain sample.
         seen = (lambda cpu: ctx.describe(sample=describe_sample(cpu))) if transform is not None else None
-        expected = reference(fn, sample, transform, seen)
+        cpu_after, expected = reference_call(fn, sample, transform, seen)
 
-    def device_call() -> Any:
+    def device_call() -> tuple[Any, Any]:
         dev = copy_sample(sample, ctx.device)
-        return call(fn, transform(dev) if transform else dev)
+        dev = transform(dev) if transform else dev
+        return dev, call(fn, dev)
 
-    actual = device_call()
+    dev_after, actual = device_call()
     truth = (lambda: truth_of(op, fn, sample, truth_dtype, category)) if truth_dtype is not None else None
-    check_output(ctx, op, actual, expected, sample, device_call, category, truth, exact,
+    check_output(ctx, op, actual, expected, sample, lambda: device_call()[1], category, truth, exact,
                  lambda: composite_answer(lambda: reference(fn, sample, transform), ctx.device_type))
+    if cpu_after is not None and _oracle(ctx) == "cpu":
+        with unobserved():
+            check_arguments(dev_after, cpu_after, lambda dt: ctx.tolerance(category, dt))
+    if retained is not None and _oracle(ctx) == "cpu":
+        retained.keep({k: ctx.info.get(k) for k in ("sample_index", "sample") if k in ctx.info}, actual)
+
+
+def _oracle(ctx: CaseContext) -> str:
+    return ctx.case.oracle if ctx.case is not None else "cpu"
 
 
 def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[..., Any],
@@ -263,8 +283,11 @@ def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[...,
     if strengthen is not None:
         prepare = strengthen if prepare is None else (lambda s, p=prepare: p(strengthen(s)))
     truth_dtype = dtype if with_truth else None
-    each_sample(ctx, op, dtype,
-                lambda sample: check_call(ctx, op, fn, sample, category, transform, prepare, truth_dtype, exact))
+    retained = Retained()
+    each_sample(ctx, op, dtype, lambda sample: check_call(ctx, op, fn, sample, category, transform, prepare,
+                                                          truth_dtype, exact, retained=retained))
+    with unobserved():
+        retained.check(ctx.describe)
 
 
 def _noncontiguous(dev_sample: Any) -> Any:

@@ -1,0 +1,72 @@
+"""The sim's planted faults in what a call does besides returning (issue 39 item 2): each returns
+the right value, so a check of results alone passes them; the OpInfo suite's effect checks
+(cases/opinfo/effects.py: the arguments after the call, results kept alive across samples) catch
+them in a plain `--op` run. Joined to the registry in faults.py.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from torchcts.sim.fault_model import Fault, on_op
+
+aten = torch.ops.aten
+
+
+@on_op("_softmax")
+def _softmax_input_scratch(func, args, kwargs, call):
+    """float32 softmax uses its input as scratch: it leaves exp(x - max) there (a kernel that saves a
+    buffer by working in place on a contiguous input it does not own)."""
+    out = call(*args, **kwargs)
+    x, dim = args[0], args[1]
+    if func is aten._softmax.default and x.dtype == torch.float32 and x.is_contiguous() and x.numel():
+        with torch.no_grad():
+            x.sub_(x.amax(dim, keepdim=True)).exp_()
+    return out
+
+
+@on_op("native_batch_norm", "_native_batch_norm_legit")
+def _batch_norm_stats_unchanged(func, args, kwargs, call):
+    """Training-mode float32 batch norm normalises with the batch's statistics but never writes the
+    running mean and variance back (the update kernel is skipped): the module's buffers stay put."""
+    running = [t for t in args[3:5] if isinstance(t, torch.Tensor)]
+    if not running or args[0].dtype != torch.float32:
+        return call(*args, **kwargs)
+    before = [t.clone() for t in running]
+    out = call(*args, **kwargs)
+    for t, old in zip(running, before, strict=True):
+        t.copy_(old)
+    return out
+
+
+_POOL: dict[int, torch.Tensor] = {}
+BLOCK = 512  # bytes: the allocator's size class
+
+
+@on_op("exp")
+def _exp_reuses_buffer(func, args, kwargs, call):
+    """float32 exp takes its result from an allocator that hands out the block of the last result of the
+    same 512-byte size class while that result is still alive: the next exp overwrites a result the
+    caller still holds (each returned value is right when returned)."""
+    out = call(*args, **kwargs)
+    if func is not aten.exp.default or out.dtype != torch.float32 or not out.is_contiguous() or not out.numel():
+        return out
+    size_class = -(-out.numel() * out.element_size() // BLOCK)
+    block = _POOL.get(size_class)
+    if block is None:
+        block = _POOL[size_class] = torch.empty(size_class * BLOCK // out.element_size(), dtype=out.dtype)
+    result = block[: out.numel()].view(out.shape)
+    result.copy_(out)
+    return result
+
+
+FAULTS = (
+    Fault("softmax_input_scratch", "float32 softmax leaves exp(x - max) in its input (scratch in place)",
+          "opinfo", 2, ("opinfo/softmax/float32/*", "opinfo/_softmax*/float32/*", "opinfo/*softmax*/float32/*"),
+          _softmax_input_scratch, dtype="float32", op="softmax"),
+    Fault("batch_norm_stats_unchanged", "float32 training batch norm never updates running_mean/running_var",
+          "opinfo", 2, ("opinfo/nn.functional.batch_norm/float32/*", "opinfo/*batch_norm*/float32/*"),
+          _batch_norm_stats_unchanged, dtype="float32", op="nn.functional.batch_norm"),
+    Fault("exp_reuses_buffer", "float32 exp hands out a block still in use: the next exp of its size class overwrites it",
+          "opinfo", 2, ("opinfo/exp/float32/*",), _exp_reuses_buffer, dtype="float32", op="exp"),
+)
