@@ -274,6 +274,11 @@ def p_exp_reuses_buffer() -> bool:
     return not torch.equal(first.cpu(), torch.exp(x))
 
 
+def p_subnormals_flushed() -> bool:
+    x = torch.tensor([torch.finfo(torch.float32).tiny, 1.0])
+    return (x.to(S) * 0.25).cpu()[0].item() == 0.0
+
+
 PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }

@@ -162,6 +162,12 @@ GROUPS: dict[str, dict[str, object]] = {
         "caught": {"reduce_scatter_drops_own_chunk": "distributed/reduce_scatter_tensor/float32"},
         "controls": ("distributed/reduce_scatter/float32", "distributed/all_reduce/sum/float32"),
     },
+    # issue 39 item 4: subnormals flushed where the manifest claims them preserved; the control is
+    # float16, which the fault (float32/float64 FTZ) leaves alone.
+    "subnormals": {
+        "caught": {"subnormals_flushed": "subnormals/produce/mul/float32"},
+        "controls": ("subnormals/produce/mul/float16", "subnormals/consume/cast/bfloat16"),
+    },
     # issue 20: a fault in an op only the generated suite names (cases/schema/); the control is
     # another generated case.
     "generated": {

@@ -57,6 +57,9 @@ SUITES: dict[str, Suite] = {
               "every out= overload of one/two-tensor ops: sized, empty, wrong size, dtype and device, aliased"),
         Suite("query_mutation", "torchcts.cases.suites.query_mutation",
               "is_*/_has_* queries, set_ (every overload), resize_, item(), copies, in-place view mutations"),
+        Suite("subnormals", "torchcts.cases.suites.subnormals",
+              "subnormal results and inputs of products, differences, sums and casts, judged by the "
+              "manifest's `subnormals` claim (preserve or flush), bit for bit (level 5)"),
         Suite("special_values", "torchcts.cases.suites.special_values",
               "every special_* overload (and its out=) at its domain's edges: poles, ±1, huge, subnormal, inf, nan"),
         # issue 32: automatic mixed precision (docs/semantic-suites.md)

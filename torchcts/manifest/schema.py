@@ -113,7 +113,11 @@ KEYS: dict[str, tuple[bool, str]] = {
     "seed": (False, "base random seed"),
     "resource_limits": (False, "{max_tensor_mb, max_device_memory_mb}"),
     "distributed_backend": (False, "c10d backend name for the distributed suite (None: the device's default; cpu: gloo)"),
+    "subnormals": (False, "'preserve' (default: subnormal results and inputs kept, as CPU and CUDA do) or 'flush' "
+                          "(flushed to zero, as torch.set_flush_denormal(True)): the subnormals suite checks it"),
 }
+# How a backend treats subnormal (denormal) floating values: the `subnormals` claim (docs/oracles.md).
+SUBNORMAL_MODES = ("preserve", "flush")
 
 
 @dataclass
@@ -135,6 +139,8 @@ class Manifest:
     # The c10d backend (torch.distributed.Backend.register_backend name) the distributed suite
     # initialises; None: the one PyTorch maps the device type to (gloo for cpu).
     distributed_backend: str | None = None
+    # SUBNORMAL_MODES: kept (PyTorch's default on CPU and CUDA) or flushed to zero, the backend's claim
+    subnormals: str = "preserve"
     source: str = "<built-in>"
 
     def claims_dtype(self, dtype: str | None) -> bool:
@@ -184,6 +190,8 @@ RESERVED_SUITE_NAMES = (
     "foreach", "out_variants", "special_values", "query_mutation",
     # issue 32 (docs/semantic-suites.md)
     "amp", "capabilities", "data_loading", "profiler", "distributed",
+    # issue 39: the subnormals claim (docs/oracles.md)
+    "subnormals",
 )
 EXTRA_SUITES_ENV = settings.env_name("extra_suites")
 

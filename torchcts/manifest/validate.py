@@ -15,6 +15,7 @@ from torchcts.manifest.schema import (
     MIN_LEVEL,
     REQUIRED_CAPABILITIES,
     RESOURCE_LIMIT_KEYS,
+    SUBNORMAL_MODES,
     Manifest,
     dtype_name,
 )
@@ -164,6 +165,9 @@ def validate(raw: Any, source: str = "manifest") -> tuple[Manifest | None, list[
     seed = raw.get("seed", 0)
     if not _is_int(seed) or seed < 0:
         c.add("seed", f"expected a non-negative integer, got {seed!r}")
+    subnormals = raw.get("subnormals", "preserve")
+    if subnormals not in SUBNORMAL_MODES:
+        c.add("subnormals", f"expected one of {', '.join(repr(m) for m in SUBNORMAL_MODES)}, got {subnormals!r}")
     tolerances = _check_tolerances(raw.get("tolerance_overrides", {}), c)
     limits = _check_limits(raw.get("resource_limits", {}), c)
     expectations = raw.get("expectations", [])
@@ -192,6 +196,7 @@ def validate(raw: Any, source: str = "manifest") -> tuple[Manifest | None, list[
             seed=seed,
             resource_limits=limits,
             distributed_backend=dist_backend,
+            subnormals=subnormals,
             source=source,
         ),
         [],

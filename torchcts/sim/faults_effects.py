@@ -1,7 +1,8 @@
-"""The sim's planted faults in what a call does besides returning (issue 39 item 2): each returns
-the right value, so a check of results alone passes them; the OpInfo suite's effect checks
-(cases/opinfo/effects.py: the arguments after the call, results kept alive across samples) catch
-them in a plain `--op` run. Joined to the registry in faults.py.
+"""The sim's planted faults that a check of returned values within tolerance passes (issue 39 items
+2 and 4): what a call does besides returning, caught by the OpInfo suite's effect checks
+(cases/opinfo/effects.py: the arguments after the call, results kept alive across samples), and
+flushed subnormals, caught by the subnormals suite against the manifest's claim; each in a plain
+`--op` run. Joined to the registry in faults.py.
 """
 
 from __future__ import annotations
@@ -60,6 +61,23 @@ def _exp_reuses_buffer(func, args, kwargs, call):
     return result
 
 
+@on_op("*")
+def _subnormals_flushed(func, args, kwargs, call):
+    """The device runs with flush-to-zero on for float32 and float64 (a fast-math build default): a
+    subnormal in any new result becomes a signed zero (copies onto the device included, so subnormal
+    inputs arrive as zeros). Every result is within any atol of PyTorch's; the manifest claims
+    subnormals are preserved."""
+    out = call(*args, **kwargs)
+    if not isinstance(out, torch.Tensor) or out.layout != torch.strided or out.dtype not in (torch.float32, torch.float64):
+        return out
+    storages = {t.untyped_storage().data_ptr() for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)
+                and t.layout == torch.strided}
+    if out.untyped_storage().data_ptr() in storages:  # in-place, out= or a view: memory of an input
+        return out
+    subnormal = (out != 0) & (out.abs() < torch.finfo(out.dtype).tiny)
+    return torch.where(subnormal, torch.zeros_like(out).copysign(out), out) if bool(subnormal.any()) else out
+
+
 FAULTS = (
     Fault("softmax_input_scratch", "float32 softmax leaves exp(x - max) in its input (scratch in place)",
           "opinfo", 2, ("opinfo/softmax/float32/*", "opinfo/_softmax*/float32/*", "opinfo/*softmax*/float32/*"),
@@ -67,6 +85,9 @@ FAULTS = (
     Fault("batch_norm_stats_unchanged", "float32 training batch norm never updates running_mean/running_var",
           "opinfo", 2, ("opinfo/nn.functional.batch_norm/float32/*", "opinfo/*batch_norm*/float32/*"),
           _batch_norm_stats_unchanged, dtype="float32", op="nn.functional.batch_norm"),
+    Fault("subnormals_flushed", "float32 and float64 subnormal results flushed to zero (FTZ on) where the manifest "
+          "claims preserve", "subnormals", 5, ("subnormals/*/float32", "subnormals/*/float64"), _subnormals_flushed,
+          dtype="float32"),
     Fault("exp_reuses_buffer", "float32 exp hands out a block still in use: the next exp of its size class overwrites it",
           "opinfo", 2, ("opinfo/exp/float32/*",), _exp_reuses_buffer, dtype="float32", op="exp"),
 )
