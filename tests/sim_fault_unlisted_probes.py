@@ -128,6 +128,11 @@ PROBES: dict[str, tuple[Callable[[], bool], tuple[Callable[[], bool], ...]]] = {
          lambda: agrees(torch.neg, t([INT32_MIN, 5], torch.int32)),
          lambda: agrees(torch.abs, t([2**40, -(2**63)], torch.int64)),
          lambda: agrees(lambda x: torch.sub(0, x), t([2**40], torch.int64)))),
+    "pow_host_exponent_truncated": (
+        lambda: same(torch.pow(t([2.0, 3.0]).to(S), t(2.5)), torch.pow(t([2.0, 3.0]), t(2.5))),
+        (lambda: agrees(torch.pow, t([2.0, 3.0]), t(2.5)),
+         lambda: agrees(lambda x: torch.pow(x, 2.5), t([2.0, 3.0])),
+         lambda: same(torch.pow(t([2.0, 3.0]).to(S), t(2.0)), torch.pow(t([2.0, 3.0]), t(2.0))))),
     "kthvalue_last_k": (
         lambda: agrees(lambda x: torch.kthvalue(x, 3), t([3.0, 1.0, 2.0])),
         (lambda: agrees(lambda x: torch.kthvalue(x, 1), t([3.0, 1.0, 2.0])),

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import torch
 
+from torchcts.sim import tensor
 from torchcts.sim.fault_model import Fault, on_op
 
 # Exploration cases are the OpInfo suite's `opinfo/<op>/<dtype>/explore` (cases/explore/), at level 2.
@@ -187,6 +188,17 @@ def _neg_int64_low_word(func, args, kwargs, call):
     return torch.where(x.to(torch.int32).to(torch.int64) == x, out, (-x.to(torch.int32)).to(torch.int64))
 
 
+@on_op("pow")
+def _pow_host_exponent_truncated(func, args, kwargs, call):
+    """pow with a CPU scalar tensor exponent (beside a device base: PyTorch allows it) takes the host
+    value through the kernel's integer-exponent fast path: 2.5 becomes 2. A device tensor or a Python
+    number exponent is right."""
+    if func is aten.pow.Tensor_Tensor and len(args) > 1 and id(args[1]) in tensor.HOST_TENSORS \
+            and args[1].dim() == 0 and args[1].is_floating_point():
+        return call(args[0], args[1].trunc(), **kwargs)
+    return call(*args, **kwargs)
+
+
 @on_op("kthvalue")
 def _kthvalue_last_k(func, args, kwargs, call):
     """kthvalue of float32 with k equal to the dim's size (the maximum) returns the (k-1)-th smallest:
@@ -232,6 +244,8 @@ FAULTS: tuple[Fault, ...] = (
               _abs_int32_min_saturates, "abs", dtype="int32"),
     _unlisted("neg_int64_low_word", "neg of int64 drops the high word of values outside int32's range",
               _neg_int64_low_word, "neg", dtype="int64"),
+    _unlisted("pow_host_exponent_truncated", "pow with a CPU scalar tensor exponent truncates it to an integer",
+              _pow_host_exponent_truncated, "pow"),
     _unlisted("kthvalue_last_k", "kthvalue of float32 with k = the dim's size returns the (k-1)-th smallest",
               _kthvalue_last_k, "kthvalue"),
 )

@@ -26,6 +26,7 @@ from torchcts.sim import kernels, state
 
 # op packet name ("add", "sum") -> hook(func, args, kwargs, call) -> result; filled by faults.py.
 OP_HOOKS: dict[str, Callable[..., Any]] = {}  # packet name (or "*": every op without its own hook) -> fault hook
+HOST_TENSORS: set[int] = set()  # ids of the hooked call's arguments that are CPU tensors (not sim tensors)
 
 
 class SimTensor(torch.Tensor):
@@ -185,6 +186,10 @@ def dispatch(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     if _takes_generator(func) and ckwargs.get("generator") is None:
         ckwargs["generator"] = state.generator()
     hook = OP_HOOKS.get(func._overloadpacket.__name__, OP_HOOKS.get("*")) if OP_HOOKS else None
+    if hook is not None:  # which unwrapped tensors came from the host (a CPU scalar tensor), for faults
+        HOST_TENSORS.clear()
+        HOST_TENSORS.update(id(x) for x in (*args, *kwargs.values()) if isinstance(x, torch.Tensor)
+                            and not isinstance(x, SimTensor))
     call = kernels.KERNELS.get(func, func)
     with _cpu_kernel_keys():
         out = hook(func, cargs, ckwargs, call) if hook is not None else call(*cargs, **ckwargs)

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.explore import values
+from torchcts.cases.explore import placement, values
 from torchcts.cases.explore.switches import OP_SWITCHES, AtSize, SwitchPoint, op_positions, switch_points
 from torchcts.cases.opinfo.samples import rebuilt, tensors_of
 from torchcts.oracle.categories import tolerance_category
@@ -47,10 +47,12 @@ class Explored:
     base: int  # the OpInfo sample index it varies
     switches: list[SwitchPoint]
     value_classes: tuple[str, ...]
+    placed: str | None = None  # an operand moved off the device (placement.py), None: none
 
     def recipe(self) -> str:
         moved = ", ".join(f"{_where(w)}={v!r}" for w, v in self.switches) or "no argument moved"
-        return f"OpInfo sample {self.base}; {moved}; values {'+'.join(self.value_classes)}"
+        where = f"; {self.placed}" if self.placed else ""
+        return f"OpInfo sample {self.base}; {moved}; values {'+'.join(self.value_classes)}{where}"
 
 
 def _where(where: Any) -> str:
@@ -142,8 +144,8 @@ def explored(case_id: str, index: int, bases: Sequence[tuple[int, Any]], points:
         fits = [b for b in bases if _fits(b[1], chosen[0][0], positional)]
     fits = fits or list(bases)
     base_index, base = fits[rng.randrange(len(fits))]
-    sample = values.apply(with_switches(base, chosen), classes, rng, rules)
-    return Explored(index, sample, base_index, chosen, classes)
+    sample, placed = placement.place(values.apply(with_switches(base, chosen), classes, rng, rules), case_id, index)
+    return Explored(index, sample, base_index, chosen, classes, placed)
 
 
 def _fits(sample: Any, where: Any, positional: Mapping[str, int]) -> bool:

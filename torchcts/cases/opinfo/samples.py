@@ -419,6 +419,8 @@ def _values(x: torch.Tensor) -> str:
 
 
 def _short(x: Any) -> str:
+    if isinstance(x, HostArg):
+        return f"{_short(x.value)} on the host"
     if isinstance(x, torch.Tensor):
         dt = str(x.dtype).removeprefix("torch.")
         if x.dim() == 0:

@@ -1,0 +1,47 @@
+"""Placement: where an operand lives, an exploration axis (issue 39 item 3).
+
+PyTorch lets a 0-dim CPU tensor stand beside device tensors as a scalar (`x_dev * torch.tensor(2.5)`),
+and a Python number where an op takes a Scalar; a backend reads such an operand through another path
+(a host value copied into a kernel argument, an integer fast path) than a device tensor. OpInfo's
+samples hold their 0-dim operands as tensors that move to the device with the rest, so that path is
+never taken. One explored sample in PLACE_EVERY whose arguments hold a 0-dim tensor (never the input)
+gets one of them as a CPU scalar tensor (a HostArg: it stays on the host when the sample moves) or
+as a Python number. The choice is drawn from the sample's own seed (`f"{case_id}#{index}#place"`), so
+the other axes' draws, and every corpus entry found before this axis, are unchanged.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import torch
+
+from torchcts.cases.opinfo.samples import HostArg, rebuilt
+
+PLACE_EVERY = 3
+KINDS = ("host", "number")  # a CPU scalar tensor, a Python number
+
+
+def place(sample: Any, case_id: str, index: int) -> tuple[Any, str | None]:
+    """The sample with one 0-dim tensor operand moved off the device, and what was done (None: unchanged)."""
+    where = [i for i, a in enumerate(sample.args) if _zero_dim(a)]
+    where += [k for k, v in sample.kwargs.items() if _zero_dim(v)]
+    rng = random.Random(f"{case_id}#{index}#place")
+    if not where or rng.randrange(PLACE_EVERY):
+        return sample, None
+    at, kind = where[rng.randrange(len(where))], KINDS[rng.randrange(len(KINDS))]
+    args, kwargs = list(sample.args), dict(sample.kwargs)
+    value = (args[at] if isinstance(at, int) else kwargs[at]).detach()
+    moved = HostArg(value.clone()) if kind == "host" else value.item()
+    if isinstance(at, int):
+        args[at] = moved
+    else:
+        kwargs[at] = moved
+    label = f"arg{at}" if isinstance(at, int) else at
+    return rebuilt(sample, sample.input, args, kwargs), \
+        f"{label} as {'a CPU scalar tensor' if kind == 'host' else 'a Python number'}"
+
+
+def _zero_dim(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and x.dim() == 0 and x.layout == torch.strided and not x.requires_grad
