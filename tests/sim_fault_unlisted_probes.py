@@ -133,6 +133,11 @@ PROBES: dict[str, tuple[Callable[[], bool], tuple[Callable[[], bool], ...]]] = {
         (lambda: agrees(torch.pow, t([2.0, 3.0]), t(2.5)),
          lambda: agrees(lambda x: torch.pow(x, 2.5), t([2.0, 3.0])),
          lambda: same(torch.pow(t([2.0, 3.0]).to(S), t(2.0)), torch.pow(t([2.0, 3.0]), t(2.0))))),
+    "sum_dtype_wraps_in_input": (
+        lambda: agrees(lambda x: torch.sum(x, dtype=torch.int64), t([100, 100, 100], torch.int8)),
+        (lambda: agrees(torch.sum, t([100, 100, 100], torch.int8)),
+         lambda: agrees(lambda x: torch.sum(x, dtype=torch.int64), t([100, 100, 100], torch.int32)),
+         lambda: agrees(lambda x: torch.sum(x, dtype=torch.int64), t([1, 2, 3], torch.int8)))),
     "kthvalue_last_k": (
         lambda: agrees(lambda x: torch.kthvalue(x, 3), t([3.0, 1.0, 2.0])),
         (lambda: agrees(lambda x: torch.kthvalue(x, 1), t([3.0, 1.0, 2.0])),

@@ -199,6 +199,18 @@ def _pow_host_exponent_truncated(func, args, kwargs, call):
     return call(*args, **kwargs)
 
 
+@on_op("sum")
+def _sum_dtype_wraps_in_input(func, args, kwargs, call):
+    """sum(x, dtype=D) of an 8- or 16-bit integer input accumulates in the input's own dtype (wrapping)
+    and converts the total to D: the dtype argument reaches the output allocation, not the accumulator.
+    Without dtype= (int64 accumulation by promotion) it is right."""
+    dtype = kwargs.get("dtype")
+    x = args[0] if args else None
+    if dtype is None or not isinstance(x, torch.Tensor) or x.dtype not in (torch.int8, torch.uint8, torch.int16):
+        return call(*args, **kwargs)
+    return call(*args, **{**kwargs, "dtype": x.dtype}).to(dtype)
+
+
 @on_op("kthvalue")
 def _kthvalue_last_k(func, args, kwargs, call):
     """kthvalue of float32 with k equal to the dim's size (the maximum) returns the (k-1)-th smallest:
@@ -246,6 +258,8 @@ FAULTS: tuple[Fault, ...] = (
               _neg_int64_low_word, "neg", dtype="int64"),
     _unlisted("pow_host_exponent_truncated", "pow with a CPU scalar tensor exponent truncates it to an integer",
               _pow_host_exponent_truncated, "pow"),
+    _unlisted("sum_dtype_wraps_in_input", "sum(dtype=D) of 8/16-bit integers accumulates in the input dtype",
+              _sum_dtype_wraps_in_input, "sum", dtype="int8"),
     _unlisted("kthvalue_last_k", "kthvalue of float32 with k = the dim's size returns the (k-1)-th smallest",
               _kthvalue_last_k, "kthvalue"),
 )

@@ -248,7 +248,23 @@ def switch_points(op: Any, bases: Sequence[Any]) -> list[SwitchPoint]:
         # samples, int[]? in the schema, so empty and repeated dim lists)
         if where not in own and name not in own and name not in unsafe and where not in unsafe:
             points += [(where, v) for v in by_schema(type_text, name)]
+    if takes_dtype(_aten_name(op)) and "dtype" not in own and "dtype" not in unsafe:
+        points += [("dtype", d) for d in DTYPE_POINTS]
     return _unique(points)
+
+
+# The accumulation or result dtype an op takes as `dtype=` (sum, mean, prod, cumsum, softmax, ...): part
+# of the op's semantics (PyTorch accumulates in it), never in OpInfo's samples of sum, mean or nansum.
+# Issue 39 item 3: the ScalarType arguments exploration used to skip. Combinations CPU refuses are
+# dropped and counted, as every rejected input.
+DTYPE_POINTS = (torch.float64, torch.float32, torch.int64)
+
+
+@functools.cache
+def takes_dtype(aten_name: str) -> bool:
+    """Whether a tensor overload of the op has a ScalarType `dtype` argument."""
+    return any(arg.name == "dtype" and "ScalarType" in str(getattr(arg, "real_type", arg.type))
+               for schema in _tensor_overloads(aten_name) for arg in schema.arguments)
 
 
 def _enum_like(arg: Any) -> bool:
