@@ -138,6 +138,11 @@ PROBES: dict[str, tuple[Callable[[], bool], tuple[Callable[[], bool], ...]]] = {
         (lambda: agrees(torch.sum, t([100, 100, 100], torch.int8)),
          lambda: agrees(lambda x: torch.sum(x, dtype=torch.int64), t([100, 100, 100], torch.int32)),
          lambda: agrees(lambda x: torch.sum(x, dtype=torch.int64), t([1, 2, 3], torch.int8)))),
+    "log1p_naive": (
+        lambda: agrees(torch.log1p, t([1e-10, -3e-9, 0.5])),
+        (lambda: agrees(torch.log1p, t([1e-10, -3e-9], F64)),
+         lambda: agrees(torch.log, t([1e-10, 0.5])),
+         lambda: agrees(torch.expm1, t([1e-10])))),
     "kthvalue_last_k": (
         lambda: agrees(lambda x: torch.kthvalue(x, 3), t([3.0, 1.0, 2.0])),
         (lambda: agrees(lambda x: torch.kthvalue(x, 1), t([3.0, 1.0, 2.0])),

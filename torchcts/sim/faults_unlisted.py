@@ -211,6 +211,16 @@ def _sum_dtype_wraps_in_input(func, args, kwargs, call):
     return call(*args, **{**kwargs, "dtype": x.dtype}).to(dtype)
 
 
+@on_op("log1p")
+def _log1p_naive(func, args, kwargs, call):
+    """float32 log1p computed as log(1 + x): for |x| below float32's eps it returns 0 (1 + x rounds
+    to 1), 100% off, yet within any atol of the right answer (x itself)."""
+    x = args[0]
+    if func is not aten.log1p.default or not _float32(x):
+        return call(*args, **kwargs)
+    return torch.log(1 + x)
+
+
 @on_op("kthvalue")
 def _kthvalue_last_k(func, args, kwargs, call):
     """kthvalue of float32 with k equal to the dim's size (the maximum) returns the (k-1)-th smallest:
@@ -260,6 +270,7 @@ FAULTS: tuple[Fault, ...] = (
               _pow_host_exponent_truncated, "pow"),
     _unlisted("sum_dtype_wraps_in_input", "sum(dtype=D) of 8/16-bit integers accumulates in the input dtype",
               _sum_dtype_wraps_in_input, "sum", dtype="int8"),
+    _unlisted("log1p_naive", "float32 log1p computed as log(1 + x): 0 for tiny x", _log1p_naive, "log1p"),
     _unlisted("kthvalue_last_k", "kthvalue of float32 with k = the dim's size returns the (k-1)-th smallest",
               _kthvalue_last_k, "kthvalue"),
 )

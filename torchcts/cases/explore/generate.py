@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.explore import placement, values
+from torchcts.cases.explore import magnitude, placement, values
 from torchcts.cases.explore.switches import OP_SWITCHES, AtSize, SwitchPoint, op_positions, switch_points
 from torchcts.cases.opinfo.samples import rebuilt, tensors_of
 from torchcts.oracle.categories import tolerance_category
@@ -145,7 +145,8 @@ def explored(case_id: str, index: int, bases: Sequence[tuple[int, Any]], points:
     fits = fits or list(bases)
     base_index, base = fits[rng.randrange(len(fits))]
     sample, placed = placement.place(values.apply(with_switches(base, chosen), classes, rng, rules), case_id, index)
-    return Explored(index, sample, base_index, chosen, classes, placed)
+    sample, tiny = magnitude.near_zero(sample, case_id, index) if rules.near_zero else (sample, False)
+    return Explored(index, sample, base_index, chosen, (*classes, "tiny") if tiny else classes, placed)
 
 
 def _fits(sample: Any, where: Any, positional: Mapping[str, int]) -> bool:

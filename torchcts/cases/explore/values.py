@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 
+from torchcts.cases.explore.magnitude import NEAR_ZERO_OPS
 from torchcts.cases.opinfo.samples import HostArg, rebuilt
 
 CLASSES: tuple[str, ...] = ("plain", "signed_zero", "subnormal", "halfway", "ties", "extremes", "nonfinite",
@@ -74,6 +75,7 @@ class Policy:
     excluded: frozenset[str] = frozenset()
     int_min: bool = True
     index_args: bool = True
+    near_zero: bool = False  # an op accurate near zero by design: tiny inputs too (magnitude.py)
 
 
 def policy(op_name: str, category: str = "", variant: str = "") -> Policy:
@@ -83,7 +85,7 @@ def policy(op_name: str, category: str = "", variant: str = "") -> Policy:
     if op_name.split(".")[0] in SIZE_VALUED or op_name in SIZE_VALUED or "polynomial" in words:
         excluded.update(("extremes", "uniform"))  # a whole tensor at an extreme is an extreme too
     return Policy(frozenset(excluded), not INT_DIVIDING.search(op_name),
-                  not lapack and not INTEGER_ARGS_KEPT.search(op_name))
+                  not lapack and not INTEGER_ARGS_KEPT.search(op_name), op_name in NEAR_ZERO_OPS)
 
 
 def _pool(cls: str, dtype: torch.dtype, index_size: int, int_min: bool = True) -> list[float] | None:
