@@ -143,6 +143,14 @@ PROBES: dict[str, tuple[Callable[[], bool], tuple[Callable[[], bool], ...]]] = {
         (lambda: agrees(torch.log1p, t([1e-10, -3e-9], F64)),
          lambda: agrees(torch.log, t([1e-10, 0.5])),
          lambda: agrees(torch.expm1, t([1e-10])))),
+    "atan2_stride0_as_scalar": (
+        lambda: agrees(lambda a, b: torch.atan2(a, b.expand(3, 2)), t([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]),
+                       t([[1.0], [2.0], [3.0]])),
+        (lambda: agrees(torch.atan2, t([[1.0, 2.0], [3.0, 4.0]]), t([[1.0, 1.0], [2.0, 2.0]])),
+         lambda: agrees(lambda a, b: torch.atan2(a, b.expand(3, 2)), t([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], F64),
+                        t([[1.0], [2.0], [3.0]], F64)),
+         lambda: agrees(lambda a, b: torch.hypot(a, b.expand(3, 2)), t([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]),
+                        t([[1.0], [2.0], [3.0]])))),
     "kthvalue_last_k": (
         lambda: agrees(lambda x: torch.kthvalue(x, 3), t([3.0, 1.0, 2.0])),
         (lambda: agrees(lambda x: torch.kthvalue(x, 1), t([3.0, 1.0, 2.0])),

@@ -221,6 +221,20 @@ def _log1p_naive(func, args, kwargs, call):
     return torch.log(1 + x)
 
 
+@on_op("atan2")
+def _atan2_stride0_as_scalar(func, args, kwargs, call):
+    """float32 atan2 takes an operand with a zero stride (an expanded tensor) for a scalar: its
+    broadcast fast path reads the first element for every position."""
+    if func is not aten.atan2.default or not _float32(args[0]):
+        return call(*args, **kwargs)
+
+    def scalar_if_expanded(t):
+        expanded = any(st == 0 and n > 1 for st, n in zip(t.stride(), t.shape, strict=True))
+        return t.reshape(-1)[0].expand(t.shape) if expanded and t.numel() else t
+
+    return call(scalar_if_expanded(args[0]), scalar_if_expanded(args[1]), **kwargs)
+
+
 @on_op("kthvalue")
 def _kthvalue_last_k(func, args, kwargs, call):
     """kthvalue of float32 with k equal to the dim's size (the maximum) returns the (k-1)-th smallest:
@@ -271,6 +285,8 @@ FAULTS: tuple[Fault, ...] = (
     _unlisted("sum_dtype_wraps_in_input", "sum(dtype=D) of 8/16-bit integers accumulates in the input dtype",
               _sum_dtype_wraps_in_input, "sum", dtype="int8"),
     _unlisted("log1p_naive", "float32 log1p computed as log(1 + x): 0 for tiny x", _log1p_naive, "log1p"),
+    _unlisted("atan2_stride0_as_scalar", "float32 atan2 reads an expanded (stride-0) operand as a scalar",
+              _atan2_stride0_as_scalar, "atan2"),
     _unlisted("kthvalue_last_k", "kthvalue of float32 with k = the dim's size returns the (k-1)-th smallest",
               _kthvalue_last_k, "kthvalue"),
 )

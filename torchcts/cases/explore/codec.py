@@ -55,6 +55,10 @@ def encode(x: Any, budget: list[int] | None = None) -> Any:
     if isinstance(x, torch.Tensor):
         if x.layout != torch.strided or x.device.type == "meta":
             raise CodecError(f"a {x.layout} tensor on {x.device.type} is not stored")
+        zero = [st == 0 and n > 1 for st, n in zip(x.stride(), x.shape, strict=True)]
+        if any(zero):  # an expanded operand (layout.py): its slice, and the expansion
+            base = x.detach()[tuple(slice(0, 1) if z else slice(None) for z in zero)].contiguous()
+            return {"tensor": {**encode(base, budget)["tensor"], "expand": list(x.shape)}}
         budget[0] -= x.numel()
         if budget[0] < 0:
             raise CodecError(f"more than {MAX_ELEMENTS} elements")
@@ -96,7 +100,7 @@ def decode(x: Any) -> Any:
         raise CodecError(f"not an encoded value: {type(x).__name__}")
     [(tag, body)] = x.items()
     if tag == "tensor":
-        return _tensor(body)
+        return _expanded(_tensor(body), body)
     if tag == "float":
         return _unnum(body)
     if tag == "complex" and isinstance(body, list) and len(body) == 2:
@@ -136,6 +140,18 @@ def _tensor(body: Any) -> torch.Tensor:
     if body.get("requires_grad") is True and (dtype.is_floating_point or dtype.is_complex):
         out.requires_grad_(True)
     return out
+
+
+def _expanded(t: torch.Tensor, body: dict[str, Any]) -> torch.Tensor:
+    """`t` expanded to the tensor encoding's `expand` shape (stride 0 where t has size 1), if it has one."""
+    shape = body.get("expand")
+    if shape is None:
+        return t
+    if not isinstance(shape, list) or len(shape) != t.dim() or not all(
+            isinstance(s, int) and not isinstance(s, bool) and (s == n or n == 1) and 0 <= s <= MAX_ELEMENTS
+            for s, n in zip(shape, t.shape, strict=True)):
+        raise CodecError(f"a tensor of shape {list(t.shape)[:8]} cannot expand to {str(shape)[:40]}")
+    return t.expand(shape)
 
 
 def encode_sample(sample: Any) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.explore import magnitude, placement, values
+from torchcts.cases.explore import layout, magnitude, placement, values
 from torchcts.cases.explore.switches import OP_SWITCHES, AtSize, SwitchPoint, op_positions, switch_points
 from torchcts.cases.opinfo.samples import rebuilt, tensors_of
 from torchcts.oracle.categories import tolerance_category
@@ -47,7 +47,7 @@ class Explored:
     base: int  # the OpInfo sample index it varies
     switches: list[SwitchPoint]
     value_classes: tuple[str, ...]
-    placed: str | None = None  # an operand moved off the device (placement.py), None: none
+    placed: str | None = None  # an operand moved off the device (placement.py) or expanded (layout.py)
 
     def recipe(self) -> str:
         moved = ", ".join(f"{_where(w)}={v!r}" for w, v in self.switches) or "no argument moved"
@@ -146,7 +146,9 @@ def explored(case_id: str, index: int, bases: Sequence[tuple[int, Any]], points:
     base_index, base = fits[rng.randrange(len(fits))]
     sample, placed = placement.place(values.apply(with_switches(base, chosen), classes, rng, rules), case_id, index)
     sample, tiny = magnitude.near_zero(sample, case_id, index) if rules.near_zero else (sample, False)
-    return Explored(index, sample, base_index, chosen, (*classes, "tiny") if tiny else classes, placed)
+    sample, expanded = layout.expand(sample, case_id, index)
+    where = "; ".join(w for w in (placed, expanded) if w) or None
+    return Explored(index, sample, base_index, chosen, (*classes, "tiny") if tiny else classes, where)
 
 
 def _fits(sample: Any, where: Any, positional: Mapping[str, int]) -> bool:
