@@ -279,6 +279,12 @@ def p_subnormals_flushed() -> bool:
     return (x.to(S) * 0.25).cpu()[0].item() == 0.0
 
 
+def p_index_select_16bit() -> bool:
+    table = torch.arange(70000.0).unsqueeze(1)
+    index = torch.tensor([65536])
+    return not torch.equal(torch.index_select(table.to(S), 0, index.to(S)).cpu(), table[65536:65537])
+
+
 PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }

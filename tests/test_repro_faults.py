@@ -38,7 +38,9 @@ REPRO_GROUPS: dict[str, dict[str, str]] = {
                 "batch_norm_stats_unchanged": "opinfo/nn.functional.batch_norm/float32/forward",
                 "exp_reuses_buffer": "opinfo/exp/float32/forward",
                 # the subnormals claim (manifest `subnormals`, the sim claims preserve)
-                "subnormals_flushed": "subnormals/produce/mul/float32"},
+                "subnormals_flushed": "subnormals/produce/mul/float32",
+                # an index past 2^16 (the magnitude suite)
+                "index_select_16bit": "magnitude/index/index_select/float32"},
     "process": {"mul_complex128_segv": "operators/elementwise/mul/complex128",
                 "sub_int16_hang": "operators/elementwise/sub/int16",
                 "reduce_float32_segv": "operators/reduction/sum/n1024/float32",

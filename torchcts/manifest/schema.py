@@ -190,8 +190,8 @@ RESERVED_SUITE_NAMES = (
     "foreach", "out_variants", "special_values", "query_mutation",
     # issue 32 (docs/semantic-suites.md)
     "amp", "capabilities", "data_loading", "profiler", "distributed",
-    # issue 39: the subnormals claim (docs/oracles.md)
-    "subnormals",
+    # issue 39: the subnormals claim (docs/oracles.md), magnitudes past 2^16
+    "subnormals", "magnitude",
 )
 EXTRA_SUITES_ENV = settings.env_name("extra_suites")
 

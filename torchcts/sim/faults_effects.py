@@ -78,6 +78,17 @@ def _subnormals_flushed(func, args, kwargs, call):
     return torch.where(subnormal, torch.zeros_like(out).copysign(out), out) if bool(subnormal.any()) else out
 
 
+@on_op("index_select")
+def _index_select_16bit(func, args, kwargs, call):
+    """float32 index_select packs its indices into 16 bits (a compact index path for gathers): an
+    index past 65,535 wraps and selects the wrong row. Tables of fewer rows, the only ones OpInfo's
+    samples and exploration build, are right."""
+    if func is not aten.index_select.default or args[0].dtype != torch.float32:
+        return call(*args, **kwargs)
+    index = args[2]
+    return call(args[0], args[1], torch.where(index >= 0, index % (1 << 16), index), **kwargs)
+
+
 FAULTS = (
     Fault("softmax_input_scratch", "float32 softmax leaves exp(x - max) in its input (scratch in place)",
           "opinfo", 2, ("opinfo/softmax/float32/*", "opinfo/_softmax*/float32/*", "opinfo/*softmax*/float32/*"),
@@ -88,6 +99,8 @@ FAULTS = (
     Fault("subnormals_flushed", "float32 and float64 subnormal results flushed to zero (FTZ on) where the manifest "
           "claims preserve", "subnormals", 5, ("subnormals/*/float32", "subnormals/*/float64"), _subnormals_flushed,
           dtype="float32"),
+    Fault("index_select_16bit", "float32 index_select wraps indices past 65,535 (16-bit index path)",
+          "magnitude", 5, ("magnitude/index/index_select/*",), _index_select_16bit, dtype="float32", op="index_select"),
     Fault("exp_reuses_buffer", "float32 exp hands out a block still in use: the next exp of its size class overwrites it",
           "opinfo", 2, ("opinfo/exp/float32/*",), _exp_reuses_buffer, dtype="float32", op="exp"),
 )
