@@ -285,6 +285,11 @@ def p_index_select_16bit() -> bool:
     return not torch.equal(torch.index_select(table.to(S), 0, index.to(S)).cpu(), table[65536:65537])
 
 
+def p_non_blocking_drops_offset() -> bool:
+    base = torch.arange(10.0)
+    return not torch.equal(base[4:7].to(S, non_blocking=True).cpu(), base[4:7])
+
+
 PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }

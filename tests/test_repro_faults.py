@@ -40,7 +40,9 @@ REPRO_GROUPS: dict[str, dict[str, str]] = {
                 # the subnormals claim (manifest `subnormals`, the sim claims preserve)
                 "subnormals_flushed": "subnormals/produce/mul/float32",
                 # an index past 2^16 (the magnitude suite)
-                "index_select_16bit": "magnitude/index/index_select/float32"},
+                "index_select_16bit": "magnitude/index/index_select/float32",
+                # a non_blocking upload of a view (the transfers suite)
+                "non_blocking_drops_offset": "transfers/to_device/offset/non_blocking/int64"},
     "process": {"mul_complex128_segv": "operators/elementwise/mul/complex128",
                 "sub_int16_hang": "operators/elementwise/sub/int16",
                 "reduce_float32_segv": "operators/reduction/sum/n1024/float32",

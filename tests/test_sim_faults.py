@@ -164,12 +164,15 @@ GROUPS: dict[str, dict[str, object]] = {
     },
     # issue 39 item 4: subnormals flushed where the manifest claims them preserved; the control is
     # float16, which the fault (float32/float64 FTZ) leaves alone.
-    # ... and an index past 2^16 (the magnitude suite); its control, another index op past 2^16.
+    # ... an index past 2^16 (the magnitude suite; its control, another index op past 2^16), and a
+    # non_blocking upload of an offset view (transfers; controls: a blocking one, a download).
     "claims_magnitude": {
         "caught": {"subnormals_flushed": "subnormals/produce/mul/float32",
-                   "index_select_16bit": "magnitude/index/index_select/float32"},
+                   "index_select_16bit": "magnitude/index/index_select/float32",
+                   "non_blocking_drops_offset": "transfers/to_device/offset/non_blocking/int64"},
         "controls": ("subnormals/produce/mul/float16", "subnormals/consume/add/bfloat16",
-                     "magnitude/index/gather/float32"),
+                     "magnitude/index/gather/float32", "transfers/to_device/offset/copy/int64",
+                     "transfers/to_host/offset/int64"),
     },
     # issue 20: a fault in an op only the generated suite names (cases/schema/); the control is
     # another generated case.

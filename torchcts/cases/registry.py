@@ -57,6 +57,8 @@ SUITES: dict[str, Suite] = {
               "every out= overload of one/two-tensor ops: sized, empty, wrong size, dtype and device, aliased"),
         Suite("query_mutation", "torchcts.cases.suites.query_mutation",
               "is_*/_has_* queries, set_ (every overload), resize_, item(), copies, in-place view mutations"),
+        Suite("transfers", "torchcts.cases.suites.transfers",
+              "host <-> device copies of offset, step and transposed slices with non_blocking and copy flags (level 3)"),
         Suite("magnitude", "torchcts.cases.suites.magnitude",
               "index_select, gather, embedding, take, indexing, index_add and one_hot on tables past 2^16 "
               "rows, at the indices that cross it (level 5)"),

@@ -191,7 +191,7 @@ RESERVED_SUITE_NAMES = (
     # issue 32 (docs/semantic-suites.md)
     "amp", "capabilities", "data_loading", "profiler", "distributed",
     # issue 39: the subnormals claim (docs/oracles.md), magnitudes past 2^16
-    "subnormals", "magnitude",
+    "subnormals", "magnitude", "transfers",
 )
 EXTRA_SUITES_ENV = settings.env_name("extra_suites")
 

@@ -75,10 +75,28 @@ def _install_relu_decomposed() -> None:
     tensor.SimTensor.__torch_function__ = classmethod(torch_function)  # type: ignore[method-assign]
 
 
+@on_op("_to_copy", "copy_")
+def _non_blocking_drops_offset(func, args, kwargs, call):
+    """A non_blocking host-to-device copy of a view hands the DMA queue the source's storage pointer
+    without its storage offset: the copy starts at the storage's first element. A blocking copy, or a
+    view at offset 0, is right."""
+    if not _non_blocking(func, args, kwargs):
+        return call(*args, **kwargs)
+    at = 1 if func._overloadpacket.__name__ == "copy_" else 0
+    src = args[at]
+    if not isinstance(src, torch.Tensor) or src.storage_offset() == 0 or id(src) not in tensor.HOST_TENSORS:
+        return call(*args, **kwargs)
+    moved = torch.as_strided(src, src.shape, src.stride(), 0)
+    return call(*args[:at], moved, *args[at + 1:], **kwargs)
+
+
 FAULTS = (
     Fault("non_blocking_copy_unordered", "non_blocking copies land at synchronize(): a device op right after a "
           "host-to-device copy reads stale data", "data_loading", 6,
           ("data_loading/non_blocking/*", "data_loading/dataloader/pinned/*"), _install_copy_queue),
+    Fault("non_blocking_drops_offset", "a non_blocking host-to-device copy of a view ignores its storage offset",
+          "transfers", 3, ("transfers/to_device/*/non_blocking*", "transfers/copy_into_device/*"),
+          _non_blocking_drops_offset, op="_to_copy"),
     Fault("profiler_relu_decomposed", "torch.relu runs as clamp_min above the dispatcher: the profile names "
           "aten::clamp_min where the program called aten::relu", "profiler", 6,
           ("profiler/ops/pointwise/*",), _install_relu_decomposed),
