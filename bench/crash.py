@@ -52,16 +52,13 @@ manifest = {**_sim, "backend_import": "simauto_backend"}
 
 
 def autoload_site(root: Path) -> tuple[dict[str, str], list[str]]:
-    """A site folder with `simauto_backend` and its `torch.backends` entry point, and a manifest naming
-    it: (the environment to add, the run's manifest flags)."""
-    site = root / "site"
-    dist = site / "simauto-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (site / "simauto_backend.py").write_text(AUTOLOAD_MODULE)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: simauto\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[torch.backends]\nsim = simauto_backend:autoload\n")
+    """The sim as an autoloaded backend (tests/helpers/autoload_site.py) and a manifest naming it:
+    (the environment to add, the run's manifest flags)."""
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    from helpers.autoload_site import autoload_site as site
+
     (root / "manifest.py").write_text(AUTOLOAD_MANIFEST)
-    return {"PYTHONPATH": str(site), "TORCH_DEVICE_BACKEND_AUTOLOAD": "1"}, ["--manifest", str(root / "manifest.py")]
+    return site(root, "simauto_backend", AUTOLOAD_MODULE), ["--manifest", str(root / "manifest.py")]
 
 
 def children_cpu() -> float:

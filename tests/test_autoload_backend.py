@@ -4,11 +4,11 @@ importing such a backend first makes torch's import call back into the half-impo
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from conftest import latest_run, records, run_cli
+from helpers.autoload_site import autoload_site
 from test_foundation_manifest import good_py
 
 BACKEND = '''import torch  # noqa: F401  a real backend package imports torch at its top
@@ -21,16 +21,8 @@ def autoload() -> None:
 
 @pytest.fixture
 def autoloaded(tmp_path: Path) -> dict[str, str]:
-    """A folder on PYTHONPATH holding `simauto_backend` and a dist-info whose entry point in the
-    group `torch.backends` names it, as `pip install` of an out-of-tree backend leaves."""
-    site = tmp_path / "site"
-    dist = site / "simauto-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (site / "simauto_backend.py").write_text(BACKEND)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: simauto\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[torch.backends]\nsim = simauto_backend:autoload\n")
-    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
-    return {"PYTHONPATH": path, "TORCH_DEVICE_BACKEND_AUTOLOAD": "1"}
+    """A folder on PYTHONPATH holding `simauto_backend` and its `torch.backends` entry point."""
+    return autoload_site(tmp_path, "simauto_backend", BACKEND)
 
 
 def test_check_manifest_and_run_work_with_an_autoloaded_backend(tmp_path, autoloaded):

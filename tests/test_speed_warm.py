@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import latest_run, records, run_cli
+from helpers.autoload_site import autoload_site
 
 from torchcts.engine import warm
 from torchcts.engine.zygote import protocol
@@ -319,15 +320,8 @@ def test_a_base_server_imports_torch_without_the_autoloaded_backend_and_each_wor
     """Issue 40 item 2: a backend PyTorch autoloads (OpenReg) would start its runtime inside the server's
     `import torch`, before every fork. The "base" server imports torch with autoloading off; each forked
     worker loads the entry points itself, as its own `import torch` would have."""
-    site = tmp_path / "site"
-    dist = site / "simauto-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (site / "simauto_backend.py").write_text(AUTOLOADED)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: simauto\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[torch.backends]\nsimauto = simauto_backend:autoload\n")
     mark = tmp_path / "imported-by"
-    env = {**server_env, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), server_env.get("PYTHONPATH")])),
-           "TORCH_DEVICE_BACKEND_AUTOLOAD": "1", "SIMAUTO_MARK": str(mark)}
+    env = {**server_env, **autoload_site(tmp_path, "simauto_backend", AUTOLOADED), "SIMAUTO_MARK": str(mark)}
     path, server = start(env, profile="base", seconds=300)
     code = "import os, sys; print(os.getppid(), 'simauto_backend' in sys.modules, os.environ['TORCH_DEVICE_BACKEND_AUTOLOAD'])"
     r = launch(path, code, env)
