@@ -15,7 +15,7 @@ import pytest
 
 import torchcts
 from torchcts import settings
-from torchcts.errors import EXIT_USAGE, UsageError
+from torchcts.errors import ExitCode, UsageError
 from torchcts.settings import Settings
 
 PACKAGE = Path(torchcts.__file__).parent
@@ -115,7 +115,7 @@ def test_a_bad_value_is_one_line_naming_the_variable_and_the_fix(name: str, valu
 
 def test_the_cli_stops_on_a_bad_value_with_exit_2(monkeypatch, capsys, cli) -> None:
     monkeypatch.setenv("TORCHCTS_WORKERS", "abc")
-    assert cli(["backends"]) == EXIT_USAGE
+    assert cli(["backends"]) == ExitCode.USAGE
     err = capsys.readouterr().err.strip()
     assert err.startswith("torchcts: error: TORCHCTS_WORKERS='abc'") and "\n" not in err
 

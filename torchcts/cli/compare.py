@@ -18,7 +18,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from torchcts.errors import EXIT_FAILURES, EXIT_OK
+    from torchcts.errors import ExitCode
     from torchcts.results import rundir
     from torchcts.results.compare import compare_runs, render
     from torchcts.results.quoting import TerminalOut
@@ -36,4 +36,4 @@ def main(args: argparse.Namespace) -> int:
     out = TerminalOut(sys.stdout)  # record text from downloaded runs: no escape sequences, scrubbed
     print(f"compare {old.name} -> {new.name}", file=out)
     print(render(comparison), file=out)
-    return EXIT_FAILURES if comparison.new_failures else EXIT_OK
+    return ExitCode.FAILURES if comparison.new_failures else ExitCode.OK

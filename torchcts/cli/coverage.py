@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchcts.cli.common import folder_arg
-from torchcts.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UsageError
+from torchcts.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from torchcts.evidence.collect import CollectRequest
@@ -135,7 +135,7 @@ def _inventory(args: argparse.Namespace, inv) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_text(inv, rows))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _report(args: argparse.Namespace, inv) -> int:
@@ -148,7 +148,7 @@ def _report(args: argparse.Namespace, inv) -> int:
     else:
         text = render_markdown(summary, build_info())
     _emit(args, text)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _observed_report(args: argparse.Namespace) -> int:
@@ -161,7 +161,7 @@ def _observed_report(args: argparse.Namespace) -> int:
     run_dir, summary = report_run(args.run, top=args.top, results_root=Path(args.results_dir))
     _emit(args, json.dumps(summary, indent=1, sort_keys=True) + "\n" if args.json
           else render_markdown(summary, run_dir.name, args.list_unobserved))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _import_manifest_backend(args: argparse.Namespace) -> None:
@@ -187,7 +187,7 @@ def _verify(args: argparse.Namespace) -> int:
     path = Path(args.store)
     if not path.is_dir():
         print(f"torchcts: error: {args.store} is not an evidence store folder", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     notes: list[str] = []
     problems = verify_store(path, base=Path(args.base) if args.base else None, notes=notes)
     for note in notes:
@@ -196,6 +196,6 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"{path.name}/{p}")
     if problems:
         print(f"torchcts: evidence store {path.name}: {len(problems)} problems", file=sys.stderr)
-        return EXIT_FAILURES
+        return ExitCode.FAILURES
     print(f"evidence store {path.name}: valid")
-    return EXIT_OK
+    return ExitCode.OK

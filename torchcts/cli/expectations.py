@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from torchcts.cli.common import folder_arg
+from torchcts.errors import ExitCode
 
 HELP = "propose expectations ledger entries for a run's failures (written to a file, never applied)"
 
@@ -54,4 +55,4 @@ def main(args: argparse.Namespace) -> int:
     print(f"wrote {plural(len(entries), 'proposed entry', 'proposed entries')} for run {one_line(run_dir.name)} "
           f"to {out} (nothing applied): "
           "review them, then add them to your manifest's expectations and check with 'torchcts check-manifest'")
-    return 0
+    return ExitCode.OK

@@ -7,6 +7,7 @@ import shlex
 import sys
 
 from torchcts.cli.common import folder_arg
+from torchcts.errors import ExitCode
 
 HELP = "write a standalone script (torch + the backend only) that reproduces one case"
 
@@ -65,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
     imports = f"imports torch and {target.backend_import!r}" if target.backend_import else "imports only torch"
     print(f"wrote {SCRIPT} and its inputs for case {args.case} on device '{target.device}' ({imports}); "
           f"run it with: python {script}", file=out)
-    return 0
+    return ExitCode.OK
 
 
 def _catalog_backend(module: str | None, device: str) -> str | None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from torchcts.cli.common import folder_arg
 from torchcts.cli.run import DEFAULT_TIMEOUT_S
+from torchcts.errors import ExitCode
 
 HELP = "run the suite on the simulated device clean and with each planted fault; table of detections"
 FAULT_RUN_TIMEOUT = 900.0
@@ -70,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
     if args.list:
         for f in catalog:
             print(f"{f['name']:28} L{f['level']} {f['suite']:14} {f['description']}")
-        return 0
+        return ExitCode.OK
     faults = select_faults(catalog, args.fault, args.level)
     root = Path(args.results_dir) / "selftest"
     full = ["--level", str(args.level)] if args.level else []
@@ -109,7 +110,7 @@ def main(args: argparse.Namespace) -> int:
         print_table(outcomes, sys.stdout)
     clean_bad = any(o.name == "clean" and (o.detected or o.note) for o in outcomes)
     missed = [o for o in outcomes if o.name != "clean" and o.measured and not o.detected]
-    return 1 if clean_bad or missed else 0
+    return ExitCode.FAILURES if clean_bad or missed else ExitCode.OK
 
 
 def print_table(outcomes: list, out) -> None:

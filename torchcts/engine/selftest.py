@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torchcts import settings
-from torchcts.errors import UsageError
+from torchcts.errors import ExitCode, UsageError
 from torchcts.results import rundir
 from torchcts.results.statuses import FAILURES
 
@@ -93,7 +93,7 @@ def judge(name: str, run_dir: Path | None, returncode: int | None, seconds: floa
         out.detected = True
         out.status = "timeout" if returncode is None else "crashed"
         out.first_case = pending[0] if pending else None
-    elif returncode not in (0, 1):
+    elif returncode not in (ExitCode.OK, ExitCode.FAILURES):
         out.note = f"torchcts run exited {returncode} (usage or internal error)"
     out.meant = bool(out.first_case and any(fnmatch.fnmatchcase(out.first_case, g) for g in catches))
     return out
