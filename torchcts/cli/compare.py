@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from torchcts.cli.common import folder_arg
+from torchcts.cli.common import add_results_dir_arg
 
 HELP = "regressions, fixes and precision changes between two runs (exit 1 on a new failure)"
 
@@ -14,7 +14,7 @@ HELP = "regressions, fixes and precision changes between two runs (exit 1 on a n
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("old", help="the earlier run: folder or name under --results-dir")
     p.add_argument("new", help="the later run: folder or name under --results-dir")
-    p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg)
+    add_results_dir_arg(p)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from torchcts.cli.common import folder_arg
+from torchcts.cli.common import add_results_dir_arg, folder_arg
 from torchcts.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     rep.add_argument("run", nargs="?", metavar="RUN",
                      help="a run folder, run name, results folder or results/latest: observed coverage of that run "
                           "(default: the static plan from the cases' declared ops)")
-    rep.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg, help="where RUN names are looked up")
+    add_results_dir_arg(rep, "where RUN names are looked up")
     rep.add_argument("--device", default=None, help="device whose dispatch key the kernel counts are for (default cpu; "
                      "with RUN, the run's device)")
     _suite_arg(rep, "count only cases of this suite (default: all)")

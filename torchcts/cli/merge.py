@@ -6,14 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from torchcts.cli.common import folder_arg
+from torchcts.cli.common import add_results_dir_arg
 
 HELP = "combine shard runs (--shard I/N) into one run with one report"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN", help="shard run folders")
-    p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg, help="where the merged run goes")
+    add_results_dir_arg(p, "where the merged run goes")
 
 
 def main(args: argparse.Namespace) -> int:

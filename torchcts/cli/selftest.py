@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from torchcts.cli.common import folder_arg
+from torchcts.cli.common import add_results_dir_arg
 from torchcts.cli.run import DEFAULT_TIMEOUT_S
 from torchcts.errors import ExitCode
 
@@ -45,8 +45,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-timeout", type=float, default=None, metavar="S",
                    help=f"limit of one run (default: {FAULT_RUN_TIMEOUT:g} for a fault run; none for the clean "
                         "run, which covers every claimed level and whose cases each have --timeout)")
-    p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg,
-                   help="run folders go under DIR/selftest/<fault> (default: results)")
+    add_results_dir_arg(p, "run folders go under DIR/selftest/<fault> (default: results)")
     p.add_argument("--json", action="store_true", help="print the outcomes as JSON lines instead of a table")
 
 

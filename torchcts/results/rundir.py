@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from torchcts import settings
 from torchcts.results.jsonl import read_jsonl
 from torchcts.results.records import CaseRecord, plain
 from torchcts.results.scrub import scrub_obj
@@ -166,7 +167,7 @@ def is_latest_pointer(path: Path) -> bool:
     return path.name == LATEST and (path.exists() or path.is_symlink())
 
 
-def resolve_run(ref: str | None, results_root: Path = Path("results")) -> Path:
+def resolve_run(ref: str | None, results_root: Path = Path(settings.RESULTS_DIR)) -> Path:
     """A run given as a run folder, `results/latest` (the link or the file), a run name under
     results/, a results folder (its latest run), or None for the latest under results_root.
     `latest` always resolves to the run's own folder, so its name is the run's."""
