@@ -178,10 +178,11 @@ class RunRecords(list):
 
 def records(run: Path) -> RunRecords:
     """The run's final record per case (rundir.final_records), with the planned case ids."""
+    from torchcts.results.plan import read_plan
     from torchcts.results.rundir import final_records
 
     out = RunRecords(final_records(run))
-    out.planned = {json.loads(line)["id"] for line in (run / "plan.jsonl").read_text().splitlines() if line.strip()}
+    out.planned = {case.id for case in read_plan(run)}  # the one reader: a damaged line is an error, never skipped
     return out
 
 

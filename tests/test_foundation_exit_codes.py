@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import torch
 from conftest import latest_run, records, run_cli
 
 from torchcts import compat
-from torchcts.errors import UsageError
+from torchcts.errors import ExitCode, UsageError
 
 HELPERS = Path(__file__).parent / "helpers"
 
@@ -51,6 +52,16 @@ def test_internal_error_exits_3(workdir, cli, capsys, monkeypatch):
     assert cli(["check-manifest"]) == 3
     err = capsys.readouterr().err
     assert "internal error: RuntimeError: planted bug in torchcts (please report it)" in err
+
+
+def test_exit_statuses_are_one_int_enum() -> None:
+    """README's statuses are the members of one IntEnum, as pytest's ExitCode: each is the int a shell
+    sees and prints as that number; no module keeps a constant of its own."""
+    assert {c.name: c for c in ExitCode} == {"OK": 0, "FAILURES": 1, "USAGE": 2, "INTERNAL": 3, "INTERRUPTED": 130}
+    assert [str(c) for c in ExitCode] == [f"{c}" for c in ExitCode] == ["0", "1", "2", "3", "130"]
+    package = Path(__file__).parent.parent / "torchcts"
+    constants = re.compile(r"\bEXIT_(OK|FAILURES|USAGE|INTERNAL|INTERRUPTED)\b")
+    assert [p.name for p in package.rglob("*.py") if constants.search(p.read_text(encoding="utf-8"))] == []
 
 
 def test_usage_errors_exit_2(workdir, cli, capsys):

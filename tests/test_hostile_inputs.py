@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import errno
+import io
 import json
 import os
 import re
@@ -293,6 +294,46 @@ def test_unreadable_and_unknown_records_are_counted(workdir, cli, capsys):
     from torchcts.results.ledger import gate_failures
 
     assert gate_failures(run)  # never a clean run
+
+
+def test_the_one_jsonl_reader_gives_every_line_its_number_and_value_or_problem(tmp_path):
+    from torchcts.results.jsonl import read_jsonl
+
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'{"a": 1}\n\n  \n[2]\n{"torn": \n\xff\xfe\n"s"')  # blank lines keep their numbers
+    got = [(line.number, line.value, line.problem) for line in read_jsonl(path)]
+    assert got == [(1, {"a": 1}, None), (4, [2], None), (5, None, "not JSON (a torn or garbled line)"),
+                   (6, None, "not UTF-8 text"), (7, "s", None)]
+
+
+def test_a_damaged_plan_line_is_a_usage_error_naming_it(workdir):
+    from torchcts.errors import UsageError
+    from torchcts.results.plan import read_plan
+
+    run_dir = fake_run(workdir, "r", [], plan=[case_json("a/one")])
+    with open(run_dir / "plan.jsonl", "ab") as fh:
+        fh.write(b'{"id": "a/torn", "suite\n')
+    with pytest.raises(UsageError, match=r"^r/plan.jsonl line 2 is not a case \(JSONDecodeError\): the run folder"):
+        read_plan(run_dir)
+
+
+def test_selftest_reports_unreadable_lines_never_drops_them(workdir):
+    """A clean sim run whose plan.jsonl or cases.jsonl has lines it cannot read is not called clean."""
+    from torchcts.cli.selftest import print_table
+    from torchcts.engine.selftest import judge
+
+    run_dir = fake_run(workdir, "r", [{"id": "a/one", "status": "passed", "suite": "a"}],
+                       plan=[case_json("a/one"), case_json("a/two")])
+    with open(run_dir / "plan.jsonl", "ab") as fh:
+        fh.write(b'{"id": "a/thr\n')
+    with open(run_dir / "cases.jsonl", "ab") as fh:
+        fh.write(b"\xff\n")
+    out = judge("clean", run_dir, 1, 1.0)
+    assert out.planned == 2 and not out.detected
+    assert out.note == "2 unreadable line(s) (plan.jsonl line 3: not JSON (a torn or garbled line))"
+    buf = io.StringIO()
+    print_table([out], buf)
+    assert "(clean)  FAILED" in buf.getvalue() and "note: clean: 2 unreadable line(s)" in buf.getvalue()
 
 
 def test_records_of_the_wrong_types_are_reported_not_crashed_on(workdir, cli):

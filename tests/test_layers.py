@@ -2,7 +2,7 @@
 
 Read from the source (every `import` and `from ... import`, also inside functions), so a lazy import
 that climbs a layer fails here as surely as a top-level one. There is no import cycle between
-modules either.
+modules either, and a suite module imports nothing of the package but the authoring API.
 """
 
 from __future__ import annotations
@@ -34,6 +34,10 @@ LAYERS: list[tuple[str, ...]] = [
 # sim's fault-selection variable, which once made sim/faults.py import engine/selftest.py, is read
 # from torchcts/settings.py on the bottom layer.
 ALLOWED_UPWARD: set[tuple[str, str]] = set()
+
+# A suite's one door into the package (docs/architecture.md, "Cases"): no exception.
+SUITES_PACKAGE = "torchcts.cases.suites"
+SUITE_API = "torchcts.cases.api"
 
 
 def module_name(path: Path) -> str:
@@ -94,6 +98,18 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
     ]
 
 
+def suite_imports_beside_the_api(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of the package by a suite module that is not cases/api.py (standard library and
+    third-party imports are not in the graph)."""
+    return [
+        f"{mod} imports {dep} (export it from {SUITE_API} and import it there)"
+        for mod, deps in graph.items()
+        if mod.startswith(SUITES_PACKAGE + ".")
+        for dep in sorted(deps)
+        if dep != SUITE_API
+    ]
+
+
 def test_no_module_imports_a_higher_layer() -> None:
     assert upward_imports(all_modules()) == []
 
@@ -134,3 +150,19 @@ def test_the_layer_test_sees_an_upward_import() -> None:
     lazy = "def f():\n    from ..cli import common\n    from torchcts.cli.common import require_device\n"
     assert imports_in(lazy, "torchcts.results.probe") == {"torchcts.cli", "torchcts.cli.common"}
     assert upward_imports({"torchcts.results.probe": imports_in(lazy, "torchcts.results.probe")}) != []
+
+
+def test_a_suite_imports_only_the_authoring_api() -> None:
+    graph = all_modules()
+    assert sum(m.startswith(SUITES_PACKAGE + ".") for m in graph) > 20  # the suites were read
+    assert suite_imports_beside_the_api(graph) == []
+
+
+def test_the_suite_test_sees_another_import() -> None:
+    """The check itself works: a suite importing another suite or a lower layer, even lazily, is found."""
+    lazy = ("from torchcts.cases.api import CaseSet\nimport torch\n"
+            "def f():\n    from torchcts.cases.suites.rng import ALPHA\n    from ..helpers import expect\n")
+    found = suite_imports_beside_the_api({"torchcts.cases.suites.probe": imports_in(lazy, "torchcts.cases.suites.probe")})
+    assert [f.split()[2] for f in found] == ["torchcts.cases.helpers", "torchcts.cases.suites.rng"]
+    clean = "import torch\nfrom torchcts.cases.api import CaseSet, compat\n"
+    assert suite_imports_beside_the_api({"torchcts.cases.suites.probe": imports_in(clean, "torchcts.cases.suites.probe")}) == []

@@ -15,7 +15,7 @@ from _pytest.reports import TestReport
 from conftest import run_cli
 
 from torchcts.engine import judge
-from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_OK
+from torchcts.errors import ExitCode
 from torchcts.results import rundir
 from torchcts.results.ledger import verdict_exit
 from torchcts.results.records import MAX_DEPTH, CaseRecord
@@ -93,9 +93,9 @@ def test_a_garbled_record_text_is_an_internal_error_never_a_lost_case():
 
 
 def test_internal_errors_exit_3_before_any_other_verdict():
-    assert verdict_exit({"totals": {"passed": 3}}) == EXIT_OK
-    assert verdict_exit({"totals": {"failed": 1}}) == EXIT_FAILURES
-    assert verdict_exit({"totals": {"failed": 1, "error": 1}, "internal_errors": 1}) == EXIT_INTERNAL
+    assert verdict_exit({"totals": {"passed": 3}}) == ExitCode.OK
+    assert verdict_exit({"totals": {"failed": 1}}) == ExitCode.FAILURES
+    assert verdict_exit({"totals": {"failed": 1, "error": 1}, "internal_errors": 1}) == ExitCode.INTERNAL
 
 
 SIM = ["--device", "sim", "--manifest", "torchcts:sim/manifest.py"]
@@ -110,7 +110,7 @@ def test_an_int64_explore_failure_fails_the_case_and_the_run_goes_on(workdir):
     worker's report ended the run with INTERNALERROR (exit 3, the rest not_run)."""
     proc = run_cli("run", *SIM, "--op", "neg", "--dtype", "int64", cwd=workdir,
                    env={"TORCHCTS_SIM_FAULT": "neg_int64_low_word"})
-    assert proc.returncode == EXIT_FAILURES, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode == ExitCode.FAILURES, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "INTERNALERROR" not in proc.stdout + proc.stderr and "run complete" in proc.stdout
     records = _records(workdir)
     explore = records["opinfo/neg/int64/explore"]
@@ -130,7 +130,7 @@ def test_a_judge_error_is_that_cases_error_and_the_run_exits_3(workdir, isolated
     proc = run_cli("run", "--device", "cpu", "--op", "neg", "--dtype", "float32", *extra,
                    "--", "-p", "helpers.judge_fault", cwd=workdir,
                    env={"TORCHCTS_TEST_JUDGE_FAULT": case, "PYTHONPATH": str(__import__("pathlib").Path(__file__).parent)})
-    assert proc.returncode == EXIT_INTERNAL, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode == ExitCode.INTERNAL, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "INTERNALERROR" not in proc.stdout + proc.stderr
     records = _records(workdir)
     assert records[case].status == "error" and "planted judge fault" in (records[case].internal_error or "")
@@ -141,12 +141,12 @@ def test_a_judge_error_is_that_cases_error_and_the_run_exits_3(workdir, isolated
 
 def test_planned_cases_without_a_result_are_never_a_complete_run(workdir):
     proc = run_cli("run", "--device", "cpu", "--op", "neg", "--dtype", "float32", cwd=workdir)
-    assert proc.returncode == EXIT_OK, proc.stdout[-2000:]
+    assert proc.returncode == ExitCode.OK, proc.stdout[-2000:]
     run_dir = rundir.latest_run(workdir / "results")
     lines = (run_dir / rundir.CASES_JSONL).read_text().splitlines()
     kept = [line for line in lines if json.loads(line)["status"] != "passed"]
     (run_dir / rundir.CASES_JSONL).write_text("".join(f"{line}\n" for line in kept))
     report = run_cli("report", cwd=workdir)
-    assert report.returncode == EXIT_FAILURES
+    assert report.returncode == ExitCode.FAILURES
     assert "run incomplete" in report.stdout and "run complete" not in report.stdout
     assert rundir.read_run(run_dir)["status"] == "incomplete"

@@ -8,6 +8,7 @@ import io
 import os
 import re
 import sys
+import tempfile
 from dataclasses import fields
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 
 import torchcts
 from torchcts import settings
-from torchcts.errors import EXIT_USAGE, UsageError
+from torchcts.errors import ExitCode, UsageError
 from torchcts.settings import Settings
 
 PACKAGE = Path(torchcts.__file__).parent
@@ -115,7 +116,7 @@ def test_a_bad_value_is_one_line_naming_the_variable_and_the_fix(name: str, valu
 
 def test_the_cli_stops_on_a_bad_value_with_exit_2(monkeypatch, capsys, cli) -> None:
     monkeypatch.setenv("TORCHCTS_WORKERS", "abc")
-    assert cli(["backends"]) == EXIT_USAGE
+    assert cli(["backends"]) == ExitCode.USAGE
     err = capsys.readouterr().err.strip()
     assert err.startswith("torchcts: error: TORCHCTS_WORKERS='abc'") and "\n" not in err
 
@@ -307,3 +308,90 @@ def test_the_grep_sees_every_kind_of_read() -> None:
     ]
     for source in writes:
         assert environment_reads(source, "m.py") == [], source
+
+
+# --- default folders: computed in settings.py only ---
+
+# What names a default folder's ingredient outside settings.py, each with why it is not one.
+FOLDER_EXCEPTIONS = {
+    ("results/scrub.py", "gettempdir"): "the scrubber redacts the temporary folder from what it writes",
+    ("results/scrub.py", "expanduser"): "the scrubber redacts the home folder's name",
+    ("engine/zygote/keys.py", "XDG_CACHE_HOME"): "the warm server's key names the variables imports read; the "
+    "server cannot import torchcts",
+}
+FOLDER_VARIABLES = re.compile(r"XDG_[A-Z_]+|TMPDIR|TORCH_EXTENSIONS_DIR")
+FOLDER_CALLS = ("expanduser", "home", "gettempdir", "gettempdirb")
+FOLDER_DEFAULTS = ("results", "repro")
+
+
+def default_folders(source: str, rel: str) -> list[str]:
+    """Where one module computes a default folder: an XDG (or temporary, or extensions) variable's
+    name, the home or temporary folder, or the results/repro default as a Path or a flag's default."""
+    tree = ast.parse(source)
+    skip, found = _docstrings(tree), []
+    for node in ast.walk(tree):
+        what = None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            what = node.value if FOLDER_VARIABLES.fullmatch(node.value) else None
+        elif isinstance(node, ast.Attribute) and node.attr in FOLDER_CALLS:
+            what = node.attr
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Path" and node.args:
+            arg = node.args[0]
+            what = f"Path({arg.value!r})" if isinstance(arg, ast.Constant) and arg.value in FOLDER_DEFAULTS else None
+        elif isinstance(node, ast.keyword) and node.arg == "default" and isinstance(node.value, ast.Constant):
+            what = f"default={node.value.value!r}" if node.value.value in FOLDER_DEFAULTS else None
+        if what and (rel, what) not in FOLDER_EXCEPTIONS:
+            found.append(f"{rel}:{node.lineno}: {what} (compute the folder in settings.py and ask there)")
+    return found
+
+
+def test_no_module_but_settings_computes_a_default_folder() -> None:
+    modules = {path.relative_to(PACKAGE).as_posix(): path for path in sorted(PACKAGE.rglob("*.py"))}
+    modules.pop("settings.py")
+    assert [f for rel, path in modules.items() for f in default_folders(path.read_text(encoding="utf-8"), rel)] == []
+
+
+@pytest.mark.parametrize("source", [
+    'import os\nx = os.environ.get("XDG_CACHE_HOME")',
+    'import os\nx = os.path.join(os.path.expanduser("~"), ".cache")',
+    "import tempfile\nx = tempfile.gettempdir()",
+    'from pathlib import Path\ndef f(root: Path = Path("results")): ...',
+    'def configure(p):\n    p.add_argument("--results-dir", default="results")',
+])
+def test_the_folder_check_sees_each_kind(source: str) -> None:
+    assert default_folders(source, "m.py") != []
+
+
+def test_the_folder_check_passes_a_docstring_and_its_exceptions_still_exist() -> None:
+    assert default_folders('"""Under $XDG_CACHE_HOME."""\nfrom torchcts import settings\nx = settings.cache_folder()',
+                           "m.py") == []
+    for (rel, what), why in FOLDER_EXCEPTIONS.items():
+        assert any(f.split(": ", 1)[1].startswith(what) for f in default_folders((PACKAGE / rel).read_text(), "x")), why
+
+
+def test_default_folders(monkeypatch, tmp_path) -> None:
+    for name in ("TORCHCTS_CACHE_DIR", "TORCHCTS_WARM_DIR", "TORCHCTS_VENV_ROOT", "XDG_CACHE_HOME", "TORCH_EXTENSIONS_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    settings.reload()
+    tmp = Path(tempfile.gettempdir())
+    assert settings.cache_folder() == tmp_path / "home" / ".cache" / "torchcts"
+    assert settings.torch_extensions_folder() == tmp_path / "home" / ".cache" / "torch_extensions"
+    assert settings.venv_folder() == tmp / "torchcts-venvs"
+    assert (settings.RESULTS_DIR, settings.REPRO_DIR) == ("results", "repro")
+    runtime = tmp_path / "run"
+    assert settings.warm_folder({"XDG_RUNTIME_DIR": str(runtime)}) == tmp / f"torchcts-warm-{os.getuid()}"  # absent
+    runtime.mkdir()
+    assert settings.warm_folder({"XDG_RUNTIME_DIR": str(runtime)}) == runtime / "torchcts-warm"
+    assert settings.warm_folder({"XDG_RUNTIME_DIR": str(runtime), "TORCHCTS_WARM_DIR": "/w"}) == Path("/w")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    monkeypatch.setenv("TORCHCTS_VENV_ROOT", str(tmp_path / "venvs"))
+    settings.reload()
+    assert settings.cache_folder() == tmp_path / "xdg" / "torchcts"
+    assert settings.torch_extensions_folder() == tmp_path / "ext"
+    assert settings.venv_folder() == tmp_path / "venvs"
+    monkeypatch.setenv("TORCHCTS_CACHE_DIR", str(tmp_path / "c"))
+    settings.reload()
+    assert settings.cache_folder() == tmp_path / "c"
+    settings.reload()

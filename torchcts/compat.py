@@ -413,13 +413,11 @@ def _privateuse1_guard_build() -> tuple[str, Path]:
     Every checkout and process with the same source and torch then builds once and reuses the
     library: ninja rebuilds when a source path changes, so the source is copied there first."""
     import hashlib
-    import os
 
     text = PRIVATEUSE1_GUARD_SOURCE.read_bytes()
     key = hashlib.sha256(text + torch_version_file().encode()).hexdigest()[:12]
     name = f"torchcts_privateuse1_guard_{key}"
-    root = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "torch_extensions")
-    folder = Path(root) / name
+    folder = settings.torch_extensions_folder() / name
     folder.mkdir(parents=True, exist_ok=True)
     source = folder / "privateuse1_guard.cpp"
     if not source.exists() or source.read_bytes() != text:

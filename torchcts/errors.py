@@ -3,13 +3,22 @@ interrupted by SIGINT; no others (README.md)."""
 
 from __future__ import annotations
 
-EXIT_OK = 0
-EXIT_FAILURES = 1
-EXIT_USAGE = 2
-EXIT_INTERNAL = 3
-# SIGINT (Ctrl-C): no verdict. 128 + SIGINT, what a shell reports for a process the signal ended, so
-# CI shows a cancelled job; finished records are kept and run.json says "interrupted".
-EXIT_INTERRUPTED = 130
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Every status a command exits with, one enum as pytest's `ExitCode`: a member is its int."""
+
+    OK = 0
+    FAILURES = 1
+    USAGE = 2
+    INTERNAL = 3
+    # SIGINT (Ctrl-C): no verdict. 128 + SIGINT, what a shell reports for a process the signal ended, so
+    # CI shows a cancelled job; finished records are kept and run.json says "interrupted".
+    INTERRUPTED = 130
+
+    def __str__(self) -> str:  # the number, as Python 3.11+ prints an IntEnum (3.10 prints the name)
+        return str(self.value)
 
 
 class UsageError(Exception):

@@ -13,12 +13,17 @@ terminal" decision that warm workers, `--device`, `init` and `install` consult.
 
 A bad value is a `UsageError` naming the variable and the fix (exit 2), never a traceback: the CLI
 reads the settings before anything else.
+
+The default folders are computed here too, and only here (`RESULTS_DIR`, `REPRO_DIR`,
+`cache_folder`, `warm_folder`, `venv_folder`): a variable above moves one, and the XDG and temporary
+folders they fall back on are read here with them.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -210,6 +215,12 @@ class Settings:
         "torchcts.sim.decomp's decompositions: table or composite",
         _sim_decomp,
     )
+    venv_root: Path | None = _var(
+        "TORCHCTS_VENV_ROOT",
+        None,
+        "scripts/version-matrix's folder of torch-VERSION venvs (default <tmp>/torchcts-venvs)",
+        _path,
+    )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -263,3 +274,42 @@ def interactive() -> bool:
         return sys.stdin.isatty()
     except (AttributeError, ValueError):  # no stdin, or a closed one
         return False
+
+
+# --- default folders: computed here only; callers ask (a flag, where there is one, wins) ---
+
+RESULTS_DIR = "results"  # `--results-dir`: run folders go under the working folder's results/
+REPRO_DIR = "repro"  # `repro` without a run (or --output): repro/<case>/ under the working folder
+
+
+def cache_folder() -> Path:
+    """The case-list cache's folder: TORCHCTS_CACHE_DIR, else $XDG_CACHE_HOME/torchcts, else ~/.cache/torchcts."""
+    given = current().cache_dir
+    if given is not None:
+        return given
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "torchcts"
+
+
+def warm_folder(env: Mapping[str, str] | None = None) -> Path:
+    """The warm servers' socket folder for `env` (None: this process's), not created here:
+    TORCHCTS_WARM_DIR, else $XDG_RUNTIME_DIR/torchcts-warm where that folder exists, else
+    <tmp>/torchcts-warm-<uid> (per user, since a socket folder must be private)."""
+    given = of(env).warm_dir
+    if given is not None:
+        return given
+    runtime = (os.environ if env is None else env).get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime):
+        return Path(runtime) / "torchcts-warm"
+    return Path(tempfile.gettempdir()) / f"torchcts-warm-{os.getuid()}"
+
+
+def torch_extensions_folder() -> Path:
+    """Where compat.py builds its PrivateUse1 guard extension: PyTorch's TORCH_EXTENSIONS_DIR, else
+    ~/.cache/torch_extensions (so every checkout with the same source and torch shares one build)."""
+    return Path(os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "torch_extensions"))
+
+
+def venv_folder() -> Path:
+    """scripts/version-matrix's venvs: TORCHCTS_VENV_ROOT, else <tmp>/torchcts-venvs (--venv-root wins)."""
+    return current().venv_root or Path(tempfile.gettempdir()) / "torchcts-venvs"

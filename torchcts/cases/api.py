@@ -18,8 +18,11 @@ receives `dtypes`, the list of names.
 Cases made in a loop (one per op of a table) use `CaseSet.family`, which also makes the function
 reachable by the case's runner name.
 
-This module is the one import of a suite: the context a case function receives (cases/context.py)
-and the input and property helpers (cases/helpers.py) are re-exported here.
+This module is the one import of a suite (tests/test_layers.py enforces it): the context a case
+function receives (cases/context.py), the input and property helpers (cases/helpers.py), and what
+suites use from the rest of the package (the networks, aten overloads, OpInfo samples, random-op
+checks, oracle rules, `compat`) are re-exported here, so a suite never imports another suite or a
+lower layer directly.
 """
 
 from __future__ import annotations
@@ -29,8 +32,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchcts import compat  # the module: its functions are looked up when called, as tests patch them
 from torchcts.cases.context import CaseContext, dtype_of
 from torchcts.cases.helpers import (
+    MB,
+    budget_mb,
+    compiled,
+    contiguous_strides,
     cpu_reference,
     expect,
     expect_raises,
@@ -40,19 +48,54 @@ from torchcts.cases.helpers import (
     same_storage,
     sample,
     sample_for_cast,
+    synced,
     synchronize,
     to_device,
 )
 from torchcts.cases.model import Case, NotApplicable
+from torchcts.cases.networks import (
+    MODELS,
+    OPTIMIZERS,
+    EmbeddingLSTM,
+    TrainPlan,
+    TransformerBlock,
+    compare_training,
+    forward_backward,
+    math_attention,
+    seeded,
+)
+from torchcts.cases.observe import unobserved
+from torchcts.cases.opinfo.samples import copy_sample, generate, load_op_db, lookup, select_samples
+from torchcts.cases.opinfo.strengthen import strengthener
+from torchcts.cases.overloads import mirror, overload_names, qualified, resolve, run_overloads, settle
+from torchcts.cases.random_checks import ALPHA, STAT_ORACLE, expect_moments, expect_stat, randperm_is_permutation
 from torchcts.cases.ranks import RankEnv, on_ranks
+from torchcts.compat import is_missing_kernel
+from torchcts.errors import first_line
+from torchcts.manifest.schema import DTYPES as MANIFEST_DTYPES
+from torchcts.oracle.allowed import out_cast_allowed
+from torchcts.oracle.categories import oracle_for, tolerance_category
 from torchcts.oracle.exactness import exactness_of
 from torchcts.oracle.mismatch import OracleMismatch
+from torchcts.oracle.properties import chi_square_check, ks_check, mean_check, normal_cdf, uniform_cdf
+from torchcts.oracle.weak import FLOAT_PREDICATES, constant_by_definition, constant_overload
 
 __all__ = [
+    # the authoring API (this module) and the case model
     "ALL_DTYPES", "BOOL", "COMPLEX", "FLOATING", "INTEGRAL", "Case", "CaseContext", "CaseSet", "NotApplicable",
-    "OracleMismatch", "RankEnv", "cpu_reference", "dtype_of", "exactness_of", "expect", "expect_raises", "not_on_host",
-    "on_cpu", "on_ranks", "run_both", "same_storage", "sample",
-    "sample_for_cast", "synchronize", "to_device",
+    "OracleMismatch", "dtype_of",
+    # cases/helpers.py: inputs, property checks, CPU-vs-device runs, compile, allocation budget
+    "MB", "budget_mb", "compiled", "contiguous_strides", "cpu_reference", "expect", "expect_raises", "not_on_host",
+    "on_cpu", "run_both", "same_storage", "sample", "sample_for_cast", "synced", "synchronize", "to_device",
+    # cases/: networks, aten overloads by schema, OpInfo samples, random-op checks, rank processes, the observer
+    "ALPHA", "MODELS", "OPTIMIZERS", "STAT_ORACLE", "EmbeddingLSTM", "RankEnv", "TrainPlan", "TransformerBlock",
+    "compare_training", "copy_sample", "expect_moments", "expect_stat", "forward_backward", "generate", "load_op_db",
+    "lookup", "math_attention", "mirror", "on_ranks", "overload_names", "qualified", "randperm_is_permutation",
+    "resolve", "run_overloads", "seeded", "select_samples", "settle", "strengthener", "unobserved",
+    # lower layers: oracle rules, statistical checks, PyTorch version differences, the manifest's dtypes, errors
+    "FLOAT_PREDICATES", "MANIFEST_DTYPES", "chi_square_check", "compat", "constant_by_definition", "constant_overload",
+    "exactness_of", "first_line", "is_missing_kernel", "ks_check", "mean_check", "normal_cdf", "oracle_for",
+    "out_cast_allowed", "tolerance_category", "uniform_cdf",
 ]
 
 # Dtype groups by name; expanded to names present in the running torch at case-build time.

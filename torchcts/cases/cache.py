@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import marshal
-import os
 import time
 from collections.abc import Callable
 from functools import lru_cache
@@ -27,14 +26,6 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 # Packages and modules whose source determines the case lists.
 _SOURCE_DIRS = ("cases", "oracle", "manifest")
 _SOURCE_FILES = ("compat.py",)
-
-
-def cache_dir() -> Path:
-    given = settings.current().cache_dir
-    if given is not None:
-        return given
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "torchcts"
 
 
 @lru_cache(maxsize=1)
@@ -119,7 +110,7 @@ def cached_cases(suite: str, build: Callable[[], list[Case]]) -> list[Case]:
     name with the cases, and a load notes it again, so run.json says so on cached runs too."""
     if settings.current().no_cache:
         return build()
-    path = cache_dir() / f"{suite}-{source_key()}.marshal"
+    path = settings.cache_folder() / f"{suite}-{source_key()}.marshal"
     loaded = _load(path)
     if loaded is not None:
         cases, fallbacks = loaded

@@ -13,12 +13,13 @@ import torch
 
 from torchcts.cases.context import CaseContext, dtype_of
 from torchcts.cases.observe import unobserved
-from torchcts.compat import device_module, is_missing_kernel
+from torchcts.compat import compile_backend, device_module, is_missing_kernel
 from torchcts.errors import first_line
 from torchcts.oracle.compare import Mismatch, OracleMismatch
 
 __all__ = [
-    "dtype_of", "expect", "expect_raises", "on_cpu", "run_both", "same_storage", "sample", "sample_for_cast",
+    "MB", "budget_mb", "compiled", "contiguous_strides", "cpu_reference", "dtype_of", "expect", "expect_raises",
+    "not_on_host", "on_cpu", "run_both", "same_storage", "sample", "sample_for_cast", "synced", "synchronize",
     "to_device",
 ]
 
@@ -92,19 +93,19 @@ def synchronize(device_type: str) -> None:
     mod.synchronize()
 
 
-def _sync(out: Any) -> Any:
+def synced(out: Any) -> Any:
     """Bring results to CPU so that an asynchronous device error surfaces inside the call."""
     if isinstance(out, torch.Tensor):
         return out.cpu()
     if isinstance(out, (list, tuple)):
-        return type(out)(_sync(o) for o in out)
+        return type(out)(synced(o) for o in out)
     return out
 
 
 def expect_raises(fn: Callable[[], Any], what: str, like: type[BaseException] = Exception) -> BaseException:
     """The call (results synchronised) must raise an instance of `like`; returns the exception."""
     try:
-        _sync(fn())
+        synced(fn())
     except like as exc:
         return exc
     except Exception as exc:  # noqa: BLE001 - a wrong exception type is the mismatch we report
@@ -147,3 +148,37 @@ def cpu_reference(ctx: CaseContext, fn: Callable[[], Any], what: str) -> Any:
         if not is_missing_kernel(exc):
             raise
         ctx.not_applicable(f"CPU has no kernel for {what} ({first_line(exc, 120)}); no reference")
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides of a contiguous (row-major) tensor of `shape`, as PyTorch computes them."""
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def compiled(ctx: CaseContext, fn: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
+    """torch.compile with the device's backend, from a clean dynamo cache, recorded in ctx.info."""
+    import torch._dynamo
+
+    backend = compile_backend(ctx.device_type)
+    ctx.describe(compile_backend=backend, compile_options={k: str(v) for k, v in kwargs.items()})
+    torch._dynamo.reset()
+    return torch.compile(fn, backend=backend, **kwargs)
+
+
+MB = 1 << 20
+DEFAULT_MB = 16.0
+
+
+def budget_mb(ctx: CaseContext, wanted: float = DEFAULT_MB) -> float:
+    """The size one case may allocate: wanted, capped by both resource limits."""
+    limits = ctx.manifest.resource_limits
+    caps = [wanted]
+    if "max_tensor_mb" in limits:
+        caps.append(limits["max_tensor_mb"])
+    if "max_device_memory_mb" in limits:  # leave room for the case's other tensors and copies
+        caps.append(limits["max_device_memory_mb"] / 4)
+    return max(min(caps), 0.0)

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchcts.cases.suites.operators import expect
+from torchcts.cases.helpers import expect
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 Attention = Callable[..., torch.Tensor]

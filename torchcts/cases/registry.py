@@ -17,13 +17,17 @@ class Suite:
     name: str
     module: str
     description: str
+    # further modules whose cases() belong to this suite, after the module's own: a suite split in
+    # several files composes here, since a suite module imports no other (docs/architecture.md)
+    parts: tuple[str, ...] = ()
 
 
 SUITES: dict[str, Suite] = {
     s.name: s
     for s in (
         Suite("operators", "torchcts.cases.suites.operators",
-              "hand-written operator checks: core primitives (level 1), aliasing and mutation (level 3)"),
+              "hand-written operator checks: core primitives (level 1), aliasing and mutation (level 3)",
+              parts=("torchcts.cases.suites.core", "torchcts.cases.suites.reductions", "torchcts.cases.suites.aliasing")),
         Suite("opinfo", "torchcts.cases.opinfo", "every OpInfo op, dtype and variant against the CPU oracle"),
         Suite("dtypes", "torchcts.cases.suites.dtypes", "type promotion, casts, result_type, scalar, bool and complex rules"),
         Suite("errors", "torchcts.cases.suites.errors", "device mismatch, out-of-range indices, shape and dtype mismatches"),
@@ -94,7 +98,8 @@ def suite_cases(name: str) -> list[Case]:
     from torchcts.cases.cache import cached_cases
 
     def build() -> list[Case]:
-        return list(importlib.import_module(SUITES[name].module).cases())
+        suite = SUITES[name]
+        return [c for module in (suite.module, *suite.parts) for c in importlib.import_module(module).cases()]
 
     # The cache key covers TorchCTS's own source only: suites from elsewhere are always rebuilt.
     return cached_cases(name, build) if SUITES[name].module.startswith("torchcts.") else build()

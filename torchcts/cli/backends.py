@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from torchcts.errors import ExitCode
+
 HELP = "list in-tree devices and the PrivateUse1 backend catalog with manifest presets"
 
 
@@ -44,7 +46,7 @@ def main(args: argparse.Namespace) -> int:
         import json
 
         print(json.dumps(data, indent=2))
-        return 0
+        return ExitCode.OK
     print("In-tree devices (run with --device DEVICE):")
     for d in data["in_tree"]:
         print(f"  {d['name']:5} device {d['device']:5} gate {d['gate']:5} build: {d['build']}; here: {d['here']}")
@@ -59,4 +61,4 @@ def main(args: argparse.Namespace) -> int:
         print(f"        {b['description']}")
         print(f"        caveat: {b['caveat']}")
         print(f"        preset: torchcts init --backend {b['key']}   ({b['url']})")
-    return 0
+    return ExitCode.OK

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from torchcts.errors import ExitCode
+
 if TYPE_CHECKING:
     from torchcts.manifest.schema import Manifest
 
@@ -35,7 +37,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"  capabilities: {caps}")
     if manifest.expectations:
         print(f"  expectations: {len(manifest.expectations)} ledger entries")
-    return 0
+    return ExitCode.OK
 
 
 def check_device(manifest: Manifest, imports: bool) -> None:

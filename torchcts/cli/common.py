@@ -49,8 +49,12 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
                    help="with --shard auto on a Kubernetes Indexed Job: the number of shards (or TORCHCTS_SHARD_COUNT)")
     p.add_argument("--shard-durations", metavar="RUN", help="balance shards by the case durations of an earlier run")
     p.add_argument("--validation", action="store_true", help="check the harness: forces cpu and a broad fixed claim set")
-    p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg,
-                   help="where run folders go (default: results)")
+    add_results_dir_arg(p, "where run folders go (default: results)")
+
+
+def add_results_dir_arg(p: argparse.ArgumentParser, text: str | None = None) -> None:
+    """`--results-dir DIR`, every command's; its default is settings.py's, the one place it is named."""
+    p.add_argument("--results-dir", default=settings.RESULTS_DIR, metavar="DIR", type=folder_arg, help=text)
 
 
 def run_spec(args: argparse.Namespace) -> RunSpec:

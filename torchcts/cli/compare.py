@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from torchcts.cli.common import folder_arg
+from torchcts.cli.common import add_results_dir_arg
 
 HELP = "regressions, fixes and precision changes between two runs (exit 1 on a new failure)"
 
@@ -14,11 +14,11 @@ HELP = "regressions, fixes and precision changes between two runs (exit 1 on a n
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("old", help="the earlier run: folder or name under --results-dir")
     p.add_argument("new", help="the later run: folder or name under --results-dir")
-    p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg)
+    add_results_dir_arg(p)
 
 
 def main(args: argparse.Namespace) -> int:
-    from torchcts.errors import EXIT_FAILURES, EXIT_OK
+    from torchcts.errors import ExitCode
     from torchcts.results import rundir
     from torchcts.results.compare import compare_runs, render
     from torchcts.results.quoting import TerminalOut
@@ -36,4 +36,4 @@ def main(args: argparse.Namespace) -> int:
     out = TerminalOut(sys.stdout)  # record text from downloaded runs: no escape sequences, scrubbed
     print(f"compare {old.name} -> {new.name}", file=out)
     print(render(comparison), file=out)
-    return EXIT_FAILURES if comparison.new_failures else EXIT_OK
+    return ExitCode.FAILURES if comparison.new_failures else ExitCode.OK

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from torchcts.cli.common import folder_arg
-from torchcts.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UsageError
+from torchcts.cli.common import add_results_dir_arg, folder_arg
+from torchcts.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from torchcts.evidence.collect import CollectRequest
@@ -43,7 +43,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     rep.add_argument("run", nargs="?", metavar="RUN",
                      help="a run folder, run name, results folder or results/latest: observed coverage of that run "
                           "(default: the static plan from the cases' declared ops)")
-    rep.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg, help="where RUN names are looked up")
+    add_results_dir_arg(rep, "where RUN names are looked up")
     rep.add_argument("--device", default=None, help="device whose dispatch key the kernel counts are for (default cpu; "
                      "with RUN, the run's device)")
     _suite_arg(rep, "count only cases of this suite (default: all)")
@@ -135,7 +135,7 @@ def _inventory(args: argparse.Namespace, inv) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_text(inv, rows))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _report(args: argparse.Namespace, inv) -> int:
@@ -148,7 +148,7 @@ def _report(args: argparse.Namespace, inv) -> int:
     else:
         text = render_markdown(summary, build_info())
     _emit(args, text)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _observed_report(args: argparse.Namespace) -> int:
@@ -161,7 +161,7 @@ def _observed_report(args: argparse.Namespace) -> int:
     run_dir, summary = report_run(args.run, top=args.top, results_root=Path(args.results_dir))
     _emit(args, json.dumps(summary, indent=1, sort_keys=True) + "\n" if args.json
           else render_markdown(summary, run_dir.name, args.list_unobserved))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _import_manifest_backend(args: argparse.Namespace) -> None:
@@ -187,7 +187,7 @@ def _verify(args: argparse.Namespace) -> int:
     path = Path(args.store)
     if not path.is_dir():
         print(f"torchcts: error: {args.store} is not an evidence store folder", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     notes: list[str] = []
     problems = verify_store(path, base=Path(args.base) if args.base else None, notes=notes)
     for note in notes:
@@ -196,6 +196,6 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"{path.name}/{p}")
     if problems:
         print(f"torchcts: evidence store {path.name}: {len(problems)} problems", file=sys.stderr)
-        return EXIT_FAILURES
+        return ExitCode.FAILURES
     print(f"evidence store {path.name}: valid")
-    return EXIT_OK
+    return ExitCode.OK

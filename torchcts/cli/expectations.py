@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from torchcts.cli.common import folder_arg
+from torchcts.cli.common import add_results_dir_arg
+from torchcts.errors import ExitCode
 
 HELP = "propose expectations ledger entries for a run's failures (written to a file, never applied)"
 
@@ -14,7 +15,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     up = sub.add_parser("update", help="write proposed entries for the current failures of RUN",
                         description="write proposed entries for the current failures of RUN")
     up.add_argument("run", nargs="?", help="run folder or name (default: latest)")
-    up.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg)
+    add_results_dir_arg(up)
     up.add_argument("--output", "-o", metavar="FILE",
                     help="file to write (default expectations.proposed.py; .toml writes TOML)")
     up.add_argument("--format", choices=("py", "toml"), help="default: from the --output suffix, else py")
@@ -54,4 +55,4 @@ def main(args: argparse.Namespace) -> int:
     print(f"wrote {plural(len(entries), 'proposed entry', 'proposed entries')} for run {one_line(run_dir.name)} "
           f"to {out} (nothing applied): "
           "review them, then add them to your manifest's expectations and check with 'torchcts check-manifest'")
-    return 0
+    return ExitCode.OK

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from torchcts.errors import ExitCode
+
 HELP = "write a manifest to start from (smoke, minimal, inference, training, complete)"
 
 
@@ -86,4 +88,4 @@ def main(args: argparse.Namespace) -> int:
     device, backend_import = preset(args.backend, args.backend_import)
     out.write_text(render_python(args.template, device, backend_import), encoding="utf-8")
     print(f"wrote {out.name} ({args.template} template, device '{device}'); next: torchcts check-manifest {out.name}")
-    return 0
+    return ExitCode.OK

@@ -6,6 +6,8 @@ import argparse
 import subprocess
 import sys
 
+from torchcts.errors import ExitCode
+
 HELP = "choose and install a PyTorch wheel family (cpu, cuXXX, rocmX.Y, xpu, default)"
 
 
@@ -53,19 +55,19 @@ def main(args: argparse.Namespace) -> int:
     print(f"command: {plan.command_line}")
     if plan.action == "none":
         print("nothing to do: this build is already installed")
-        return 0
+        return ExitCode.OK
     if plan.action == "keep":
         print("kept the installed torch; nothing installed")
-        return 0
+        return ExitCode.OK
     if args.dry_run:
         print("dry run: nothing installed")
-        return 0
+        return ExitCode.OK
     if not _confirmed(args):
         print("not installed")
-        return 0
+        return ExitCode.OK
     code = run_command(plan.command)
     if code != 0:
         print(f"torchcts: error: pip exited with status {code}; nothing else was changed", file=sys.stderr)
-        return 1
+        return ExitCode.FAILURES
     print("installed; 'torchcts backends' shows what this build can run")
-    return 0
+    return ExitCode.OK

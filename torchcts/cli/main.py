@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from torchcts import __version__, settings
-from torchcts.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, ManifestError, UsageError
+from torchcts.errors import ExitCode, ManifestError, UsageError
 
 # Command name -> module. Each module defines HELP, configure(parser) and main(args) -> int.
 COMMANDS: dict[str, str] = {
@@ -33,7 +33,7 @@ COMMANDS: dict[str, str] = {
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, the fix, exit 2
-        self.exit(EXIT_USAGE, f"torchcts: error: {message} (see '{self.prog} --help')\n")
+        self.exit(ExitCode.USAGE, f"torchcts: error: {message} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # removed or unreadable working folder: every relative path would fail later
         print(f"torchcts: error: the working folder cannot be reached ({exc.strerror or exc}): cd into an existing "
               "folder and run again", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     pytest_args: list[str] = []
     if "--" in argv:
         i = argv.index("--")
@@ -64,38 +64,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings.current()  # a bad TORCHCTS_* value: one line and exit 2, before any command reads it
     except UsageError as exc:
         _error_line(str(exc))
-        return EXIT_USAGE
+        return ExitCode.USAGE
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()
-        return EXIT_USAGE
+        return ExitCode.USAGE
     args.pytest_args = pytest_args
     args.argv = argv
     try:
-        return int(args._module.main(args) or 0)
+        return int(args._module.main(args) or ExitCode.OK)
     except ManifestError as exc:
         for problem in exc.problems[:MAX_PROBLEMS]:
             _error_line(f"{exc.source}: {problem}")
         if len(exc.problems) > MAX_PROBLEMS:
             _error_line(f"{exc.source}: ... and {len(exc.problems) - MAX_PROBLEMS} more problems (fix these first)")
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except UsageError as exc:
         _error_line(str(exc))
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except BrokenPipeError:  # output piped into `head`: not an error of ours (before OSError, its base)
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush at exit
-        return 0
+        return ExitCode.OK
     except OSError as exc:
         if exc.errno not in ENVIRONMENT_ERRNOS:
             return _internal(exc)
         where = f" {exc.filename}" if exc.filename else ""
         _error_line(f"cannot write or read{where}: {exc.strerror or exc}: free space, fix the permissions, "
                     "or pass another --results-dir / --store")
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except KeyboardInterrupt:
         print("torchcts: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - an internal error of TorchCTS itself
         return _internal(exc)
 
@@ -120,7 +120,7 @@ def _internal(exc: BaseException) -> int:
 
     traceback.print_exc()
     print(f"torchcts: internal error: {type(exc).__name__}: {exc} (please report it)", file=sys.stderr)
-    return EXIT_INTERNAL
+    return ExitCode.INTERNAL
 
 
 def entry() -> None:

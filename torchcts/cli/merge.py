@@ -6,18 +6,18 @@ import argparse
 import sys
 from pathlib import Path
 
-from torchcts.cli.common import folder_arg
+from torchcts.cli.common import add_results_dir_arg
 
 HELP = "combine shard runs (--shard I/N) into one run with one report"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN", help="shard run folders")
-    p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg, help="where the merged run goes")
+    add_results_dir_arg(p, "where the merged run goes")
 
 
 def main(args: argparse.Namespace) -> int:
-    from torchcts.errors import EXIT_FAILURES
+    from torchcts.errors import ExitCode
     from torchcts.results import rundir
     from torchcts.results.ledger import verdict_exit
     from torchcts.results.merge import merge_runs
@@ -30,7 +30,7 @@ def main(args: argparse.Namespace) -> int:
 
     append_step_summary(out)  # a GitHub Actions fan-in job shows the merged summary
     print_scorecard(out, run, sys.stdout)
-    return verdict_exit(run) or (EXIT_FAILURES if run.get("missing_shards") else 0)
+    return verdict_exit(run) or (ExitCode.FAILURES if run.get("missing_shards") else ExitCode.OK)
 
 
 def distinct_runs(given: list[str], root: Path) -> list[Path]:

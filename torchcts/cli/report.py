@@ -9,14 +9,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from torchcts.cli.common import folder_arg
+from torchcts.cli.common import add_results_dir_arg
 
 HELP = "rebuild reports from a run's records (default: the latest run)"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", nargs="?", help="run folder or name (default: latest)")
-    p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg)
+    add_results_dir_arg(p)
     p.add_argument("--triage", action="store_true",
                    help="print only the failures grouped into root-cause clusters, each with the "
                    "arguments its failures share (no scorecard)")

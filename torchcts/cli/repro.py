@@ -6,7 +6,8 @@ import argparse
 import shlex
 import sys
 
-from torchcts.cli.common import folder_arg
+from torchcts.cli.common import add_results_dir_arg
+from torchcts.errors import ExitCode
 
 HELP = "write a standalone script (torch + the backend only) that reproduces one case"
 
@@ -18,7 +19,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", metavar="RUN", help="run folder or name, or a results folder (its latest run), "
                    "whose device, claims and failure to use (default: the latest run, if any)")
     p.add_argument("--sample", type=int, metavar="N", help="sample index to reproduce (default: the run's failing one)")
-    p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg)
+    add_results_dir_arg(p)
     p.add_argument("--output", "-o", metavar="DIR", help="folder to write repro.py and inputs.pt "
                    "(default: <run>/repro/<case>/, or repro/<case>/ without a run)")
     p.add_argument("--device", help="device, when there is no run to take it from")
@@ -65,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
     imports = f"imports torch and {target.backend_import!r}" if target.backend_import else "imports only torch"
     print(f"wrote {SCRIPT} and its inputs for case {args.case} on device '{target.device}' ({imports}); "
           f"run it with: python {script}", file=out)
-    return 0
+    return ExitCode.OK
 
 
 def _catalog_backend(module: str | None, device: str) -> str | None:

@@ -16,8 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from torchcts.cli.common import folder_arg
+from torchcts.cli.common import add_results_dir_arg
 from torchcts.cli.run import DEFAULT_TIMEOUT_S
+from torchcts.errors import ExitCode
 
 HELP = "run the suite on the simulated device clean and with each planted fault; table of detections"
 FAULT_RUN_TIMEOUT = 900.0
@@ -44,8 +45,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-timeout", type=float, default=None, metavar="S",
                    help=f"limit of one run (default: {FAULT_RUN_TIMEOUT:g} for a fault run; none for the clean "
                         "run, which covers every claimed level and whose cases each have --timeout)")
-    p.add_argument("--results-dir", default="results", metavar="DIR", type=folder_arg,
-                   help="run folders go under DIR/selftest/<fault> (default: results)")
+    add_results_dir_arg(p, "run folders go under DIR/selftest/<fault> (default: results)")
     p.add_argument("--json", action="store_true", help="print the outcomes as JSON lines instead of a table")
 
 
@@ -70,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
     if args.list:
         for f in catalog:
             print(f"{f['name']:28} L{f['level']} {f['suite']:14} {f['description']}")
-        return 0
+        return ExitCode.OK
     faults = select_faults(catalog, args.fault, args.level)
     root = Path(args.results_dir) / "selftest"
     full = ["--level", str(args.level)] if args.level else []
@@ -109,7 +109,7 @@ def main(args: argparse.Namespace) -> int:
         print_table(outcomes, sys.stdout)
     clean_bad = any(o.name == "clean" and (o.detected or o.note) for o in outcomes)
     missed = [o for o in outcomes if o.name != "clean" and o.measured and not o.detected]
-    return 1 if clean_bad or missed else 0
+    return ExitCode.FAILURES if clean_bad or missed else ExitCode.OK
 
 
 def print_table(outcomes: list, out) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from torchcts.errors import ExitCode
+
 HELP = "summarise what would not run (not claimed, not applicable) and why, without running"
 
 
@@ -43,4 +45,4 @@ def main(args: argparse.Namespace) -> int:
     elif skipped:
         lines.append("(--details lists every case)")
     print(terminal("\n".join(lines)))
-    return 0
+    return ExitCode.OK

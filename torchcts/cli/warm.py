@@ -7,6 +7,8 @@ import argparse
 import time
 from typing import Any
 
+from torchcts.errors import ExitCode
+
 HELP = "list, show (--status) or stop (--stop) the background servers that warm `torchcts run`'s workers"
 
 
@@ -27,7 +29,7 @@ def main(args: argparse.Namespace) -> int:
     if args.stop:
         stopped = warm.stop_all(everywhere=args.all)
         print(f"torchcts: stopped {len(stopped)} warm worker server(s)")
-        return 0
+        return ExitCode.OK
     found = warm.statuses()
     servers = [s for s in found if args.all or s["here"]]
     for server in servers:
@@ -38,7 +40,7 @@ def main(args: argparse.Namespace) -> int:
     if len(found) > len(servers):
         print(f"torchcts: {len(found) - len(servers)} more of other checkouts or environments (another sys.path; "
               "`torchcts warm --all` lists them)")
-    return 0
+    return ExitCode.OK
 
 
 def describe(server: dict[str, Any]) -> str:

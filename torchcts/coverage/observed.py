@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from torchcts import settings
 from torchcts.cases.surface_exclusions import excluded_reason
 from torchcts.coverage.gaps import GAP_REASONS, Declaring, by_reason, explain_gaps
 from torchcts.coverage.report import family
@@ -223,7 +224,7 @@ def _by_reason_order(gaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(gaps, key=lambda g: (order.index(g["reason"]) if g["reason"] in order else len(order), g["surface"]))
 
 
-def report_run(ref: str, top: int = 25, results_root: Path = Path("results")) -> tuple[Path, dict[str, Any]]:
+def report_run(ref: str, top: int = 25, results_root: Path = Path(settings.RESULTS_DIR)) -> tuple[Path, dict[str, Any]]:
     """(run folder, summary) of `coverage report RUN`; the headline is kept in run.json and the run's
     reports are rebuilt, so report.html shows it (results/coverage_section.py)."""
     from torchcts.results import rundir

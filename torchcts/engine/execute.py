@@ -19,7 +19,7 @@ import torchcts
 from torchcts.compat import build_info, describe_fallbacks, fallbacks_used
 from torchcts.engine.setup import RunSetup
 from torchcts.engine.spec import RunSpec
-from torchcts.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE
+from torchcts.errors import ExitCode
 from torchcts.results import rundir, sim_env
 from torchcts.results.finalize import finalize
 from torchcts.results.plan import write_plan
@@ -201,11 +201,11 @@ def exit_code(code: int, finished: dict[str, Any]) -> int:
     from torchcts.results.ledger import verdict_exit
 
     if code == pytest.ExitCode.INTERRUPTED:
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     if code == pytest.ExitCode.USAGE_ERROR:
-        return EXIT_USAGE
+        return ExitCode.USAGE
     if code == pytest.ExitCode.INTERNAL_ERROR:
-        return EXIT_INTERNAL
+        return ExitCode.INTERNAL
     return verdict_exit(finished)  # failures; under --strict-expectations also ledger problems and flaky
 
 

@@ -56,9 +56,7 @@ def memo_key(manifest: Manifest, selection: Selection) -> str | None:
 
 
 def _path(key: str) -> Path:
-    from torchcts.cases.cache import cache_dir
-
-    return cache_dir() / "selections" / f"{key}.marshal"
+    return settings.cache_folder() / "selections" / f"{key}.marshal"
 
 
 def load(key: str) -> SelectionResult | None:

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torchcts import settings
-from torchcts.errors import UsageError
+from torchcts.errors import ExitCode, UsageError
 from torchcts.results import rundir
+from torchcts.results.jsonl import read_jsonl
 from torchcts.results.statuses import FAILURES
 
 ENV = settings.env_name("sim_fault")
@@ -62,16 +63,19 @@ def run_argv(selection: list[str], results_dir: Path, *, stop_first: bool, case_
     return argv
 
 
-def _jsonl(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
+def read_plan_ids(run_dir: Path) -> tuple[list[str], list[str]]:
+    """(the planned case ids in order, one problem per unreadable line of plan.jsonl): a damaged line
+    is counted, never dropped, since the case it held could be the one a dead run was running."""
+    path = run_dir / "plan.jsonl"
+    ids: list[str] = []
+    problems: list[str] = []
+    for line in read_jsonl(path) if path.is_file() else ():
+        case_id = line.value.get("id") if isinstance(line.value, dict) else None
+        if isinstance(case_id, str):
+            ids.append(case_id)
+        else:
+            problems.append(f"plan.jsonl line {line.number}: {line.problem or 'not a case'}")
+    return ids, problems
 
 
 def judge(name: str, run_dir: Path | None, returncode: int | None, seconds: float,
@@ -81,21 +85,24 @@ def judge(name: str, run_dir: Path | None, returncode: int | None, seconds: floa
     if run_dir is None:
         out.note = "no run folder (the run did not start)"
         return out
-    records = list(rundir.read_records(run_dir))
-    plan = _jsonl(run_dir / "plan.jsonl")
+    records, record_problems = rundir.scan_records(run_dir)
+    plan, plan_problems = read_plan_ids(run_dir)
     out.planned = len(plan)
     failing = [r for r in records if r.status in FAILURES]
     if failing:
         out.detected, out.first_case, out.status = True, failing[0].id, str(failing[0].status)
     elif returncode is None or returncode < 0 or returncode >= 128:
         done = {r.id for r in records}
-        pending = [c["id"] for c in plan if c["id"] not in done]
+        pending = [case_id for case_id in plan if case_id not in done]
         out.detected = True
         out.status = "timeout" if returncode is None else "crashed"
         out.first_case = pending[0] if pending else None
-    elif returncode not in (0, 1):
+    elif returncode not in (ExitCode.OK, ExitCode.FAILURES):
         out.note = f"torchcts run exited {returncode} (usage or internal error)"
     out.meant = bool(out.first_case and any(fnmatch.fnmatchcase(out.first_case, g) for g in catches))
+    unreadable = plan_problems + [f"cases.jsonl {p}" for p in record_problems]
+    if unreadable:  # the verdict read from these files may miss a case: said, as a run's reports say it
+        out.note = "; ".join(filter(None, [out.note, f"{len(unreadable)} unreadable line(s) ({unreadable[0]})"]))
     return out
 
 

@@ -53,17 +53,17 @@ def option(argv: Sequence[str], name: str) -> str | None:
 
 def main(argv: list[str]) -> int:
     """A rerun attempt: pytest's exit code, or 2 with one line when a record could not be written."""
-    from torchcts.errors import EXIT_USAGE, UsageError
+    from torchcts.errors import ExitCode, UsageError
 
     try:
         code, recorder = run_session(argv)
     except UsageError as exc:
         print(f"torchcts: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     if recorder.writer.failure is not None:
         exc = recorder.writer.failure
         print(f"torchcts: error: cannot write {exc.filename or 'cases.jsonl'}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     return int(code)
 
 

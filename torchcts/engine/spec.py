@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from torchcts import settings
 from torchcts.backends.devices import DeviceInfo
 from torchcts.engine.crash_budget import DEFAULT_LIMIT
 from torchcts.engine.selection import Selection
@@ -20,7 +21,7 @@ from torchcts.errors import UsageError
 from torchcts.manifest.schema import Manifest
 from torchcts.results.ledger import outside_entries
 
-DEFAULT_RESULTS_DIR = Path("results")
+DEFAULT_RESULTS_DIR = Path(settings.RESULTS_DIR)
 
 
 @dataclass

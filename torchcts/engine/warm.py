@@ -19,7 +19,6 @@ import shlex
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -60,14 +59,7 @@ def unavailable() -> str | None:
 
 def server_dir(env: dict[str, str] | None = None) -> Path:
     """The per-user private folder of the servers' sockets (created 0700; refused if not ours)."""
-    given = settings.of(env).warm_dir
-    env = os.environ if env is None else env
-    if given is not None:
-        folder = given
-    elif env.get("XDG_RUNTIME_DIR") and os.path.isdir(env["XDG_RUNTIME_DIR"]):
-        folder = Path(env["XDG_RUNTIME_DIR"]) / "torchcts-warm"
-    else:
-        folder = Path(tempfile.gettempdir()) / f"torchcts-warm-{os.getuid()}"
+    folder = settings.warm_folder(env)
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     st = os.lstat(folder)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:

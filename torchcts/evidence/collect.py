@@ -18,7 +18,7 @@ from typing import Any
 
 from torchcts.backends.gates import IN_TREE_DEVICES, Gate, check_gates_for_device, parse_gates
 from torchcts.cases.model import Case
-from torchcts.errors import EXIT_FAILURES, EXIT_OK, UsageError
+from torchcts.errors import ExitCode, UsageError
 from torchcts.evidence import store as st
 from torchcts.evidence.privacy import leaks, local_identities
 from torchcts.manifest.schema import Manifest
@@ -188,7 +188,7 @@ def exit_status(records: dict[str, list[dict[str, Any]]], p: Plan, require: bool
             for r in records[name]:
                 if r["result"]["status"] == "failed":
                     problems.append(f"oracle failed for {r['surface']} ({r['gate']}): {r['result']['reason']}")
-    return (EXIT_FAILURES if problems else EXIT_OK), problems
+    return (ExitCode.FAILURES if problems else ExitCode.OK), problems
 
 
 def collect(req: CollectRequest) -> int:

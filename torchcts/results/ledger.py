@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
-from torchcts.errors import EXIT_FAILURES, EXIT_INTERNAL, EXIT_OK
+from torchcts.errors import ExitCode
 from torchcts.manifest.expectations import is_expired
 from torchcts.results.ledger_match import LedgerMatcher
 from torchcts.results.records import CaseRecord
@@ -259,8 +259,8 @@ def verdict_exit(run: dict[str, Any]) -> int:
     TorchCTS itself failed around a case (records with `internal_error`), alone or in a full run,
     1 for any other gate failure, 0 clean."""
     if run.get("internal_errors"):
-        return EXIT_INTERNAL
-    return EXIT_FAILURES if gate_failures(run) else EXIT_OK
+        return ExitCode.INTERNAL
+    return ExitCode.FAILURES if gate_failures(run) else ExitCode.OK
 
 
 def ledger_lines(run: dict[str, Any]) -> list[str]:

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from torchcts.cases.model import Case
+from torchcts.results.jsonl import read_jsonl
 
 PLAN = "plan.jsonl"
 
@@ -25,16 +26,15 @@ def read_plan(run_dir: Path) -> list[Case]:
     from torchcts.errors import UsageError
 
     cases = []
-    with open(run_dir / PLAN, "rb") as fh:
-        for n, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                case = Case.from_json(json.loads(raw.decode("utf-8")))
-                if not isinstance(case.id, str) or not isinstance(case.runner, str) or not isinstance(case.params, dict):
-                    raise TypeError("id, runner or params of the wrong type")
-            except (ValueError, TypeError, AttributeError) as exc:
-                raise UsageError(f"{run_dir.name}/{PLAN} line {n} is not a case ({type(exc).__name__}): the run "
-                                 "folder was edited or damaged; rerun") from None
-            cases.append(case)
+    for line in read_jsonl(run_dir / PLAN):
+        try:
+            if line.error is not None:
+                raise line.error
+            case = Case.from_json(line.value)
+            if not isinstance(case.id, str) or not isinstance(case.runner, str) or not isinstance(case.params, dict):
+                raise TypeError("id, runner or params of the wrong type")
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise UsageError(f"{run_dir.name}/{PLAN} line {line.number} is not a case ({type(exc).__name__}): the run "
+                             "folder was edited or damaged; rerun") from None
+        cases.append(case)
     return cases

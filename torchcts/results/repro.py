@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from torchcts import settings
 from torchcts.cases.model import Case
 from torchcts.cases.repro_builders import ReproSpec, builder_for
 from torchcts.errors import UsageError
@@ -266,4 +267,4 @@ def target_from_run(case_id: str, run_dir: Path) -> ReproTarget:
 
 
 def target_from_registry(case_id: str, device: str, manifest: Manifest) -> ReproTarget:
-    return ReproTarget(_find_in_registry(case_id), device, manifest, None, None, Path("repro") / safe_name(case_id))
+    return ReproTarget(_find_in_registry(case_id), device, manifest, None, None, Path(settings.REPRO_DIR) / safe_name(case_id))

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from torchcts import settings
+from torchcts.results.jsonl import read_jsonl
 from torchcts.results.records import CaseRecord, plain
 from torchcts.results.scrub import scrub_obj
 from torchcts.safe_io import open_append, write_atomic
@@ -165,7 +167,7 @@ def is_latest_pointer(path: Path) -> bool:
     return path.name == LATEST and (path.exists() or path.is_symlink())
 
 
-def resolve_run(ref: str | None, results_root: Path = Path("results")) -> Path:
+def resolve_run(ref: str | None, results_root: Path = Path(settings.RESULTS_DIR)) -> Path:
     """A run given as a run folder, `results/latest` (the link or the file), a run name under
     results/, a results folder (its latest run), or None for the latest under results_root.
     `latest` always resolves to the run's own folder, so its name is the run's."""
@@ -232,24 +234,16 @@ def scan_records(run_dir: Path) -> tuple[list[CaseRecord], list[str]]:
     problems: list[str] = []
     if not path.is_file():
         return records, problems
-    with open(path, "rb") as fh:
-        for n, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                rec = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                problems.append(f"line {n}: not UTF-8 text")
-                continue
-            except ValueError:
-                problems.append(f"line {n}: not JSON (a torn or garbled line)")
-                continue
-            if not isinstance(rec, dict):
-                problems.append(f"line {n}: not a JSON object")
-            elif not isinstance(rec.get("id"), str) or not rec["id"]:
-                problems.append(f"line {n}: no case id")
-            else:
-                records.append(CaseRecord.from_json(rec))
+    for line in read_jsonl(path):
+        rec = line.value
+        if line.problem:
+            problems.append(f"line {line.number}: {line.problem}")
+        elif not isinstance(rec, dict):
+            problems.append(f"line {line.number}: not a JSON object")
+        elif not isinstance(rec.get("id"), str) or not rec["id"]:
+            problems.append(f"line {line.number}: no case id")
+        else:
+            records.append(CaseRecord.from_json(rec))
     return records, problems
 
 

@@ -32,6 +32,7 @@ from torchcts.cases.api import (
 )
 
 SUITE = CaseSet("operators")
+cases = SUITE.cases  # a part of the operators suite (cases/registry.py)
 COPY = exactness_of("copy_")  # a copy between devices or dtypes is exact (oracle/exactness.py)
 NUMERIC = INTEGRAL + FLOATING + COMPLEX
 BASE_SHAPE = (6, 8)

@@ -17,10 +17,7 @@ import warnings
 
 import torch
 
-from torchcts import compat
-from torchcts.cases.api import CaseContext, CaseSet, expect
-from torchcts.errors import first_line
-from torchcts.manifest.schema import DTYPES
+from torchcts.cases.api import MANIFEST_DTYPES, CaseContext, CaseSet, compat, expect, first_line
 
 SUITE = CaseSet("capabilities")
 cases = SUITE.cases
@@ -70,7 +67,7 @@ def probe(ctx: CaseContext) -> None:
     """Record what the backend reports and which dtypes basically work; fail on a claimed one that does not."""
     with warnings.catch_warnings():  # "ComplexHalf support is experimental": the probe says what works
         warnings.simplefilter("ignore", UserWarning)
-        observed = {name: _probe(ctx.device, getattr(torch, name)) for name in DTYPES
+        observed = {name: _probe(ctx.device, getattr(torch, name)) for name in MANIFEST_DTYPES
                     if isinstance(getattr(torch, name, None), torch.dtype)}
     ctx.describe(reported=compat.reported_capabilities(ctx.device_type), observed=observed)
     broken = {n: why for n, why in observed.items() if ctx.claims_dtype(n) and why != "works"}

@@ -11,25 +11,13 @@ from typing import Any
 
 import torch
 
-from torchcts import compat
-from torchcts.cases.api import CaseContext, CaseSet
-from torchcts.cases.networks import MODELS, TransformerBlock, compare_training, seeded
+from torchcts.cases.api import MODELS, CaseContext, CaseSet, TransformerBlock, compare_training, compiled, seeded
 
 SUITE = CaseSet("compiler")
 cases = SUITE.cases
 
 COMPILE = ("compile",)
 F32 = ("float32",)
-
-
-def compiled(ctx: CaseContext, fn: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
-    """torch.compile with the device's backend, from a clean dynamo cache, recorded in ctx.info."""
-    import torch._dynamo
-
-    backend = compat.compile_backend(ctx.device_type)
-    ctx.describe(compile_backend=backend, compile_options={k: str(v) for k, v in kwargs.items()})
-    torch._dynamo.reset()
-    return torch.compile(fn, backend=backend, **kwargs)
 
 
 def _inputs(ctx: CaseContext, shapes: list[tuple[int, ...]], dtype: torch.dtype, salt: int = 0) -> list[torch.Tensor]:

@@ -24,9 +24,17 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.api import CaseContext, CaseSet
-from torchcts.cases.helpers import _sync
-from torchcts.cases.suites.compiler import compiled
+from torchcts.cases.api import (
+    CaseContext,
+    CaseSet,
+    compiled,
+    copy_sample,
+    generate,
+    lookup,
+    select_samples,
+    synced,
+    tolerance_category,
+)
 
 SUITE = CaseSet("compiler_ops")
 cases = SUITE.cases
@@ -50,8 +58,6 @@ GRAPH_BREAK = ("mul", "sum", "matmul", "permute")
 
 
 def _samples(ctx: CaseContext, op: str, dtype: torch.dtype) -> tuple[Any, list[Any]]:
-    from torchcts.cases.opinfo.samples import generate, lookup, select_samples
-
     info = lookup(op)
     picked = [s for _, s in select_samples(generate(info, dtype, device=ctx.device), None, None)
               if isinstance(s.input, torch.Tensor) and not s.broadcasts_input][:SAMPLES]
@@ -64,16 +70,13 @@ def _check(ctx: CaseContext, info: Any, fn: Callable[..., Any], fn_c: Callable[.
            after: Callable[[Any], Any] = lambda out: out) -> bool:
     """compiled vs eager on the device, and vs eager on CPU; `after` picks what to compare.
     False when the CPU rejects the sample (nothing compared)."""
-    from torchcts.cases.opinfo.samples import copy_sample
-    from torchcts.oracle.categories import tolerance_category
-
     cpu, dev, dev2 = copy_sample(s, "cpu"), copy_sample(s, ctx.device), copy_sample(s, ctx.device)
     try:
         expected = after((fn(cpu.input, *cpu.args, **cpu.kwargs), cpu))
     except Exception:  # noqa: BLE001 - CPU rejects the sample: nothing to compare
         return False
-    got = _sync(after((fn_c(dev.input, *dev.args, **dev.kwargs), dev)))
-    eager = _sync(after((fn(dev2.input, *dev2.args, **dev2.kwargs), dev2)))
+    got = synced(after((fn_c(dev.input, *dev.args, **dev.kwargs), dev)))
+    eager = synced(after((fn(dev2.input, *dev2.args, **dev2.kwargs), dev2)))
     ctx.assert_close(got, eager, category="compile")
     ctx.assert_close(got, expected, category=tolerance_category(info))
     return True

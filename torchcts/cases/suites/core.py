@@ -11,20 +11,22 @@ import re
 
 import torch
 
-from torchcts.cases.api import ALL_DTYPES, CaseContext, CaseSet, cpu_reference, exactness_of, expect, sample
+from torchcts.cases.api import (
+    ALL_DTYPES,
+    CaseContext,
+    CaseSet,
+    contiguous_strides,
+    cpu_reference,
+    exactness_of,
+    expect,
+    sample,
+)
 
 SUITE = CaseSet("operators")
+cases = SUITE.cases  # a part of the operators suite (cases/registry.py)
 COPY = exactness_of("copy_")  # a copy between devices or dtypes is exact (oracle/exactness.py)
 NUMERIC = tuple(d for d in ALL_DTYPES if d != "bool")
 SHAPES = ((), (0,), (1,), (3, 4), (2, 3, 5))
-
-
-def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def expect_structure(ctx: CaseContext, t: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype,

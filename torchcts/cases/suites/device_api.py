@@ -11,8 +11,7 @@ import inspect
 
 import torch
 
-from torchcts import compat
-from torchcts.cases.api import CaseContext, CaseSet, expect
+from torchcts.cases.api import CaseContext, CaseSet, compat, expect
 
 SUITE = CaseSet("device_api")
 cases = SUITE.cases

@@ -24,8 +24,16 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from torchcts.cases.api import CaseContext, CaseSet, NotApplicable, OracleMismatch, RankEnv, expect, on_ranks
-from torchcts.errors import first_line
+from torchcts.cases.api import (
+    CaseContext,
+    CaseSet,
+    NotApplicable,
+    OracleMismatch,
+    RankEnv,
+    expect,
+    first_line,
+    on_ranks,
+)
 
 SUITE = CaseSet("distributed")
 cases = SUITE.cases

@@ -20,8 +20,7 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.api import FLOATING, CaseContext, CaseSet, sample
-from torchcts.cases.overloads import overload_names, qualified, run_overloads, settle
+from torchcts.cases.api import FLOATING, CaseContext, CaseSet, overload_names, qualified, run_overloads, sample, settle
 
 SUITE = CaseSet("foreach")
 cases = SUITE.cases

@@ -17,7 +17,20 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.api import CaseContext, CaseSet, expect, sample
+from torchcts.cases.api import (
+    CaseContext,
+    CaseSet,
+    constant_by_definition,
+    copy_sample,
+    expect,
+    generate,
+    load_op_db,
+    lookup,
+    oracle_for,
+    sample,
+    select_samples,
+    strengthener,
+)
 
 SUITE = CaseSet("inplace_views")
 cases = SUITE.cases
@@ -104,8 +117,6 @@ def check_through_views(ctx: CaseContext, value: torch.Tensor, apply: Callable[[
 
 def _opinfo_targets() -> list[tuple[str, str, str, str]]:
     """(op name, variant, aten name, dtype) of every OpInfo with an in-place variant, one dtype each."""
-    from torchcts.cases.opinfo.samples import load_op_db
-
     out = []
     for op in load_op_db():
         if op.inplace_variant is None or not callable(op.inplace_variant):
@@ -120,11 +131,6 @@ def _opinfo_targets() -> list[tuple[str, str, str, str]]:
 def opinfo_inplace(ctx: CaseContext, dtype: torch.dtype, op: str, variant: str) -> None:
     """An OpInfo op's in-place variant, on its first samples, through every view kind."""
     import warnings
-
-    from torchcts.cases.opinfo.samples import copy_sample, generate, lookup, select_samples
-    from torchcts.cases.opinfo.strengthen import strengthener
-    from torchcts.oracle.categories import oracle_for
-    from torchcts.oracle.weak import constant_by_definition
 
     info = lookup(op, variant)
     fn = info.inplace_variant

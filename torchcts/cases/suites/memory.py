@@ -11,27 +11,12 @@ import gc
 
 import torch
 
-from torchcts import compat
-from torchcts.cases.api import CaseContext, CaseSet, expect
-from torchcts.errors import first_line
+from torchcts.cases.api import MB, CaseContext, CaseSet, budget_mb, compat, expect, first_line
 
 SUITE = CaseSet("memory")
 cases = SUITE.cases
 
-MB = 1 << 20
-DEFAULT_MB = 16.0
 IMPOSSIBLE_BYTES = 1 << 62
-
-
-def budget_mb(ctx: CaseContext, wanted: float = DEFAULT_MB) -> float:
-    """The size one case may allocate: wanted, capped by both resource limits."""
-    limits = ctx.manifest.resource_limits
-    caps = [wanted]
-    if "max_tensor_mb" in limits:
-        caps.append(limits["max_tensor_mb"])
-    if "max_device_memory_mb" in limits:  # leave room for the case's other tensors and copies
-        caps.append(limits["max_device_memory_mb"] / 4)
-    return max(min(caps), 0.0)
 
 
 def stats_module(ctx: CaseContext, *names: str):  # torch.<dev> with the named functions

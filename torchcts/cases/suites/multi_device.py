@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from torchcts import compat
-from torchcts.cases.api import CaseContext, CaseSet, exactness_of, expect, sample
+from torchcts.cases.api import CaseContext, CaseSet, compat, exactness_of, expect, sample
 
 SUITE = CaseSet("multi_device")
 COPY = exactness_of("copy_")  # a copy between devices or dtypes is exact (oracle/exactness.py)

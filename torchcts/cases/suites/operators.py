@@ -1,7 +1,8 @@
 """Level-1 core primitives: registration, creation, copy round trips, elementwise basics.
 
-The suite also holds the level-3 aliasing and mutation cases (`operators/aliasing/...`, module
-`aliasing`): they have no suite of their own.
+The suite also holds the level-1 core cases (module `core`), the level-2 reductions (`reductions`)
+and the level-3 aliasing and mutation cases (`operators/aliasing/...`, module `aliasing`): they have
+no suite of their own; cases/registry.py lists them as the suite's `parts`, after this module.
 """
 
 from __future__ import annotations
@@ -9,17 +10,10 @@ from __future__ import annotations
 import torch
 
 from torchcts.cases.api import ALL_DTYPES, FLOATING, INTEGRAL, CaseContext, CaseSet, exactness_of, expect, sample
-from torchcts.cases.model import Case
-from torchcts.cases.suites import aliasing, core, reductions
 
 SUITE = CaseSet("operators")
+cases = SUITE.cases
 COPY = exactness_of("copy_")  # a copy between devices or dtypes is exact (oracle/exactness.py)
-
-
-def cases() -> list[Case]:
-    """Core primitives first (level 1), level-2 reductions at realistic sizes, then the level-3
-    aliasing and mutation cases."""
-    return [*SUITE.cases(), *core.SUITE.cases(), *reductions.SUITE.cases(), *aliasing.SUITE.cases()]
 
 
 @SUITE.case("core/registration", level=1, ops=("aten::empty.memory_format",), oracle="property:registration")

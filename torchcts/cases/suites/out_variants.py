@@ -22,11 +22,21 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.api import CaseContext, CaseSet, expect_raises, sample
-from torchcts.cases.observe import unobserved
-from torchcts.cases.overloads import mirror, overload_names, qualified, resolve
-from torchcts.oracle.allowed import out_cast_allowed
-from torchcts.oracle.weak import FLOAT_PREDICATES, constant_by_definition, constant_overload
+from torchcts.cases.api import (
+    FLOAT_PREDICATES,
+    CaseContext,
+    CaseSet,
+    constant_by_definition,
+    constant_overload,
+    expect_raises,
+    mirror,
+    out_cast_allowed,
+    overload_names,
+    qualified,
+    resolve,
+    sample,
+    unobserved,
+)
 
 SUITE = CaseSet("out_variants")
 cases = SUITE.cases

@@ -26,8 +26,7 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from torchcts import compat
-from torchcts.cases.api import CaseContext, CaseSet, cpu_reference, expect, synchronize
+from torchcts.cases.api import CaseContext, CaseSet, compat, cpu_reference, expect, synchronize
 
 SUITE = CaseSet("profiler")
 cases = SUITE.cases

@@ -18,9 +18,17 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.api import ALL_DTYPES, CaseContext, CaseSet, same_storage, sample
-from torchcts.cases.overloads import mirror, qualified, resolve
-from torchcts.compat import is_missing_kernel
+from torchcts.cases.api import (
+    ALL_DTYPES,
+    CaseContext,
+    CaseSet,
+    is_missing_kernel,
+    mirror,
+    qualified,
+    resolve,
+    same_storage,
+    sample,
+)
 
 SUITE = CaseSet("query_mutation")
 cases = SUITE.cases

@@ -24,9 +24,22 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from torchcts.cases.api import FLOATING, INTEGRAL, CaseContext, CaseSet, cpu_reference, expect
-from torchcts.cases.suites.rng import ALPHA, STAT_ORACLE, _moments, _stat, randperm_is_permutation
-from torchcts.oracle.properties import chi_square_check, ks_check, mean_check
+from torchcts.cases.api import (
+    ALPHA,
+    FLOATING,
+    INTEGRAL,
+    STAT_ORACLE,
+    CaseContext,
+    CaseSet,
+    chi_square_check,
+    cpu_reference,
+    expect,
+    expect_moments,
+    expect_stat,
+    ks_check,
+    mean_check,
+    randperm_is_permutation,
+)
 
 SUITE = CaseSet("random_ops")
 cases = SUITE.cases
@@ -59,7 +72,7 @@ def dropout_scaling(ctx: CaseContext, dtype: torch.dtype, p: float) -> None:
     kept = y != 0
     ctx.describe(p=p, kept=int(kept.sum()))
     ctx.assert_close(y[kept], (x.double() / (1 - p)).to(dtype)[kept], category="reduction")
-    _stat(mean_check((~kept).double(), p, p * (1 - p), ALPHA), "share of dropped elements")
+    expect_stat(mean_check((~kept).double(), p, p * (1 - p), ALPHA), "share of dropped elements")
 
 
 @SUITE.case("dropout/identity", level=LEVEL, dtypes=FLOATING, requires=REQUIRES, oracle="cpu",
@@ -97,7 +110,7 @@ def dropout_channels(ctx: CaseContext, dtype: torch.dtype) -> None:
     expect(bool(whole.all()), "dropout2d dropped part of a channel", mixed_planes=int((~whole).sum()))
     kept = ~dropped.all(-1)
     ctx.assert_close(y[kept], (x.double() / (1 - p)).to(dtype)[kept], category="reduction")
-    _stat(mean_check((~kept).double(), p, p * (1 - p), ALPHA), "share of dropped channels")
+    expect_stat(mean_check((~kept).double(), p, p * (1 - p), ALPHA), "share of dropped channels")
 
 
 @SUITE.case("rrelu", level=LEVEL, dtypes=FLOATING, requires=REQUIRES, oracle="cpu+property:range",
@@ -151,7 +164,7 @@ def randint_full_range(ctx: CaseContext, dtype: torch.dtype) -> None:
     expect(bool(((wide >= info.min) & (wide < high)).all()), "randint left [low, high)",
            min=float(wide.min()), max=float(wide.max()))
     bins = ((wide.double() - info.min) / (float(high) - info.min) * 16).floor().clamp(0, 15).long()
-    _stat(chi_square_check(torch.bincount(bins, minlength=16), torch.ones(16), ALPHA), "uniformity")
+    expect_stat(chi_square_check(torch.bincount(bins, minlength=16), torch.ones(16), ALPHA), "uniformity")
     if info.bits == 8:
         expect(int(wide.min()) == info.min and int(wide.max()) == info.max, "randint never drew an end of the range",
                min=int(wide.min()), max=int(wide.max()))
@@ -179,7 +192,7 @@ def random_range(ctx: CaseContext, dtype: torch.dtype) -> None:
         return
     small = torch.empty(N, dtype=dtype, device=ctx.device).random_(3, 10).cpu().long()
     expect(bool(((small >= 3) & (small < 10)).all()), "random_(3, 10) left [3, 10)")
-    _stat(chi_square_check(torch.bincount(small - 3, minlength=7), torch.ones(7), ALPHA), "uniformity of random_(3, 10)")
+    expect_stat(chi_square_check(torch.bincount(small - 3, minlength=7), torch.ones(7), ALPHA), "uniformity of random_(3, 10)")
 
 
 def _exponential(d: torch.device, dt: torch.dtype) -> torch.Tensor:
@@ -226,29 +239,29 @@ def _check_moments(kind: str, x: torch.Tensor, dtype: torch.dtype) -> None:
     expect(kind == "cauchy_" or bool(torch.isfinite(x).all()), f"{kind} produced non-finite values")
     if kind == "exponential_":
         expect(bool((x >= 0).all()), "exponential_ produced negative values", min=float(x.min()))
-        _moments(x, dtype, 0.5, 0.25, 9 / 16, 5.0)
+        expect_moments(x, dtype, 0.5, 0.25, 9 / 16, 5.0)
     elif kind == "geometric_":
         expect(bool(((x >= 1) & (x == x.round())).all()), "geometric_ values must be integers >= 1", min=float(x.min()))
         p = 0.3
         var = (1 - p) / p**2
-        _moments(x, dtype, 1 / p, var, var**2 * (9 + p * p / (1 - p)), 0.0)
+        expect_moments(x, dtype, 1 / p, var, var**2 * (9 + p * p / (1 - p)), 0.0)
     elif kind == "log_normal_":
         expect(bool((x > 0).all()), "log_normal_ values must be positive", min=float(x.min()))
-        _moments(x.log(), dtype, 0.5, 0.16, 3 * 0.16**2, 5.0)
+        expect_moments(x.log(), dtype, 0.5, 0.16, 3 * 0.16**2, 5.0)
     elif kind == "cauchy_":
         if dtype in (torch.float32, torch.float64):
-            _stat(ks_check(x, lambda t: 0.5 + torch.atan((t - 1.0) / 2.0) / math.pi, ALPHA), "distribution")
+            expect_stat(ks_check(x, lambda t: 0.5 + torch.atan((t - 1.0) / 2.0) / math.pi, ALPHA), "distribution")
         else:  # half precision: only the median, through the share of draws below it
-            _stat(mean_check((x < 1.0).double(), 0.5, 0.25, ALPHA, 0.01), "median")
+            expect_stat(mean_check((x < 1.0).double(), 0.5, 0.25, ALPHA, 0.01), "median")
     elif kind == "poisson":
         expect(bool(((x >= 0) & (x == x.round())).all()), "poisson values must be integers >= 0", min=float(x.min()))
-        _moments(x, dtype, 3.5, 3.5, 3.5 * (1 + 3 * 3.5), 0.0)
+        expect_moments(x, dtype, 3.5, 3.5, 3.5 * (1 + 3 * 3.5), 0.0)
     elif kind == "normal_tensor":
-        _moments(x, dtype, 0.0, 1.0, 3.0, 4.0)
+        expect_moments(x, dtype, 0.0, 1.0, 3.0, 4.0)
     elif kind == "bernoulli_p":
         probs = _bernoulli_probs(dtype).double()
         expect(bool(((x == 0) | (x == 1)).all()), "bernoulli values must be 0 or 1")
-        _stat(mean_check(x - probs, 0.0, float((probs * (1 - probs)).mean()), ALPHA), "mean")
+        expect_stat(mean_check(x - probs, 0.0, float((probs * (1 - probs)).mean()), ALPHA), "mean")
 
 
 DISTRIBUTIONS: dict[str, tuple[Callable[[torch.device, torch.dtype], torch.Tensor], tuple[str, ...]]] = {

@@ -17,6 +17,7 @@ import torch
 from torchcts.cases.api import CaseContext, CaseSet
 
 SUITE = CaseSet("operators")
+cases = SUITE.cases  # a part of the operators suite (cases/registry.py)
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 _INTS = ("int32", "int64")

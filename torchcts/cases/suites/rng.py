@@ -18,22 +18,26 @@ from collections.abc import Callable
 
 import torch
 
-from torchcts.cases.api import FLOATING, INTEGRAL, CaseContext, CaseSet, cpu_reference, expect
-from torchcts.oracle.properties import (
-    DEFAULT_ALPHA,
-    StatCheck,
+from torchcts.cases.api import (
+    ALPHA,
+    FLOATING,
+    INTEGRAL,
+    STAT_ORACLE,
+    CaseContext,
+    CaseSet,
     chi_square_check,
+    cpu_reference,
+    expect,
+    expect_moments,
+    expect_stat,
     ks_check,
-    mean_check,
     normal_cdf,
+    randperm_is_permutation,
     uniform_cdf,
-    variance_check,
 )
 
 SUITE = CaseSet("rng")
 cases = SUITE.cases
-ALPHA = DEFAULT_ALPHA
-STAT_ORACLE = f"property:stat(alpha={ALPHA:g})"
 N = 100_000
 REQUIRES = ("rng",)
 PROBS = (0.1, 0.2, 0.3, 0.4, 0.0)
@@ -114,25 +118,11 @@ def _generator(ctx: CaseContext, dtype: torch.dtype, fn: str) -> None:
     expect(not _same(_draw(ctx, fn, dtype, other), a), "generators with different seeds give the same draw")
 
 
-def _stat(check: StatCheck, what: str) -> None:
-    expect(check.ok, f"{what}: {check.name} test failed (false-alarm rate {check.alpha:g})", **check.to_json())
-
-
-def _resolution(dtype: torch.dtype, scale: float) -> float:
-    return float(torch.finfo(dtype).eps) * scale if dtype.is_floating_point else 0.0
-
-
-def _moments(x: torch.Tensor, dtype: torch.dtype, mean: float, var: float, mu4: float, scale: float) -> None:
-    res = _resolution(dtype, scale)
-    _stat(mean_check(x, mean, var, ALPHA, res), "mean")
-    _stat(variance_check(x, var, mu4, ALPHA, res), "variance")
-
-
 def _uniform_moments(x: torch.Tensor, dtype: torch.dtype, lo: float, hi: float) -> None:
     w = hi - lo
-    _moments(x, dtype, (lo + hi) / 2, w * w / 12, w**4 / 80, max(abs(lo), abs(hi)))
+    expect_moments(x, dtype, (lo + hi) / 2, w * w / 12, w**4 / 80, max(abs(lo), abs(hi)))
     if dtype in (torch.float32, torch.float64):
-        _stat(ks_check(x, uniform_cdf(lo, hi), ALPHA), "distribution")
+        expect_stat(ks_check(x, uniform_cdf(lo, hi), ALPHA), "distribution")
 
 
 def _distribution(ctx: CaseContext, dtype: torch.dtype, fn: str) -> None:
@@ -159,16 +149,16 @@ def _check_distribution(ctx: CaseContext, dtype: torch.dtype, fn: str) -> None:
     elif fn in ("randn", "normal_"):
         mean, std = (0.0, 1.0) if fn == "randn" else (2.0, 3.0)
         expect(bool(torch.isfinite(xf).all()), f"{fn} produced non-finite values")
-        _moments(xf, dtype, mean, std**2, 3 * std**4, abs(mean) + 3 * std)
+        expect_moments(xf, dtype, mean, std**2, 3 * std**4, abs(mean) + 3 * std)
         if dtype in (torch.float32, torch.float64):
-            _stat(ks_check(xf, normal_cdf(mean, std), ALPHA), "distribution")
+            expect_stat(ks_check(xf, normal_cdf(mean, std), ALPHA), "distribution")
     elif fn == "randint":
         expect(bool(((xf >= 2) & (xf < 12) & (xf == xf.round())).all()), "randint(2, 12) out of range or not integral",
                min=float(xf.min()), max=float(xf.max()))
-        _stat(chi_square_check(torch.bincount(x.long() - 2, minlength=10), torch.ones(10), ALPHA), "distribution")
+        expect_stat(chi_square_check(torch.bincount(x.long() - 2, minlength=10), torch.ones(10), ALPHA), "distribution")
     elif fn == "bernoulli":
         expect(bool(((xf == 0) | (xf == 1)).all()), "bernoulli values must be 0 or 1")
-        _moments(xf, dtype, 0.3, 0.21, 0.3 * 0.7 * (0.7**3 + 0.3**3), 0.0)
+        expect_moments(xf, dtype, 0.3, 0.21, 0.3 * 0.7 * (0.7**3 + 0.3**3), 0.0)
         p = torch.tensor([0.0, 1.0] * 64, dtype=dtype, device=ctx.device)
         expect(_same(torch.bernoulli(p).cpu(), p.cpu()), "bernoulli with p = 0 or 1 must be exact")
     elif fn == "multinomial":
@@ -180,25 +170,11 @@ def _check_distribution(ctx: CaseContext, dtype: torch.dtype, fn: str) -> None:
 def _multinomial(ctx: CaseContext, dtype: torch.dtype, x: torch.Tensor) -> None:
     counts = torch.bincount(x, minlength=len(PROBS))
     expect(int(counts[-1]) == 0, "multinomial drew a zero-probability category", counts=counts.tolist())
-    _stat(chi_square_check(counts[:-1], torch.tensor(PROBS[:-1]), ALPHA), "distribution")
+    expect_stat(chi_square_check(counts[:-1], torch.tensor(PROBS[:-1]), ALPHA), "distribution")
     probs = torch.tensor([PROBS] * 64, dtype=dtype, device=ctx.device)
     rows = torch.multinomial(probs, 4, replacement=False).cpu()
     expect(all(sorted(r) == [0, 1, 2, 3] for r in rows.tolist()),
            "multinomial without replacement repeated an index or drew a zero-probability one", first=rows[0].tolist())
-
-
-def randperm_is_permutation(ctx: CaseContext, dtype: torch.dtype,
-                            sizes: tuple[int, ...] = (0, 1, 2, 17, 1000, 30_000)) -> None:
-    """randperm(n) of each size holds 0..n-1 once each, and is not the identity (n >= 256: 1/256!)."""
-    for n in sizes:
-        p = torch.randperm(n, dtype=dtype, device=ctx.device).cpu()
-        ctx.describe(n=n)
-        expect(p.dtype == dtype and p.shape == (n,), "randperm has the wrong dtype or length", n=n, got=str(p.dtype))
-        values = p.to(torch.int64)
-        expect(torch.equal(values.sort().values, torch.arange(n)), "randperm repeats or misses a value", n=n,
-               unique=int(values.unique().numel()))
-        if n >= 256:
-            expect(not torch.equal(values, torch.arange(n)), "randperm returned the identity", n=n)
 
 
 _register("manual_seed", _manual_seed, "property:reproducible")

@@ -20,8 +20,16 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.api import FLOATING, CaseContext, CaseSet
-from torchcts.cases.overloads import overload_names, qualified, resolve, run_overloads, settle
+from torchcts.cases.api import (
+    FLOATING,
+    CaseContext,
+    CaseSet,
+    overload_names,
+    qualified,
+    resolve,
+    run_overloads,
+    settle,
+)
 
 SUITE = CaseSet("special_values")
 cases = SUITE.cases

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from torchcts.cases.api import CaseContext, CaseSet, expect, sample
-from torchcts.cases.suites.memory import MB, budget_mb
+from torchcts.cases.api import MB, CaseContext, CaseSet, budget_mb, expect, sample
 
 SUITE = CaseSet("stress")
 cases = SUITE.cases

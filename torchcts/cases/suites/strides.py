@@ -15,9 +15,18 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from torchcts.cases.api import ALL_DTYPES, FLOATING, CaseContext, CaseSet, cpu_reference, expect, on_cpu, sample
-from torchcts.cases.model import NotApplicable
-from torchcts.cases.suites.core import contiguous_strides
+from torchcts.cases.api import (
+    ALL_DTYPES,
+    FLOATING,
+    CaseContext,
+    CaseSet,
+    NotApplicable,
+    contiguous_strides,
+    cpu_reference,
+    expect,
+    on_cpu,
+    sample,
+)
 
 SUITE = CaseSet("strides")
 cases = SUITE.cases

@@ -10,9 +10,18 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
-from torchcts import compat
-from torchcts.cases.api import CaseContext, CaseSet, expect, not_on_host
-from torchcts.cases.networks import MODELS, OPTIMIZERS, TrainPlan, compare_training, seeded
+from torchcts.cases.api import (
+    MODELS,
+    OPTIMIZERS,
+    CaseContext,
+    CaseSet,
+    TrainPlan,
+    compare_training,
+    compat,
+    expect,
+    not_on_host,
+    seeded,
+)
 
 SUITE = CaseSet("training")
 cases = SUITE.cases

@@ -16,9 +16,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchcts.cases.api import CaseContext, CaseSet
-from torchcts.cases.networks import (
+from torchcts.cases.api import (
     MODELS,
+    CaseContext,
+    CaseSet,
     EmbeddingLSTM,
     TransformerBlock,
     forward_backward,

@@ -1,0 +1,47 @@
+"""The one reader of a run's JSON-lines files (cases.jsonl, plan.jsonl): every line, parsed or with its problem.
+
+A reader that skipped what it could not parse would lose a case without a word. This one yields
+each non-blank line with its number in the file and either the value or why it is unreadable, and
+each caller decides what a bad line means: `rundir.scan_records` counts it in every report,
+`plan.read_plan` refuses the run folder (exit 2), the self-test reports it in its outcome.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["JsonLine", "read_jsonl"]
+
+
+@dataclass(frozen=True)
+class JsonLine:
+    number: int  # 1-based, as an editor counts the file's lines (blank ones included)
+    value: Any = None  # the parsed value; None when `error` is set
+    error: ValueError | None = None  # UnicodeDecodeError (not UTF-8) or json.JSONDecodeError (not JSON)
+
+    @property
+    def problem(self) -> str | None:
+        """What a report says of an unreadable line; None for a readable one."""
+        if self.error is None:
+            return None
+        if isinstance(self.error, UnicodeDecodeError):
+            return "not UTF-8 text"
+        return "not JSON (a torn or garbled line)"
+
+
+def read_jsonl(path: Path) -> Iterator[JsonLine]:
+    """Every non-blank line of `path` in order (OSError as open raises it: a missing file is the caller's case)."""
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                value = json.loads(raw.decode("utf-8"))
+            except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are both ValueErrors
+                yield JsonLine(number, error=exc)
+                continue
+            yield JsonLine(number, value)
