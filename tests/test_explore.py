@@ -72,7 +72,14 @@ def test_torchscript_scalar_overloads_give_no_keyword() -> None:
     assert "alpha" in dict(schema_keywords("add"))  # the tensor overloads' keywords stay
     ctx = context(explore_case("acos"), explore=16)
     explore_run(ctx, op="acos", dtype=torch.float32)
-    assert ctx.info["explored"]["dropped"] == 0 and ctx.info["explored"]["checks"] > 0
+    bases = bases_of("acos")
+    points = switch_points(lookup("acos"), [s for _, s in bases])
+    samples = [explored("opinfo/acos/float32/explore", i, bases, points).sample for i in range(16)]
+    for s in samples:  # every explored call is one CPU accepts
+        torch.acos(s.input, *s.args, **s.kwargs)
+    # only the in-place variant is dropped, where the layout axis expanded the input (stride 0)
+    expanded = sum(1 for s in samples if s.input.numel() > 1 and 0 in s.input.stride())
+    assert ctx.info["explored"]["dropped"] == expanded and ctx.info["explored"]["checks"] > 0
 
 
 def test_no_keyword_an_every_base_passes_positionally_nor_an_enum_in_int_clothing() -> None:
@@ -141,9 +148,9 @@ def test_the_same_case_id_gives_the_same_samples_and_another_id_others() -> None
 def test_every_switch_point_is_tried_within_one_round() -> None:
     bases = bases_of("sum")
     points = switch_points(lookup("sum"), [s for _, s in bases])
-    seen = {(w, json.dumps(v)) for i in range(len(points) + 1)
+    seen = {(w, json.dumps(v, default=str)) for i in range(len(points) + 1)
             for w, v in explored("opinfo/sum/float32/explore", i, bases, points).switches[:1]}
-    assert seen == {(w, json.dumps(v)) for w, v in points}
+    assert seen == {(w, json.dumps(v, default=str)) for w, v in points}
 
 
 def test_value_classes_reach_the_tensors() -> None:
@@ -320,3 +327,20 @@ def test_explore_and_corpus_flag_errors_are_one_line_usage_errors(tmp_path: Path
     (tmp_path / "afile").write_text("x")
     bad = run_cli("run", "--validation", "--op", "abs", "--corpus", "afile", cwd=tmp_path)
     assert bad.returncode == 2 and "not a folder" in bad.stderr
+
+
+def test_placement_moves_operands_only_where_pytorch_allows_a_host_scalar() -> None:
+    """meshgrid (and linear_cross_entropy's chunked path) check that every tensor is on one device,
+    on CUDA too: a 0-dim operand moved to the host there made the clean sim fail; add keeps the axis."""
+    from torchcts.cases.explore.values import policy
+
+    def placed(name: str, variant: str = "") -> int:
+        bases = bases_of(name, variant=variant)
+        points = switch_points(lookup(name, variant), [s for _, s in bases])
+        rules = policy(name, variant=variant)
+        return sum("CPU scalar tensor" in (w := explored(f"opinfo/{name}/float32/explore", i, bases, points,
+                                                        rules=rules).placed or "") or "Python number" in w
+                   for i in range(40))
+
+    assert placed("meshgrid", "variadic_tensors") == 0
+    assert placed("add") > 0

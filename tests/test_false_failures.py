@@ -189,3 +189,18 @@ def test_every_template_at_level_8_on_cpu_has_no_failure(tmp_path, index):
     # >= 1: a shard of a small template can be a few heavy cases (the cost table's outliers weigh alone)
     assert sum(v == "passed" for v in got.values()) >= 1, got
     assert not {k: v for k, v in got.items() if v in ("failed", "error", "crashed", "timeout", "xpassed")}
+
+
+def test_running_statistics_get_the_rounding_of_their_update_and_no_more():
+    """PyTorch's decompositions update running statistics at the input dtype: in bfloat16 with OpInfo's
+    momentum -1.2 that rounding is amplified (0.0625 seen on a 0.31 mean); float32's floor stays far
+    below what a kernel that forgets the update gets wrong (batch_norm_stats_unchanged)."""
+    from types import SimpleNamespace
+
+    from torchcts.oracle.conditioning import running_stats_atol
+    x = torch.full((3, 2, 4), 3.0)
+    stats = torch.tensor([3.5, 1.7])
+    sample = SimpleNamespace(input=x, args=(), kwargs={"running_mean": stats, "running_var": stats, "momentum": -1.2})
+    assert running_stats_atol("nn.functional.instance_norm", sample, torch.bfloat16) > 0.0625
+    assert running_stats_atol("nn.functional.instance_norm", sample, torch.float32) < 1e-4
+    assert running_stats_atol("nn.functional.layer_norm", sample, torch.bfloat16) == 0.0

@@ -146,3 +146,34 @@ def conditioned_atol(op_name: str, sample: Any, dtype: torch.dtype, *, backward:
     if k is None or not math.isfinite(k):
         return 0.0
     return ACCUMULATION * unit_roundoff(dtype) * k
+
+
+# Ops that update running statistics in place: OpInfo name -> the sample's momentum. The update
+# `(1 - m) * running + m * batch_statistic` (the variance's statistic of order max|x|^2) rounds at
+# the input dtype in PyTorch's decompositions and composites, and a momentum outside [0, 1] (OpInfo
+# samples use -1.2) amplifies that rounding by cancellation.
+MOMENTA: dict[str, Callable[[Any], Any]] = {
+    "nn.functional.batch_norm": lambda s: _arg(s, 5, "momentum", 0.1),
+    "native_batch_norm": lambda s: _arg(s, 5, "momentum", 0.1),
+    "_native_batch_norm_legit": lambda s: _arg(s, 5, "momentum", 0.1),
+    "_batch_norm_with_update": lambda s: _arg(s, 4, "momentum", 0.1),
+    "nn.functional.instance_norm": lambda s: s.kwargs.get("momentum", 0.1),
+}
+
+
+def running_stats_atol(op_name: str, sample: Any, dtype: torch.dtype) -> float:
+    """The absolute error a correct kernel may make in the running statistics it updates (the
+    arguments after the call, cases/opinfo/effects.py); 0.0 for other ops."""
+    momentum = MOMENTA.get(op_name)
+    if momentum is None:
+        return 0.0
+    try:
+        m = float(momentum(sample) or 0.0)
+    except (IndexError, TypeError, ValueError):
+        return 0.0
+    tensors = [t for t in (*sample.args, *sample.kwargs.values())
+               if isinstance(t, torch.Tensor) and t.dim() == 1 and t.is_floating_point()]
+    running = max((_max_abs(t) for t in tensors), default=0.0)
+    x = _max_abs(sample.input)
+    bound = abs(1 - m) * running + abs(m) * max(x, x * x)
+    return ACCUMULATION * unit_roundoff(dtype) * bound if math.isfinite(bound) else 0.0

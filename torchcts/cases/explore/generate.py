@@ -144,7 +144,8 @@ def explored(case_id: str, index: int, bases: Sequence[tuple[int, Any]], points:
         fits = [b for b in bases if _fits(b[1], chosen[0][0], positional)]
     fits = fits or list(bases)
     base_index, base = fits[rng.randrange(len(fits))]
-    sample, placed = placement.place(values.apply(with_switches(base, chosen), classes, rng, rules), case_id, index)
+    sample = values.apply(with_switches(base, chosen), classes, rng, rules)
+    sample, placed = placement.place(sample, case_id, index) if rules.host_operands else (sample, None)
     sample, tiny = magnitude.near_zero(sample, case_id, index) if rules.near_zero else (sample, False)
     sample, expanded = layout.expand(sample, case_id, index)
     where = "; ".join(w for w in (placed, expanded) if w) or None

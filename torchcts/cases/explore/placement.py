@@ -22,6 +22,15 @@ from torchcts.cases.opinfo.samples import HostArg, rebuilt
 PLACE_EVERY = 3
 KINDS = ("host", "number")  # a CPU scalar tensor, a Python number
 
+# Ops whose tensors must all be on one device even when one is 0-dim: CUDA refuses a CPU scalar
+# tensor there as well, so a device that refuses it is right (OpInfo name -> where PyTorch checks).
+ONE_DEVICE_OPS: dict[str, str] = {
+    "meshgrid": "aten meshgrid: 'meshgrid expects all tensors to have the same device'",
+    "nn.functional.linear_cross_entropy": "its chunked path calls the custom op "
+                                          "torch_nn._linear_cross_entropy_batch_chunked, whose device check "
+                                          "refuses a CPU target",
+}
+
 
 def place(sample: Any, case_id: str, index: int) -> tuple[Any, str | None]:
     """The sample with one 0-dim tensor operand moved off the device, and what was done (None: unchanged)."""

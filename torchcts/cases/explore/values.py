@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from torchcts.cases.explore.magnitude import NEAR_ZERO_OPS
+from torchcts.cases.explore.placement import ONE_DEVICE_OPS
 from torchcts.cases.opinfo.samples import HostArg, rebuilt
 
 CLASSES: tuple[str, ...] = ("plain", "signed_zero", "subnormal", "halfway", "ties", "extremes", "nonfinite",
@@ -76,6 +77,7 @@ class Policy:
     int_min: bool = True
     index_args: bool = True
     near_zero: bool = False  # an op accurate near zero by design: tiny inputs too (magnitude.py)
+    host_operands: bool = True  # a 0-dim operand may move to the host (placement.py: ONE_DEVICE_OPS)
 
 
 def policy(op_name: str, category: str = "", variant: str = "") -> Policy:
@@ -85,7 +87,8 @@ def policy(op_name: str, category: str = "", variant: str = "") -> Policy:
     if op_name.split(".")[0] in SIZE_VALUED or op_name in SIZE_VALUED or "polynomial" in words:
         excluded.update(("extremes", "uniform"))  # a whole tensor at an extreme is an extreme too
     return Policy(frozenset(excluded), not INT_DIVIDING.search(op_name),
-                  not lapack and not INTEGER_ARGS_KEPT.search(op_name), op_name in NEAR_ZERO_OPS)
+                  not lapack and not INTEGER_ARGS_KEPT.search(op_name), op_name in NEAR_ZERO_OPS,
+                  op_name not in ONE_DEVICE_OPS)
 
 
 def _pool(cls: str, dtype: torch.dtype, index_size: int, int_min: bool = True) -> list[float] | None:

@@ -9,6 +9,7 @@ error or crash names the sample too.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -38,7 +39,7 @@ from torchcts.oracle.allowed import accepted_exception, output_alternatives
 from torchcts.oracle.categories import tolerance_category
 from torchcts.oracle.compare import Mismatch, OracleMismatch, assert_matches
 from torchcts.oracle.composite import composite_answer
-from torchcts.oracle.conditioning import conditioned_atol
+from torchcts.oracle.conditioning import conditioned_atol, running_stats_atol
 from torchcts.oracle.exactness import Exact, exactness_of
 from torchcts.oracle.tolerances import Tolerance
 from torchcts.oracle.truth import Truth
@@ -263,9 +264,15 @@ def check_call(ctx: CaseContext, op: Any, fn: Callable[..., Any], sample: Any, c
                  lambda: composite_answer(lambda: reference(fn, sample, transform), ctx.device_type))
     if cpu_after is not None and _oracle(ctx) == "cpu":
         with unobserved():
-            check_arguments(dev_after, cpu_after, lambda dt: ctx.tolerance(category, dt))
+            floor = running_stats_atol(op.name, sample, sample.input.dtype) \
+                if isinstance(sample.input, torch.Tensor) else 0.0
+            check_arguments(dev_after, cpu_after, lambda dt: _floored(ctx.tolerance(category, dt), floor))
     if retained is not None and _oracle(ctx) == "cpu":
         retained.keep({k: ctx.info.get(k) for k in ("sample_index", "sample") if k in ctx.info}, actual)
+
+
+def _floored(tol: Tolerance, atol: float) -> Tolerance:
+    return dataclasses.replace(tol, atol=atol) if atol > tol.atol else tol
 
 
 def _oracle(ctx: CaseContext) -> str:
