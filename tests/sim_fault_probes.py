@@ -274,6 +274,14 @@ def p_exp_reuses_buffer() -> bool:
     return not torch.equal(first.cpu(), torch.exp(x))
 
 
+def p_tanh_graph_cached_by_shape() -> bool:
+    x = torch.randn(5, 7)
+    d = x.to(S)
+    first = torch.tanh(d).cpu()
+    torch.tanh(d.half())
+    return not torch.equal(torch.tanh(d).cpu(), first)
+
+
 def p_subnormals_flushed() -> bool:
     x = torch.tensor([torch.finfo(torch.float32).tiny, 1.0])
     return (x.to(S) * 0.25).cpu()[0].item() == 0.0

@@ -89,6 +89,23 @@ def _index_select_16bit(func, args, kwargs, call):
     return call(args[0], args[1], torch.where(index >= 0, index % (1 << 16), index), **kwargs)
 
 
+_TANH_GRAPHS: dict[tuple[int, ...], list[torch.dtype]] = {}  # shape -> the dtypes of its last two calls
+
+
+@on_op("tanh")
+def _tanh_graph_cached_by_shape(func, args, kwargs, call):
+    """tanh's graph cache holds two graphs per shape and evicts by shape only: a float32 call of a shape
+    whose last two calls were float32 then float16 (or bfloat16) runs the narrow graph (half precision,
+    cast back). A run of one dtype, and a change of dtype for good, are right."""
+    x = args[0]
+    if func is not aten.tanh.default or not x.is_floating_point():
+        return call(*args, **kwargs)
+    seen = _TANH_GRAPHS.setdefault(tuple(x.shape), [])
+    stale = x.dtype == torch.float32 and seen[-2:] in ([torch.float32, torch.float16], [torch.float32, torch.bfloat16])
+    seen[:] = [*seen[-1:], x.dtype]
+    return call(x.to(seen[-2]), *args[1:], **kwargs).to(x.dtype) if stale else call(*args, **kwargs)
+
+
 FAULTS = (
     Fault("softmax_input_scratch", "float32 softmax leaves exp(x - max) in its input (scratch in place)",
           "opinfo", 2, ("opinfo/softmax/float32/*", "opinfo/_softmax*/float32/*", "opinfo/*softmax*/float32/*"),
@@ -101,6 +118,9 @@ FAULTS = (
           dtype="float32"),
     Fault("index_select_16bit", "float32 index_select wraps indices past 65,535 (16-bit index path)",
           "magnitude", 5, ("magnitude/index/index_select/*",), _index_select_16bit, dtype="float32", op="index_select"),
+    Fault("tanh_graph_cached_by_shape", "tanh's graph cache evicts by shape only: float32, float16, float32 of one "
+          "shape computes the second float32 call in float16", "opinfo", 2, ("opinfo/tanh/float32/forward",),
+          _tanh_graph_cached_by_shape, dtype="float32", op="tanh"),
     Fault("exp_reuses_buffer", "float32 exp hands out a block still in use: the next exp of its size class overwrites it",
           "opinfo", 2, ("opinfo/exp/float32/*",), _exp_reuses_buffer, dtype="float32", op="exp"),
 )

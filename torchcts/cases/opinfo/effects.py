@@ -11,6 +11,12 @@ things on every sample of its functional kinds, explored samples included:
   not make is a failure ("an argument after the call").
 - `Retained`: each sample's device result is kept alive, with a CPU snapshot of what it held when
   it was checked; after the case's last sample every result must still hold it, bit for bit.
+- `Retained.repeat` (the forward kind): after that, the case's first sample is called once in
+  another dtype of the same shape (`INTERLEAVE`) and once more as it was; the repeated result must
+  equal the first within the case's tolerance (rounding may differ where PyTorch does not promise
+  determinism; a kernel or graph cached by shape alone, or state kept between calls, gives
+  another value). A plain sweep never calls one shape as dtype A, B, A in a row: its cases run
+  one dtype each, in order.
 
 Not with a property oracle (random ops draw differently on each side). PyTorch's
 `SchemaCheckMode` (torch._subclasses.schema_check_mode) checks each aten call against its schema's
@@ -28,7 +34,8 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from torchcts.cases.opinfo.samples import tensors_of
+from torchcts.cases.observe import unobserved
+from torchcts.cases.opinfo.samples import rebuilt, tensors_of
 from torchcts.oracle.compare import OracleMismatch, TolSpec, find_mismatch
 from torchcts.oracle.tolerances import Tolerance
 
@@ -50,15 +57,75 @@ def _snapshot(out: Any) -> Any:
     return pytree.tree_map(lambda t: t.detach().cpu().clone() if isinstance(t, torch.Tensor) else t, out)
 
 
+# The dtype a repeated call is interleaved with: another width of the same kind (a narrower one for
+# float32 and float64, whose graphs a stale cache would most visibly reuse).
+INTERLEAVE: dict[torch.dtype, torch.dtype] = {
+    torch.float32: torch.float16, torch.float64: torch.float32, torch.float16: torch.float32,
+    torch.bfloat16: torch.float16, torch.complex64: torch.complex128, torch.complex128: torch.complex64,
+    torch.int64: torch.int32, torch.int32: torch.int64, torch.int16: torch.int32, torch.int8: torch.int16,
+    torch.uint8: torch.int16,
+}
+
+
+def recast(sample: Any, dtype: torch.dtype) -> Any:
+    """The sample with every tensor of its input's dtype in `INTERLEAVE`'s other dtype (None: none)."""
+    other = INTERLEAVE.get(dtype)
+    if other is None:
+        return None
+    tree = (sample.input, sample.args, sample.kwargs)
+    inp, args, kwargs = pytree.tree_map(
+        lambda t: t.to(other) if isinstance(t, torch.Tensor) and t.dtype == dtype else t, tree)
+    return rebuilt(sample, inp, args, kwargs)
+
+
+@dataclass
+class Repeat:
+    """How to call a kept sample again: as it was (`again`), and in another dtype first (`interleave`)."""
+
+    again: Callable[[], Any]
+    interleave: Callable[[], Any] | None
+    tolerance: TolSpec
+
+
 @dataclass
 class Retained:
     """A case's device results, alive until its last sample, each with what it held when checked."""
 
     kept: list[tuple[dict[str, Any], Any, Any]] = field(default_factory=list)
+    repeats: bool = False  # the case repeats its first sample (`repeat`)
+    first: Repeat | None = None  # the first kept sample's calls, for `repeat`
 
-    def keep(self, described: dict[str, Any], actual: Any) -> None:
-        """`described`: the sample as the case describes it (its index, text), named if it fails."""
+    @property
+    def wants_repeat(self) -> bool:
+        return self.repeats and not self.kept
+
+    def keep(self, described: dict[str, Any], actual: Any, repeat: Repeat | None = None) -> None:
+        """`described`: the sample as the case describes it (its index, text), named if it fails;
+        `repeat`: how to call it again (only the first sample that gives one is repeated)."""
+        if repeat is not None and self.first is None and not self.kept:
+            self.first = repeat
         self.kept.append((described, actual, _snapshot(actual)))
+
+    def repeat(self, describe: Callable[..., None]) -> None:
+        """OracleMismatch when the first sample, called again after the case's other samples and a call
+        of the same shape in another dtype, gives another result (beyond the case's tolerance)."""
+        if self.first is None or not self.kept:
+            return
+        described, _, held = self.kept[0]
+        if self.first.interleave is not None:
+            try:
+                self.first.interleave()
+            except Exception:  # noqa: BLE001 - the op may not take that dtype: the repeat still runs
+                pass
+        again = self.first.again()
+        with unobserved():
+            mismatch = find_mismatch(_snapshot(again), held, self.first.tolerance)
+        if mismatch is not None:
+            describe(retained_sample=described.get("sample_index"), sample=described.get("sample"))
+            mismatch.what = ("the same call gave another result when repeated after the case's other samples and a "
+                             "call of the same shape in another dtype (a kernel or graph cached by shape, or state "
+                             f"kept between calls): {mismatch.what}")
+            raise OracleMismatch(mismatch)
 
     def check(self, describe: Callable[..., None]) -> None:
         """OracleMismatch, the sample described, for the first result that changed since it was checked."""

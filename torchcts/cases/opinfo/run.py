@@ -21,7 +21,7 @@ from torchcts.cases.context import CaseContext
 from torchcts.cases.model import NotApplicable, repro_command
 from torchcts.cases.observe import unobserved
 from torchcts.cases.opinfo.confined import candidates
-from torchcts.cases.opinfo.effects import Retained, check_arguments
+from torchcts.cases.opinfo.effects import Repeat, Retained, check_arguments, recast
 from torchcts.cases.opinfo.error_types import device_class_errors
 from torchcts.cases.opinfo.samples import (
     copy_sample,
@@ -268,7 +268,13 @@ def check_call(ctx: CaseContext, op: Any, fn: Callable[..., Any], sample: Any, c
                 if isinstance(sample.input, torch.Tensor) else 0.0
             check_arguments(dev_after, cpu_after, lambda dt: _floored(ctx.tolerance(category, dt), floor))
     if retained is not None and _oracle(ctx) == "cpu":
-        retained.keep({k: ctx.info.get(k) for k in ("sample_index", "sample") if k in ctx.info}, actual)
+        repeat = None
+        if retained.wants_repeat and isinstance(sample.input, torch.Tensor):
+            other = recast(sample, sample.input.dtype)
+            repeat = Repeat(lambda: device_call()[1],
+                            (lambda: call(fn, copy_sample(other, ctx.device))) if other is not None else None,
+                            lambda dt: _floored(ctx.tolerance(category, dt), conditioned(ctx, op, sample)))
+        retained.keep({k: ctx.info.get(k) for k in ("sample_index", "sample") if k in ctx.info}, actual, repeat)
 
 
 def _floored(tol: Tolerance, atol: float) -> Tolerance:
@@ -290,11 +296,12 @@ def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[...,
     if strengthen is not None:
         prepare = strengthen if prepare is None else (lambda s, p=prepare: p(strengthen(s)))
     truth_dtype = dtype if with_truth else None
-    retained = Retained()
+    retained = Retained(repeats=with_truth)  # the forward kind also repeats its first sample
     each_sample(ctx, op, dtype, lambda sample: check_call(ctx, op, fn, sample, category, transform, prepare,
                                                           truth_dtype, exact, retained=retained))
     with unobserved():
         retained.check(ctx.describe)
+    retained.repeat(ctx.describe)
 
 
 def _noncontiguous(dev_sample: Any) -> Any:
