@@ -21,12 +21,12 @@ import os
 import select
 import signal
 import sys
-import threading
-import time
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from torchcts.process import watch_parent
 
 
 def _write(folder: Path, stem: str, answer: dict[str, Any]) -> None:
@@ -36,17 +36,6 @@ def _write(folder: Path, stem: str, answer: dict[str, Any]) -> None:
     tmp = folder / f".{stem}.tmp"
     torch.save(answer, tmp)
     os.replace(tmp, folder / f"{stem}.pt")
-
-
-def _watch_parent() -> None:
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(3)
-
-    threading.Thread(target=watch, daemon=True, name="parent-watchdog").start()
 
 
 def _answer(call: Any) -> dict[str, Any]:
@@ -86,7 +75,7 @@ def main(argv: list[str]) -> int:
     folder, rank = Path(argv[0]), int(argv[1])
     faulthandler.enable()
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the parent asks where a hung rank waits
-    _watch_parent()
+    watch_parent()
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     import torch
     import torch.distributed as dist

@@ -36,6 +36,7 @@ import torch
 
 from torchcts.cases.model import NotApplicable
 from torchcts.oracle.mismatch import Mismatch, OracleMismatch
+from torchcts.process import signal_name
 
 WORLD_SIZE = 2  # two cores on the smallest machine this runs on: more ranks only queue
 START_TIMEOUT_S = 120.0  # N fresh pythons import torch and the backend, then join the group
@@ -192,7 +193,7 @@ class RankPool:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=1)
         code = proc.returncode
-        how = f"was killed by {_signal_name(-code)}" if code is not None and code < 0 else f"exited with status {code}"
+        how = f"was killed by {signal_name(-code)}" if code is not None and code < 0 else f"exited with status {code}"
         tail = self.tail(rank)
         self.kill()
         raise OracleMismatch(Mismatch(f"rank {rank} {how} during {what} (a crash; every rank killed)",
@@ -285,11 +286,3 @@ def _drop_pool() -> None:
 
 
 atexit.register(_drop_pool)
-
-
-def _signal_name(number: int) -> str:
-    """SIGSEGV, or "signal 34" for one Python cannot name (real-time signals)."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"

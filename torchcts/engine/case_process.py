@@ -50,7 +50,6 @@ from torchcts.engine.crash_server import case_fork_refusal
 from torchcts.engine.isolation import (
     TIMEOUT_EXIT,
     child_death_record,
-    exit_fields,
     log_path,
     running_child,
     signal_quietly,
@@ -58,6 +57,7 @@ from torchcts.engine.isolation import (
 from torchcts.engine.one_case import FAILED, CaseOutcome, CaseState, run_one
 from torchcts.engine.zygote.preload import accelerator_hazard
 from torchcts.errors import first_line
+from torchcts.process import die_with_parent, exit_fields
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
 
@@ -245,7 +245,7 @@ def _serve(conn: Connection, execute: Callable[[str], CaseOutcome], log: Path | 
     """The child: runs the cases the worker sends until it is told to stop or the worker is gone."""
     code = 0
     try:
-        _die_with_parent()
+        die_with_parent()
         atexit._clear()  # the worker's exit handlers are the worker's (its temporary folders, ...)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the worker's: it ends this child
         if log is not None:
@@ -314,13 +314,3 @@ def _outcome(execute: Callable[[str], CaseOutcome], case_id: str) -> dict[str, A
     except BaseException as exc:  # noqa: BLE001 - the worker records it as the case's error
         return {"error": f"{type(exc).__name__}: {first_line(exc, 500)}",
                 "traceback": "\n".join(traceback.format_exc().splitlines()[-30:])}
-
-
-def _die_with_parent() -> None:
-    """Linux: the child gets SIGKILL when its worker dies, so none outlives a killed run."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass

@@ -14,7 +14,6 @@ from __future__ import annotations
 import faulthandler
 import os
 import re
-import signal
 import sys
 import threading
 import time
@@ -27,6 +26,7 @@ import pytest
 
 from torchcts import settings
 from torchcts.cases.model import Case
+from torchcts.process import exit_fields
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
 
@@ -170,17 +170,6 @@ def worker_exit(worker: Any, wait_s: float = 5.0) -> dict[str, Any]:
     except Exception:  # noqa: BLE001 - still running or not ours: nothing to say
         return {}
     return {} if code is None else exit_fields(code)
-
-
-def exit_fields(code: int) -> dict[str, Any]:
-    """A dead process's return code (negative: the signal that killed it) as CaseRecord fields."""
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return {"signal": name, "exit_code": code}
-    return {"exit_code": code}
 
 
 def signal_quietly(pid: int, signum: int) -> None:
