@@ -22,6 +22,7 @@ from typing import Any
 
 from torchcts.errors import UsageError
 from torchcts.safe_io import open_append, write_atomic
+from torchcts.untrusted import loads
 
 FORMAT = "torchcts-evidence/1"
 SOURCES = "sources.jsonl"
@@ -132,7 +133,7 @@ def file_summary(path: Path) -> dict[str, Any]:
     statuses = Counter()
     for ln in lines:
         try:
-            status = json.loads(ln).get("result", {}).get("status")
+            status = loads(ln).get("result", {}).get("status")
         except (ValueError, AttributeError):
             status = None
         if status:

@@ -10,7 +10,6 @@ tail is rejected); with `--base OLD`, every file of the older copy must be a pre
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from torchcts.evidence import store as st
 from torchcts.evidence.privacy import leaks, local_identities
+from torchcts.untrusted import loads
 
 RECORD_FIELDS = ("surface", "gate", "source", "registration", "oracles", "result", "intent", "run_status")
 SOURCE_FIELDS = ("id", "torchcts", "torch", "python", "os", "arch", "device")
@@ -29,7 +29,7 @@ def _parse(name: str, lines: list[str], problems: list[str]) -> list[dict[str, A
     for n, line in enumerate(lines, 1):
         where = f"{name}:{n}"
         try:
-            rec = json.loads(line)
+            rec = loads(line)
         except ValueError as exc:
             problems.append(f"{where}: not JSON ({exc.msg})")
             prev = st.line_hash(line)
@@ -97,17 +97,21 @@ def _check_index(path: Path) -> list[str]:
     if not index_path.is_file():
         return [f"{st.INDEX}: missing"]
     try:
-        index = json.loads(index_path.read_text(encoding="utf-8"))
+        index = loads(index_path.read_bytes())
     except ValueError as exc:
         return [f"{st.INDEX}: not JSON ({exc.msg})"]
+    if not isinstance(index, dict) or not isinstance(index.get("files", {}), dict):
+        return [f"{st.INDEX}: not an index (an object whose `files` is an object): restore it"]
     expected = st.build_index(path)
     problems = []
     if index.get("format") != st.FORMAT:
-        problems.append(f"{st.INDEX}: format {index.get('format')!r}, expected {st.FORMAT!r}")
+        problems.append(f"{st.INDEX}: format {str(index.get('format'))[:40]!r}, expected {st.FORMAT!r}")
     have = index.get("files", {})
     for name in sorted(set(have) | set(expected["files"])):
         h, e = have.get(name), expected["files"].get(name)
-        if h is None:
+        if h is not None and not isinstance(h, dict):
+            problems.append(f"{st.INDEX}: files.{name[:80]} is not an object")
+        elif h is None:
             problems.append(f"{st.INDEX}: {name} is not indexed")
         elif e is None:
             problems.append(f"{st.INDEX}: {name} is indexed but missing from the store")

@@ -9,12 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 from torchcts.errors import ManifestError, UsageError
+from torchcts.untrusted import Unreadable, loads_toml, tomllib
 from torchcts.manifest.literal import DtypeTypo, literal_manifest
 from torchcts.manifest.schema import Manifest
 from torchcts.manifest.validate import validate
@@ -87,9 +83,11 @@ def _read_text(path: Path) -> str:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(_read_text(path))
+        return loads_toml(_read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError([f"TOML syntax error: {exc}; fix the file's syntax"], display_path(path)) from None
+    except Unreadable as exc:
+        raise ManifestError([f"{exc.msg}: a manifest is a flat table of claims"], display_path(path)) from None
 
 
 def _read_python(path: Path) -> Any:

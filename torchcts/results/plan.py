@@ -11,6 +11,7 @@ from pathlib import Path
 
 from torchcts.cases.model import Case
 from torchcts.results.jsonl import read_jsonl
+from torchcts.untrusted import Unreadable
 
 PLAN = "plan.jsonl"
 
@@ -34,7 +35,8 @@ def read_plan(run_dir: Path) -> list[Case]:
             if not isinstance(case.id, str) or not isinstance(case.runner, str) or not isinstance(case.params, dict):
                 raise TypeError("id, runner or params of the wrong type")
         except (ValueError, TypeError, AttributeError) as exc:
-            raise UsageError(f"{run_dir.name}/{PLAN} line {line.number} is not a case ({type(exc).__name__}): the run "
+            why = exc.msg if isinstance(exc, Unreadable) else type(exc).__name__  # nesting, long integers
+            raise UsageError(f"{run_dir.name}/{PLAN} line {line.number} is not a case ({why}): the run "
                              "folder was edited or damaged; rerun") from None
         cases.append(case)
     return cases

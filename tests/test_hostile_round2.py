@@ -1,0 +1,150 @@
+"""Shared artifacts, round 2 (issue 41): the crafted folders that still reached their reader.
+
+Each test builds what an attacker could hand over (a run folder, an evidence store, a manifest,
+an environment variable) and shows the reader's answer: one line naming the file and field with
+exit status 2 (never 3, TorchCTS's own failure), never a false "clean", never data run as code.
+Commands run in-process (`cli`) unless the point is what a separate process sees.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_hostile_inputs import case_json, failed, fake_run
+
+from torchcts.evidence import store as st
+
+CASE = "operators/elementwise/add/float32"
+DEEP = "[" * 100_000 + "]" * 100_000  # past the interpreter's recursion limit inside json's scanner
+READERS = (["report"], ["report", "--triage"])
+
+
+def _run(workdir: Path, folder: str = "r", records: list[dict] | None = None, **run_fields) -> Path:
+    """A crafted run folder of one failed case; `run_fields` replace run.json's top-level fields."""
+    run_dir = fake_run(workdir, folder, records if records is not None else [failed(CASE, "boom")], plan=[case_json(CASE)])
+    spec = json.loads((run_dir / "run.json").read_text())
+    spec.update(run_fields)
+    (run_dir / "run.json").write_text(json.dumps(spec))
+    return run_dir
+
+
+def _one_error_line(capsys, *names: str) -> str:
+    """The command's stderr: exactly one `torchcts: error:` line naming each of `names`, no traceback."""
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err, err
+    lines = [ln for ln in err.splitlines() if ln.startswith("torchcts: error:")]
+    assert len(lines) == 1, err
+    for name in names:
+        assert name in lines[0], (name, lines[0])
+    return lines[0]
+
+
+# --- item 5: crafted input ends in exit 2, never 3 -------------------------------------------------------
+
+
+@pytest.mark.parametrize("file", ["cases.jsonl", "plan.jsonl", "run.json"])
+def test_deeply_nested_json_is_a_data_error(workdir, cli, capsys, file):
+    run_dir = _run(workdir)
+    (run_dir / file).write_text(DEEP + ("\n" if file.endswith("jsonl") else ""))
+    for command in ([*READERS[0], str(run_dir)], [*READERS[1], str(run_dir)], ["compare", str(run_dir), str(run_dir)]):
+        code = cli(command)
+        if file == "plan.jsonl" and command[0] == "compare":  # compare reads no plan
+            assert code in (0, 1)
+            capsys.readouterr()
+            continue
+        assert code == 2, (command, code)
+        _one_error_line(capsys, file, "nested deeper")
+
+
+def test_nesting_below_the_recursion_limit_is_refused_too(workdir, cli, capsys):
+    """500 levels parse, then break every recursive reader after the parser (scrub, plain, html)."""
+    run_dir = _run(workdir, records=[{**failed(CASE, "x"), "info": json.loads("[" * 500 + "]" * 500)}])
+    assert cli(["report", str(run_dir)]) == 2
+    _one_error_line(capsys, "cases.jsonl", "nested deeper")
+
+
+@pytest.mark.parametrize(("field", "value"), [("manifest_hash", 5), ("planned", "x"), ("status", []),
+                                              ("name", {"a": 1}), ("validation", "yes"), ("started", 3)])
+def test_run_json_fields_of_the_wrong_type(workdir, cli, capsys, field, value):
+    run_dir = _run(workdir, **{field: value})
+    for command in (["report", str(run_dir)], ["report", "--triage", str(run_dir)], ["compare", str(run_dir), str(run_dir)],
+                    ["repro", CASE, "--run", str(run_dir), "-o", "out"]):
+        assert cli(command) == 2, command
+        _one_error_line(capsys, "run.json", field)
+
+
+def test_run_json_manifest_checked_as_a_manifest(workdir, cli, capsys):
+    run_dir = _run(workdir)
+    spec = json.loads((run_dir / "run.json").read_text())
+    spec["manifest"]["seed"] = None
+    (run_dir / "run.json").write_text(json.dumps(spec))
+    for command in (["report", str(run_dir)], ["repro", CASE, "--run", str(run_dir), "-o", "out"]):
+        assert cli(command) == 2, command
+        _one_error_line(capsys, "run.json", "seed")
+
+
+def test_a_record_tolerance_of_the_wrong_type_is_coerced(workdir, cli, capsys):
+    """Records are coerced by design (records.py: from_json): `info.tolerance: 5` reads as no
+    tolerance recorded, and the repro script uses the table's."""
+    run_dir = _run(workdir, records=[failed(CASE, "x", info={"tolerance": 5})])
+    assert cli(["repro", CASE, "--run", str(run_dir), "-o", "out"]) == 0
+    assert "ATOL, RTOL = " in (workdir / "out" / "repro.py").read_text()
+    run_dir = _run(workdir, "r2", records=[failed(CASE, "x", info={"tolerance": {"atol": "x", "rtol": [], "category": {}}})])
+    assert cli(["repro", CASE, "--run", str(run_dir), "-o", "out2"]) == 0
+
+
+def test_a_long_integer_in_a_record_is_unreadable_not_a_crash(workdir, cli, capsys):
+    run_dir = _run(workdir)
+    with open(run_dir / "cases.jsonl", "a") as fh:
+        fh.write('{"id": "%s", "status": "passed", "level": %s}\n' % (CASE + "x", "9" * 5000))
+    assert cli(["report", str(run_dir)]) == 2
+    _one_error_line(capsys, "cases.jsonl", "digits")
+
+
+def _store(workdir: Path, cli) -> Path:
+    assert cli(["coverage", "collect-backend-evidence", "--store", "ev", "--device", "cpu", "--backend-gate", "cpu",
+                "--surface", "aten::add.Tensor"]) == 0
+    return workdir / "ev"
+
+
+def test_evidence_store_crafted_values_are_problems_not_crashes(workdir, cli, capsys):
+    store = _store(workdir, cli)
+    capsys.readouterr()
+    (store / st.INDEX).write_text("[]")
+    assert cli(["coverage", "verify-evidence", str(store)]) == 1
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err and "index.json: not an index" in out.out
+    path = store / "cpu.jsonl"
+    path.write_text(path.read_text() + '{"prev": "", "n": %s}\n' % ("9" * 5000))
+    assert cli(["coverage", "verify-evidence", str(store)]) == 1
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err and "5000 digits" in out.out
+
+
+def test_verify_evidence_output_is_capped(workdir, cli, capsys):
+    store = _store(workdir, cli)
+    capsys.readouterr()
+    with open(store / "cpu.jsonl", "a") as fh:
+        fh.write("not json\n" * 5000)
+    assert cli(["coverage", "verify-evidence", str(store)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) <= 21 and "more problems" in out[-1], out[-3:]
+
+
+def test_deeply_nested_toml_manifest(workdir, cli, capsys):
+    (workdir / "torchcts.toml").write_text("device_name = 'cpu'\nx = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    assert cli(["check-manifest"]) == 2
+    _one_error_line(capsys, "torchcts.toml", "nested deeper")
+
+
+def test_extra_suites_naming_a_missing_module(fresh_settings, monkeypatch):
+    monkeypatch.setenv("TORCHCTS_EXTRA_SUITES", "x=nonexistent.module")
+    from torchcts.cases import registry
+
+    monkeypatch.setitem(registry.SUITES, "x", registry.Suite("x", "nonexistent.module", "extra suite"))
+    from torchcts.errors import UsageError
+
+    with pytest.raises(UsageError, match="TORCHCTS_EXTRA_SUITES: suite 'x' names module 'nonexistent.module'"):
+        registry.suite_cases("x")
