@@ -186,3 +186,37 @@ def test_every_format_control_is_removed_by_category():
     for ch in ("\U0001bca1", "\U000e01ef", "\u2066", "\U000e0041", "\u180e"):
         assert ch not in one_field(f"a{ch}b") and ch not in html_text(f"a{ch}b") and ch not in quoted_string(f"a{ch}b")
     assert one_field("é中文") == "é中文"
+
+
+# --- item 6: the MPS rule is decided from the record's evidence and the normalised device ------------
+
+DIED = "worker gw0 died (SIGSEGV) while running this case; a new worker took over"
+
+
+def _mps_record(status: str = "xfailed", **evidence) -> dict:
+    record = {**failed(CASE, evidence.pop("message", DIED)), "status": status, **evidence}
+    if status == "xfailed":
+        record["expectation"] = {"entry": 0, "status": "xfail", "reason": "r", "original_status": "failed"}
+    return record
+
+
+@pytest.mark.parametrize("device", ["mps", "MPS", "mps:0", " Mps:1 "])
+@pytest.mark.parametrize("evidence", [{"exit_code": -11, "signal": "SIGSEGV"}, {"exit_code": -11},
+                                      {"signal": "SIGABRT", "message": "boom"}, {}])
+def test_a_relabelled_mps_crash_stays_a_crash(workdir, cli, capsys, device, evidence):
+    run_dir = fake_run(workdir, "r", [_mps_record(**evidence)], plan=[case_json(CASE)], device=device)
+    assert cli(["report", str(run_dir)]) == 1
+    assert "CRASHED" in capsys.readouterr().out
+
+
+def test_a_flaky_mps_crash_with_a_relabelled_first_failure(workdir, cli, capsys):
+    first = {"status": "failed", "message": DIED}
+    run_dir = fake_run(workdir, "r", [_mps_record("flaky", message="passed on rerun", first_failure=first)],
+                       plan=[case_json(CASE)], device="MPS")
+    assert cli(["report", str(run_dir)]) == 1
+
+
+def test_an_mps_expected_failure_without_crash_evidence_stays_expected(workdir, cli):
+    run_dir = fake_run(workdir, "r", [_mps_record(message="values differ at index 3")], plan=[case_json(CASE)],
+                       device="mps:0")
+    assert cli(["report", str(run_dir)]) == 0
