@@ -220,3 +220,24 @@ def test_an_mps_expected_failure_without_crash_evidence_stays_expected(workdir, 
     run_dir = fake_run(workdir, "r", [_mps_record(message="values differ at index 3")], plan=[case_json(CASE)],
                        device="mps:0")
     assert cli(["report", str(run_dir)]) == 0
+
+
+# --- item 1: a repro bundle reached through a symbolic link imports nothing from itself ----------------
+
+
+def test_a_planted_torch_beside_repro_py_in_a_linked_folder_is_never_imported(workdir, cli):
+    import subprocess
+    import sys
+
+    from test_hostile_inputs import PWN, assert_nothing_ran
+
+    fake_run(workdir, "r", [failed(CASE, "m")], plan=[case_json(CASE)])
+    (workdir / "scratch").mkdir()
+    assert cli(["repro", CASE, "-o", "scratch/bundle"]) == 0
+    (workdir / "results-link").symlink_to(workdir / "scratch", target_is_directory=True)  # results -> /scratch/...
+    bundle = workdir / "results-link" / "bundle"
+    (bundle / "torch.py").write_text(f'import pathlib\npathlib.Path({PWN!r} + "-torch").write_text("1")\n')
+    proc = subprocess.run([sys.executable, str(bundle / "repro.py")], cwd=workdir, capture_output=True, text=True,
+                          timeout=300)
+    assert_nothing_ran(workdir)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # cpu against cpu: the sample matches

@@ -49,9 +49,10 @@ import os
 import sys
 
 # Never import from this folder (a bundle may carry a planted torch.py or traceback.py): Python put
-# the script's folder first on sys.path; it goes before anything else is imported.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != _HERE]
+# the script's folder first on sys.path, resolved (a linked folder on the way reads as its target),
+# so both sides are compared resolved; it goes before anything else is imported.
+_HERE = os.path.realpath(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) != _HERE]
 
 import faulthandler  # noqa: E402
 import importlib  # noqa: E402
