@@ -241,3 +241,33 @@ def test_a_planted_torch_beside_repro_py_in_a_linked_folder_is_never_imported(wo
                           timeout=300)
     assert_nothing_ran(workdir)
     assert proc.returncode == 0, proc.stdout + proc.stderr  # cpu against cpu: the sample matches
+
+
+# --- item 3: a path anywhere in a token is scrubbed, and evidence refuses it ------------------------------
+
+PROJECT_PATHS = ("cc -I/srv/acme-secret/include -L/srv/acme-secret/lib PATH=/usr/bin:/srv/acme-secret/bin "
+                 "--prefix='/srv/acme-secret/p' \"/srv/acme-secret/q\" CPATH=/srv/acme-secret/inc")
+
+
+def test_paths_inside_tokens_never_reach_a_run_folder(workdir, cli):
+    from torchcts.results.records import CaseRecord
+    from torchcts.results.rundir import RecordWriter
+
+    run_dir = fake_run(workdir, "r", [failed(CASE, PROJECT_PATHS)], plan=[case_json(CASE)])
+    writer = RecordWriter(run_dir)  # the one writer of cases.jsonl, as a run appends
+    writer.append(CaseRecord.from_json({**failed(CASE + "/b", PROJECT_PATHS), "traceback": PROJECT_PATHS}))
+    writer.close()
+    assert cli(["report", str(run_dir)]) == 1
+    assert "acme-secret" not in (run_dir / "cases.jsonl").read_text().splitlines()[-1]
+    for name in ("summary.md", "report.html", "junit.xml"):
+        text = (run_dir / name).read_text()
+        assert "acme-secret" not in text and "/srv/" not in text, name
+
+
+def test_evidence_privacy_uses_the_same_rule():
+    from torchcts.evidence.privacy import leaks, scrub
+
+    for token in (t for t in PROJECT_PATHS.split() if "/" in t):
+        assert leaks({"message": token}, set()), token
+    assert leaks({"message": scrub(PROJECT_PATHS, set())}, set()) == []
+    assert leaks({"message": "aten::add.Tensor opinfo/add/float32 http://example.org/x a/b 1:2"}, set()) == []
