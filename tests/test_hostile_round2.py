@@ -271,3 +271,74 @@ def test_evidence_privacy_uses_the_same_rule():
         assert leaks({"message": token}, set()), token
     assert leaks({"message": scrub(PROJECT_PATHS, set())}, set()) == []
     assert leaks({"message": "aten::add.Tensor opinfo/add/float32 http://example.org/x a/b 1:2"}, set()) == []
+
+
+# --- item 7: a corpus entry cannot control the run ----------------------------------------------------
+
+EXPLORE_CASE = "opinfo/sum/float32/explore"
+
+
+def _corpus_entry(root: Path, sample: dict, tag: str = "a") -> Path:
+    import hashlib
+
+    from torchcts.cases.explore import corpus
+
+    folder = root / corpus.op_folder(EXPLORE_CASE)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{hashlib.sha256(EXPLORE_CASE.encode()).hexdigest()[:12]}-{tag}.json"
+    path.write_text(json.dumps({"version": 1, "case": EXPLORE_CASE, "variant": "forward", "sample": sample}))
+    return path
+
+
+def _tensor(shape: list[int], expand: list[int] | None = None) -> dict:
+    import math
+
+    body = {"dtype": "float32", "shape": shape, "values": ["0x0.0p+0"] * math.prod(shape)}
+    return {"tensor": {**body, **({"expand": expand} if expand else {})}}
+
+
+@pytest.mark.parametrize("sample", [
+    {"input": _tensor([2]), "args": [16384, 16384], "kwargs": {}},  # a 346-byte entry asking for 4.5 GB
+    {"input": _tensor([2]), "args": [{"tuple": [16384, 16384]}], "kwargs": {}},
+    {"input": _tensor([2]), "args": [], "kwargs": {"size": 100_000}},
+    {"input": _tensor([1] * 100), "args": [], "kwargs": {}},  # a 100-dimensional shape
+    {"input": _tensor([1, 1, 1], expand=[4096, 4096, 4096]), "args": [], "kwargs": {}},
+])
+def test_a_corpus_entry_asking_too_much_is_refused_and_counted(tmp_path, sample):
+    from torchcts.cases.explore import corpus
+
+    _corpus_entry(tmp_path, {"input": _tensor([3]), "args": [0], "kwargs": {}}, "ok")
+    _corpus_entry(tmp_path, sample, "big")
+    entries, bad = corpus.load(tmp_path, EXPLORE_CASE, max_tensor_mb=256)
+    assert [e.name.endswith("-ok.json") for e in entries] == [True] and bad == 1
+
+
+def test_a_fifo_in_the_corpus_is_refused_without_blocking(tmp_path):
+    import os
+    import threading
+
+    from torchcts.cases.explore import corpus
+
+    path = _corpus_entry(tmp_path, {"input": _tensor([3]), "args": [], "kwargs": {}}, "ok")
+    os.mkfifo(path.with_name(path.name.replace("-ok", "-fifo")))
+    result: list = []
+    reader = threading.Thread(target=lambda: result.append(corpus.load(tmp_path, EXPLORE_CASE)), daemon=True)
+    reader.start()
+    reader.join(10)
+    assert result, "corpus.load blocked on a FIFO"
+    entries, bad = result[0]
+    assert len(entries) == 1 and bad == 1
+
+
+def test_the_replay_counts_a_refused_entry_as_corpus_unreadable(tmp_path):
+    """In the explore case: the entry is counted, the case is not failed by it."""
+    from types import SimpleNamespace
+
+    from torchcts.cases.explore import run as explore_run
+    from torchcts.manifest.templates import validation_manifest
+
+    _corpus_entry(tmp_path, {"input": _tensor([1] * 100), "args": [], "kwargs": {}}, "big")
+    ctx = SimpleNamespace(corpus=tmp_path, manifest=validation_manifest(), info={})
+    stats = {"replayed": 0}
+    explore_run._replay(ctx, EXPLORE_CASE, {"forward": lambda sample: pytest.fail("an entry was run")}, stats)
+    assert stats == {"replayed": 0, "corpus_unreadable": 1}
