@@ -342,3 +342,79 @@ def test_the_replay_counts_a_refused_entry_as_corpus_unreadable(tmp_path):
     stats = {"replayed": 0}
     explore_run._replay(ctx, EXPLORE_CASE, {"forward": lambda sample: pytest.fail("an entry was run")}, stats)
     assert stats == {"replayed": 0, "corpus_unreadable": 1}
+
+
+# --- item 4: evidence cannot be re-chained, extended or padded ------------------------------------------
+
+COLLECT = ["coverage", "collect-backend-evidence", "--store", "ev", "--device", "cpu", "--backend-gate", "cpu"]
+
+
+def _git(cwd: Path, *args: str) -> str:
+    import subprocess
+
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e",
+           "HOME": str(cwd), "PATH": "/usr/bin:/bin:/usr/local/bin", "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True, env=env).stdout
+
+
+def _rechained(store: Path) -> None:
+    """Cut the gate file's records to the first and re-chain it with the index rebuilt: every
+    check inside the files passes."""
+    path = store / "cpu.jsonl"
+    first = json.loads(path.read_text().splitlines()[0])
+    first["result"]["status"] = "edited"
+    path.write_text(st.chain([{k: v for k, v in first.items() if k != "prev"}], "")[0] + "\n")
+    st.write_index(store)
+
+
+def test_collect_refuses_a_store_that_does_not_extend_its_committed_version(workdir, cli, capsys):
+    store = _store(workdir, cli)
+    _git(workdir, "init", "-q")
+    _git(workdir, "add", "ev")
+    _git(workdir, "commit", "-qm", "store")
+    assert cli(["coverage", "collect-backend-evidence", "--store", "ev", "--device", "cpu", "--backend-gate", "cpu",
+                "--surface", "aten::neg"]) == 0  # a second surface: the committed version is a prefix
+    _git(workdir, "commit", "-qam", "more")
+    _rechained(store)
+    capsys.readouterr()
+    assert cli(["coverage", "verify-evidence", "ev"]) == 1
+    assert "does not extend its committed version" in capsys.readouterr().out
+    before = {p.name: p.read_bytes() for p in store.iterdir()}
+    assert cli([*COLLECT, "--surface", "aten::abs"]) == 2
+    assert "does not verify" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in store.iterdir()} == before
+
+
+def test_a_shallow_clone_cannot_read_valid(workdir, cli, capsys):
+    store = _store(workdir, cli)
+    origin = workdir / "origin"
+    origin.mkdir()
+    (store).rename(origin / "ev")
+    _git(origin, "init", "-q")
+    _git(origin, "add", "ev")
+    _git(origin, "commit", "-qm", "store")
+    _rechained(origin / "ev")
+    _git(origin, "commit", "-qam", "tampered")
+    _git(workdir, "clone", "-q", "--depth", "1", f"file://{origin}", "clone")
+    capsys.readouterr()
+    assert cli(["coverage", "verify-evidence", str(workdir / "clone" / "ev")]) == 1
+    out = capsys.readouterr()
+    assert "shallow" in out.out and "valid" not in out.out.splitlines()[-1]
+
+
+@pytest.mark.parametrize("edit", ["blank_line", "leading_blank", "crlf", "index_spaces"])
+def test_the_canonical_form_is_byte_exact(workdir, cli, capsys, edit):
+    store = _store(workdir, cli)
+    path = store / "cpu.jsonl"
+    text = path.read_text()
+    if edit == "blank_line":
+        path.write_text(text + "\n")
+    elif edit == "leading_blank":
+        path.write_text("\n" + text)
+    elif edit == "crlf":
+        path.write_text(text.replace("\n", "\r\n"))
+    else:
+        (store / st.INDEX).write_text((store / st.INDEX).read_text().replace(":", " : "))
+    capsys.readouterr()
+    assert cli(["coverage", "verify-evidence", "ev"]) == 1, edit
+    assert cli([*COLLECT, "--surface", "aten::neg"]) == 2

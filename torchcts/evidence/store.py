@@ -128,6 +128,11 @@ def append_all(store: Path, batches: dict[str, list[dict[str, Any]]]) -> None:
         raise
 
 
+def index_text(index: dict[str, Any]) -> str:
+    """index.json's one text form (verify compares it byte for byte)."""
+    return json.dumps(index, sort_keys=True, indent=1, ensure_ascii=True) + "\n"
+
+
 def file_summary(path: Path) -> dict[str, Any]:
     lines = read_lines(path)
     statuses = Counter()
@@ -154,7 +159,7 @@ def build_index(store: Path) -> dict[str, Any]:
 
 def write_index(store: Path) -> None:
     """The index is derived from the files; it is rewritten (atomically) after each append."""
-    write_atomic(store, INDEX, json.dumps(build_index(store), sort_keys=True, indent=1, ensure_ascii=True) + "\n")
+    write_atomic(store, INDEX, index_text(build_index(store)))
 
 
 def open_store(path: Path) -> Path:

@@ -46,6 +46,21 @@ def _parse(name: str, lines: list[str], problems: list[str]) -> list[dict[str, A
     return records
 
 
+def _byte_exact(name: str, path: Path) -> list[str]:
+    """The file is its canonical lines byte for byte: UTF-8, one newline after each line, no blank
+    line and no carriage return (the reader skips blank lines, so an added one would verify)."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return [f"{name}: not UTF-8 text: the file was edited"]
+    lines = text.split("\n")
+    if text.startswith("\n") or "\n\n" in text or "\r" in text:
+        where = next((n for n, ln in enumerate(lines, 1) if not ln.strip("\r") or "\r" in ln), 1)
+        return [f"{name}:{where}: a blank line or carriage return the canonical form does not have: the file was edited"]
+    return []
+
+
 def _check_fields(name: str, records: list[dict[str, Any]], fields: tuple[str, ...], problems: list[str]) -> None:
     for n, rec in enumerate(records, 1):
         missing = [f for f in fields if f not in rec]
@@ -65,6 +80,8 @@ def verify_store(path: Path, identities: set[str] | None = None, base: Path | No
         problems.append(f"{st.SOURCES}: missing")
     problems += [f"{name}: ends in a torn line (an interrupted write; collect refuses to append)"
                  for name in files if st.torn_tail(path / name)]
+    for name in files:
+        problems += _byte_exact(name, path / name)
     parsed = {name: _parse(name, st.read_lines(path / name), problems) for name in files}
     sources = parsed.get(st.SOURCES, [])
     _check_fields(st.SOURCES, sources, SOURCE_FIELDS, problems)
@@ -104,6 +121,8 @@ def _check_index(path: Path) -> list[str]:
         return [f"{st.INDEX}: not an index (an object whose `files` is an object): restore it"]
     expected = st.build_index(path)
     problems = []
+    if index_path.read_bytes() != st.index_text(index).encode("ascii", "replace"):
+        problems.append(f"{st.INDEX}: not in its canonical form byte for byte (edited by hand)")
     if index.get("format") != st.FORMAT:
         problems.append(f"{st.INDEX}: format {str(index.get('format'))[:40]!r}, expected {st.FORMAT!r}")
     have = index.get("files", {})
@@ -152,6 +171,10 @@ def check_history(path: Path) -> tuple[list[str], str | None]:
         return [], (f"{path.name} is not in a git repository: append-only is checked within the files only; "
                     "pass --base OLD_COPY to compare with an older copy")
     root = Path(top.strip())
+    if (_git(root, "rev-parse", "--is-shallow-repository") or "").strip() == "true":
+        return [f"{path.name}: the git history is shallow (a --depth clone), so the chain cannot be proven against "
+                "its committed versions: fetch the whole history (git fetch --unshallow; actions/checkout: "
+                "fetch-depth: 0) or pass --base OLD_COPY"], None
     rel = Path(os.path.relpath(path.resolve(), root.resolve())).as_posix()
     commits = (_git(root, "log", "--format=%H", "--reverse", "--", rel) or "").split()
     if not commits:
