@@ -20,6 +20,7 @@ from torchcts.evidence.privacy import leaks, local_identities
 from torchcts.untrusted import loads
 
 RECORD_FIELDS = ("surface", "gate", "source", "registration", "oracles", "result", "intent", "run_status")
+SHALLOW = "shallow (a --depth clone)"
 SOURCE_FIELDS = ("id", "torchcts", "torch", "python", "os", "arch", "device")
 
 
@@ -103,6 +104,8 @@ def verify_store(path: Path, identities: set[str] | None = None, base: Path | No
         problems += _check_grew(base, path)
     if history:
         found, note = check_history(path)
+        if base is not None and found and SHALLOW in found[0]:  # --base proves what the shallow history cannot
+            found, note = [], found[0].replace(": fetch", "; checked against --base instead; or fetch", 1)
         problems += found
         if note and notes is not None:
             notes.append(note)
@@ -172,7 +175,7 @@ def check_history(path: Path) -> tuple[list[str], str | None]:
                     "pass --base OLD_COPY to compare with an older copy")
     root = Path(top.strip())
     if (_git(root, "rev-parse", "--is-shallow-repository") or "").strip() == "true":
-        return [f"{path.name}: the git history is shallow (a --depth clone), so the chain cannot be proven against "
+        return [f"{path.name}: the git history is {SHALLOW}, so the chain cannot be proven against "
                 "its committed versions: fetch the whole history (git fetch --unshallow; actions/checkout: "
                 "fetch-depth: 0) or pass --base OLD_COPY"], None
     rel = Path(os.path.relpath(path.resolve(), root.resolve())).as_posix()
