@@ -418,3 +418,42 @@ def test_the_canonical_form_is_byte_exact(workdir, cli, capsys, edit):
     capsys.readouterr()
     assert cli(["coverage", "verify-evidence", "ev"]) == 1, edit
     assert cli([*COLLECT, "--surface", "aten::neg"]) == 2
+
+
+# --- also: report on a full disk, repro's manifest --------------------------------------------------------
+
+
+def test_report_on_a_full_disk_leaves_no_stale_report(workdir, cli, capsys, monkeypatch):
+    import errno
+
+    from torchcts.results import artifacts
+
+    run_dir = _run(workdir)
+    assert cli(["report", str(run_dir)]) == 1
+    assert (run_dir / "report.html").is_file() and (run_dir / "junit.xml").is_file()
+    real = artifacts.write_atomic
+
+    def full_from_junit(folder, name, *args, **kwargs):
+        if name in ("junit.xml", "report.html"):
+            raise OSError(errno.ENOSPC, "No space left on device", name)
+        return real(folder, name, *args, **kwargs)
+
+    monkeypatch.setattr(artifacts, "write_atomic", full_from_junit)
+    capsys.readouterr()
+    assert cli(["report", str(run_dir)]) == 2
+    line = _one_error_line(capsys, "No space left", "stale")
+    assert "junit.xml" in line and "report.html" in line
+    assert not (run_dir / "junit.xml").exists() and not (run_dir / "report.html").exists()
+
+
+def test_repro_without_manifest_says_first_which_manifest_it_runs(workdir, cli, capsys):
+    run_dir = _run(workdir)
+    from torchcts.manifest.templates import validation_manifest
+
+    claims = {k: v for k, v in validation_manifest().to_json().items() if k != "source"}
+    (workdir / "manifest.py").write_text(f'import sys\nprint("MANIFEST EXECUTED", file=sys.stderr)\nmanifest = {claims!r}\n')
+    capsys.readouterr()
+    assert cli(["repro", CASE, "--run", str(run_dir), "-o", "out"]) == 0
+    err = capsys.readouterr().err
+    assert "using the manifest manifest.py of the working folder (Python, executed" in err
+    assert err.index("using the manifest") < err.index("MANIFEST EXECUTED")
