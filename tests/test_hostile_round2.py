@@ -457,3 +457,34 @@ def test_repro_without_manifest_says_first_which_manifest_it_runs(workdir, cli, 
     err = capsys.readouterr().err
     assert "using the manifest manifest.py of the working folder (Python, executed" in err
     assert err.index("using the manifest") < err.index("MANIFEST EXECUTED")
+
+
+# --- found by the fuzzer (bench/fuzz_readers.py) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("edit", ["nan", "source_list", "index_not_utf8"])
+def test_fuzzed_evidence_values_are_problems(workdir, cli, capsys, edit):
+    store = _store(workdir, cli)
+    path = store / "cpu.jsonl"
+    if edit == "nan":
+        path.write_text(path.read_text() + '{"prev": "", "x": NaN}\n')
+    elif edit == "source_list":
+        record = json.loads(path.read_text().splitlines()[0])
+        path.write_text(st.canonical({**record, "source": ["a"]}) + "\n")
+    else:
+        (store / st.INDEX).write_bytes(b"\xff\xfe{}")
+    capsys.readouterr()
+    assert cli(["coverage", "verify-evidence", "ev"]) == 1
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_record_claiming_an_internal_error_fails_the_report_not_torchcts(workdir, cli, capsys):
+    run_dir = _run(workdir, records=[{**failed(CASE, "x"), "status": "error", "internal_error": "judging: crafted"}])
+    assert cli(["report", str(run_dir)]) == 1
+    assert "internal errors" in capsys.readouterr().out
+
+
+def test_a_long_integer_in_a_toml_manifest(workdir, cli, capsys):
+    (workdir / "torchcts.toml").write_text("device_name = 'cpu'\nseed = " + "9" * 5000 + "\n")
+    assert cli(["check-manifest", "--no-import"]) == 2
+    _one_error_line(capsys, "torchcts.toml", "digits")

@@ -61,6 +61,10 @@ def loads_toml(text: str) -> dict[str, Any]:
         value = tomllib.loads(text)
     except RecursionError:
         raise Unreadable(f"nested deeper than {MAX_DEPTH} levels") from None
+    except tomllib.TOMLDecodeError:
+        raise
+    except ValueError as exc:  # int() of a literal past Python's 4,300 digits, raised past tomllib's own errors
+        raise Unreadable(str(exc).split(";")[0][:120]) from None
     check_depth(value)
     return value
 

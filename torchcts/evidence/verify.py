@@ -32,12 +32,12 @@ def _parse(name: str, lines: list[str], problems: list[str]) -> list[dict[str, A
         try:
             rec = loads(line)
         except ValueError as exc:
-            problems.append(f"{where}: not JSON ({exc.msg})")
+            problems.append(f"{where}: not JSON ({getattr(exc, 'msg', None) or type(exc).__name__})")
             prev = st.line_hash(line)
             continue
         if not isinstance(rec, dict):
             problems.append(f"{where}: not a JSON object")
-        elif st.canonical(rec) != line:
+        elif _canonical(rec) != line:
             problems.append(f"{where}: not canonical JSON (sorted keys, compact): the line was edited")
         if isinstance(rec, dict):
             if rec.get("prev") != prev:
@@ -60,6 +60,15 @@ def _byte_exact(name: str, path: Path) -> list[str]:
         where = next((n for n, ln in enumerate(lines, 1) if not ln.strip("\r") or "\r" in ln), 1)
         return [f"{name}:{where}: a blank line or carriage return the canonical form does not have: the file was edited"]
     return []
+
+
+def _canonical(rec: Any) -> str | None:
+    """The canonical line of a parsed record; None where it has none (NaN or infinity: a line
+    TorchCTS never writes, `allow_nan=False`)."""
+    try:
+        return st.canonical(rec)
+    except ValueError:
+        return None
 
 
 def _check_fields(name: str, records: list[dict[str, Any]], fields: tuple[str, ...], problems: list[str]) -> None:
@@ -86,7 +95,7 @@ def verify_store(path: Path, identities: set[str] | None = None, base: Path | No
     parsed = {name: _parse(name, st.read_lines(path / name), problems) for name in files}
     sources = parsed.get(st.SOURCES, [])
     _check_fields(st.SOURCES, sources, SOURCE_FIELDS, problems)
-    source_ids = {s.get("id") for s in sources}
+    source_ids = {s.get("id") for s in sources if isinstance(s.get("id"), str)}
     ids = local_identities() if identities is None else identities  # once per store, not per record
     for name, records in parsed.items():
         for n, rec in enumerate(records, 1):
@@ -95,7 +104,7 @@ def verify_store(path: Path, identities: set[str] | None = None, base: Path | No
             continue
         _check_fields(name, records, RECORD_FIELDS, problems)
         for n, rec in enumerate(records, 1):
-            if rec.get("source") not in source_ids:
+            if not isinstance(rec.get("source"), str) or rec.get("source") not in source_ids:
                 problems.append(f"{name}:{n}: source {rec.get('source')!r} is not in {st.SOURCES}")
             if st.gate_file(str(rec.get("gate"))) != name:
                 problems.append(f"{name}:{n}: gate {rec.get('gate')!r} recorded in the wrong file")
@@ -119,12 +128,16 @@ def _check_index(path: Path) -> list[str]:
     try:
         index = loads(index_path.read_bytes())
     except ValueError as exc:
-        return [f"{st.INDEX}: not JSON ({exc.msg})"]
+        return [f"{st.INDEX}: not JSON ({getattr(exc, 'msg', None) or type(exc).__name__})"]
     if not isinstance(index, dict) or not isinstance(index.get("files", {}), dict):
         return [f"{st.INDEX}: not an index (an object whose `files` is an object): restore it"]
     expected = st.build_index(path)
     problems = []
-    if index_path.read_bytes() != st.index_text(index).encode("ascii", "replace"):
+    try:
+        rendered = st.index_text(index).encode("ascii", "replace")
+    except ValueError:  # NaN or infinity: never written by an append
+        rendered = b""
+    if index_path.read_bytes() != rendered:
         problems.append(f"{st.INDEX}: not in its canonical form byte for byte (edited by hand)")
     if index.get("format") != st.FORMAT:
         problems.append(f"{st.INDEX}: format {str(index.get('format'))[:40]!r}, expected {st.FORMAT!r}")

@@ -279,11 +279,13 @@ def gate_failures(run: dict[str, Any]) -> list[str]:
     return reasons
 
 
-def verdict_exit(run: dict[str, Any]) -> int:
+def verdict_exit(run: dict[str, Any], restated: bool = False) -> int:
     """The exit status of the verdict a finished run states (`run`, `report`, `merge`): 3 when
     TorchCTS itself failed around a case (records with `internal_error`), alone or in a full run,
-    1 for any other gate failure, 0 clean."""
-    if run.get("internal_errors"):
+    1 for any other gate failure, 0 clean. `restated` (report, merge: the verdict read back from
+    records anyone can edit): records saying TorchCTS failed are a failure of the run (exit 1, the
+    scorecard names them), never this command's own failure (exit 3 is kept for that)."""
+    if run.get("internal_errors") and not restated:
         return ExitCode.INTERNAL
     return ExitCode.FAILURES if gate_failures(run) else ExitCode.OK
 

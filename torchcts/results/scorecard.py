@@ -79,6 +79,9 @@ def print_scorecard(
     if run.get("unreadable_records"):
         print(f"{run['unreadable_records']} unreadable records in cases.jsonl (not in the totals): "
               + "; ".join(run.get("record_problems") or [])[:300], file=out)
+    if run.get("internal_errors"):  # `run` exits 3 for them; `report` restates them as a failure (exit 1)
+        print(f"{run['internal_errors']} records say TorchCTS failed around their case (internal errors of the run "
+              "that wrote them): the run is not clean", file=out)
     if run.get("plan_missing"):
         print("plan.jsonl is missing: the run cannot be shown complete"
               + (f" ({run.get('missing_records')} planned cases have no record)" if run.get("missing_records") else ""),
