@@ -438,7 +438,19 @@ def fuzz(inputs: int, seed: int, seeds: Seeds, work: Path, keep: Path | None = N
     shapes = schemas()
     tally = Tally()
     names = list(TARGETS)
-    signal.signal(signal.SIGALRM, _alarm)
+    old_handler, old_timer = signal.signal(signal.SIGALRM, _alarm), signal.getitimer(signal.ITIMER_REAL)
+    try:
+        _fuzz(rng, inputs, seeds, work, keep, progress, shapes, tally, names)
+    finally:  # pytest-timeout's alarm (the short form runs inside a test) comes back
+        signal.signal(signal.SIGALRM, old_handler)
+        if old_timer[0]:
+            signal.setitimer(signal.ITIMER_REAL, *old_timer)
+    return tally
+
+
+def _fuzz(rng: random.Random, inputs: int, seeds: Seeds, work: Path, keep: Path | None,
+          progress: Callable[[Tally], None] | None, shapes: dict[str, dict[str, str]], tally: Tally,
+          names: list[str]) -> None:
     for i in range(inputs):
         target = names[i % len(names)]
         box = Path(tempfile.mkdtemp(prefix="in-", dir=work))
@@ -458,7 +470,6 @@ def fuzz(inputs: int, seed: int, seeds: Seeds, work: Path, keep: Path | None = N
         shutil.rmtree(box, ignore_errors=True)
         if progress is not None and tally.inputs % 1000 == 0:
             progress(tally)
-    return tally
 
 
 def peak_mb() -> float:

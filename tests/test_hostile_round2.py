@@ -488,3 +488,36 @@ def test_a_long_integer_in_a_toml_manifest(workdir, cli, capsys):
     (workdir / "torchcts.toml").write_text("device_name = 'cpu'\nseed = " + "9" * 5000 + "\n")
     assert cli(["check-manifest", "--no-import"]) == 2
     _one_error_line(capsys, "torchcts.toml", "digits")
+
+
+@pytest.mark.parametrize("record", [{"compat_fallbacks": [{"a": 1}, ["b"]]}, {"duration_s": 10 ** 350},
+                                    {"cpu_s": -(10 ** 320)}])
+def test_fuzzed_record_fields_never_end_a_report(workdir, cli, capsys, record):
+    run_dir = _run(workdir, records=[{**failed(CASE, "x"), **record}])
+    for command in (["report", str(run_dir)], ["report", "--triage", str(run_dir)], ["compare", str(run_dir), str(run_dir)]):
+        assert cli(command) == (0 if command[0] == "compare" else 1), command  # compare: nothing changed
+        assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("field", "value"), [("dtype", ["float32"]), ("ops", [1]), ("level", "1"), ("suite", {})])
+def test_a_plan_line_of_the_wrong_types_names_the_field(workdir, cli, capsys, field, value):
+    run_dir = fake_run(workdir, "r", [failed(CASE, "x")], plan=[{**case_json(CASE), field: value}])
+    assert cli(["repro", CASE, "--run", str(run_dir), "-o", "out"]) == 2
+    _one_error_line(capsys, "plan.jsonl", field)
+
+
+def test_a_plan_dtype_torch_lacks_is_a_data_error(workdir, cli, capsys):
+    run_dir = fake_run(workdir, "r", [failed(CASE, "x")], plan=[{**case_json(CASE), "dtype": "float99"}])
+    assert cli(["repro", CASE, "--run", str(run_dir), "-o", "out"]) == 2
+    _one_error_line(capsys, "plan.jsonl", "cannot be rebuilt")
+
+
+def test_an_evidence_status_of_another_type(workdir, cli, capsys):
+    store = _store(workdir, cli)
+    path = store / "cpu.jsonl"
+    record = json.loads(path.read_text().splitlines()[0])
+    record["result"]["status"] = {"x": 1}
+    path.write_text(st.canonical(record) + "\n")
+    capsys.readouterr()
+    assert cli(["coverage", "verify-evidence", "ev"]) == 1
+    assert "Traceback" not in capsys.readouterr().err

@@ -141,7 +141,7 @@ def file_summary(path: Path) -> dict[str, Any]:
             status = loads(ln).get("result", {}).get("status")
         except (ValueError, AttributeError):
             status = None
-        if status:
+        if isinstance(status, str) and status:  # a crafted line may hold anything
             statuses[status] += 1
     out: dict[str, Any] = {"records": len(lines), "head": line_hash(lines[-1]) if lines else ""}
     if statuses:

@@ -257,7 +257,8 @@ def _coerce(name: str, value: Any) -> Any:
         if isinstance(value, str):
             return value
         return json.dumps(value, default=str) if isinstance(value, (dict, list)) else str(value)
-    if name in _NUMS and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)):
+    if name in _NUMS and (isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > 1e300
+                          or not math.isfinite(value)):  # abs first: an int past float's range overflows isfinite
         return None
     if name in _INTS and (isinstance(value, bool) or not isinstance(value, int)):
         return None

@@ -21,7 +21,7 @@ from typing import Any
 from torchcts import settings
 from torchcts.cases.model import Case
 from torchcts.cases.repro_builders import ReproSpec, builder_for
-from torchcts.errors import UsageError
+from torchcts.errors import UsageError, first_line
 from torchcts.manifest.schema import Manifest
 from torchcts.oracle.precision import COND_FACTOR, CPU_ILL_ULPS, RESCUE_FACTOR, WORSE_FACTOR, WORSE_FLOOR_ULPS
 from torchcts.results import sim_env
@@ -223,8 +223,13 @@ def write_repro(target: ReproTarget, out_dir: Path | None = None, sample: int | 
     one); returns the folder."""
     import torch
 
-    spec = builder_for(target.case)(target.case, target.manifest,
+    try:
+        spec = builder_for(target.case)(target.case, target.manifest,
                                         target.record.info if target.record else None, sample)
+    except (AttributeError, LookupError, TypeError, ValueError) as exc:  # a plan line naming what does not exist
+        where = f"{target.run_dir.name}/plan.jsonl: " if target.run_dir is not None else ""
+        raise UsageError(f"{where}case '{target.case.id}' cannot be rebuilt ({type(exc).__name__}: {first_line(exc, 120)}): "
+                         "its plan entry was edited, or the case is not in this TorchCTS; rerun it") from None
     if not spec.samples:
         raise UsageError(f"case '{target.case.id}' produced no samples to reproduce")
     folder = out_dir or target.default_dir
