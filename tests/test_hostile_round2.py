@@ -98,7 +98,7 @@ def test_a_record_tolerance_of_the_wrong_type_is_coerced(workdir, cli, capsys):
 def test_a_long_integer_in_a_record_is_unreadable_not_a_crash(workdir, cli, capsys):
     run_dir = _run(workdir)
     with open(run_dir / "cases.jsonl", "a") as fh:
-        fh.write('{"id": "%s", "status": "passed", "level": %s}\n' % (CASE + "x", "9" * 5000))
+        fh.write(f'{{"id": "{CASE}x", "status": "passed", "level": {"9" * 5000}}}\n')
     assert cli(["report", str(run_dir)]) == 2
     _one_error_line(capsys, "cases.jsonl", "digits")
 

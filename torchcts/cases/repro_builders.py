@@ -76,10 +76,12 @@ def tolerance(case: Case, manifest: Manifest, info: dict[str, Any] | None, categ
     tol = (info or {}).get("tolerance")
     tol = tol if isinstance(tol, dict) else {}  # a record is untrusted: `tolerance: 5` reads as none
     atol, rtol = tol.get("atol"), tol.get("rtol")
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in (atol, rtol)):
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+           for v in (atol, rtol)):
         return float(atol), float(rtol)
     named = tol.get("category")
-    t = tolerance_for(named if isinstance(named, str) and named in CATEGORIES else category, case.dtype or "float32", manifest.tolerance_overrides)
+    known = named if isinstance(named, str) and named in CATEGORIES else category
+    t = tolerance_for(known, case.dtype or "float32", manifest.tolerance_overrides)
     return t.atol, t.rtol
 
 

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from torchcts.errors import ManifestError, UsageError
-from torchcts.untrusted import Unreadable, loads_toml, tomllib
 from torchcts.manifest.literal import DtypeTypo, literal_manifest
 from torchcts.manifest.schema import Manifest
 from torchcts.manifest.validate import validate
+from torchcts.untrusted import Unreadable, loads_toml, tomllib
 
 SEARCH_ORDER = ("manifest.py", "torchcts.toml", "pyproject.toml")
 # `--manifest torchcts:sim/manifest.py` names a manifest shipped inside the package (the sim's), so a
