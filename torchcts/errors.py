@@ -21,6 +21,11 @@ class ExitCode(IntEnum):
         return str(self.value)
 
 
+# A list of problems (a manifest's, an evidence store's) is shown up to this many lines, then a
+# count: a generated or garbled file can hold thousands, and the first ones say what to fix.
+MAX_PROBLEMS = 20
+
+
 class UsageError(Exception):
     """A wrong input from the user: printed as one line, exit status 2.
 

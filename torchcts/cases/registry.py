@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import ModuleType
 
 from torchcts.cases.model import Case
 from torchcts.manifest.schema import KNOWN_SUITE_NAMES, extra_suites
@@ -99,10 +100,24 @@ def suite_cases(name: str) -> list[Case]:
 
     def build() -> list[Case]:
         suite = SUITES[name]
-        return [c for module in (suite.module, *suite.parts) for c in importlib.import_module(module).cases()]
+        return [c for module in (suite.module, *suite.parts) for c in _suite_module(name, module).cases()]
 
     # The cache key covers TorchCTS's own source only: suites from elsewhere are always rebuilt.
     return cached_cases(name, build) if SUITES[name].module.startswith("torchcts.") else build()
+
+
+def _suite_module(name: str, module: str) -> ModuleType:
+    """The suite's module; one named by TORCHCTS_EXTRA_SUITES that does not import is the user's
+    setting (one line, exit 2), not TorchCTS's failure."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        if extra_suites().get(name) != module:
+            raise
+        from torchcts.errors import UsageError, first_line
+
+        raise UsageError(f"TORCHCTS_EXTRA_SUITES: suite '{name}' names module '{module}', which cannot be imported "
+                         f"({type(exc).__name__}: {first_line(exc, 160)}): fix the variable or unset it") from None
 
 
 def iter_cases(suites: list[str] | None = None) -> Iterator[Case]:

@@ -10,6 +10,7 @@ here, keyed by the case runner ("module:function" glob) or by suite name.
 from __future__ import annotations
 
 import fnmatch
+import math
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -70,12 +71,17 @@ def failing_sample(info: dict[str, Any] | None) -> int | None:
 
 def tolerance(case: Case, manifest: Manifest, info: dict[str, Any] | None, category: str = "elementwise") -> tuple[float, float]:
     """The run's own tolerance when the record's `info` has it, else the table's for the case's dtype."""
-    from torchcts.oracle.tolerances import tolerance_for
+    from torchcts.oracle.tolerances import CATEGORIES, tolerance_for
 
-    tol = (info or {}).get("tolerance") or {}
-    if "atol" in tol and "rtol" in tol:
-        return float(tol["atol"]), float(tol["rtol"])
-    t = tolerance_for(tol.get("category", category), case.dtype or "float32", manifest.tolerance_overrides)
+    tol = (info or {}).get("tolerance")
+    tol = tol if isinstance(tol, dict) else {}  # a record is untrusted: `tolerance: 5` reads as none
+    atol, rtol = tol.get("atol"), tol.get("rtol")
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+           for v in (atol, rtol)):
+        return float(atol), float(rtol)
+    named = tol.get("category")
+    known = named if isinstance(named, str) and named in CATEGORIES else category
+    t = tolerance_for(known, case.dtype or "float32", manifest.tolerance_overrides)
     return t.atol, t.rtol
 
 

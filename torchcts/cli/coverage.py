@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchcts.cli.common import add_results_dir_arg, folder_arg
-from torchcts.errors import ExitCode, UsageError
+from torchcts.errors import MAX_PROBLEMS, ExitCode, UsageError
 
 if TYPE_CHECKING:
     from torchcts.evidence.collect import CollectRequest
@@ -192,8 +192,10 @@ def _verify(args: argparse.Namespace) -> int:
     problems = verify_store(path, base=Path(args.base) if args.base else None, notes=notes)
     for note in notes:
         print(f"torchcts: note: {note}", file=sys.stderr)
-    for p in problems:
+    for p in problems[:MAX_PROBLEMS]:
         print(f"{path.name}/{p}")
+    if len(problems) > MAX_PROBLEMS:
+        print(f"{path.name}: ... and {len(problems) - MAX_PROBLEMS} more problems (fix these first)")
     if problems:
         print(f"torchcts: evidence store {path.name}: {len(problems)} problems", file=sys.stderr)
         return ExitCode.FAILURES

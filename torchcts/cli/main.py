@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from torchcts import __version__, settings
-from torchcts.errors import ExitCode, ManifestError, UsageError
+from torchcts.errors import MAX_PROBLEMS, ExitCode, ManifestError, UsageError
 
 # Command name -> module. Each module defines HELP, configure(parser) and main(args) -> int.
 COMMANDS: dict[str, str] = {
@@ -99,8 +99,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - an internal error of TorchCTS itself
         return _internal(exc)
 
-
-MAX_PROBLEMS = 20  # a generated or garbled manifest can hold thousands: the first ones and a count
 
 # Errors of the user's file system, not of TorchCTS: read-only, full, no permission, a file where a
 # folder belongs (and the reverse). They get one line and exit 2.

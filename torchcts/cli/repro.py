@@ -82,9 +82,15 @@ def _catalog_backend(module: str | None, device: str) -> str | None:
 def _reader_backend(manifest: str | None, device: str) -> str | None:
     """The backend module of the reader's own manifest (--manifest, else the one found here) when it is
     for the run's device: a repro bundle never chooses what its reader imports."""
-    from torchcts.manifest.load import find_manifest, load_manifest
+    from torchcts.manifest.load import display_path, find_manifest, load_manifest
+    from torchcts.results.quoting import one_line
 
-    if manifest is None and find_manifest() is None:
+    found = find_manifest() if manifest is None else None
+    if manifest is None and found is None:
         return None
+    if found is not None:  # said before it is read: a manifest.py is Python, run by loading it
+        kind = "Python, executed to read it" if found.suffix == ".py" else "read as data"
+        print(f"torchcts: note: using the manifest {one_line(display_path(found))} of the working folder ({kind}) for "
+              "the backend module; pass --manifest PATH to choose another", file=sys.stderr, flush=True)
     claims = load_manifest(manifest)
     return claims.backend_import if claims.device_name == device else None

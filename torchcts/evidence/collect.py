@@ -222,7 +222,7 @@ def refuse_unverified(store: Path) -> None:
 
     if not st.data_files(store) and not (store / st.INDEX).exists():
         return  # a new store
-    problems = verify_store(store, history=False)
+    problems = verify_store(store)  # with its git history: collect refuses whatever verify-evidence refuses
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise UsageError(f"{store.name} does not verify, so nothing was appended: {problems[0]}{more}; run "

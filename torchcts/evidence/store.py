@@ -22,6 +22,7 @@ from typing import Any
 
 from torchcts.errors import UsageError
 from torchcts.safe_io import open_append, write_atomic
+from torchcts.untrusted import loads
 
 FORMAT = "torchcts-evidence/1"
 SOURCES = "sources.jsonl"
@@ -127,15 +128,20 @@ def append_all(store: Path, batches: dict[str, list[dict[str, Any]]]) -> None:
         raise
 
 
+def index_text(index: dict[str, Any]) -> str:
+    """index.json's one text form (verify compares it byte for byte)."""
+    return json.dumps(index, sort_keys=True, indent=1, ensure_ascii=True) + "\n"
+
+
 def file_summary(path: Path) -> dict[str, Any]:
     lines = read_lines(path)
     statuses = Counter()
     for ln in lines:
         try:
-            status = json.loads(ln).get("result", {}).get("status")
+            status = loads(ln).get("result", {}).get("status")
         except (ValueError, AttributeError):
             status = None
-        if status:
+        if isinstance(status, str) and status:  # a crafted line may hold anything
             statuses[status] += 1
     out: dict[str, Any] = {"records": len(lines), "head": line_hash(lines[-1]) if lines else ""}
     if statuses:
@@ -153,7 +159,7 @@ def build_index(store: Path) -> dict[str, Any]:
 
 def write_index(store: Path) -> None:
     """The index is derived from the files; it is rewritten (atomically) after each append."""
-    write_atomic(store, INDEX, json.dumps(build_index(store), sort_keys=True, indent=1, ensure_ascii=True) + "\n")
+    write_atomic(store, INDEX, index_text(build_index(store)))
 
 
 def open_store(path: Path) -> Path:

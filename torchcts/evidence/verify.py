@@ -10,7 +10,6 @@ tail is rejected); with `--base OLD`, every file of the older copy must be a pre
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -18,8 +17,10 @@ from typing import Any
 
 from torchcts.evidence import store as st
 from torchcts.evidence.privacy import leaks, local_identities
+from torchcts.untrusted import loads
 
 RECORD_FIELDS = ("surface", "gate", "source", "registration", "oracles", "result", "intent", "run_status")
+SHALLOW = "shallow (a --depth clone)"
 SOURCE_FIELDS = ("id", "torchcts", "torch", "python", "os", "arch", "device")
 
 
@@ -29,14 +30,14 @@ def _parse(name: str, lines: list[str], problems: list[str]) -> list[dict[str, A
     for n, line in enumerate(lines, 1):
         where = f"{name}:{n}"
         try:
-            rec = json.loads(line)
+            rec = loads(line)
         except ValueError as exc:
-            problems.append(f"{where}: not JSON ({exc.msg})")
+            problems.append(f"{where}: not JSON ({getattr(exc, 'msg', None) or type(exc).__name__})")
             prev = st.line_hash(line)
             continue
         if not isinstance(rec, dict):
             problems.append(f"{where}: not a JSON object")
-        elif st.canonical(rec) != line:
+        elif _canonical(rec) != line:
             problems.append(f"{where}: not canonical JSON (sorted keys, compact): the line was edited")
         if isinstance(rec, dict):
             if rec.get("prev") != prev:
@@ -44,6 +45,30 @@ def _parse(name: str, lines: list[str], problems: list[str]) -> list[dict[str, A
             records.append(rec)
         prev = st.line_hash(line)
     return records
+
+
+def _byte_exact(name: str, path: Path) -> list[str]:
+    """The file is its canonical lines byte for byte: UTF-8, one newline after each line, no blank
+    line and no carriage return (the reader skips blank lines, so an added one would verify)."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return [f"{name}: not UTF-8 text: the file was edited"]
+    lines = text.split("\n")
+    if text.startswith("\n") or "\n\n" in text or "\r" in text:
+        where = next((n for n, ln in enumerate(lines, 1) if not ln.strip("\r") or "\r" in ln), 1)
+        return [f"{name}:{where}: a blank line or carriage return the canonical form does not have: the file was edited"]
+    return []
+
+
+def _canonical(rec: Any) -> str | None:
+    """The canonical line of a parsed record; None where it has none (NaN or infinity: a line
+    TorchCTS never writes, `allow_nan=False`)."""
+    try:
+        return st.canonical(rec)
+    except ValueError:
+        return None
 
 
 def _check_fields(name: str, records: list[dict[str, Any]], fields: tuple[str, ...], problems: list[str]) -> None:
@@ -65,10 +90,12 @@ def verify_store(path: Path, identities: set[str] | None = None, base: Path | No
         problems.append(f"{st.SOURCES}: missing")
     problems += [f"{name}: ends in a torn line (an interrupted write; collect refuses to append)"
                  for name in files if st.torn_tail(path / name)]
+    for name in files:
+        problems += _byte_exact(name, path / name)
     parsed = {name: _parse(name, st.read_lines(path / name), problems) for name in files}
     sources = parsed.get(st.SOURCES, [])
     _check_fields(st.SOURCES, sources, SOURCE_FIELDS, problems)
-    source_ids = {s.get("id") for s in sources}
+    source_ids = {s.get("id") for s in sources if isinstance(s.get("id"), str)}
     ids = local_identities() if identities is None else identities  # once per store, not per record
     for name, records in parsed.items():
         for n, rec in enumerate(records, 1):
@@ -77,7 +104,7 @@ def verify_store(path: Path, identities: set[str] | None = None, base: Path | No
             continue
         _check_fields(name, records, RECORD_FIELDS, problems)
         for n, rec in enumerate(records, 1):
-            if rec.get("source") not in source_ids:
+            if not isinstance(rec.get("source"), str) or rec.get("source") not in source_ids:
                 problems.append(f"{name}:{n}: source {rec.get('source')!r} is not in {st.SOURCES}")
             if st.gate_file(str(rec.get("gate"))) != name:
                 problems.append(f"{name}:{n}: gate {rec.get('gate')!r} recorded in the wrong file")
@@ -86,6 +113,8 @@ def verify_store(path: Path, identities: set[str] | None = None, base: Path | No
         problems += _check_grew(base, path)
     if history:
         found, note = check_history(path)
+        if base is not None and found and SHALLOW in found[0]:  # --base proves what the shallow history cannot
+            found, note = [], found[0].replace(": fetch", "; checked against --base instead; or fetch", 1)
         problems += found
         if note and notes is not None:
             notes.append(note)
@@ -97,17 +126,27 @@ def _check_index(path: Path) -> list[str]:
     if not index_path.is_file():
         return [f"{st.INDEX}: missing"]
     try:
-        index = json.loads(index_path.read_text(encoding="utf-8"))
+        index = loads(index_path.read_bytes())
     except ValueError as exc:
-        return [f"{st.INDEX}: not JSON ({exc.msg})"]
+        return [f"{st.INDEX}: not JSON ({getattr(exc, 'msg', None) or type(exc).__name__})"]
+    if not isinstance(index, dict) or not isinstance(index.get("files", {}), dict):
+        return [f"{st.INDEX}: not an index (an object whose `files` is an object): restore it"]
     expected = st.build_index(path)
     problems = []
+    try:
+        rendered = st.index_text(index).encode("ascii", "replace")
+    except ValueError:  # NaN or infinity: never written by an append
+        rendered = b""
+    if index_path.read_bytes() != rendered:
+        problems.append(f"{st.INDEX}: not in its canonical form byte for byte (edited by hand)")
     if index.get("format") != st.FORMAT:
-        problems.append(f"{st.INDEX}: format {index.get('format')!r}, expected {st.FORMAT!r}")
+        problems.append(f"{st.INDEX}: format {str(index.get('format'))[:40]!r}, expected {st.FORMAT!r}")
     have = index.get("files", {})
     for name in sorted(set(have) | set(expected["files"])):
         h, e = have.get(name), expected["files"].get(name)
-        if h is None:
+        if h is not None and not isinstance(h, dict):
+            problems.append(f"{st.INDEX}: files.{name[:80]} is not an object")
+        elif h is None:
             problems.append(f"{st.INDEX}: {name} is not indexed")
         elif e is None:
             problems.append(f"{st.INDEX}: {name} is indexed but missing from the store")
@@ -148,6 +187,10 @@ def check_history(path: Path) -> tuple[list[str], str | None]:
         return [], (f"{path.name} is not in a git repository: append-only is checked within the files only; "
                     "pass --base OLD_COPY to compare with an older copy")
     root = Path(top.strip())
+    if (_git(root, "rev-parse", "--is-shallow-repository") or "").strip() == "true":
+        return [f"{path.name}: the git history is {SHALLOW}, so the chain cannot be proven against "
+                "its committed versions: fetch the whole history (git fetch --unshallow; actions/checkout: "
+                "fetch-depth: 0) or pass --base OLD_COPY"], None
     rel = Path(os.path.relpath(path.resolve(), root.resolve())).as_posix()
     commits = (_git(root, "log", "--format=%H", "--reverse", "--", rel) or "").split()
     if not commits:

@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 from torchcts.errors import ManifestError, UsageError
 from torchcts.manifest.literal import DtypeTypo, literal_manifest
 from torchcts.manifest.schema import Manifest
 from torchcts.manifest.validate import validate
+from torchcts.untrusted import Unreadable, loads_toml, tomllib
 
 SEARCH_ORDER = ("manifest.py", "torchcts.toml", "pyproject.toml")
 # `--manifest torchcts:sim/manifest.py` names a manifest shipped inside the package (the sim's), so a
@@ -87,9 +82,11 @@ def _read_text(path: Path) -> str:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(_read_text(path))
+        return loads_toml(_read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError([f"TOML syntax error: {exc}; fix the file's syntax"], display_path(path)) from None
+    except Unreadable as exc:
+        raise ManifestError([f"{exc.msg}: a manifest is a flat table of claims"], display_path(path)) from None
 
 
 def _read_python(path: Path) -> Any:

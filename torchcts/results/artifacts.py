@@ -50,6 +50,14 @@ ARTIFACTS: list[Callable[[Path, dict[str, Any], Records], None]] = [
     _text("junit.xml", _junit),
     _html,
 ]
+# The files ARTIFACTS write, in its order: what a failed rebuild must not leave stale.
+ARTIFACT_FILES = ("summary.md", "junit.xml", "report.html")
+
+
+class StaleArtifacts(OSError):
+    """A rebuild that the file system stopped (a full disk): the reports it could not rewrite were
+    removed, so no report from an earlier rebuild is read as this one. Keeps the errno and
+    filename of the cause, so the CLI names the problem (free space) with exit 2."""
 
 
 def write_artifacts(run_dir: Path, run: dict[str, Any], records: Records) -> None:
@@ -57,5 +65,25 @@ def write_artifacts(run_dir: Path, run: dict[str, Any], records: Records) -> Non
     quotes it (results/quoting.py): scrubbing rendered HTML or Markdown would break its escaping."""
     run = scrub_obj(run)
     records = [CaseRecord.from_json(scrub_obj(r.to_json())) for r in records]
-    for write in ARTIFACTS:
-        write(run_dir, run, records)
+    for done, write in enumerate(ARTIFACTS):
+        try:
+            write(run_dir, run, records)
+        except OSError as exc:
+            removed = _remove_stale(run_dir, ARTIFACT_FILES[done:])
+            gone = f"; {', '.join(removed)} from an earlier rebuild removed (stale)" if removed else ""
+            raise StaleArtifacts(exc.errno, f"{exc.strerror or exc}{gone}; rerun `torchcts report` once there "
+                                 "is space", exc.filename) from exc
+
+
+def _remove_stale(run_dir: Path, names: tuple[str, ...]) -> list[str]:
+    """Remove the reports this rebuild did not rewrite (never through a link: unlink removes the link)."""
+    removed = []
+    for name in names:
+        try:
+            (run_dir / name).unlink()
+            removed.append(name)
+        except FileNotFoundError:
+            continue
+        except OSError:  # cannot even remove it: the message still says it was not rebuilt
+            continue
+    return removed

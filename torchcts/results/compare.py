@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from torchcts.results import rundir
+from torchcts.results.quoting import one_field
 from torchcts.results.records import CaseRecord, shell_path
 from torchcts.results.statuses import FAILURES, PASSING
 from torchcts.results.wording import plural
@@ -124,7 +125,7 @@ def render(c: Comparison, limit: int = 50) -> str:
         if len(items) > limit:
             lines.append(f"  ... and {len(items) - limit} more")
     lines.append(f"cases only in the old run: {c.only_old}; only in the new run: {c.only_new}")
-    return "\n".join(lines)
+    return "\n".join(one_field(line) for line in lines)  # each line one line whatever a record holds
 
 
 COMPARABLE_KEYS = ("device", "manifest_hash", "validation", "selection")

@@ -63,11 +63,16 @@ def finalize(run_dir: Path, status: str, manifest_arg: str | None = None) -> tup
     run["internal_errors"] = sum(1 for r in records if r.internal_error)  # exit 3 (ledger.verdict_exit)
     run["record_problems"] = unreadable[:20]
     run["compat_fallbacks"] = describe_fallbacks(
-        {*run.get("compat_fallbacks", {}), *(n for r in records for n in r.compat_fallbacks or ())})
+        {*run.get("compat_fallbacks", {}), *(n for r in records for n in _names(r.compat_fallbacks))})
     run["ledger"] = report_for_run(run, records)
     rundir.write_run(run_dir, run)
     write_artifacts(run_dir, run, records)
     return run, records
+
+
+def _names(value: object) -> list[str]:
+    """A record's `compat_fallbacks` (kept as read, so possibly crafted): its names, nothing else."""
+    return [n for n in value if isinstance(n, str)] if isinstance(value, list) else []
 
 
 def _int(value: object) -> int:

@@ -8,11 +8,12 @@ each caller decides what a bad line means: `rundir.scan_records` counts it in ev
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from torchcts.untrusted import Unreadable, loads
 
 __all__ = ["JsonLine", "read_jsonl"]
 
@@ -21,7 +22,7 @@ __all__ = ["JsonLine", "read_jsonl"]
 class JsonLine:
     number: int  # 1-based, as an editor counts the file's lines (blank ones included)
     value: Any = None  # the parsed value; None when `error` is set
-    error: ValueError | None = None  # UnicodeDecodeError (not UTF-8) or json.JSONDecodeError (not JSON)
+    error: ValueError | None = None  # UnicodeDecodeError (not UTF-8), json.JSONDecodeError (not JSON), Unreadable
 
     @property
     def problem(self) -> str | None:
@@ -30,6 +31,8 @@ class JsonLine:
             return None
         if isinstance(self.error, UnicodeDecodeError):
             return "not UTF-8 text"
+        if isinstance(self.error, Unreadable):
+            return f"JSON out of bounds ({self.error.msg})"
         return "not JSON (a torn or garbled line)"
 
 
@@ -40,7 +43,7 @@ def read_jsonl(path: Path) -> Iterator[JsonLine]:
             if not raw.strip():
                 continue
             try:
-                value = json.loads(raw.decode("utf-8"))
+                value = loads(raw.decode("utf-8"))
             except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are both ValueErrors
                 yield JsonLine(number, error=exc)
                 continue

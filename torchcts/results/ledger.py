@@ -17,6 +17,7 @@ The first entry that matches a case decides; later ones are not consulted for it
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from typing import Any
 
 from torchcts.errors import ExitCode
@@ -36,24 +37,48 @@ CRASHES = CRASH_LIKE
 NO_CRASH_FORGIVENESS = ("mps",)
 
 
+def device_type(device: Any) -> str | None:
+    """The device type a rule is decided on: `MPS`, ` mps:0 ` and `mps` are all `mps` (run.json is
+    untrusted: a spelling must not talk a device out of its rule); None for no device."""
+    if not isinstance(device, str):
+        return None
+    return device.strip().lower().partition(":")[0] or None
+
+
 def forgives_crashes(device: str | None) -> bool:
-    return device not in NO_CRASH_FORGIVENESS
+    return device_type(device) not in NO_CRASH_FORGIVENESS
+
+
+# What a dead worker's or child's record says of its death (engine/isolation.py: _death_record).
+_DIED = re.compile(r"\bdied \((?:SIG[A-Z0-9]+|exit code -?\d+|unknown cause)\)")
+_TIMED_OUT = re.compile(r"\bexceeded the [0-9.eE+-]+ s timeout\b")
+
+
+def crash_evidence(record: CaseRecord) -> str | None:
+    """`crashed` or `timeout` when the record's own evidence says the case died (a signal, an exit
+    code, the death or timeout message, in the record or its first failure), whatever status label
+    it carries; None when nothing says so. A label (`original_status: "failed"`) can be edited, the
+    evidence beside it is what the MPS rule believes."""
+    first = record.first_failure if isinstance(record.first_failure, dict) else {}
+    labels = (record.expectation_dict.get("original_status"), first.get("status"))
+    messages = " ".join(str(m) for m in (record.message, first.get("message")) if m)
+    if "timeout" in labels or record.timeout_s is not None or _TIMED_OUT.search(messages):
+        return "timeout"
+    if "crashed" in labels or record.signal or (record.exit_code not in (None, 0)) or _DIED.search(messages):
+        return "crashed"
+    return None
 
 
 def crash_rule(record: CaseRecord, device: str | None) -> CaseRecord:
     """The record with the crash rule re-applied (`torchcts report` rebuilds a verdict from records
     anyone can edit): on a device that never forgives a crash, an xfailed crash or a crash that
-    passed on a rerun (flaky) is the crash again."""
-    if forgives_crashes(device):
+    passed on a rerun (flaky) is the crash again, decided from the record's evidence (`crash_evidence`)."""
+    if forgives_crashes(device) or record.status not in ("xfailed", "flaky"):
         return record
-    if record.status == "xfailed":
-        was = record.expectation_dict.get("original_status")
-    elif record.status == "flaky":
-        was = (record.first_failure if isinstance(record.first_failure, dict) else {}).get("status")
-    else:
+    was = crash_evidence(record)
+    if was is None:
         return record
-    if was not in CRASHES:
-        return record
+    device = device_type(device)
     message = f"{was} on {device}, which never forgives a crash (the record said {record.status}): {record.message or ''}"
     return record.copy(status=Status(was), message=message[:600])
 
@@ -254,11 +279,13 @@ def gate_failures(run: dict[str, Any]) -> list[str]:
     return reasons
 
 
-def verdict_exit(run: dict[str, Any]) -> int:
+def verdict_exit(run: dict[str, Any], restated: bool = False) -> int:
     """The exit status of the verdict a finished run states (`run`, `report`, `merge`): 3 when
     TorchCTS itself failed around a case (records with `internal_error`), alone or in a full run,
-    1 for any other gate failure, 0 clean."""
-    if run.get("internal_errors"):
+    1 for any other gate failure, 0 clean. `restated` (report, merge: the verdict read back from
+    records anyone can edit): records saying TorchCTS failed are a failure of the run (exit 1, the
+    scorecard names them), never this command's own failure (exit 3 is kept for that)."""
+    if run.get("internal_errors") and not restated:
         return ExitCode.INTERNAL
     return ExitCode.FAILURES if gate_failures(run) else ExitCode.OK
 

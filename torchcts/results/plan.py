@@ -11,6 +11,7 @@ from pathlib import Path
 
 from torchcts.cases.model import Case
 from torchcts.results.jsonl import read_jsonl
+from torchcts.untrusted import Unreadable
 
 PLAN = "plan.jsonl"
 
@@ -21,20 +22,48 @@ def write_plan(run_dir: Path, cases: list[Case]) -> None:
     write_atomic(run_dir, PLAN, "".join(json.dumps(case.to_json(), sort_keys=True) + "\n" for case in cases))
 
 
+_TEXT = ("id", "runner")
+_OPTIONAL_TEXT = ("suite", "dtype", "oracle", "kind")
+_TEXT_LISTS = ("ops", "dtypes", "requires")
+
+
+def _wrong_field(case: Case) -> str | None:
+    """The first field of a plan line whose type no written plan has (a crafted or damaged line):
+    every reader (repro, the workers) then takes the case's fields as they are."""
+    for name in _TEXT:
+        if not isinstance(getattr(case, name), str):
+            return name
+    for name in _OPTIONAL_TEXT:
+        if not isinstance(getattr(case, name), (str, type(None))):
+            return name
+    for name in _TEXT_LISTS:
+        if not all(isinstance(v, str) for v in getattr(case, name)):
+            return name
+    if not isinstance(case.params, dict):
+        return "params"
+    if case.level is not None and (isinstance(case.level, bool) or not isinstance(case.level, int)):
+        return "level"
+    return None
+
+
 def read_plan(run_dir: Path) -> list[Case]:
     """The plan's cases; a line that is not a case (garbled, edited) is a data problem (exit 2)."""
     from torchcts.errors import UsageError
 
     cases = []
     for line in read_jsonl(run_dir / PLAN):
+        wrong = None
         try:
             if line.error is not None:
                 raise line.error
             case = Case.from_json(line.value)
-            if not isinstance(case.id, str) or not isinstance(case.runner, str) or not isinstance(case.params, dict):
-                raise TypeError("id, runner or params of the wrong type")
+            wrong = _wrong_field(case)
+            if wrong:
+                raise TypeError(wrong)
         except (ValueError, TypeError, AttributeError) as exc:
-            raise UsageError(f"{run_dir.name}/{PLAN} line {line.number} is not a case ({type(exc).__name__}): the run "
+            why = (f"{wrong} of the wrong type" if wrong else exc.msg if isinstance(exc, Unreadable)  # nesting, long ints
+                   else type(exc).__name__)
+            raise UsageError(f"{run_dir.name}/{PLAN} line {line.number} is not a case ({why}): the run "
                              "folder was edited or damaged; rerun") from None
         cases.append(case)
     return cases

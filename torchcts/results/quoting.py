@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 from typing import Any, TextIO
 
 from torchcts.results.scrub import scrub
@@ -35,19 +36,44 @@ _INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180
                         "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e007f]")
 # Line and paragraph separators some viewers (and Python's str.splitlines) treat as line breaks.
 _SEPARATORS = re.compile("[\u2028\u2029\x85]")
+# Every line break a terminal or viewer honours, shown escaped inside a one-line field (`one_field`).
+_BREAKS = re.compile("[\n\r\u2028\u2029\x85]")
+_BREAK_ESCAPES = {"\n": "\\n", "\r": "\\r", "\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\x85"}
+
+
+def _invisible(ch: str) -> bool:
+    """A character that changes what text looks like without showing: every Unicode format control
+    (category Cf: bidi controls, zero-width characters, shorthand format controls U+1BCA0-3, tags)
+    and the variation selectors (VS1-16 and the supplement VS17-256, category Mn)."""
+    return unicodedata.category(ch) == "Cf" or "\ufe00" <= ch <= "\ufe0f" or "\U000e0100" <= ch <= "\U000e01ef"
+
+
+def visible(text: str) -> str:
+    """`text` without invisible and direction-changing characters (the listed ones, then by category:
+    new format controls in a later Unicode version are removed without a change here)."""
+    s = _INVISIBLE.sub("", text)
+    return s if s.isascii() else "".join(ch for ch in s if ch < "\x80" or not _invisible(ch))
 
 
 def strip_controls(text: Any, keep_newlines: bool = True) -> str:
     """`text` without escape sequences or control characters (tabs kept; newlines kept if asked)."""
     s = _ANSI.sub("", "" if text is None else str(text))
     s = _SEPARATORS.sub("\n" if keep_newlines else " ", s.replace("\r\n", "\n"))
-    s = _INVISIBLE.sub("", _CONTROL.sub("", s))
+    s = visible(_CONTROL.sub("", s))
     return s if keep_newlines else s.replace("\n", " ")
 
 
 def one_line(text: Any) -> str:
     """Printable text on a single line."""
     return strip_controls(text, keep_newlines=False)
+
+
+def one_field(text: Any) -> str:
+    """A value shown inside one line of terminal output (an id, a message, a cluster title): its
+    line breaks escaped (`\\n`, `\\r`, `\\u2028`), so a crafted record cannot print a line of its own
+    (`repro: curl ... | sh` above the real one); control and invisible characters removed."""
+    s = _ANSI.sub("", "" if text is None else str(text))
+    return strip_controls(_BREAKS.sub(lambda m: _BREAK_ESCAPES[m.group()], s), keep_newlines=False)
 
 
 def terminal(text: Any) -> str:
@@ -102,7 +128,7 @@ def md_text(text: Any, line_start: bool = False) -> str:
 def quoted_string(text: Any) -> str:
     """A double-quoted string that TOML and Python read back as `text`, with the invisible and
     direction-changing characters removed and every control character escaped (\\uXXXX works in both)."""
-    s = _INVISIBLE.sub("", _SEPARATORS.sub(" ", str(text)))
+    s = visible(_SEPARATORS.sub(" ", str(text)))
     out = []
     for ch in s:
         if ch in ('"', "\\"):

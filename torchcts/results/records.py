@@ -24,6 +24,7 @@ from torchcts.errors import first_line
 from torchcts.results import sim_env
 from torchcts.results.scrub import scrub
 from torchcts.results.statuses import STATUSES, Status
+from torchcts.untrusted import check_depth, loads
 
 __all__ = ["CaseRecord", "base_record", "record_repro", "repro_command", "repro_script_command", "skip_record"]
 
@@ -161,6 +162,7 @@ class CaseRecord:
         a run because of what it holds; its consumers read it with `from_text`)."""
         data = self.to_json()
         try:
+            check_depth(data, MAX_DEPTH)  # what `from_text` (untrusted.loads) would refuse is sent as text
             return json.dumps(data, sort_keys=True, default=str)
         except (TypeError, ValueError, RecursionError):  # keys of mixed types, a cycle, deep nesting
             return json.dumps(plain(data), sort_keys=True)
@@ -170,8 +172,8 @@ class CaseRecord:
         """The record `to_text` wrote; a line that is not one (garbled in transit) is the case's
         internal error, never a lost case."""
         try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:
+            data = loads(text)
+        except ValueError as exc:
             data = exc
         if isinstance(data, dict) and "id" in data:
             return cls.from_json(data)
@@ -255,7 +257,8 @@ def _coerce(name: str, value: Any) -> Any:
         if isinstance(value, str):
             return value
         return json.dumps(value, default=str) if isinstance(value, (dict, list)) else str(value)
-    if name in _NUMS and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)):
+    if name in _NUMS and (isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > 1e300
+                          or not math.isfinite(value)):  # abs first: an int past float's range overflows isfinite
         return None
     if name in _INTS and (isinstance(value, bool) or not isinstance(value, int)):
         return None

@@ -21,7 +21,7 @@ from typing import Any
 from torchcts import settings
 from torchcts.cases.model import Case
 from torchcts.cases.repro_builders import ReproSpec, builder_for
-from torchcts.errors import UsageError
+from torchcts.errors import UsageError, first_line
 from torchcts.manifest.schema import Manifest
 from torchcts.oracle.precision import COND_FACTOR, CPU_ILL_ULPS, RESCUE_FACTOR, WORSE_FACTOR, WORSE_FLOOR_ULPS
 from torchcts.results import sim_env
@@ -49,9 +49,10 @@ import os
 import sys
 
 # Never import from this folder (a bundle may carry a planted torch.py or traceback.py): Python put
-# the script's folder first on sys.path; it goes before anything else is imported.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != _HERE]
+# the script's folder first on sys.path, resolved (a linked folder on the way reads as its target),
+# so both sides are compared resolved; it goes before anything else is imported.
+_HERE = os.path.realpath(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) != _HERE]
 
 import faulthandler  # noqa: E402
 import importlib  # noqa: E402
@@ -222,8 +223,13 @@ def write_repro(target: ReproTarget, out_dir: Path | None = None, sample: int | 
     one); returns the folder."""
     import torch
 
-    spec = builder_for(target.case)(target.case, target.manifest,
+    try:
+        spec = builder_for(target.case)(target.case, target.manifest,
                                         target.record.info if target.record else None, sample)
+    except (AttributeError, LookupError, TypeError, ValueError) as exc:  # a plan line naming what does not exist
+        where = f"{target.run_dir.name}/plan.jsonl: " if target.run_dir is not None else ""
+        raise UsageError(f"{where}case '{target.case.id}' cannot be rebuilt ({type(exc).__name__}: {first_line(exc, 120)}): "
+                         "its plan entry was edited, or the case is not in this TorchCTS; rerun it") from None
     if not spec.samples:
         raise UsageError(f"case '{target.case.id}' produced no samples to reproduce")
     folder = out_dir or target.default_dir

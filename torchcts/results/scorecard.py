@@ -9,7 +9,7 @@ from typing import Any, TextIO
 from torchcts.results import rundir
 from torchcts.results.crash_frames import stopped_by_budget
 from torchcts.results.failure import details
-from torchcts.results.quoting import TerminalOut
+from torchcts.results.quoting import TerminalOut, one_field
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import ORDER
 from torchcts.results.strength import weak_lines
@@ -46,7 +46,7 @@ def _section(out: TextIO, title: str, groups: dict[str, dict[str, int]]) -> None
     print(f"by {title}:", file=out)
     width = max(len(k) for k in groups)
     for k, g in groups.items():
-        print(f"  {k:<{width}}  {_counts(g)}", file=out)
+        print(one_field(f"  {k:<{width}}  {_counts(g)}"), file=out)
 
 
 def print_scorecard(
@@ -64,7 +64,8 @@ def print_scorecard(
     print("", file=out)
     print("=" * 20 + " TorchCTS scorecard " + "=" * 20, file=out)
     label = " (validation: not backend evidence)" if run.get("validation") else ""
-    print(f"device {run.get('device', {}).get('type')} gate {run.get('gate')}{label}; run {run.get('status')}", file=out)
+    print(one_field(f"device {run.get('device', {}).get('type')} gate {run.get('gate')}{label}; run {run.get('status')}"),
+          file=out)
     print("totals: " + ", ".join(f"{k} {v}" for k, v in t.items()) + f"; filtered {run.get('filtered', 0)}", file=out)
     before = decided_before_run(records)
     if before:
@@ -74,10 +75,13 @@ def print_scorecard(
         _section(out, key, by(records, key))
     _section(out, "capability", by_capability(records))
     for line in weak_lines(records):  # passes that prove nothing (oracle/weak.py), per suite
-        print(line, file=out)
+        print(one_field(line), file=out)
     if run.get("unreadable_records"):
         print(f"{run['unreadable_records']} unreadable records in cases.jsonl (not in the totals): "
               + "; ".join(run.get("record_problems") or [])[:300], file=out)
+    if run.get("internal_errors"):  # `run` exits 3 for them; `report` restates them as a failure (exit 1)
+        print(f"{run['internal_errors']} records say TorchCTS failed around their case (internal errors of the run "
+              "that wrote them): the run is not clean", file=out)
     if run.get("plan_missing"):
         print("plan.jsonl is missing: the run cannot be shown complete"
               + (f" ({run.get('missing_records')} planned cases have no record)" if run.get("missing_records") else ""),
@@ -94,25 +98,26 @@ def print_scorecard(
     if fails:
         print(f"first failures ({len(fails)} in all):", file=out)
     for r in fails[:first]:
-        print(f"  {r.status.upper():8} {r.id}: {str(r.message or '')[:400]}", file=out)
+        # each printed line one line whatever the record holds (docs/security.md)
+        print(one_field(f"  {r.status.upper():8} {r.id}: {str(r.message or '')[:400]}"), file=out)
         for line in details(r):
-            print(f"           {line[:300]}", file=out)
+            print(one_field(f"           {line[:300]}"), file=out)
         for key, label in (("repro", "repro"), ("repro_script", "script")):
             if getattr(r, key):
-                print(f"           {label}: {getattr(r, key)}", file=out)
+                print(one_field(f"           {label}: {getattr(r, key)}"), file=out)
     if len(fails) > first:
         print(f"  ... and {len(fails) - first} more (see summary.md / report.html)", file=out)
     slow = slowest_records(records, slowest)
     if slow:
-        print("slowest: " + ", ".join(f"{r.id} {float(r.duration_s):.2f}s" for r in slow), file=out)
+        print(one_field("slowest: " + ", ".join(f"{r.id} {float(r.duration_s):.2f}s" for r in slow)), file=out)
     if regressions:
         print(regressions, file=out)
     from torchcts.results.ledger import gate_failures, ledger_lines
 
     for line in ledger_lines(run):
-        print(line, file=out)
+        print(one_field(line), file=out)
     if run.get("strict_expectations") and gate_failures(run):
-        print("strict expectations: the run fails on " + "; ".join(gate_failures(run)), file=out)
+        print(one_field("strict expectations: the run fails on " + "; ".join(gate_failures(run))), file=out)
     print(f"results: {_shown(run_dir)} (report.html, summary.md, junit.xml, cases.jsonl)", file=out)
 
 

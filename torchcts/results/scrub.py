@@ -83,8 +83,10 @@ IDENTITY_PATTERN = re.compile(
         ("file_url", rf"\bfile:(?://[^/\s\"'<>]*)?/{_END}"),
         ("unc", rf"(?<![\w\\])\\\\[^\\\s\"'<>]+\\{_END}"),
         ("drive", rf"(?<![\w])[A-Za-z]:[\\/]{_END}"),
-        # POSIX absolute: not glued to a word, a placeholder or a URL ("a/b", "<tmp>/x", "http://h/x" pass).
-        ("posix", r"(?<![\w.:/<>\\-])/[\w.@+-]+(?:/[\w.@+-]*)*"),
+        # POSIX absolute, anywhere in a token: at its start, inside quotes, after `=` or `:` (`PATH=/a:/b`,
+        # `--prefix=/x`) and after a compiler's `-I`, `-L` (`-I/srv/p/include`); not glued to a word, a
+        # placeholder or a URL ("a/b", "<tmp>/x" pass; "http://h/x" has no name right after its slashes).
+        ("posix", r"(?:(?<![\w./<>\\-])|(?<=-[IL]))/[\w.@+-]+(?:/[\w.@+-]*)*"),
         ("home", rf"(?<![\w])~[\w.-]*[\\/]{_END}"),
         ("up", rf"(?<![\w.])(?:\.\.[\\/])+{_END}"),
         ("mac", r"(?<![\w:-])[0-9A-Fa-f]{2}(?P<macsep>[:-])[0-9A-Fa-f]{2}(?:(?P=macsep)[0-9A-Fa-f]{2}){4}(?![\w:-])"),

@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from torchcts.results.crash_frames import crash_signature
-from torchcts.results.quoting import md_code, md_text
+from torchcts.results.quoting import md_code, md_text, one_field
 from torchcts.results.records import CaseRecord
 from torchcts.results.shared_args import shared
 from torchcts.results.signatures import bucket_of, signature_of
@@ -116,7 +116,7 @@ def render_text(records: list[CaseRecord], limit: int = 30) -> str:
     if len(found) > limit:
         lines.append(f"  ... and {plural(len(found) - limit, 'smaller cluster')}")
     lines.append("failures by op: " + ", ".join(f"{op} ({n})" for op, n in failures_by_op(records)[:15]))
-    return "\n".join(lines)
+    return "\n".join(one_field(line) for line in lines)  # each line one line whatever a record holds
 
 
 def render_markdown(records: list[CaseRecord], limit: int = 20) -> list[str]:

@@ -150,14 +150,15 @@ def _indices(ctx: CaseContext, budget: int) -> Iterator[int]:
 
 def _replay(ctx: CaseContext, case_id: str, checks: dict[str, Check], stats: dict[str, int]) -> None:
     assert ctx.corpus is not None
-    entries, bad = corpus.load(ctx.corpus, case_id)
+    limit = ctx.manifest.resource_limits.get("max_tensor_mb", corpus.DEFAULT_MAX_TENSOR_MB)
+    entries, bad = corpus.load(ctx.corpus, case_id, limit)
     if bad:
         stats["corpus_unreadable"] = bad
     for entry in entries:
         check = checks.get(entry.variant)
         try:
             sample = codec.decode_sample(entry.sample)
-        except (codec.CodecError, RuntimeError, TypeError):
+        except (codec.CodecError, RuntimeError, TypeError, OverflowError):
             stats["corpus_unreadable"] = stats.get("corpus_unreadable", 0) + 1
             continue
         if check is None:
@@ -195,7 +196,7 @@ def _confirm(ctx: CaseContext, case_id: str, checks: dict[str, Check]) -> None:
 def _describe_encoded(data: dict[str, Any] | None) -> str | None:
     try:
         return describe_sample(codec.decode_sample(data)) if data is not None else None
-    except (codec.CodecError, RuntimeError, TypeError):
+    except (codec.CodecError, RuntimeError, TypeError, OverflowError):
         return None
 
 
