@@ -125,6 +125,9 @@ def _wrong_field(run: dict[str, Any]) -> str | None:
         return "device.type has the wrong type"
     if not isinstance(run.get("torch", {}), dict):
         return "torch has the wrong type"
+    entries = run.get("manifest", {}).get("expectations", [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        return "manifest.expectations has the wrong type"
     manifest = _manifest_problem(run.get("manifest", {}))
     if manifest:
         return manifest
@@ -132,22 +135,20 @@ def _wrong_field(run: dict[str, Any]) -> str | None:
     if not isinstance(fallbacks, (dict, list)) or (isinstance(fallbacks, list)
                                                   and not all(isinstance(f, str) for f in fallbacks)):
         return "compat_fallbacks has the wrong type"
-    entries = run.get("manifest", {}).get("expectations", [])
-    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        return "manifest.expectations has the wrong type"
     return None
 
 
 def _manifest_problem(manifest: dict[str, Any]) -> str | None:
     """`manifest.<key> (<why>)` for the first key of run.json's manifest that the manifest's own
-    validation refuses (a key a run.json from an older TorchCTS lacks is no problem)."""
+    validation refuses (a key or capability a run.json from an older TorchCTS lacks is no problem)."""
     from torchcts.manifest.validate import validate
 
     if not manifest:
         return None
     _, problems = validate(manifest, source="run.json")
     for problem in problems:
-        if "missing required key" not in problem and "unknown key" not in problem:
+        if not problem.startswith("missing ") and "missing required key" not in problem \
+                and "unknown key" not in problem:
             return f"manifest: {problem[:200]}"
     return None
 
