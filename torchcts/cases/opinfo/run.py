@@ -490,12 +490,33 @@ def gradients(op: Any, sample: Any, out: Any) -> list[torch.Tensor | None]:
     a device's broken sum or multiply would otherwise fail every op's backward case, named as that op
     (issue 30 item 3); the result is the same bit for bit."""
     inputs = [t for t in tensors_of((sample.input, sample.args, sample.kwargs)) if t.requires_grad]
-    if processes_output(sample):  # OpInfo's helper (an SVD's sign-fixing abs) runs on a differentiable CPU copy
-        out = sample.output_process_fn_grad(on_host(out))
-    outs = [t for t in tensors_of(out) if t.requires_grad]
+    if processes_output(sample):
+        outs, weights = _processed_on_host(sample, out)
+    else:
+        outs = [t for t in tensors_of(out) if t.requires_grad]
+        weights = [_weights(o) for o in outs]
     if not inputs or not outs:
         raise SkipSample("no differentiable input or output")
-    return list(torch.autograd.grad(outs, inputs, grad_outputs=[_weights(o) for o in outs], allow_unused=True))
+    return list(torch.autograd.grad(outs, inputs, grad_outputs=weights, allow_unused=True))
+
+
+def _processed_on_host(sample: Any, out: Any) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """OpInfo's helper (an SVD's sign-fixing abs) applied on a CPU copy of the outputs, its gradient
+    taken there and handed to the device's outputs as theirs (the chain rule in two steps): the
+    device's abs is not the op under test, and a differentiable copy across devices needs the
+    device's streams in older PyTorch (2.7: "doesn't support acquiring a default stream")."""
+    leaves, spec = pytree.tree_flatten(out)
+    differentiable = [t for t in leaves if isinstance(t, torch.Tensor) and t.requires_grad]
+    copies = {id(t): t.detach().cpu().requires_grad_() for t in differentiable}
+    host = pytree.tree_unflatten([copies.get(id(t), t.detach().cpu()) if isinstance(t, torch.Tensor) else t
+                                  for t in leaves], spec)
+    processed = [t for t in tensors_of(sample.output_process_fn_grad(host)) if t.requires_grad]
+    if not processed or not differentiable:
+        return [], []
+    grads = torch.autograd.grad(processed, [copies[id(t)] for t in differentiable],
+                                grad_outputs=[_weights(o) for o in processed], allow_unused=True)
+    used = [(t, g) for t, g in zip(differentiable, grads, strict=True) if g is not None]
+    return [t for t, _ in used], [g.to(t.device) for t, g in used]
 
 
 def check_backward(ctx: CaseContext, op: Any, sample: Any) -> None:
