@@ -346,11 +346,11 @@ def test_placement_moves_operands_only_where_pytorch_allows_a_host_scalar() -> N
     assert placed("add") > 0
 
 
-def test_layout_never_expands_batch_norm_operands() -> None:
-    """batch_norm writes running_mean/var without a schema mark, and its statistics of an expanded
-    (stride 0) input changed from run to run on CPU itself (a false failure): no operand is expanded."""
+def test_layout_never_expands_running_statistics() -> None:
+    """batch_norm writes running_mean/var (args 0 and 1) without a schema mark: expanded (stride 0),
+    the updates race and CPU's own result changed from run to run (a false failure)."""
     bases = bases_of("nn.functional.batch_norm")
     points = switch_points(lookup("nn.functional.batch_norm"), [s for _, s in bases])
     for i in range(60):
         s = explored("opinfo/nn.functional.batch_norm/float32/explore", i, bases, points).sample
-        assert all(0 not in a.stride() for a in (s.input, *s.args) if isinstance(a, torch.Tensor) and a.numel() > 1), i
+        assert all(0 not in a.stride() for a in s.args[:2] if isinstance(a, torch.Tensor) and a.numel() > 1), i
