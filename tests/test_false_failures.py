@@ -198,9 +198,11 @@ def test_running_statistics_get_the_rounding_of_their_update_and_no_more():
     from types import SimpleNamespace
 
     from torchcts.oracle.conditioning import running_stats_atol
-    x = torch.full((3, 2, 4), 3.0)
-    stats = torch.tensor([3.5, 1.7])
-    sample = SimpleNamespace(input=x, args=(), kwargs={"running_mean": stats, "running_var": stats, "momentum": -1.2})
-    assert running_stats_atol("nn.functional.instance_norm", sample, torch.bfloat16) > 0.0625
-    assert running_stats_atol("nn.functional.instance_norm", sample, torch.float32) < 1e-4
-    assert running_stats_atol("nn.functional.layer_norm", sample, torch.bfloat16) == 0.0
+    def sample(dtype: torch.dtype) -> SimpleNamespace:
+        stats = torch.tensor([3.5, 1.7], dtype=dtype)
+        return SimpleNamespace(input=torch.full((3, 2, 4), 3.0, dtype=dtype), args=(),
+                               kwargs={"running_mean": stats, "running_var": stats, "momentum": -1.2})
+
+    assert running_stats_atol("nn.functional.instance_norm", sample(torch.bfloat16)) > 0.0625
+    assert running_stats_atol("nn.functional.instance_norm", sample(torch.float32)) < 1e-4
+    assert running_stats_atol("nn.functional.layer_norm", sample(torch.bfloat16)) == 0.0

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -148,32 +149,50 @@ def conditioned_atol(op_name: str, sample: Any, dtype: torch.dtype, *, backward:
     return ACCUMULATION * unit_roundoff(dtype) * k
 
 
-# Ops that update running statistics in place: OpInfo name -> the sample's momentum. The update
-# `(1 - m) * running + m * batch_statistic` (the variance's statistic of order max|x|^2) rounds at
-# the input dtype in PyTorch's decompositions and composites, and a momentum outside [0, 1] (OpInfo
-# samples use -1.2) amplifies that rounding by cancellation.
-MOMENTA: dict[str, Callable[[Any], Any]] = {
-    "nn.functional.batch_norm": lambda s: _arg(s, 5, "momentum", 0.1),
-    "native_batch_norm": lambda s: _arg(s, 5, "momentum", 0.1),
-    "_native_batch_norm_legit": lambda s: _arg(s, 5, "momentum", 0.1),
-    "_batch_norm_with_update": lambda s: _arg(s, 4, "momentum", 0.1),
-    "nn.functional.instance_norm": lambda s: s.kwargs.get("momentum", 0.1),
+# Ops that update running statistics in place, which their schemas do not mark as written.
+# The update `(1 - m) * running + m * batch_statistic` (the variance's statistic of order max|x|^2)
+# rounds at the input dtype in PyTorch's decompositions and composites, and a momentum outside
+# [0, 1] (OpInfo samples use -1.2) amplifies that rounding by cancellation.
+@dataclass(frozen=True)
+class RunningStats:
+    """Where an op's sample holds the statistics it updates (positions in `sample.args`, or keyword
+    names), and its momentum."""
+
+    where: tuple[int | str, ...]
+    momentum: Callable[[Any], Any]
+
+    def tensors(self, sample: Any) -> list[torch.Tensor]:
+        found = [sample.kwargs.get(w) if isinstance(w, str) else _arg(sample, w, "") for w in self.where]
+        return [t for t in found if isinstance(t, torch.Tensor)]
+
+
+_BATCH = RunningStats((2, 3), lambda s: _arg(s, 5, "momentum", 0.1))  # native_batch_norm & co.
+RUNNING_STATS: dict[str, RunningStats] = {
+    "nn.functional.batch_norm": RunningStats((0, 1), lambda s: _arg(s, 5, "momentum", 0.1)),
+    "native_batch_norm": _BATCH,
+    "_native_batch_norm_legit": _BATCH,
+    "_batch_norm_with_update": RunningStats((2, 3), lambda s: _arg(s, 4, "momentum", 0.1)),
+    "nn.functional.instance_norm": RunningStats(("running_mean", "running_var"),
+                                                lambda s: s.kwargs.get("momentum", 0.1)),
 }
 
 
-def running_stats_atol(op_name: str, sample: Any, dtype: torch.dtype) -> float:
+def running_stats(op_name: str) -> RunningStats | None:
+    """The entry of an OpInfo name, a variant's full name (`nn.functional.batch_norm.without_cudnn`) too."""
+    return RUNNING_STATS.get(op_name) or RUNNING_STATS.get(op_name.rpartition(".")[0])
+
+
+def running_stats_atol(op_name: str, sample: Any) -> float:
     """The absolute error a correct kernel may make in the running statistics it updates (the
-    arguments after the call, cases/opinfo/effects.py); 0.0 for other ops."""
-    momentum = MOMENTA.get(op_name)
-    if momentum is None:
+    arguments after the call, cases/opinfo/effects.py), at the input's dtype; 0.0 for other ops."""
+    entry = running_stats(op_name)
+    if entry is None or not isinstance(sample.input, torch.Tensor):
         return 0.0
     try:
-        m = float(momentum(sample) or 0.0)
+        m = float(entry.momentum(sample) or 0.0)
     except (IndexError, TypeError, ValueError):
         return 0.0
-    tensors = [t for t in (*sample.args, *sample.kwargs.values())
-               if isinstance(t, torch.Tensor) and t.dim() == 1 and t.is_floating_point()]
-    running = max((_max_abs(t) for t in tensors), default=0.0)
+    running = max((_max_abs(t) for t in entry.tensors(sample)), default=0.0)
     x = _max_abs(sample.input)
     bound = abs(1 - m) * running + abs(m) * max(x, x * x)
-    return ACCUMULATION * unit_roundoff(dtype) * bound if math.isfinite(bound) else 0.0
+    return ACCUMULATION * unit_roundoff(sample.input.dtype) * bound if math.isfinite(bound) else 0.0

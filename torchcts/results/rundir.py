@@ -147,8 +147,7 @@ def _manifest_problem(manifest: dict[str, Any]) -> str | None:
         return None
     _, problems = validate(manifest, source="run.json")
     for problem in problems:
-        if not problem.startswith("missing ") and "missing required key" not in problem \
-                and "unknown key" not in problem:
+        if not problem.startswith("missing ") and "unknown key" not in problem:
             return f"manifest: {problem[:200]}"
     return None
 

@@ -19,23 +19,17 @@ from typing import Any
 import torch
 
 from torchcts.cases.opinfo.samples import rebuilt
+from torchcts.oracle.conditioning import running_stats
 
 EXPAND_EVERY = 4
 
-# Positional arguments an op writes although its schema does not say so and CPU does not refuse an
-# expanded one: running statistics. Written through a stride of 0, each element's update races with
-# the others', so CPU's own result differs from run to run (OpInfo name -> positions in sample.args).
-WRITTEN_ARGS: dict[str, tuple[int, ...]] = {
-    "nn.functional.batch_norm": (0, 1),
-    "native_batch_norm": (2, 3),
-    "_native_batch_norm_legit": (2, 3),
-    "_batch_norm_with_update": (2, 3),
-}
 
-
-def _written(case_id: str) -> tuple[int, ...]:
-    name = case_id.split("/")[1] if case_id.count("/") >= 2 else ""
-    return WRITTEN_ARGS.get(name, WRITTEN_ARGS.get(name.rpartition(".")[0], ()))
+def _written(case_id: str) -> tuple[int | str, ...]:
+    """Positions of the statistics the case's op writes without a schema mark (oracle/conditioning.py:
+    RUNNING_STATS): never expanded, since updates through a stride of 0 race with each other and CPU's
+    own result changes from run to run."""
+    entry = running_stats(case_id.split("/")[1]) if case_id.count("/") >= 2 else None
+    return entry.where if entry is not None else ()
 
 
 def expand(sample: Any, case_id: str, index: int) -> tuple[Any, str | None]:

@@ -101,8 +101,8 @@ class Retained:
 
     def keep(self, described: dict[str, Any], actual: Any, repeat: Repeat | None = None) -> None:
         """`described`: the sample as the case describes it (its index, text), named if it fails;
-        `repeat`: how to call it again (only the first sample that gives one is repeated)."""
-        if repeat is not None and self.first is None and not self.kept:
+        `repeat`: how to call it again, given for the first sample only (`wants_repeat`)."""
+        if repeat is not None:
             self.first = repeat
         self.kept.append((described, actual, _snapshot(actual)))
 

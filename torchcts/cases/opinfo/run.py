@@ -264,8 +264,7 @@ def check_call(ctx: CaseContext, op: Any, fn: Callable[..., Any], sample: Any, c
                  lambda: composite_answer(lambda: reference(fn, sample, transform), ctx.device_type))
     if cpu_after is not None and _oracle(ctx) == "cpu":
         with unobserved():
-            floor = running_stats_atol(op.name, sample, sample.input.dtype) \
-                if isinstance(sample.input, torch.Tensor) else 0.0
+            floor = running_stats_atol(op.name, sample)
             check_arguments(dev_after, cpu_after, lambda dt: _floored(ctx.tolerance(category, dt), floor))
     if retained is not None and _oracle(ctx) == "cpu":
         repeat = None
