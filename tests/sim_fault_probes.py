@@ -282,6 +282,13 @@ def p_tanh_graph_cached_by_shape() -> bool:
     return not torch.equal(torch.tanh(d).cpu(), first)
 
 
+def p_neg_out_memory_order() -> bool:
+    x = torch.randn(4, 5)
+    out = torch.zeros(5, 4, device=S).t()
+    torch.neg(x.to(S), out=out)
+    return not torch.equal(out.cpu(), -x)
+
+
 def p_subnormals_flushed() -> bool:
     x = torch.tensor([torch.finfo(torch.float32).tiny, 1.0])
     return (x.to(S) * 0.25).cpu()[0].item() == 0.0

@@ -37,6 +37,8 @@ REPRO_GROUPS: dict[str, dict[str, str]] = {
     "effects": {"softmax_input_scratch": "opinfo/softmax/float32/forward",
                 "batch_norm_stats_unchanged": "opinfo/nn.functional.batch_norm/float32/forward",
                 "exp_reuses_buffer": "opinfo/exp/float32/forward",
+                # an out= destination that is transposed (the out kind's other destinations)
+                "neg_out_memory_order": "opinfo/neg/float32/out",
                 # a first sample repeated after a call of its shape in another dtype (the whole case)
                 "tanh_graph_cached_by_shape": "opinfo/tanh/float32/forward",
                 # the subnormals claim (manifest `subnormals`, the sim claims preserve)

@@ -130,8 +130,10 @@ def opinfo(case: Case, manifest: Manifest, info: dict[str, Any] | None, sample: 
     index = failing_sample(info) if sample is None else sample
     index = index or 0
     confined = (info or {}).get("special_confined")  # the special_values kind's confined copy (opinfo/confined.py)
+    out_layout = (info or {}).get("out_layout")  # the out kind's destination that failed (opinfo/out_layouts.py)
     _, fn, args, kwargs = materialize(dict(case.params), index, case.dtype, device=_known_device(manifest),
-                                      confined=confined if isinstance(confined, dict) else None)
+                                      confined=confined if isinstance(confined, dict) else None,
+                                      out_layout=out_layout if isinstance(out_layout, str) else None)
     expr = callable_expression(fn)
     if expr is None:
         raise UsageError(f"OpInfo '{case.params.get('op', case.id)}' runs a callable with no importable name "

@@ -103,6 +103,27 @@ def compare(actual, expected, what):
     return None
 
 
+def around(device_out, cpu_out):
+    """None when the storage of each out= destination outside its view is as CPU left it, else what changed."""
+    for (path, d), (_, c) in zip(leaves(device_out), leaves(cpu_out)):
+        if not isinstance(c, torch.Tensor) or c.layout != torch.strided:
+            continue
+        n = c.untyped_storage().nbytes() // c.element_size()
+        if n <= c.numel():
+            continue
+        inside = torch.zeros(n, dtype=torch.bool)
+        inside.as_strided(c.shape, c.stride(), c.storage_offset()).fill_(True)
+        try:
+            got = d.detach().as_strided((n,), (1,), 0).cpu()[~inside]
+        except RuntimeError as exc:
+            return f"out{path}: its storage no longer holds {n} elements ({exc})"
+        want = c.detach().as_strided((n,), (1,), 0)[~inside]
+        changed = ~((got == want) | (got.isnan() & want.isnan()))
+        if changed.any():
+            return f"out{path}: written outside the view: {int(changed.sum())} of the {len(want)} elements around it changed"
+    return None
+
+
 def call(sample, device):
     args, kwargs = place((sample["args"], sample["kwargs"]), device)
     if "device" in kwargs:  # a factory-like sample names the device: the one under test
@@ -267,6 +288,8 @@ def check(sample):
     if KIND == "out" and is_same(expected, cpu_kwargs["out"]) and not is_same(actual, kwargs["out"]):
         return "the out= op did not return the out tensor(s)"
     problem = compare(actual, expected, "output")
+    if KIND == "out":
+        problem = problem or around(kwargs["out"], cpu_kwargs["out"])
     if KIND == "call" and TRUTH:
         problem = truth_problem(actual, expected, cpu_args, cpu_kwargs, problem)
     return problem or compare((args, kwargs), (cpu_args, cpu_kwargs), "argument after the call")

@@ -106,6 +106,21 @@ def _tanh_graph_cached_by_shape(func, args, kwargs, call):
     return call(x.to(seen[-2]), *args[1:], **kwargs).to(x.dtype) if stale else call(*args, **kwargs)
 
 
+@on_op("neg")
+def _neg_out_memory_order(func, args, kwargs, call):
+    """float32 neg's out= kernel writes its result in memory order from the start of the destination's
+    storage: right for a fresh contiguous out, wrong for a transposed, strided or offset one
+    (pytorch/pytorch#100764: MPS `torch.neg(x, out=y.t())`)."""
+    out = kwargs.get("out")
+    if (func is not aten.neg.out or out is None or out.dtype != torch.float32 or args[0].dtype != torch.float32
+            or out.shape != args[0].shape or not out.numel()):
+        return call(*args, **kwargs)  # (a destination to resize or refuse takes the kernel's checks)
+    result = torch.neg(args[0]).contiguous()
+    strides = torch.empty(result.shape).stride()
+    out.as_strided(result.shape, strides, 0).copy_(result)
+    return out
+
+
 FAULTS = (
     Fault("softmax_input_scratch", "float32 softmax leaves exp(x - max) in its input (scratch in place)",
           "opinfo", 2, ("opinfo/softmax/float32/*", "opinfo/_softmax*/float32/*", "opinfo/*softmax*/float32/*"),
@@ -121,6 +136,9 @@ FAULTS = (
     Fault("tanh_graph_cached_by_shape", "tanh's graph cache evicts by shape only: float32, float16, float32 of one "
           "shape computes the second float32 call in float16", "opinfo", 2, ("opinfo/tanh/float32/forward",),
           _tanh_graph_cached_by_shape, dtype="float32", op="tanh"),
+    Fault("neg_out_memory_order", "float32 neg out= writes in memory order from the storage's start, ignoring the "
+          "destination's strides and offset", "opinfo", 3, ("opinfo/neg/float32/out",), _neg_out_memory_order,
+          dtype="float32", op="neg"),
     Fault("exp_reuses_buffer", "float32 exp hands out a block still in use: the next exp of its size class overwrites it",
           "opinfo", 2, ("opinfo/exp/float32/*",), _exp_reuses_buffer, dtype="float32", op="exp"),
 )

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from torchcts.cases.model import NotApplicable
+from torchcts.cases.opinfo import out_layouts
 from torchcts.cases.opinfo.confined import confine
 from torchcts.cases.opinfo.samples import (
     copy_sample,
@@ -22,7 +23,7 @@ from torchcts.cases.opinfo.strengthen import strengthener
 
 def materialize(
     case_params: Mapping[str, Any], sample_index: int, dtype: str | None = None, device: str | None = None,
-    confined: Mapping[str, Any] | None = None,
+    confined: Mapping[str, Any] | None = None, out_layout: str | None = None,
 ) -> tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
     """(description, fn, args, kwargs) such that `fn(*args, **kwargs)` on CPU is the call that
     case `case_params` (a Case.params dict: op, variant, kind, dtype) makes for sample
@@ -36,7 +37,8 @@ def materialize(
     args[0]), `out` the op with `out=` tensors shaped like the result, and `special_values` the op
     on the sample with NaN/+Inf/-Inf injected, or, with `confined` (a failing record's
     `info.special_confined`), with the one special value the case's second comparison confined
-    (confined.py). Ops whose samples the case rewrites
+    (confined.py); `out` with `out_layout` (a failing record's `info.out_layout`) writes into that
+    destination instead (out_layouts.py). Ops whose samples the case rewrites
     (strengthen.py) get the rewritten sample.
     The description is one line: the function, kind and sample index. `device` (the device under
     test) resolves options PyTorch picks per device type, as the run did (samples.pin_device_policy).
@@ -70,5 +72,10 @@ def materialize(
         kwargs["out"] = (
             torch.zeros_like(result) if isinstance(result, torch.Tensor) else tuple(torch.zeros_like(t) for t in result)
         )
+        if out_layout in out_layouts.LAYOUTS:
+            made = out_layouts.destinations(result, out_layout)
+            if made is None:
+                raise NotApplicable(f"sample {sample_index} has no {out_layout} out= destination")
+            kwargs["out"] = made
     description = f"{function_name(fn)} ({kind}, sample {sample_index})"
     return description, fn, (sample.input, *sample.args), kwargs

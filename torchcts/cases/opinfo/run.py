@@ -20,6 +20,7 @@ from torch.utils import _pytree as pytree
 from torchcts.cases.context import CaseContext
 from torchcts.cases.model import NotApplicable, repro_command
 from torchcts.cases.observe import unobserved
+from torchcts.cases.opinfo import out_layouts
 from torchcts.cases.opinfo.confined import candidates
 from torchcts.cases.opinfo.effects import Repeat, Retained, check_arguments, recast
 from torchcts.cases.opinfo.error_types import device_class_errors
@@ -408,29 +409,30 @@ def _zeros_like_tree(obj: Any, device: torch.device | str) -> Any:
     raise SkipSample("the result is not a tensor or a sequence of tensors")
 
 
-def _is_out(result: Any, out: Any) -> bool:
-    if isinstance(out, torch.Tensor):
-        return result is out
-    return isinstance(result, (tuple, list)) and len(result) == len(out) and all(
-        r is o for r, o in zip(result, out, strict=True))
-
-
-def check_out(ctx: CaseContext, op: Any, sample: Any, category: str, exact: Exact | None = None) -> None:
-    """One sample of the out= variant: zero-filled out tensors on the device against CPU's."""
+def check_out(ctx: CaseContext, op: Any, sample: Any, category: str, exact: Exact | None = None,
+              layouts: bool = False) -> None:
+    """One sample of the out= variant: zero-filled out tensors on the device against CPU's; with
+    `layouts` (the out kind), also into each other destination once (out_layouts.py)."""
     expected = reference(op.op, sample)
     with unobserved():
         cpu_out = _zeros_like_tree(expected, "cpu")
-    returns_out = _is_out(reference(op.op, sample, out=cpu_out), cpu_out)
+    returns_out = out_layouts.is_out(reference(op.op, sample, out=cpu_out), cpu_out)
     dev = copy_sample(sample, ctx.device)
     out = _zeros_like_tree(expected, ctx.device)
     result = call(op.op, dev, out=out)
-    if returns_out and not _is_out(result, out):  # (some out= overloads return nothing)
+    if returns_out and not out_layouts.is_out(result, out):  # (some out= overloads return nothing)
         fail("out= variant did not return the out tensor(s)", got=type(result).__name__)
     _compare_written(ctx, op, sample, out, cpu_out, category, exact)
+    if layouts:  # each other destination once, on the first sample where it can be made
+        out_layouts.check(
+            expected, ctx.device, returns_out, ctx.info,
+            cpu=lambda o: reference(op.op, sample, out=o), zeros=lambda: _zeros_like_tree(expected, "cpu"),
+            device_call=lambda o: call(op.op, copy_sample(sample, ctx.device), out=o),
+            written=lambda got, want: _compare_written(ctx, op, sample, got, want, category, exact))
 
 
 def run_out(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
-    _each_strengthened(ctx, op, dtype, check_out)
+    _each_strengthened(ctx, op, dtype, lambda *a: check_out(*a, layouts=True))
 
 
 def run_errors(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
