@@ -164,3 +164,37 @@ def test_the_warm_server_run_as_a_script_loads_the_channel_without_torchcts(tmp_
     # an edited channel.py is another server, as an edited file of the package is
     assert ["../../process/channel.py"] == [s[0] for s in keys.package_stamp() if "/" in str(s[0])]
     assert isinstance(protocol.Accepted(1), Message)  # imported inside torchcts: the one definition
+
+
+def test_the_rank_pool_waits_on_its_channels_and_reads_each_value_beside(tmp_path: Path) -> None:
+    """cases/ranks.py without torch's ranks: two sleeping processes stand for them, this test
+    speaks for them. A stale answer is skipped, values come from the payload files, the ranks'
+    errors are the case's, and a malformed answer ends the pool (processes killed)."""
+    import torch
+
+    from torchcts.cases.rank_messages import payload_name
+    from torchcts.cases.ranks import RankError, RankPool
+
+    pool = RankPool("cpu", None, None, folder=tmp_path / "pool")
+    pool.folder.mkdir()
+    pool.procs = [subprocess.Popen(["sleep", "60"], start_new_session=True) for _ in range(2)]
+    ends = [Pipe() for _ in range(2)]
+    pool.channels = [Channel(a, RANK_PROTOCOL) for a, _ in ends]
+    ranks = [Channel(b, RANK_PROTOCOL) for _, b in ends]
+    try:
+        for rank, channel in enumerate(ranks):
+            torch.save(torch.full((2,), float(rank)), pool.folder / payload_name(5, rank))
+            channel.send(RankAnswer(4))  # an earlier call's: not this one's
+            channel.send(RankAnswer(5))
+        assert [v.tolist() for v in pool._await(5, "check", 5.0)] == [[0.0, 0.0], [1.0, 1.0]]
+        for rank, channel in enumerate(ranks):
+            channel.send(RankAnswer(6, error=f"RuntimeError: planted on rank {rank}"))
+        with pytest.raises(RankError, match="rank 0: RuntimeError: planted on rank 0; rank 1: RuntimeError: planted"):
+            pool._await(6, "check", 5.0)
+        assert pool.alive()  # every rank raised: the group is in step, the ranks are kept
+        ends[1][1].send_bytes(b'{"kind": "answer", "seq": 7}')
+        with pytest.raises(RankError, match="rank 1 answered check with a malformed answer"):
+            pool._await(7, "check", 5.0)
+        assert pool.procs == [] and not pool.folder.exists()
+    finally:
+        pool.kill()
