@@ -1,13 +1,14 @@
 """One rank of the distributed suite: join the group, then run the checks the parent sends.
 
-    python -m torchcts.cases.rank_worker FOLDER RANK
+    python -m torchcts.cases.rank_worker FOLDER RANK FD
 
 FOLDER holds `config.json` (world size, device, c10d backend, backend module) written by
-`cases/ranks.py`; a FileStore there lets the ranks meet without a TCP port. The rank imports the
+`cases/ranks.py`; a FileStore there lets the ranks meet without a TCP port. FD is the rank's end of
+a socket pair with the pool: typed messages (cases/rank_messages.py). The rank imports the
 manifest's backend module (a PrivateUse1 backend registers its device and c10d backend there),
-joins the default process group and answers `ready-RANK.pt`; then each stdin line names a check
-(`module:function` and its parameters) whose result it saves as `result-SEQ-RANK.pt`. End of stdin
-ends the rank, and so do two minutes without a command (the worker has moved on to other suites:
+joins the default process group and answers; then each `RankCall` names a check (`module:function`
+and its parameters), answered with its value saved beside (`payload_name`). The pool closing the
+channel ends the rank, and so do two minutes without a command (the worker has moved on to other suites:
 idle ranks would hold their memory for the rest of the run) and its parent's death (a watchdog
 thread), so a killed run leaves no rank behind.
 """
@@ -17,53 +18,45 @@ from __future__ import annotations
 import faulthandler
 import importlib
 import json
-import os
-import select
 import signal
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from torchcts.process import watch_parent
+from torchcts.cases.rank_messages import JOINED, RANK_PROTOCOL, RankAnswer, RankCall, payload_name
+from torchcts.process import Channel, ChannelTimeout, PeerGone, ProtocolError, watch_parent
 
 
-def _write(folder: Path, stem: str, answer: dict[str, Any]) -> None:
-    """Save then rename: the parent never reads half a file."""
+def _answer(folder: Path, rank: int, seq: int, call: Callable[[], Any]) -> RankAnswer:
+    """A check's outcome: its value saved for the pool (torch.save), not_applicable, or the
+    exception's last line."""
     import torch
 
-    tmp = folder / f".{stem}.tmp"
-    torch.save(answer, tmp)
-    os.replace(tmp, folder / f"{stem}.pt")
-
-
-def _answer(call: Any) -> dict[str, Any]:
-    """A check's outcome as data: its value, not_applicable, or the exception's last line."""
     from torchcts.cases.model import NotApplicable
 
     try:
-        return {"value": call()}
+        torch.save(call(), folder / payload_name(seq, rank))
+        return RankAnswer(seq)
     except NotApplicable as exc:
-        return {"not_applicable": str(exc)}
+        return RankAnswer(seq, not_applicable=str(exc))
     except Exception as exc:  # noqa: BLE001 - the backend's exception is the rank's answer
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        return {"error": f"{type(exc).__name__}: {str(exc).strip()[:500]} (at {Path(where.filename).name}:{where.lineno})"}
+        return RankAnswer(seq, error=f"{type(exc).__name__}: {str(exc).strip()[:500]} "
+                                     f"(at {Path(where.filename).name}:{where.lineno})")
 
 
-def _commands(idle_s: float) -> Iterator[dict[str, Any]]:
-    """The parent's commands, one JSON line each, until end of input or `idle_s` without one."""
-    pending = b""
+def _calls(channel: Channel, idle_s: float) -> Iterator[RankCall]:
+    """The pool's calls until it closes the channel or `idle_s` passes without one."""
     while True:
-        while b"\n" not in pending:
-            if not select.select([0], [], [], idle_s)[0]:
-                return  # idle: the parent has moved on to other suites (ranks.py never reuses us now)
-            chunk = os.read(0, 1 << 16)
-            if not chunk:
-                return
-            pending += chunk
-        line, _, pending = pending.partition(b"\n")
-        yield json.loads(line)
+        try:
+            yield channel.recv(RankCall, timeout=idle_s)
+        except ChannelTimeout:
+            return  # idle: the parent has moved on to other suites (ranks.py never reuses us now)
+        except (PeerGone, ProtocolError):
+            return
 
 
 def _check(name: str) -> Any:
@@ -72,7 +65,7 @@ def _check(name: str) -> Any:
 
 
 def main(argv: list[str]) -> int:
-    folder, rank = Path(argv[0]), int(argv[1])
+    folder, rank, channel = Path(argv[0]), int(argv[1]), Channel(Connection(int(argv[2])), RANK_PROTOCOL)
     faulthandler.enable()
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the parent asks where a hung rank waits
     watch_parent()
@@ -96,15 +89,17 @@ def main(argv: list[str]) -> int:
         env.init()
         return str(dist.get_backend())
 
-    ready = _answer(join)
-    _write(folder, f"ready-{rank}", ready)
-    if "value" not in ready:
-        return 1
-    for command in _commands(config["idle_exit_s"]):
-        answer = _answer(lambda c=command: _check(c["check"])(env, **c["params"]))
-        _write(folder, f"result-{command['seq']}-{rank}", answer)
-        if not dist.is_initialized():  # a check left no default group (a failed re-join): these ranks are done
+    ready = _answer(folder, rank, JOINED, join)
+    try:
+        channel.send(ready)
+        if not ready.has_value:
             return 1
+        for call in _calls(channel, config["idle_exit_s"]):
+            channel.send(_answer(folder, rank, call.seq, lambda c=call: _check(c.check)(env, **c.params)))
+            if not dist.is_initialized():  # a check left no default group (a failed re-join): these ranks are done
+                return 1
+    except PeerGone:  # the pool is gone (its case's timeout killed it): so are we
+        return 1
     if dist.is_initialized():
         dist.destroy_process_group()
     return 0

@@ -3,8 +3,10 @@
 A distributed case cannot run in its own worker: a collective needs N processes that joined one
 process group. Importing torch costs each process seconds, so the ranks are started once per pytest
 worker (`RankPool`, kept while the device and backend stay the same) and each case sends them one
-check: a `module:function` run on every rank as `function(env, **params)` (env: `RankEnv`), whose
-return value (CPU tensors, plain data) comes back through a file per rank (torch.save).
+check: a `module:function` run on every rank as `function(env, **params)` (env: `RankEnv`). Pool
+and ranks talk in typed messages over a socket pair each (cases/rank_messages.py); a check's return
+value (CPU tensors, plain data) comes back through a file per rank (torch.save), which the rank's
+answer announces.
 
 Every wait is bounded well below the case's timeout: a rank that does not answer in time is a hang
 (`OracleMismatch`: the case fails, naming the check and the ranks still inside it), a rank that
@@ -24,19 +26,22 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from torchcts.cases.model import NotApplicable
+from torchcts.cases.rank_messages import JOINED, RANK_PROTOCOL, RankAnswer, RankCall, payload_name
 from torchcts.oracle.mismatch import Mismatch, OracleMismatch
-from torchcts.process import signal_name
+from torchcts.process import Channel, PeerGone, ProtocolError, ready, signal_name
 
 WORLD_SIZE = 2  # two cores on the smallest machine this runs on: more ranks only queue
 START_TIMEOUT_S = 120.0  # N fresh pythons import torch and the backend, then join the group
@@ -102,6 +107,7 @@ class RankPool:
     world_size: int = WORLD_SIZE
     folder: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="torchcts-ranks-")))
     procs: list[subprocess.Popen] = field(default_factory=list)
+    channels: list[Channel] = field(default_factory=list)  # to each rank, by rank
     seq: int = 0
     last_used: float = field(default_factory=time.monotonic)
     joined: str = ""  # the backend name the ranks report
@@ -118,47 +124,41 @@ class RankPool:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # the parent's imports, ours first
         for rank in range(self.world_size):
-            log = (self.folder / f"rank{rank}.log").open("wb")
-            self.procs.append(subprocess.Popen(
-                [sys.executable, "-m", "torchcts.cases.rank_worker", str(self.folder), str(rank)],
-                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
-            log.close()
-        ready = self._await("ready", "joining the process group", timeout)
-        self.joined = str(ready[0])
+            mine, theirs = socket.socketpair()
+            with theirs, (self.folder / f"rank{rank}.log").open("wb") as log:
+                self.procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "torchcts.cases.rank_worker", str(self.folder), str(rank), str(theirs.fileno())],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                    pass_fds=(theirs.fileno(),)))
+            self.channels.append(Channel(Connection(mine.detach()), RANK_PROTOCOL))
+        joined = self._await(JOINED, "joining the process group", timeout)
+        self.joined = str(joined[0])
 
     def call(self, check: str, params: dict[str, Any], timeout: float = CALL_TIMEOUT_S) -> list[Any]:
         """Run `check` on every rank; each rank's return value, by rank."""
         self.seq += 1
-        line = (json.dumps({"seq": self.seq, "check": check, "params": params}) + "\n").encode()
-        for rank, proc in enumerate(self.procs):
+        for rank, channel in enumerate(self.channels):
             try:
-                proc.stdin.write(line)
-                proc.stdin.flush()
-            except OSError:
+                channel.send(RankCall(self.seq, check, params))
+            except OSError:  # PeerGone: the rank died between cases
                 self._crashed(rank, check)
         self.last_used = time.monotonic()
         try:
-            return self._await(f"result-{self.seq}", check.rpartition(":")[2].removeprefix("_rank_"), timeout)
+            return self._await(self.seq, check.rpartition(":")[2].removeprefix("_rank_"), timeout)
         except (RankError, OracleMismatch, NotApplicable):
             raise
         except BaseException:  # the case's own timeout or an interrupt while ranks work: never reuse them
             self.kill()
             raise
 
-    def _await(self, stem: str, what: str, timeout: float) -> list[Any]:
-        """Every rank's answer file `<stem>-<rank>.pt`; a dead rank is a crash, the deadline a hang."""
+    def _await(self, seq: int, what: str, timeout: float) -> list[Any]:
+        """Every rank's value for call `seq`; a dead rank is a crash, the deadline a hang."""
         deadline = time.monotonic() + timeout
-        answers: dict[int, Any] = {}
-        pause = 0.002
+        answers: dict[int, RankAnswer] = {}
         while len(answers) < self.world_size:
-            for rank, proc in enumerate(self.procs):
-                path = self.folder / f"{stem}-{rank}.pt"
-                if rank not in answers and path.exists():
-                    answers[rank] = torch.load(path, weights_only=True)
-                elif rank not in answers and proc.poll() is not None:
-                    self._crashed(rank, what)
-            errors = {r: a["error"] for r, a in answers.items() if "error" in a}
-            skipped = [a["not_applicable"] for a in answers.values() if "not_applicable" in a]
+            self._collect(seq, what, answers, max(0.0, min(0.05, deadline - time.monotonic())))
+            errors = {r: a.error for r, a in answers.items() if a.error is not None}
+            skipped = [a.not_applicable for a in answers.values() if a.not_applicable is not None]
             if errors or skipped:  # the others get a short grace, not the whole deadline, to answer too
                 deadline = min(deadline, time.monotonic() + ERROR_GRACE_S)
             if len(answers) < self.world_size and time.monotonic() > deadline:
@@ -174,19 +174,36 @@ class RankPool:
                 raise OracleMismatch(Mismatch(
                     f"ranks {_missing(answers, self.world_size)} did not finish {what} within {timeout:.0f} s: "
                     "a hang (every rank killed)", extra={"finished": sorted(answers), "stacks": stacks}))
-            time.sleep(pause)
-            pause = min(pause * 2, 0.05)
-        errors = {r: a["error"] for r, a in answers.items() if "error" in a}
+        errors = {r: a.error for r, a in answers.items() if a.error is not None}
         if errors:
             if len(errors) < self.world_size:  # some ranks went on: the group's state is unknown
                 self.kill()
             raise RankError(_rank_errors(errors))
-        skipped = [a["not_applicable"] for a in answers.values() if "not_applicable" in a]
+        skipped = [a.not_applicable for a in answers.values() if a.not_applicable is not None]
         if skipped:
             if len(skipped) < self.world_size:  # as above: the group's state is unknown
                 self.kill()
             raise NotApplicable(skipped[0])
-        return [answers[r]["value"] for r in range(self.world_size)]
+        return [torch.load(self.folder / payload_name(seq, r), weights_only=True) for r in range(self.world_size)]
+
+    def _collect(self, seq: int, what: str, answers: dict[int, RankAnswer], wait_s: float) -> None:
+        """The answers to call `seq` that came within `wait_s`, into `answers`; a rank whose channel
+        closed, or whose process ended without answering, crashed."""
+        waiting = {self.channels[r]: r for r in range(self.world_size) if r not in answers}
+        for channel in ready(waiting, wait_s):
+            rank = waiting[channel]
+            try:
+                answer = channel.recv(RankAnswer, timeout=0)
+            except PeerGone:
+                self._crashed(rank, what)
+            except ProtocolError as exc:  # not a rank of ours, or a torn write: its state is unknown
+                self.kill()
+                raise RankError(f"rank {rank} answered {what} with {exc}") from None
+            if answer.seq == seq:  # an earlier call's answer cannot come: a pool that timed out is killed
+                answers[rank] = answer
+        for channel, rank in waiting.items():
+            if rank not in answers and self.procs[rank].poll() is not None and not channel.conn.poll(0):
+                self._crashed(rank, what)
 
     def _crashed(self, rank: int, what: str) -> None:
         proc = self.procs[rank]
@@ -218,10 +235,10 @@ class RankPool:
         return bool(self.procs) and all(p.poll() is None for p in self.procs)
 
     def close(self) -> None:
-        """End the ranks politely (stdin closed: they leave the group), then by force."""
-        for proc in self.procs:
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
+        """End the ranks politely (their channel closed: they leave the group), then by force."""
+        for channel in self.channels:
+            channel.close()
+        self.channels = []
         for proc in self.procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
@@ -234,9 +251,9 @@ class RankPool:
                     os.killpg(proc.pid, signal.SIGKILL)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=5)
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
-        self.procs = []
+        for channel in self.channels:
+            channel.close()
+        self.procs, self.channels = [], []
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

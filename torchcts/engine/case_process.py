@@ -31,7 +31,6 @@ import atexit
 import functools
 import gc
 import importlib
-import json
 import os
 import signal
 import sys
@@ -40,12 +39,14 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from torchcts.cases.model import Case
+from torchcts.engine.case_messages import CASE_PROTOCOL, CaseDone, CaseRaised, Ready, Refused, RunCase, Stop
 from torchcts.engine.crash_server import case_fork_refusal
 from torchcts.engine.isolation import (
     TIMEOUT_EXIT,
@@ -57,7 +58,7 @@ from torchcts.engine.isolation import (
 from torchcts.engine.one_case import FAILED, CaseOutcome, CaseState, run_one
 from torchcts.engine.zygote.preload import accelerator_hazard
 from torchcts.errors import first_line
-from torchcts.process import die_with_parent, exit_fields
+from torchcts.process import Channel, ChannelTimeout, PeerGone, ProtocolError, die_with_parent, exit_fields
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
 
@@ -67,6 +68,7 @@ from torchcts.results.statuses import Status
 STACK_GRACE_S = 1.0
 ABORT_GRACE_S = 3.0
 REAP_WAIT_S = 5.0  # a child whose pipe closed is reaped within this, else killed
+HELLO_WAIT_S = 60.0  # a new child's probe (one CPU backward) answers within this, else it is refused
 
 
 def fork_refusal(state: CaseState, ran_here: bool) -> str | None:
@@ -132,7 +134,7 @@ class CaseProcess:
         self.execute = execute
         self.log = log  # the worker's log (engine/isolation.py): where a timed-out child writes its stack
         self.pid: int | None = None
-        self.conn: Connection | None = None
+        self.channel: Channel | None = None  # engine/case_messages.py: CASE_PROTOCOL
         self.imports: list[str] = []  # modules the children imported, imported here before a fork
 
     def run(self, case: Case, nodeid: str, work_dir: Path | None, worker: str) -> CaseOutcome:
@@ -143,21 +145,21 @@ class CaseProcess:
             self._close()
         if self.pid is None:
             self._start()
-        assert self.conn is not None
+        assert self.channel is not None
         running_child(self.abort)  # the timeout watchdog ends this child, not the worker (isolation.py)
         try:
-            self.conn.send_bytes(case.id.encode())
-            data = json.loads(self.conn.recv_bytes())
-        except (EOFError, OSError):
+            self.channel.send(RunCase(case.id))
+            reply = self.channel.recv(CaseDone, CaseRaised)  # unbounded here: the watchdog ends a hung child
+        except (PeerGone, ProtocolError):  # dead, or past saving (the worker reaps it, killed if need be)
             running_child(None)
             return self._died(case, nodeid, work_dir, worker)
         running_child(None)
-        self.imports.extend(data.get("imported", ()))
-        if "error" in data:  # raised around run_one (the case not in the plan, ...): the case's error
-            record = CaseRecord.from_case(case, status=Status.ERROR, message=str(data["error"]),
-                                          traceback=str(data.get("traceback", "")), worker=worker)
+        self.imports.extend(reply.imported)
+        if isinstance(reply, CaseRaised):  # raised around run_one (the case not in the plan, ...): the case's error
+            record = CaseRecord.from_case(case, status=Status.ERROR, message=reply.error,
+                                          traceback=reply.traceback, worker=worker)
             return CaseOutcome(record, FAILED, record.message or "")
-        return CaseOutcome.from_json(data)
+        return CaseOutcome.from_json(reply.outcome)
 
     def _died(self, case: Case, nodeid: str, work_dir: Path | None, worker: str) -> CaseOutcome:
         exit_fields = self._reap()
@@ -181,14 +183,16 @@ class CaseProcess:
             mine.close()
             _serve(theirs, self.execute, self.log)  # never returns
         theirs.close()
-        self.pid, self.conn = pid, mine
+        self.pid, self.channel = pid, Channel(mine, CASE_PROTOCOL)
         try:
-            hello = json.loads(mine.recv_bytes())
-        except (EOFError, OSError, ValueError):
-            hello = {"refused": "the forked child died before its first case"}
-        if "refused" in hello:
+            hello = self.channel.recv(Ready, Refused, timeout=HELLO_WAIT_S)
+        except (PeerGone, ProtocolError):
+            hello = Refused("the forked child died before its first case")
+        except ChannelTimeout:
+            hello = Refused(f"the forked child did not answer within {HELLO_WAIT_S:g} s")
+        if isinstance(hello, Refused):
             self._reap()
-            raise ForkRefused(str(hello["refused"]))
+            raise ForkRefused(hello.why)
 
     def _reap(self) -> dict[str, Any]:
         """The child's signal or exit code (CaseRecord fields), killed if it has not left within
@@ -210,9 +214,9 @@ class CaseProcess:
         return exit_fields(os.waitstatus_to_exitcode(status))
 
     def _close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
 
     def abort(self) -> None:
         """From the timeout watchdog: the child's stack into the log, then its end (STACK_GRACE_S)."""
@@ -232,11 +236,11 @@ class CaseProcess:
 
     def stop(self) -> None:
         """At the worker's end: the idle child runs its exit handlers (rank processes) and leaves."""
-        if self.pid is None or self.conn is None:
+        if self.pid is None or self.channel is None:
             return
         try:
-            self.conn.send_bytes(b"")
-        except OSError:
+            self.channel.send(Stop())
+        except OSError:  # PeerGone: it died idle
             pass
         self._reap()
 
@@ -250,30 +254,32 @@ def _serve(conn: Connection, execute: Callable[[str], CaseOutcome], log: Path | 
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the worker's: it ends this child
         if log is not None:
             signal.signal(signal.SIGUSR1, functools.partial(_stack_and_exit, log))
+        channel = Channel(conn, CASE_PROTOCOL)
         refused = _fork_probe()
-        conn.send_bytes(json.dumps({"refused": refused} if refused else {"ready": True}).encode())
+        channel.send(Refused(refused) if refused else Ready())
         if refused:
             return
         known, count = set(sys.modules), len(sys.modules)
         while True:
             try:
-                message = conn.recv_bytes()
-            except (EOFError, OSError):
+                message = channel.recv(RunCase, Stop)  # unbounded: die_with_parent ends it with the worker
+            except (PeerGone, ProtocolError):
                 break
-            if not message:
+            if isinstance(message, Stop):
                 break
-            data = _outcome(execute, message.decode())
+            reply = _outcome(execute, message.case_id)
             if len(sys.modules) != count:  # most cases import nothing: no walk over sys.modules
                 new = [name for name in sys.modules if name not in known]
                 known.update(new)
                 count = len(sys.modules)
-                data["imported"] = [name for name in new if getattr(sys.modules[name], "__spec__", None) is not None]
+                reply = replace(reply, imported=[name for name in new
+                                                 if getattr(sys.modules[name], "__spec__", None) is not None])
             for stream in (sys.stdout, sys.stderr):  # the worker's captured output is read after this
                 try:
                     stream.flush()
                 except Exception:  # noqa: BLE001, S110 - a closed stream: nothing to flush
                     pass
-            conn.send_bytes(json.dumps(data, default=str).encode())
+            channel.send(reply)
         atexit._run_exitfuncs()  # the ones its cases registered
     except BaseException:  # noqa: BLE001 - the child never returns into the worker's pytest
         code = 70
@@ -308,9 +314,9 @@ def _fork_probe() -> str | None:
     return None
 
 
-def _outcome(execute: Callable[[str], CaseOutcome], case_id: str) -> dict[str, Any]:
+def _outcome(execute: Callable[[str], CaseOutcome], case_id: str) -> CaseDone | CaseRaised:
     try:
-        return execute(case_id).to_json()
+        return CaseDone(execute(case_id).to_json(), [])
     except BaseException as exc:  # noqa: BLE001 - the worker records it as the case's error
-        return {"error": f"{type(exc).__name__}: {first_line(exc, 500)}",
-                "traceback": "\n".join(traceback.format_exc().splitlines()[-30:])}
+        return CaseRaised(f"{type(exc).__name__}: {first_line(exc, 500)}",
+                          "\n".join(traceback.format_exc().splitlines()[-30:]), [])

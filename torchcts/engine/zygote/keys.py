@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-FORMAT = 3  # bump when the protocol or what the server imports changes
+FORMAT = 4  # bump when the protocol or what the server imports changes
 # Environment variables read at import time by the interpreter, torch, numpy/BLAS/OpenMP runtimes,
 # the dynamic loader or PyTorch's testing modules (common_utils reads CI, PYTORCH_TEST_*, ...).
 KEY_PREFIXES = ("PYTHON", "TORCH", "PYTORCH", "OMP_", "MKL_", "KMP_", "GOMP_", "OPENBLAS_", "BLIS_",
@@ -20,6 +20,8 @@ KEY_PREFIXES = ("PYTHON", "TORCH", "PYTORCH", "OMP_", "MKL_", "KMP_", "GOMP_", "
 KEY_NAMES = ("CI", "HOME", "LANG", "XDG_CACHE_HOME", "USER", "LOGNAME", "CXX", "CC", "PATH")
 NOT_KEY_PREFIXES = ("TORCHCTS_",)  # read by torchcts, which every worker imports after the fork
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The one module of torchcts the server loads (by its path, protocol.py): the messages' definition
+SHARED_CHANNEL = os.path.join(os.path.dirname(os.path.dirname(HERE)), "process", "channel.py")
 
 
 def key_env(env: dict[str, str], profile: str = "") -> dict[str, str]:
@@ -38,17 +40,19 @@ def differing(env: dict[str, str], other: dict[str, str], profile: str = "") -> 
 
 
 def package_stamp() -> list[list[object]]:
-    """(name, mtime_ns, size) of this package's source files: an edited server is another server."""
-    stamp: list[list[object]] = []
+    """(name, mtime_ns, size) of this package's source files and of the module it loads
+    (SHARED_CHANNEL): an edited server is another server."""
     try:
-        names = sorted(n for n in os.listdir(HERE) if n.endswith(".py"))
+        paths = [os.path.join(HERE, n) for n in sorted(os.listdir(HERE)) if n.endswith(".py")]
     except OSError:
-        return stamp
-    for name in names:
+        return []
+    stamp: list[list[object]] = []
+    for path in [*paths, SHARED_CHANNEL]:
         try:
-            st = os.stat(os.path.join(HERE, name))
+            st = os.stat(path)
         except OSError:
             continue
+        name = os.path.relpath(path, HERE) if path == SHARED_CHANNEL else os.path.basename(path)
         stamp.append([name, st.st_mtime_ns, st.st_size])
     return stamp
 

@@ -1,5 +1,6 @@
-"""The launcher <-> server protocol: typed messages, each with its own JSON form, over a channel of
-the standard library's `multiprocessing.connection` (it frames messages and authenticates).
+"""The launcher <-> server protocol: typed messages (torchcts/process/channel.py: `Message`, each
+with its JSON form) over a channel of the standard library's `multiprocessing.connection` (it
+frames messages and authenticates).
 
 One exchange per worker:
     launcher -> server   LaunchRequest, then its stdin/stdout/stderr (SCM_RIGHTS)
@@ -15,25 +16,48 @@ hang the server nor a launcher).
 
 from __future__ import annotations
 
-import json
+import importlib.util
 import os
 import socket
 import struct
-from dataclasses import asdict, dataclass, fields
+import sys
+import types
+from dataclasses import dataclass
 from multiprocessing import AuthenticationError, reduction
 from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 from typing import Any, ClassVar
 
+from .keys import SHARED_CHANNEL
+
 __all__ = ["AuthenticationError", "ProtocolError", "LaunchRequest", "Refusal", "Accepted", "ExitStatus",
            "connect", "accept", "send", "receive", "send_fds", "recv_fds"]
 
+MAX_BYTES = 1 << 20  # a launch request (its environment) is a few kB
 
-class ProtocolError(ValueError):
-    """A message that is not one of ours, or not well-formed."""
+
+def _shared_channel() -> types.ModuleType:
+    """torchcts/process/channel.py, the one definition of messages and channels: imported inside
+    torchcts; loaded by its path under a name of this package when the server runs as a script
+    (__main__.py), which never imports torchcts (keys.py stamps that file as one of ours)."""
+    if __package__.startswith("torchcts."):
+        from torchcts.process import channel
+
+        return channel
+    name = f"{__package__}.channel"
+    spec = importlib.util.spec_from_file_location(name, SHARED_CHANNEL)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_channel = _shared_channel()
+Message, Protocol, ProtocolError, Channel = _channel.Message, _channel.Protocol, _channel.ProtocolError, _channel.Channel
 
 
 @dataclass(frozen=True)
-class LaunchRequest:
+class LaunchRequest(Message):
     """What `python -u -c CODE` would have been: the launcher's process state."""
 
     kind: ClassVar[str] = "launch"
@@ -45,7 +69,7 @@ class LaunchRequest:
 
 
 @dataclass(frozen=True)
-class Refusal:
+class Refusal(Message):
     """The server will not fork for this launcher; why (also kept in the server's status file)."""
 
     kind: ClassVar[str] = "refusal"
@@ -53,7 +77,7 @@ class Refusal:
 
 
 @dataclass(frozen=True)
-class Accepted:
+class Accepted(Message):
     """The server forked the worker: its pid (the launcher forwards signals to it)."""
 
     kind: ClassVar[str] = "accepted"
@@ -61,58 +85,34 @@ class Accepted:
 
 
 @dataclass(frozen=True)
-class ExitStatus:
+class ExitStatus(Message):
     """The worker's raw wait status (os.waitpid), which the launcher reproduces exactly."""
 
     kind: ClassVar[str] = "exit"
     status: int
 
 
-Message = LaunchRequest | Refusal | Accepted | ExitStatus
-KINDS: dict[str, type] = {cls.kind: cls for cls in (LaunchRequest, Refusal, Accepted, ExitStatus)}
-# The JSON type of each field: what from_json checks before building a message
-TYPES = {"argv": list, "cwd": str, "env": dict, "path": list, "umask": int, "why": str, "pid": int,
-         "status": int}
+PROTOCOL = Protocol(LaunchRequest, Refusal, Accepted, ExitStatus)
 
 
-def to_json(message: Message) -> bytes:
-    return json.dumps({"kind": message.kind, **asdict(message)}).encode()
+def to_json(message: Any) -> bytes:
+    return PROTOCOL.encode(message)
 
 
-def from_json(data: bytes) -> Message:
+def from_json(data: bytes) -> Any:
     """The message in `data`; ProtocolError for anything else (the peer is then dropped)."""
-    try:
-        obj = json.loads(data)
-        cls = KINDS[obj.pop("kind")]
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ProtocolError(f"not a message: {exc}") from None
-    names = [f.name for f in fields(cls)]
-    if sorted(obj) != sorted(names) or not all(_well_typed(obj[n], TYPES[n]) for n in names):
-        raise ProtocolError(f"a malformed {cls.kind} message")
-    return cls(**obj)
+    return PROTOCOL.decode(data)
 
 
-def _well_typed(value: Any, kind: type) -> bool:
-    """`value` is of `kind`, and a list or dict holds strings only (argv, sys.path, environment)."""
-    if type(value) is not kind:
-        return False
-    if kind is list:
-        return all(isinstance(v, str) for v in value)
-    if kind is dict:
-        return all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
-    return True
-
-
-def send(conn: Connection, message: Message) -> None:
-    conn.send_bytes(to_json(message))
+def send(conn: Connection, message: Any) -> None:
+    """An OSError when the launcher or server is gone or stuck (PeerGone, ChannelTimeout)."""
+    Channel(conn, PROTOCOL, MAX_BYTES).send(message)
 
 
 def receive(conn: Connection, *expected: type) -> Any:
-    """The next message, which must be one of `expected`; EOFError when the peer closed."""
-    message = from_json(conn.recv_bytes(1 << 20))
-    if not isinstance(message, expected):
-        raise ProtocolError(f"unexpected {message.kind} message")
-    return message
+    """The next message, which must be one of `expected`: an EOFError when the peer closed, an
+    OSError past the socket's timeout, a ValueError (ProtocolError) for anything else."""
+    return Channel(conn, PROTOCOL, MAX_BYTES).recv(*expected)
 
 
 # --- the channel -------------------------------------------------------------------------------
