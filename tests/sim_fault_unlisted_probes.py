@@ -151,6 +151,16 @@ PROBES: dict[str, tuple[Callable[[], bool], tuple[Callable[[], bool], ...]]] = {
                         t([[1.0], [2.0], [3.0]], F64)),
          lambda: agrees(lambda a, b: torch.hypot(a, b.expand(3, 2)), t([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]),
                         t([[1.0], [2.0], [3.0]])))),
+    "sigmoid_rank5_memory_order": (
+        lambda: agrees(lambda x: torch.sigmoid(x.permute(4, 3, 2, 1, 0).contiguous().permute(4, 3, 2, 1, 0)),
+                       torch.randn(2, 3, 2, 2, 2)),
+        (lambda: agrees(lambda x: torch.sigmoid(x.permute(3, 2, 1, 0).contiguous().permute(3, 2, 1, 0)),
+                        torch.randn(2, 3, 2, 2)),
+         lambda: agrees(torch.sigmoid, torch.randn(2, 3, 2, 2, 2)),
+         lambda: agrees(lambda x: torch.sigmoid(x.permute(4, 3, 2, 1, 0).contiguous().permute(4, 3, 2, 1, 0)),
+                        torch.randn(2, 3, 2, 2, 2, dtype=F64)),
+         lambda: agrees(lambda x: torch.tanh(x.permute(4, 3, 2, 1, 0).contiguous().permute(4, 3, 2, 1, 0)),
+                        torch.randn(2, 3, 2, 2, 2)))),
     "kthvalue_last_k": (
         lambda: agrees(lambda x: torch.kthvalue(x, 3), t([3.0, 1.0, 2.0])),
         (lambda: agrees(lambda x: torch.kthvalue(x, 1), t([3.0, 1.0, 2.0])),

@@ -4,8 +4,10 @@ else the `torchcts run` line with its --manifest, --level and --sample): the lin
 the fault variable themselves, as the run had it; "without" sets it empty (the script) or drops the
 line's `TORCHCTS_SIM_FAULT=...` prefix.
 
-Per fault, a run of its failing case with the fault planted prints the lines; then they run with
-the fault planted, and with none. Subprocesses throughout (the sim renames PrivateUse1 for a process).
+A faulted run prints the lines (one run for a batch of faults that touch disjoint ops, each case
+failing by its own fault); then each case's line or script runs with the faults planted, and with
+none. The runs and scripts are subprocesses (the sim renames PrivateUse1 for a process); `torchcts
+repro`, which writes the script without importing the backend, runs in-process.
 """
 
 from __future__ import annotations
@@ -93,35 +95,67 @@ def as_printed(line: str, cwd: Path, clean: bool = False, timeout: float = 300) 
 
 
 FAULT_CASES = {fault: (group, case) for group, faults in REPRO_GROUPS.items() for fault, case in faults.items()}
+# Faults planted together in one faulted run print their lines at once (a run costs seconds: torch and
+# OpInfo's database imported): a group's faults touch disjoint ops and dtypes (test_sim_faults.py:
+# GROUPS proves its own), so each case fails by its own fault. A fault that touches every op
+# (subnormals_flushed), and the crashes and hangs (which need isolation), run alone.
+ALONE = {"subnormals_flushed", *REPRO_GROUPS["process"]}
+BATCH = {fault: fault if fault in ALONE else group for fault, (group, _) in FAULT_CASES.items()}
 
 
 # The version matrix (scripts/version-matrix) runs two of these on the older PyTorch releases; the
 # rest prove the same repro writer, whose logic does not depend on the PyTorch version (main_only).
 MATRIX_SAMPLE = {"index_add_ignores_offset", "neg_vector_tail"}
+_RUNS: dict[str, tuple[Path, str]] = {}  # batch -> (its folder, the faulted run's stdout), per test process
+
+
+def faulted_run(batch: str, root: Path) -> tuple[Path, str, str]:
+    """The batch's faulted run (once per test process): its folder, stdout, and the fault variable's value."""
+    faults = sorted(f for f, b in BATCH.items() if b == batch)
+    planted = ",".join(faults)
+    if batch not in _RUNS:
+        group = FAULT_CASES[faults[0]][0]
+        # The faulted run only prints the lines: in-process is enough, except for a crash or a hang.
+        how = ["--timeout", "10"] if group == "process" else ["--no-isolation"]
+        level = ["--level", "5"] if group in ("opinfo", "effects") else []
+        cwd = root / batch
+        cwd.mkdir(parents=True)
+        cases = [a for f in faults for a in ("--case", FAULT_CASES[f][1])]
+        r = run_cli("run", "--device", "sim", "--manifest", str(SIM_MANIFEST), *level, *how, *cases,
+                    cwd=cwd, env={ENV: planted})
+        assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+        _RUNS[batch] = (cwd, r.stdout)
+    return (*_RUNS[batch], planted)
+
+
+@pytest.fixture(scope="session")
+def batches_root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("repro-batches")
 
 
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("fault", [pytest.param(f, marks=() if f in MATRIX_SAMPLE else pytest.mark.main_only)
                                    for f in sorted(FAULT_CASES)])
-def test_the_printed_repro_fails_under_the_fault_and_passes_without(fault, tmp_path):
-    group, case = FAULT_CASES[fault]
-    # The faulted run only prints the lines: in-process is enough, except for a crash or a hang.
-    how = ["--timeout", "10"] if group == "process" else ["--no-isolation"]
-    level = ["--level", "5"] if group in ("opinfo", "effects") else []
-    r = run_cli("run", "--device", "sim", "--manifest", str(SIM_MANIFEST), *level, *how, "--case", case,
-                cwd=tmp_path, env={ENV: fault})
-    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
-    printed = printed_lines(r.stdout).get(case)
-    assert printed and "repro" in printed, (case, r.stdout[-3000:])
-    # The line plants the fault the run had and names the sim's manifest the way any machine can run it
-    assert printed["repro"].startswith(f"{ENV}={fault} torchcts run --device sim --manifest torchcts:sim/manifest.py ")
+def test_the_printed_repro_fails_under_the_fault_and_passes_without(fault, batches_root, cli, capsys, monkeypatch):
+    _, case = FAULT_CASES[fault]
+    cwd, stdout, planted = faulted_run(BATCH[fault], batches_root)
+    printed = printed_lines(stdout).get(case)
+    assert printed and "repro" in printed, (case, stdout[-3000:])
+    # The line plants the faults the run had and names the sim's manifest the way any machine can run it
+    assert printed["repro"].startswith(f"{ENV}={planted} torchcts run --device sim --manifest torchcts:sim/manifest.py ")
+    assert fault in planted.split(",")
     if "script" in printed:  # the case has a builder: the standalone script is the repro
-        made = as_printed(printed["script"], tmp_path)
-        assert made.returncode == 0, made.stdout + made.stderr
-        command = "python " + made.stdout.rsplit("run it with: python ", 1)[1].strip()
+        # `torchcts repro` writes the script without importing the backend: in-process, as printed
+        monkeypatch.chdir(cwd)
+        argv = shlex.split(printed["script"])
+        assert argv[:2] == ["torchcts", "repro"], printed["script"]
+        capsys.readouterr()
+        assert cli(argv[1:]) == 0, capsys.readouterr()
+        written = capsys.readouterr().out
+        command = "python " + written.rsplit("run it with: python ", 1)[1].strip()
     else:
         command = printed["repro"]
-    broken = as_printed(command, tmp_path)  # as printed: the line or the script sets the fault itself
+    broken = as_printed(command, cwd)  # as printed: the line or the script sets the fault itself
     assert broken.returncode != 0, (command, broken.stdout[-2000:], broken.stderr[-2000:])
-    clean = as_printed(command.removeprefix(f"{ENV}={fault} "), tmp_path, clean=True)
+    clean = as_printed(command.removeprefix(f"{ENV}={planted} "), cwd, clean=True)
     assert clean.returncode == 0, (command, clean.stdout[-2000:], clean.stderr[-2000:])

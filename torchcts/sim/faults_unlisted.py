@@ -250,6 +250,19 @@ def _kthvalue_last_k(func, args, kwargs, call):
     return call(x, k - 1, *args[2:], **kwargs)
 
 
+@on_op("sigmoid")
+def _sigmoid_rank5_memory_order(func, args, kwargs, call):
+    """float32 sigmoid of a tensor of rank 5 or more that is not contiguous runs its flat path: it
+    reads the storage in memory order and writes the results in logical order (the kernel's strided
+    indexing stops at rank 4: tenstorrent/tt-metal#12154's 6-D permute). Rank <= 4 is right, however
+    strided; so is any contiguous tensor."""
+    x = args[0]
+    if func is not aten.sigmoid.default or not _float32(x) or x.dim() < 5 or x.is_contiguous() or not x.numel():
+        return call(*args, **kwargs)
+    flat = x.as_strided((x.numel(),), (1,), x.storage_offset())
+    return call(flat, **kwargs).view(x.shape)
+
+
 def _unlisted(name: str, description: str, install: Callable[[], None], op: str, dtype: str | None = "float32") -> Fault:
     return Fault(name, description, EXPLORE_SUITE, EXPLORE_LEVEL, (EXPLORE_CASES,), install,
                  dtype=dtype, op=op, unlisted=True)
@@ -287,6 +300,8 @@ FAULTS: tuple[Fault, ...] = (
     _unlisted("log1p_naive", "float32 log1p computed as log(1 + x): 0 for tiny x", _log1p_naive, "log1p"),
     _unlisted("atan2_stride0_as_scalar", "float32 atan2 reads an expanded (stride-0) operand as a scalar",
               _atan2_stride0_as_scalar, "atan2"),
+    _unlisted("sigmoid_rank5_memory_order", "float32 sigmoid of a non-contiguous tensor of rank >= 5 reads its "
+              "storage in memory order", _sigmoid_rank5_memory_order, "sigmoid"),
     _unlisted("kthvalue_last_k", "kthvalue of float32 with k = the dim's size returns the (k-1)-th smallest",
               _kthvalue_last_k, "kthvalue"),
 )

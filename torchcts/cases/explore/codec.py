@@ -2,10 +2,10 @@
 
 Floats travel as `float.hex` text, so -0.0, subnormals, NaN and infinities come back bit for bit
 (a plain JSON number loses -0.0's sign in some readers and NaN in every strict one). A tensor is
-{"tensor": {"dtype", "shape", "values", "requires_grad"}} (contiguous values; the layout of
-explored samples is always contiguous). Decoding is for untrusted input (a corpus file, a
-record): only these shapes are accepted, anything else raises `CodecError`, and nothing is
-executed or imported.
+{"tensor": {"dtype", "shape", "values", "requires_grad"}} (values in logical order), with "expand"
+for a stride-0 expansion and "order" for dimensions stored in a permuted order (layout.py).
+Decoding is for untrusted input (a corpus file, a record): only these shapes are accepted,
+anything else raises `CodecError`, and nothing is executed or imported.
 """
 
 from __future__ import annotations
@@ -69,8 +69,10 @@ def encode(x: Any, budget: list[int] | None = None) -> Any:
             values = [_num(v) for v in flat.double().tolist()]
         else:
             values = flat.tolist()
-        return {"tensor": {"dtype": str(x.dtype).removeprefix("torch."), "shape": list(x.shape), "values": values,
-                           "requires_grad": bool(x.requires_grad)}}
+        body = {"dtype": str(x.dtype).removeprefix("torch."), "shape": list(x.shape), "values": values,
+                "requires_grad": bool(x.requires_grad)}
+        order = memory_order(x)
+        return {"tensor": {**body, "order": order} if order is not None else body}
     if x is None or isinstance(x, (bool, str)):
         return x
     if isinstance(x, int):
@@ -100,7 +102,7 @@ def decode(x: Any) -> Any:
         raise CodecError(f"not an encoded value: {type(x).__name__}")
     [(tag, body)] = x.items()
     if tag == "tensor":
-        return _expanded(_tensor(body), body)
+        return _ordered(_expanded(_tensor(body), body), body)
     if tag == "float":
         return _unnum(body)
     if tag == "complex" and isinstance(body, list) and len(body) == 2:
@@ -152,6 +154,27 @@ def _expanded(t: torch.Tensor, body: dict[str, Any]) -> torch.Tensor:
             for s, n in zip(shape, t.shape, strict=True)):
         raise CodecError(f"a tensor of shape {list(t.shape)[:8]} cannot expand to {str(shape)[:40]}")
     return t.expand(shape)
+
+
+def memory_order(x: torch.Tensor) -> list[int] | None:
+    """The order of x's dimensions in memory, slowest first, when x is dense in a permuted order
+    (layout.py: reversed_memory); None for a contiguous tensor or any other layout."""
+    if x.dim() < 2 or x.is_contiguous():
+        return None
+    order = sorted(range(x.dim()), key=lambda d: (-x.stride(d), d))
+    return order if x.permute(order).is_contiguous() else None
+
+
+def _ordered(t: torch.Tensor, body: dict[str, Any]) -> torch.Tensor:
+    """`t` (contiguous) stored in the tensor encoding's `order` of dimensions, if it has one."""
+    order = body.get("order")
+    if order is None:
+        return t
+    if not isinstance(order, list) or sorted(order) != list(range(t.dim())) or not all(
+            isinstance(d, int) and not isinstance(d, bool) for d in order) or t.stride(0) == 0:
+        raise CodecError(f"a tensor of rank {t.dim()} cannot be stored in the order {str(order)[:40]}")
+    inverse = [order.index(d) for d in range(t.dim())]
+    return t.permute(order).contiguous().permute(inverse)
 
 
 def encode_sample(sample: Any) -> dict[str, Any]:

@@ -34,6 +34,7 @@ MAX_BASES = 8
 # ... chosen among OpInfo's first BASE_WINDOW samples (searchsorted's first 32 are all empty).
 BASE_WINDOW = 64
 MAX_BASE_ELEMENTS = 1024
+ELEMENTWISE_INFOS = ("UnaryUfuncInfo", "BinaryUfuncInfo")  # OpInfo's classes of elementwise ops
 SECOND_SWITCH = 3  # one sample in 3 also moves a second argument
 CLASSES_PER_SAMPLE = 3  # value classes mixed into one sample (values.py)
 
@@ -68,9 +69,11 @@ class Plan:
     hooked: int  # how many of the points are the op's own (OP_SWITCHES)
     rules: values.Policy
     positional: Mapping[str, int]  # switches.op_positions
+    elementwise: bool = False  # a ufunc (OpInfo's Unary/BinaryUfuncInfo): any shape is an input of it
 
     def sample(self, case_id: str, index: int) -> Explored:
-        return explored(case_id, index, self.bases, self.points, self.hooked, self.rules, self.positional)
+        return explored(case_id, index, self.bases, self.points, self.hooked, self.rules, self.positional,
+                        self.elementwise)
 
 
 def plan(op: Any, samples: Iterable[tuple[int, Any]]) -> Plan | None:
@@ -80,7 +83,8 @@ def plan(op: Any, samples: Iterable[tuple[int, Any]]) -> Plan | None:
         return None
     return Plan(bases, switch_points(op, [s for _, s in bases]),
                 sum(len(v) for v in OP_SWITCHES.get(op.name, {}).values()),
-                values.policy(op.name, tolerance_category(op), op.variant_test_name), op_positions(op))
+                values.policy(op.name, tolerance_category(op), op.variant_test_name), op_positions(op),
+                type(op).__name__ in ELEMENTWISE_INFOS)
 
 
 def usable_bases(samples: Sequence[tuple[int, Any]]) -> list[tuple[int, Any]]:
@@ -120,10 +124,11 @@ def _order(case_id: str, n_points: int) -> tuple[tuple[int, ...], tuple[int, ...
 
 def explored(case_id: str, index: int, bases: Sequence[tuple[int, Any]], points: Sequence[SwitchPoint],
              hooked: int = 0, rules: values.Policy = values.Policy(),
-             positional: Mapping[str, int] = MappingProxyType({})) -> Explored:
+             positional: Mapping[str, int] = MappingProxyType({}), elementwise: bool = False) -> Explored:
     """Explored sample `index` of the case; `points` as switches.switch_points gave them, the first
     `hooked` of them the op's own (tried first, in their order); `rules` the op's values.policy;
-    `positional` each keyword's position where the op takes it positionally (switches.positions)."""
+    `positional` each keyword's position where the op takes it positionally (switches.positions);
+    `elementwise`: a ufunc, whose tensors may be lifted to rank 5-6 (layout.py)."""
     order, offsets = _order(case_id, len(points))
     order = tuple(range(hooked)) + tuple(p for p in order if p >= hooked or p < 0)
     slot, round_ = index % len(order), index // len(order)
@@ -148,6 +153,8 @@ def explored(case_id: str, index: int, bases: Sequence[tuple[int, Any]], points:
     sample, placed = placement.place(sample, case_id, index) if rules.host_operands else (sample, None)
     sample, tiny = magnitude.near_zero(sample, case_id, index) if rules.near_zero else (sample, False)
     sample, expanded = layout.expand(sample, case_id, index)
+    if expanded is None:
+        sample, expanded = layout.relayout(sample, case_id, index, elementwise)
     where = "; ".join(w for w in (placed, expanded) if w) or None
     return Explored(index, sample, base_index, chosen, (*classes, "tiny") if tiny else classes, where)
 

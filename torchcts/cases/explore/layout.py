@@ -22,6 +22,8 @@ from torchcts.cases.opinfo.samples import rebuilt
 from torchcts.oracle.conditioning import running_stats
 
 EXPAND_EVERY = 4
+MEMORY_EVERY = 4
+LIFT_MIN_ELEMENTS = 8  # fewer elements fill no rank-5 shape with three sizes > 1
 
 
 def _written(case_id: str) -> tuple[int | str, ...]:
@@ -55,3 +57,58 @@ def expand(sample: Any, case_id: str, index: int) -> tuple[Any, str | None]:
 def _expandable(x: Any) -> bool:
     return (isinstance(x, torch.Tensor) and x.layout == torch.strided and x.dim() >= 1
             and any(s > 1 for s in x.shape) and not x.requires_grad)
+
+
+def relayout(sample: Any, case_id: str, index: int, elementwise: bool) -> tuple[Any, str | None]:
+    """The sample with permuted memory (lifted to rank 5-6 for an elementwise op), and how (None: unchanged)."""
+    rng = random.Random(f"{case_id}#{index}#memory")
+    if rng.randrange(MEMORY_EVERY):
+        return sample, None
+    slots: dict[Any, torch.Tensor] = {}
+    if _permutable(sample.input):
+        slots["input"] = sample.input
+    slots.update((i, a) for i, a in enumerate(sample.args) if _permutable(a))
+    every = [t for t in (sample.input, *sample.args, *sample.kwargs.values()) if isinstance(t, torch.Tensor)]
+    shapes = {tuple(t.shape) for t in every}
+    if elementwise and len(slots) == len(every) and len(shapes) == 1 and every[0].numel() >= LIFT_MIN_ELEMENTS:
+        rank = 5 + rng.randrange(2)
+        shape = factored(every[0].numel(), rank)
+        moved = {k: reversed_memory(t.reshape(shape)) for k, t in slots.items()}
+        how = f"every tensor lifted to rank {rank} {list(shape)}, its dimensions reversed in memory"
+    else:
+        wide = [k for k, t in slots.items() if sum(n > 1 for n in t.shape) >= 2]
+        if not wide:
+            return sample, None
+        at = wide[rng.randrange(len(wide))]
+        moved = {at: reversed_memory(slots[at])}
+        how = f"{'input' if at == 'input' else f'arg{at}'} with its dimensions reversed in memory " \
+              f"(strides {list(moved[at].stride())})"
+    args = [moved.get(i, a) for i, a in enumerate(sample.args)]
+    return rebuilt(sample, moved.get("input", sample.input), args), how
+
+
+def reversed_memory(t: torch.Tensor) -> torch.Tensor:
+    """t's values, stored with its dimensions in reversed order (the last one slowest)."""
+    order = list(range(t.dim()))[::-1]
+    return t.detach().permute(order).contiguous().permute(order)
+
+
+def factored(n: int, rank: int) -> tuple[int, ...]:
+    """A shape of `rank` sizes whose product is n, as many of them > 1 as n's prime factors allow."""
+    primes, k, rest = [], 2, n
+    while k * k <= rest:
+        while rest % k == 0:
+            primes.append(k)
+            rest //= k
+        k += 1
+    if rest > 1:
+        primes.append(rest)
+    sizes = [1] * rank
+    for p in sorted(primes, reverse=True):
+        sizes[sizes.index(min(sizes))] *= p
+    return tuple(sizes)
+
+
+def _permutable(x: Any) -> bool:
+    return (isinstance(x, torch.Tensor) and x.layout == torch.strided and x.dim() >= 1 and not x.requires_grad
+            and x.is_contiguous() and x.numel() > 0)
