@@ -1,0 +1,86 @@
+"""The registry of op facts: the one way every suite and oracle asks what is known of an op.
+
+The most specific selector that holds any fact of the asked kind decides (`keys` order): a
+variant's fact overrides its op's, an aten packet's its in-place form's functional op. Among that
+selector's facts the first whose condition holds answers; none holding answers None, as no fact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from torchcts.oracle.opfacts.model import Fact, is_aten, keys
+
+# The kinds of fact, and what each says of its ops (a new kind is one entry here).
+KINDS: dict[str, str] = {
+    "exact": "the result has one right answer: compared bit for bit (value: opfacts.exact.Exact)",
+    "constant": "the result is the same everywhere whatever a right backend does: a constant reference is no "
+                "weakness (oracle/weak.py)",
+    "zero_gradient": "the gradient is zero wherever it is defined: a constant gradient is no weakness",
+    "random": "the values depend on the random generator: a property oracle, never CPU's values",
+    "uninitialized": "a factory of uninitialised memory: a property oracle",
+    "matmul_category": "a contraction (its rounding grows with the reduced dimension): tolerance category "
+                       "matmul (value: the category)",
+    "conv_category": "a convolution: tolerance category conv (value: the category), by aten name only",
+    "no_cpu_reference": "CPU cannot be the reference for this kind of case: not_applicable (value: why)",
+    "no_truth": "the float64 result is another answer, not a more precise one: no truth (value: why)",
+    "one_device": "every tensor must be on one device, a 0-dim CPU tensor too: no placement axis",
+    "near_zero": "accurate near zero by design: exploration adds tiny inputs (cases/explore/magnitude.py)",
+    "size_valued": "the output's size is a value of the input: no extreme or uniform values explored",
+    "cpu_unsafe_arguments": "arguments exploration never switches, CPU reads out of bounds or aborts on some "
+                            "values (value: the arguments, by position after the input or name)",
+    "cpu_unsafe_variants": "exploration checks never run, CPU aborts on explored inputs (value: the checks)",
+    "switch_points": "the op's own switch points, tried first (value: argument -> values)",
+}
+
+
+class OpFacts:
+    """Facts indexed by (kind, selector); `get` and `find` are the lookups."""
+
+    def __init__(self, facts: Iterable[Fact]) -> None:
+        self.facts: list[Fact] = []
+        self._index: dict[tuple[str, str], list[Fact]] = {}
+        for fact in facts:
+            self.add(fact)
+
+    def add(self, fact: Fact) -> None:
+        """Register one fact (an unknown kind or a fact without a reason is a programming error)."""
+        if fact.kind not in KINDS:
+            raise ValueError(f"unknown op fact kind {fact.kind!r}")
+        if not fact.reason.strip() or not fact.ops:
+            raise ValueError(f"op fact of kind {fact.kind!r} for {fact.ops!r} has no reason or no op")
+        self.facts.append(fact)
+        for op in fact.ops:
+            self._index.setdefault((fact.kind, op), []).append(fact)
+
+    def find(self, kind: str, op: str, variant: str = "", *, dtype: str | None = None,
+             case_kind: str | None = None, aten: bool = False, sample: Any = None) -> Fact | None:
+        """The fact of `kind` that holds for op (an OpInfo name with its variant, or an aten name:
+        `aten::x.overload`, or any name with `aten=True`), None when none holds or it says "not"."""
+        if kind not in KINDS:
+            raise KeyError(f"unknown op fact kind {kind!r}")
+        spelled_aten = is_aten(op, aten)
+        for key in keys(op, variant, aten):
+            found = self._index.get((kind, key))
+            if found:
+                fact = next((f for f in found if f.when.holds(dtype, case_kind, spelled_aten, sample)), None)
+                return fact if fact is not None and fact.value is not None else None
+        return None
+
+    def get(self, kind: str, op: str, variant: str = "", **where: Any) -> Any:
+        """The value of the fact `find` gives, None without one."""
+        fact = self.find(kind, op, variant, **where)
+        return None if fact is None else fact.value
+
+    def has(self, kind: str, op: str, variant: str = "", **where: Any) -> bool:
+        return self.find(kind, op, variant, **where) is not None
+
+    def selectors(self, kind: str) -> dict[str, Any]:
+        """selector -> value of the first unconditional-or-not fact of `kind` at it (the old tables' view)."""
+        out: dict[str, Any] = {}
+        for fact in self.facts:
+            if fact.kind == kind:
+                for op in fact.ops:
+                    out.setdefault(op, fact.value)
+        return out
