@@ -19,6 +19,7 @@ KINDS: dict[str, str] = {
                 "weakness (oracle/weak.py)",
     "zero_gradient": "the gradient is zero wherever it is defined: a constant gradient is no weakness",
     "random": "the values depend on the random generator: a property oracle, never CPU's values",
+    "seeded_deterministic": "its OpInfo uses wrapper_set_seed, yet its values are deterministic: not random",
     "uninitialized": "a factory of uninitialised memory: a property oracle",
     "matmul_category": "a contraction (its rounding grows with the reduced dimension): tolerance category "
                        "matmul (value: the category)",
