@@ -27,6 +27,8 @@ from typing import Any
 
 import torch
 
+from torchcts.oracle.opfacts import FACTS
+
 Where = str | int  # a keyword name, or the index of a positional argument after the input
 SwitchPoint = tuple[Where, Any]
 
@@ -205,21 +207,12 @@ def _schema_text(text: str) -> str:
     return text + ("?" if optional else "")
 
 
-# Keywords of one op never switched, because CPU itself (the reference) reads out of bounds or
-# aborts on some of their values: no reference, and an abort kills the worker before any verdict.
-CPU_UNSAFE: dict[str, frozenset[Where]] = {
-    # include_last_offset=True on offsets that do not end at the indices' length: CPU reads past
-    # the indices (PyTorch 2.12: two CPU calls differ, ~1e23) and 2.7's backward corrupts its heap
-    "nn.functional.embedding_bag": frozenset({"include_last_offset"}),
-    # circular padding by negative amounts (this variant's pads) reads outside the input on CPU:
-    # two CPU calls differ (int8: 64 vs -80), so its mode (argument 1) is never switched
-    "nn.functional.pad.replicate_negative": frozenset({1, "mode"}),
-}
-
-
 def cpu_unsafe(op: Any) -> frozenset[Where]:
-    """The arguments of this OpInfo (by name, or name.variant) never switched (CPU_UNSAFE)."""
-    return CPU_UNSAFE.get(op.name, frozenset()) | CPU_UNSAFE.get(f"{op.name}.{op.variant_test_name}", frozenset())
+    """The arguments of this OpInfo (by name, or name.variant) never switched, because CPU itself (the
+    reference) reads out of bounds or aborts on some of their values: no reference, and an abort kills
+    the worker before any verdict (op facts of kind `cpu_unsafe_arguments`)."""
+    unsafe: frozenset[Where] = FACTS.get("cpu_unsafe_arguments", op.name) or frozenset()
+    return unsafe | (FACTS.get("cpu_unsafe_arguments", op.name, op.variant_test_name) or frozenset())
 
 
 def switch_points(op: Any, bases: Sequence[Any]) -> list[SwitchPoint]:

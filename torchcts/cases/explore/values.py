@@ -31,9 +31,8 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.explore.magnitude import NEAR_ZERO_OPS
-from torchcts.cases.explore.placement import ONE_DEVICE_OPS
 from torchcts.cases.opinfo.samples import HostArg, rebuilt
+from torchcts.oracle.opfacts import FACTS
 
 CLASSES: tuple[str, ...] = ("plain", "signed_zero", "subnormal", "halfway", "ties", "extremes", "nonfinite",
                             "index_ends", "uniform")
@@ -47,10 +46,8 @@ def _floating(t: torch.Tensor) -> bool:
 # ops that divide integers trap (SIGFPE) on INT_MIN / -1, INT_MIN % -1 and lcm's overflows, so
 # their integer tensors get no `extremes`;
 INT_DIVIDING = re.compile(r"div|mod|remainder|gcd|lcm")
-# ops whose output size is a value of their input (bincount of iinfo.max allocates 16 GB) get no
-# `extremes` at all;
-SIZE_VALUED = frozenset({"bincount", "repeat_interleave", "nn.functional.one_hot", "histc", "histogram",
-                         "histogramdd", "arange", "linspace", "logspace", "range", "nn.functional.embedding_bag"})
+# ops whose output size is a value of their input (bincount of iinfo.max allocates 16 GB: op facts of
+# kind `size_valued`) get no `extremes` at all;
 # LAPACK-backed ops and the grid samplers read out of bounds, crash or loop on non-finite or huge
 # values, and duplicates, zeros and subnormals make their matrices singular or ill-conditioned, whose
 # solutions are not unique (lstsq on CPU differs from itself), so they keep OpInfo's values and
@@ -77,18 +74,18 @@ class Policy:
     int_min: bool = True
     index_args: bool = True
     near_zero: bool = False  # an op accurate near zero by design: tiny inputs too (magnitude.py)
-    host_operands: bool = True  # a 0-dim operand may move to the host (placement.py: ONE_DEVICE_OPS)
+    host_operands: bool = True  # a 0-dim operand may move to the host (placement.py; op facts: one_device)
 
 
 def policy(op_name: str, category: str = "", variant: str = "") -> Policy:
     words = set(re.split(r"[._]", op_name)) | set(re.split(r"[._]", variant))
     lapack = category == "linalg" or not UNBOUNDED_UNSAFE.isdisjoint(words)
     excluded = set(CLASSES) - {"plain"} if lapack else set()
-    if op_name.split(".")[0] in SIZE_VALUED or op_name in SIZE_VALUED or "polynomial" in words:
+    if FACTS.has("size_valued", op_name.split(".")[0]) or FACTS.has("size_valued", op_name) or "polynomial" in words:
         excluded.update(("extremes", "uniform"))  # a whole tensor at an extreme is an extreme too
     return Policy(frozenset(excluded), not INT_DIVIDING.search(op_name),
-                  not lapack and not INTEGER_ARGS_KEPT.search(op_name), op_name in NEAR_ZERO_OPS,
-                  op_name not in ONE_DEVICE_OPS)
+                  not lapack and not INTEGER_ARGS_KEPT.search(op_name), FACTS.has("near_zero", op_name),
+                  not FACTS.has("one_device", op_name))
 
 
 def _pool(cls: str, dtype: torch.dtype, index_size: int, int_min: bool = True) -> list[float] | None:

@@ -1,0 +1,46 @@
+"""What exploration may vary of an op (kinds `one_device`, `near_zero`, `size_valued`,
+`cpu_unsafe_arguments`, `cpu_unsafe_variants`): the op facts cases/explore/ reads (docs/exploration.md).
+
+Exploration varies an op's samples (switch points, value classes, placement, magnitude); these say
+where an op's own definition, or CPU as the reference, rules a variation out or in.
+"""
+
+from __future__ import annotations
+
+from torchcts.oracle.opfacts.model import Fact
+
+_EXPLORED = "an explored input on CPU (the reference), PyTorch 2.7 to 2.13"
+
+FACTS: tuple[Fact, ...] = (
+    Fact("one_device", ("meshgrid",),
+         "its tensors must all be on one device, a 0-dim one too: CUDA refuses a CPU scalar tensor as well",
+         "aten meshgrid: 'meshgrid expects all tensors to have the same device'"),
+    Fact("one_device", ("nn.functional.linear_cross_entropy",),
+         "its tensors must all be on one device, a 0-dim one too: CUDA refuses a CPU scalar tensor as well",
+         "its chunked path calls the custom op torch_nn._linear_cross_entropy_batch_chunked, whose device check "
+         "refuses a CPU target"),
+    Fact("near_zero", ("log1p", "expm1", "sinc", "special.log1p", "special.expm1", "special.sinc"),
+         "exists because log(1 + x) and exp(x) - 1 lose every digit for tiny x: accuracy there is its point",
+         "the op's documentation (torch.log1p, torch.expm1, torch.sinc)"),
+    Fact("near_zero", ("asinh", "atanh", "sinh", "tanh", "sin", "tan", "erf", "erfinv", "special.erf", "special.erfinv",
+                       "logaddexp", "nn.functional.softplus", "special.entr"),
+         "f(x) ~ x (or a known series) near zero: a naive kernel loses the digits a right one keeps there",
+         "the functions' series at zero (C99 and the libm these kernels follow)"),
+    Fact("size_valued", ("bincount", "repeat_interleave", "nn.functional.one_hot", "histc", "histogram", "histogramdd",
+                         "arange", "linspace", "logspace", "range", "nn.functional.embedding_bag"),
+         "its output size is a value of its input: an extreme value allocates without bound (bincount of "
+         "iinfo.max: 16 GB), and a whole tensor at an extreme is an extreme too",
+         _EXPLORED),
+    Fact("cpu_unsafe_arguments", ("nn.functional.embedding_bag",),
+         "include_last_offset=True on offsets that do not end at the indices' length: CPU reads past the indices "
+         "(two CPU calls differ, ~1e23) and 2.7's backward corrupts its heap",
+         "PyTorch 2.12 and 2.7 on CPU, explored embedding_bag samples", frozenset({"include_last_offset"})),
+    Fact("cpu_unsafe_arguments", ("nn.functional.pad.replicate_negative",),
+         "circular padding by negative amounts (this variant's pads) reads outside the input on CPU: two CPU calls "
+         "differ (int8: 64 vs -80), so its mode (argument 1) is never switched",
+         "explored nn.functional.pad samples on CPU", frozenset({1, "mode"})),
+    Fact("cpu_unsafe_variants", ("nn.functional.embedding_bag",),
+         "PyTorch 2.7's CPU embedding_bag backward corrupts its heap (munmap_chunk: invalid pointer, SIGABRT) on "
+         "explored offsets and include_last_offset=True",
+         "PyTorch 2.7 on CPU, explored embedding_bag samples", frozenset({"backward"})),
+)
