@@ -32,6 +32,9 @@ KINDS: dict[str, str] = {
     "cpu_unsafe_arguments": "arguments exploration never switches, CPU reads out of bounds or aborts on some "
                             "values (value: the arguments, by position after the input or name)",
     "cpu_unsafe_variants": "exploration checks never run, CPU aborts on explored inputs (value: the checks)",
+    "strengthen": "the op's samples are rewritten to tell a right result from a wrong one (value: the rewrite "
+                  "and its arguments, cases/opinfo/strengthen.py: REWRITES)",
+    "device_policy": "the sample's options are resolved per device type before computing, on both sides",
     "switch_points": "the op's own switch points, tried first (value: argument -> values)",
 }
 
