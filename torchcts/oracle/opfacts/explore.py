@@ -1,5 +1,6 @@
 """What exploration may vary of an op (kinds `one_device`, `near_zero`, `size_valued`,
-`cpu_unsafe_arguments`, `cpu_unsafe_variants`): the op facts cases/explore/ reads (docs/exploration.md).
+`cpu_unsafe_arguments`, `cpu_unsafe_variants`, `switch_points`): the op facts cases/explore/ reads
+(docs/exploration.md).
 
 Exploration varies an op's samples (switch points, value classes, placement, magnitude); these say
 where an op's own definition, or CPU as the reference, rules a variation out or in.
@@ -43,4 +44,10 @@ FACTS: tuple[Fact, ...] = (
          "PyTorch 2.7's CPU embedding_bag backward corrupts its heap (munmap_chunk: invalid pointer, SIGABRT) on "
          "explored offsets and include_last_offset=True",
          "PyTorch 2.7 on CPU, explored embedding_bag samples", frozenset({"backward"})),
+    # switch points: argument (a keyword name or a position after the input) -> values, tried first
+    *(Fact("switch_points", (op,),
+           "its interpolation and padding modes are enums passed as ints whose other values CPU does not check "
+           "(they read out of bounds at -1): exactly the values PyTorch defines",
+           "aten/src/ATen/native/GridSampler.h: GridSamplerInterpolation, GridSamplerPadding", points)
+      for op, points in (("grid_sampler_2d", {1: (0, 1, 2), 2: (0, 1, 2)}), ("grid_sampler_3d", {1: (0, 1), 2: (0, 1, 2)}))),
 )

@@ -62,15 +62,26 @@ class OpFacts:
              case_kind: str | None = None, aten: bool = False, sample: Any = None) -> Fact | None:
         """The fact of `kind` that holds for op (an OpInfo name with its variant, or an aten name:
         `aten::x.overload`, or any name with `aten=True`), None when none holds or it says "not"."""
+        fact = next(iter(self._holding(kind, op, variant, dtype, case_kind, aten, sample)), None)
+        return fact if fact is not None and fact.value is not None else None
+
+    def find_all(self, kind: str, op: str, variant: str = "", *, dtype: str | None = None,
+                 case_kind: str | None = None, aten: bool = False, sample: Any = None) -> list[Fact]:
+        """Every fact of `kind` that holds at the deciding selector, in the order they were added
+        (a kind whose facts add up, such as switch points a backend registers besides ours)."""
+        return [f for f in self._holding(kind, op, variant, dtype, case_kind, aten, sample) if f.value is not None]
+
+    def _holding(self, kind: str, op: str, variant: str, dtype: str | None, case_kind: str | None, aten: bool,
+                 sample: Any) -> list[Fact]:
+        """The facts of `kind` whose condition holds at the most specific selector holding any of that kind."""
         if kind not in KINDS:
             raise KeyError(f"unknown op fact kind {kind!r}")
         spelled_aten = is_aten(op, aten)
         for key in keys(op, variant, aten):
             found = self._index.get((kind, key))
             if found:
-                fact = next((f for f in found if f.when.holds(dtype, case_kind, spelled_aten, sample)), None)
-                return fact if fact is not None and fact.value is not None else None
-        return None
+                return [f for f in found if f.when.holds(dtype, case_kind, spelled_aten, sample)]
+        return []
 
     def get(self, kind: str, op: str, variant: str = "", **where: Any) -> Any:
         """The value of the fact `find` gives, None without one."""
