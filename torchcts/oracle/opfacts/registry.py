@@ -35,6 +35,10 @@ KINDS: dict[str, str] = {
     "strengthen": "the op's samples are rewritten to tell a right result from a wrong one (value: the rewrite "
                   "and its arguments, cases/opinfo/strengthen.py: REWRITES)",
     "device_policy": "the sample's options are resolved per device type before computing, on both sides",
+    "normalization": "a normalisation op: tolerance category normalization, its absolute floor from the sample's "
+                     "conditioning (value: how it groups the sample's input, oracle/conditioning.py)",
+    "running_stats": "updates running statistics in place without a schema mark (value: where the sample holds "
+                     "them and its momentum)",
     "switch_points": "the op's own switch points, tried first (value: argument -> values)",
 }
 
