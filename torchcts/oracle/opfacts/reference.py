@@ -18,6 +18,11 @@ def _names(kind: str, names: str, reason: str, source: str, value: object = True
     return Fact(kind, tuple(names.split()), reason, source, value, when)
 
 
+def _no_reference(case_kind: str, ops: tuple[str, ...], why: str, source: str) -> Fact:
+    """CPU cannot be the reference of these ops' cases of one kind: `why` is the case's reason."""
+    return Fact("no_cpu_reference", ops, why, source, why, When(case_kinds=frozenset({case_kind})))
+
+
 # (name, variant) pairs that use wrapper_set_seed but are deterministic.
 SEEDED_BUT_DETERMINISTIC = frozenset({("item", ""), ("nn.functional.feature_alpha_dropout", "without_train")})
 
@@ -44,24 +49,18 @@ FACTS: tuple[Fact, ...] = (
            "a contraction: its rounding grows with the reduced dimension", "the op's definition", "matmul"),
     _names("conv_category", "conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d convolution",
            "a convolution: its rounding grows with the kernel's reduced size", "the op's definition", "conv"),
-    Fact("no_cpu_reference", ("linalg.eigvals", "linalg.eig"),
-         "the CPU reference (LAPACK geev) crashes the process on NaN/Inf input",
-         "a crashed special_values case on CPU", "the CPU reference (LAPACK geev) crashes the process on NaN/Inf input",
-         When(case_kinds=frozenset({"special_values"}))),
-    Fact("no_cpu_reference", ("linalg.pinv.singular",),
-         "the pseudo-inverse of rank-deficient samples is discontinuous in the SVD's last bit",
-         "two CPU runs of one explored input differed (complex128)",
-         "the pseudo-inverse of these rank-deficient samples is discontinuous: a last-bit difference in the SVD "
-         "moves the rank cut-off, and two CPU runs of one explored input differed (complex128)",
-         When(case_kinds=frozenset({"explore"}))),
-    Fact("no_cpu_reference", ("linalg.lstsq",),
-         "least squares of rank-deficient inputs are not unique",
-         "one explored input failed and then passed twice on the clean sim (float32, float64)",
-         "least squares of explored (rank-deficient) inputs are not unique: one explored input failed and then "
-         "passed twice on the clean sim (float32, float64)",
-         When(case_kinds=frozenset({"explore"}))),
-    Fact("no_truth", ("nextafter",), "its float64 result is a different answer, not a more precise one",
-         "the op's definition", "its result is the neighbouring value of the input's own dtype"),
-    Fact("no_truth", ("nan_to_num",), "its float64 result is a different answer, not a more precise one",
-         "the op's definition", "its default replacements are the input dtype's largest values"),
+    _no_reference("special_values", ("linalg.eigvals", "linalg.eig"),
+                  "the CPU reference (LAPACK geev) crashes the process on NaN/Inf input",
+                  "a crashed special_values case on CPU"),
+    _no_reference("explore", ("linalg.pinv.singular",),
+                  "the pseudo-inverse of these rank-deficient samples is discontinuous: a last-bit difference in "
+                  "the SVD moves the rank cut-off, and two CPU runs of one explored input differed (complex128)",
+                  "two CPU runs of one explored input (complex128)"),
+    _no_reference("explore", ("linalg.lstsq",),
+                  "least squares of explored (rank-deficient) inputs are not unique: one explored input failed and "
+                  "then passed twice on the clean sim (float32, float64)",
+                  "explored linalg.lstsq runs on the clean sim (float32, float64)"),
+    *(Fact("no_truth", (op,), why, "the op's definition", why) for op, why in (
+        ("nextafter", "its result is the neighbouring value of the input's own dtype"),
+        ("nan_to_num", "its default replacements are the input dtype's largest values"))),
 )
