@@ -80,6 +80,17 @@ def test_the_most_specific_selector_decides() -> None:
     assert not FACTS.has("seeded_deterministic", "nn.functional.feature_alpha_dropout", "with_train")
 
 
+def test_patterns_are_less_specific_than_names_and_the_first_matching_one_answers() -> None:
+    facts = OpFacts([Fact("properties_only", ("*rand*",), "random", "test", "random"),
+                     Fact("properties_only", ("randperm*",), "a permutation", "test", "a permutation"),
+                     Fact("properties_only", ("randint",), "its own", "test", "its own")])
+    assert facts.get("properties_only", "randperm") == "random"  # the first pattern added that matches
+    assert facts.get("properties_only", "randint") == "its own"  # a name beats every pattern
+    assert facts.get("properties_only", "abs") is None
+    assert FACTS.get("generated_category", "convolution_backward") == "backward"  # *backward* before *conv*
+    assert FACTS.get("generated_category", "convolution") == "conv" and FACTS.get("generated_category", "abs") is None
+
+
 # --- conditions ------------------------------------------------------------------------------------
 
 def test_conditions_hold_where_they_say() -> None:
@@ -160,6 +171,22 @@ def test_oracle_and_exploration_facts_answer_as_the_tables_did() -> None:
     log1p, meshgrid, bincount = values.policy("log1p"), values.policy("meshgrid"), values.policy("bincount")
     assert log1p.near_zero and log1p.host_operands and not meshgrid.host_operands and not meshgrid.near_zero
     assert {"extremes", "uniform"} <= bincount.excluded and not log1p.excluded
+
+
+def test_generated_suite_facts_answer_as_the_tables_did() -> None:
+    assert FACTS.get("no_generated_case", "_assert_async") == "an assertion with no result"
+    assert FACTS.get("no_generated_case", "lstm_cell").startswith("CPU kernel of torch 2.7")
+    assert FACTS.get("properties_only", "randint_like") == "random"
+    assert FACTS.get("properties_only", "scatter_").startswith("duplicate generated indices")
+    assert FACTS.get("properties_only", "scatter_add") is None  # adds: compared by value
+    assert FACTS.has("integer_only", "bitwise_and") and FACTS.has("integer_only", "__iand__")
+    assert not FACTS.has("integer_only", "add")
+    assert FACTS.get("generated_category", "_foreach_add") == "elementwise"
+    assert FACTS.get("generated_category", "special_erfcx") == "special"
+    int_min = {name: values.policy(name).int_min for name in ("floor_divide", "remainder", "lcm", "abs", "add")}
+    assert int_min == {"floor_divide": False, "remainder": False, "lcm": False, "abs": True, "add": True}
+    kept = {name: values.policy(name).index_args for name in ("scatter_add", "put", "index_copy", "gather", "take")}
+    assert kept == {"scatter_add": False, "put": False, "index_copy": False, "gather": True, "take": True}
 
 
 def test_sample_and_normalisation_facts_answer_as_the_tables_did() -> None:

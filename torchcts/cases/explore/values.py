@@ -44,8 +44,7 @@ def _floating(t: torch.Tensor) -> bool:
 
 # Inputs CPU itself cannot take, so there is no reference (the worker would die before one):
 # ops that divide integers trap (SIGFPE) on INT_MIN / -1, INT_MIN % -1 and lcm's overflows, so
-# their integer tensors get no `extremes`;
-INT_DIVIDING = re.compile(r"div|mod|remainder|gcd|lcm")
+# their integer tensors get no `extremes` (op facts of kind `int_dividing`);
 # ops whose output size is a value of their input (bincount of iinfo.max allocates 16 GB: op facts of
 # kind `size_valued`) get no `extremes` at all;
 # LAPACK-backed ops and the grid samplers read out of bounds, crash or loop on non-finite or huge
@@ -62,8 +61,7 @@ UNBOUNDED_UNSAFE = frozenset({"grid", "sampler", "householder", "ormqr", "geqrf"
 # duplicate indices are written in (scatter without reduction, index_put/put without accumulate,
 # index_copy) legitimately differ between devices, and ops whose CPU kernel trusts its integer
 # arguments (CTC lengths, segment offsets, LAPACK pivots: linalg and the unbounded-unsafe words)
-# abort or read out of bounds instead of raising.
-INTEGER_ARGS_KEPT = re.compile(r"scatter|index_put|index_copy|^put|take_along|masked_scatter|ctc_loss|segment_reduce")
+# abort or read out of bounds instead of raising (op facts of kind `integer_args_kept`).
 
 
 @dataclass(frozen=True)
@@ -83,8 +81,8 @@ def policy(op_name: str, category: str = "", variant: str = "") -> Policy:
     excluded = set(CLASSES) - {"plain"} if lapack else set()
     if FACTS.has("size_valued", op_name.split(".")[0]) or FACTS.has("size_valued", op_name) or "polynomial" in words:
         excluded.update(("extremes", "uniform"))  # a whole tensor at an extreme is an extreme too
-    return Policy(frozenset(excluded), not INT_DIVIDING.search(op_name),
-                  not lapack and not INTEGER_ARGS_KEPT.search(op_name), FACTS.has("near_zero", op_name),
+    return Policy(frozenset(excluded), not FACTS.has("int_dividing", op_name),
+                  not lapack and not FACTS.has("integer_args_kept", op_name), FACTS.has("near_zero", op_name),
                   not FACTS.has("one_device", op_name))
 
 

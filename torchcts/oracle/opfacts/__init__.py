@@ -9,11 +9,11 @@ A newcomer adding an op's quirk adds one Fact.
 
 from __future__ import annotations
 
-from torchcts.oracle.opfacts import constant, exact, explore, normalization, reference, samples
+from torchcts.oracle.opfacts import constant, exact, explore, generated, normalization, reference, samples
 from torchcts.oracle.opfacts.model import ALWAYS, Fact, When, is_aten, keys
 from torchcts.oracle.opfacts.registry import KINDS, OpFacts
 
 __all__ = ["ALWAYS", "FACTS", "KINDS", "Fact", "OpFacts", "When", "is_aten", "keys"]
 
 FACTS = OpFacts((*exact.FACTS, *constant.FACTS, *reference.FACTS, *explore.FACTS, *samples.FACTS,
-                  *normalization.FACTS))
+                  *normalization.FACTS, *generated.FACTS))

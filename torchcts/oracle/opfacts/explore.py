@@ -1,6 +1,6 @@
 """What exploration may vary of an op (kinds `one_device`, `near_zero`, `size_valued`,
-`cpu_unsafe_arguments`, `cpu_unsafe_variants`, `switch_points`): the op facts cases/explore/ reads
-(docs/exploration.md).
+`cpu_unsafe_arguments`, `cpu_unsafe_variants`, `switch_points`, `int_dividing`, `integer_args_kept`):
+the op facts cases/explore/ reads (docs/exploration.md).
 
 Exploration varies an op's samples (switch points, value classes, placement, magnitude); these say
 where an op's own definition, or CPU as the reference, rules a variation out or in.
@@ -32,6 +32,15 @@ FACTS: tuple[Fact, ...] = (
          "its output size is a value of its input: an extreme value allocates without bound (bincount of "
          "iinfo.max: 16 GB), and a whole tensor at an extreme is an extreme too",
          _EXPLORED),
+    Fact("int_dividing", ("*div*", "*mod*", "*remainder*", "*gcd*", "*lcm*"),
+         "divides integers: CPU traps (SIGFPE) on INT_MIN / -1, INT_MIN % -1 and lcm's overflows, killing the worker "
+         "before a verdict, so its integer tensors get no `extremes`", _EXPLORED),
+    Fact("integer_args_kept", ("*scatter*", "*index_put*", "*index_copy*", "put*", "*take_along*"),
+         "which of duplicate indices' writes wins is unspecified (scatter without reduction, index_put/put without "
+         "accumulate, index_copy): explored integer arguments would differ between two right devices", _EXPLORED),
+    Fact("integer_args_kept", ("*masked_scatter*", "*ctc_loss*", "*segment_reduce*"),
+         "CPU's kernel trusts its integer arguments (mask counts, CTC lengths, segment offsets): explored ones abort "
+         "or read out of bounds instead of raising", _EXPLORED),
     Fact("cpu_unsafe_arguments", ("nn.functional.embedding_bag",),
          "include_last_offset=True on offsets that do not end at the indices' length: CPU reads past the indices "
          "(two CPU calls differ, ~1e23) and 2.7's backward corrupts its heap",

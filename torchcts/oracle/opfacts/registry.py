@@ -1,16 +1,22 @@
 """The registry of op facts: the one way every suite and oracle asks what is known of an op.
 
 The most specific selector that holds any fact of the asked kind decides (`keys` order): a
-variant's fact overrides its op's, an aten packet's its in-place form's functional op. Among that
-selector's facts the first whose condition holds answers; none holding answers None, as no fact.
+variant's fact overrides its op's, an aten packet's its in-place form's functional op. A selector
+with glob characters (`*rand*`, `gcd*`: fnmatch, as `--op` globs) is a pattern, less specific than
+any name: patterns are asked, in the order they were added, only where no name of the op holds a
+fact of the kind. Among the deciding facts the first whose condition holds answers; none holding
+answers None, as no fact.
 """
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterable
 from typing import Any
 
 from torchcts.oracle.opfacts.model import Fact, is_aten, keys
+
+GLOB_CHARS = "*?["  # a selector holding one is a pattern (cases/ops.py reads `--op` globs alike)
 
 # The kinds of fact, and what each says of its ops (a new kind is one entry here).
 KINDS: dict[str, str] = {
@@ -39,6 +45,14 @@ KINDS: dict[str, str] = {
                      "conditioning (value: how it groups the sample's input, oracle/conditioning.py)",
     "running_stats": "updates running statistics in place without a schema mark (value: where the sample holds "
                      "them and its momentum)",
+    "properties_only": "the generated suite compares only shapes, dtypes and types: two right backends differ "
+                       "(value: why)",
+    "no_generated_case": "calling the packet with generated inputs is no conformance question: no generated "
+                         "case (value: why)",
+    "integer_only": "the packet takes integers only: its generated cases use int64",
+    "generated_category": "the tolerance category of the packet's generated cases (value: the category)",
+    "int_dividing": "divides integers: CPU traps (SIGFPE) on INT_MIN / -1, so no integer extremes are explored",
+    "integer_args_kept": "explored samples keep OpInfo's values in its integer arguments",
     "switch_points": "the op's own switch points, tried first (value: argument -> values)",
 }
 
@@ -49,6 +63,7 @@ class OpFacts:
     def __init__(self, facts: Iterable[Fact]) -> None:
         self.facts: list[Fact] = []
         self._index: dict[tuple[str, str], list[Fact]] = {}
+        self._patterns: dict[str, list[tuple[str, Fact]]] = {}
         for fact in facts:
             self.add(fact)
 
@@ -60,7 +75,10 @@ class OpFacts:
             raise ValueError(f"op fact of kind {fact.kind!r} for {fact.ops!r} has no reason or no op")
         self.facts.append(fact)
         for op in fact.ops:
-            self._index.setdefault((fact.kind, op), []).append(fact)
+            if any(c in op for c in GLOB_CHARS):
+                self._patterns.setdefault(fact.kind, []).append((op, fact))
+            else:
+                self._index.setdefault((fact.kind, op), []).append(fact)
 
     def find(self, kind: str, op: str, variant: str = "", *, dtype: str | None = None,
              case_kind: str | None = None, aten: bool = False, sample: Any = None) -> Fact | None:
@@ -81,8 +99,14 @@ class OpFacts:
         if kind not in KINDS:
             raise KeyError(f"unknown op fact kind {kind!r}")
         spelled_aten = is_aten(op, aten)
-        for key in keys(op, variant, aten):
+        names = keys(op, variant, aten)
+        for key in names:
             found = self._index.get((kind, key))
+            if found:
+                return [f for f in found if f.when.holds(dtype, case_kind, spelled_aten, sample)]
+        patterns = self._patterns.get(kind, ())
+        for key in names if patterns else ():
+            found = [f for pattern, f in patterns if fnmatch.fnmatchcase(key, pattern)]
             if found:
                 return [f for f in found if f.when.holds(dtype, case_kind, spelled_aten, sample)]
         return []
