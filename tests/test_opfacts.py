@@ -171,6 +171,12 @@ def test_oracle_and_exploration_facts_answer_as_the_tables_did() -> None:
     log1p, meshgrid, bincount = values.policy("log1p"), values.policy("meshgrid"), values.policy("bincount")
     assert log1p.near_zero and log1p.host_operands and not meshgrid.host_operands and not meshgrid.near_zero
     assert {"extremes", "uniform"} <= bincount.excluded and not log1p.excluded
+    everything_but_plain = set(values.CLASSES) - {"plain"}
+    for name, variant in (("nn.functional.grid_sample", ""), ("linalg.lu_factor", ""), ("norm", "nuc"),
+                          ("lu_unpack", ""), ("abs", "")):
+        assert (values.policy(name, "", variant).excluded == everything_but_plain) == (name != "abs"), name
+    assert values.policy("special.chebyshev_polynomial_t").excluded == {"extremes", "uniform"}
+    assert not values.policy("nn.functional.pad", "", "circular").excluded  # "circular" holds no word
 
 
 def test_generated_suite_facts_answer_as_the_tables_did() -> None:

@@ -24,7 +24,6 @@ same in every process.
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,18 +44,13 @@ def _floating(t: torch.Tensor) -> bool:
 # Inputs CPU itself cannot take, so there is no reference (the worker would die before one):
 # ops that divide integers trap (SIGFPE) on INT_MIN / -1, INT_MIN % -1 and lcm's overflows, so
 # their integer tensors get no `extremes` (op facts of kind `int_dividing`);
-# ops whose output size is a value of their input (bincount of iinfo.max allocates 16 GB: op facts of
-# kind `size_valued`) get no `extremes` at all;
+# ops whose output size is a value of their input (bincount of iinfo.max allocates 16 GB) and the
+# special polynomials (they loop n times for degree n) get no `extremes` at all (op facts of kind
+# `extremes_unbounded`);
 # LAPACK-backed ops and the grid samplers read out of bounds, crash or loop on non-finite or huge
 # values, and duplicates, zeros and subnormals make their matrices singular or ill-conditioned, whose
-# solutions are not unique (lstsq on CPU differs from itself), so they keep OpInfo's values and
-# explore their arguments only (category "linalg", or a word of the name here);
-UNBOUNDED_UNSAFE = frozenset({"grid", "sampler", "householder", "ormqr", "geqrf", "lu", "eig", "eigh", "eigvals",
-                              "eigvalsh", "svd", "svdvals", "cholesky", "lstsq", "solve", "inv", "inverse", "det",
-                              "logdet", "slogdet", "pinv", "pinverse", "matrix", "cond", "qr", "triangular",
-                              "nuc"})  # norm's nuc variant: an SVD (NaN in it: LAPACK may fail to converge)
-# the special polynomials loop n times for degree n (iinfo.max, or finfo.max: hours), so they get
-# no `extremes` either (the word "polynomial");
+# solutions are not unique, so they keep OpInfo's values and explore their arguments only (category
+# "linalg", or op facts of kind `values_kept`: a word of the name or variant);
 # and these keep OpInfo's values in their integer arguments: ops whose result depends on the order
 # duplicate indices are written in (scatter without reduction, index_put/put without accumulate,
 # index_copy) legitimately differ between devices, and ops whose CPU kernel trusts its integer
@@ -76,10 +70,9 @@ class Policy:
 
 
 def policy(op_name: str, category: str = "", variant: str = "") -> Policy:
-    words = set(re.split(r"[._]", op_name)) | set(re.split(r"[._]", variant))
-    lapack = category == "linalg" or not UNBOUNDED_UNSAFE.isdisjoint(words)
+    lapack = category == "linalg" or FACTS.has("values_kept", op_name, variant)
     excluded = set(CLASSES) - {"plain"} if lapack else set()
-    if FACTS.has("size_valued", op_name.split(".")[0]) or FACTS.has("size_valued", op_name) or "polynomial" in words:
+    if FACTS.has("extremes_unbounded", op_name.split(".")[0]) or FACTS.has("extremes_unbounded", op_name, variant):
         excluded.update(("extremes", "uniform"))  # a whole tensor at an extreme is an extreme too
     return Policy(frozenset(excluded), not FACTS.has("int_dividing", op_name),
                   not lapack and not FACTS.has("integer_args_kept", op_name), FACTS.has("near_zero", op_name),

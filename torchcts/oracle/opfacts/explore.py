@@ -1,4 +1,4 @@
-"""What exploration may vary of an op (kinds `one_device`, `near_zero`, `size_valued`,
+"""What exploration may vary of an op (kinds `one_device`, `near_zero`, `extremes_unbounded`, `values_kept`,
 `cpu_unsafe_arguments`, `cpu_unsafe_variants`, `switch_points`, `int_dividing`, `integer_args_kept`):
 the op facts cases/explore/ reads (docs/exploration.md).
 
@@ -11,6 +11,12 @@ from __future__ import annotations
 from torchcts.oracle.opfacts.model import Fact
 
 _EXPLORED = "an explored input on CPU (the reference), PyTorch 2.7 to 2.13"
+
+
+def _words(*words: str) -> tuple[str, ...]:
+    """Patterns matching a name (`name.variant`) holding one of `words` between `.` and `_`."""
+    return tuple(p for w in words for p in (w, f"{w}[._]*", f"*[._]{w}", f"*[._]{w}[._]*"))
+
 
 FACTS: tuple[Fact, ...] = (
     Fact("one_device", ("meshgrid",),
@@ -27,11 +33,23 @@ FACTS: tuple[Fact, ...] = (
                        "logaddexp", "nn.functional.softplus", "special.entr"),
          "f(x) ~ x (or a known series) near zero: a naive kernel loses the digits a right one keeps there",
          "the functions' series at zero (C99 and the libm these kernels follow)"),
-    Fact("size_valued", ("bincount", "repeat_interleave", "nn.functional.one_hot", "histc", "histogram", "histogramdd",
+    Fact("extremes_unbounded", ("bincount", "repeat_interleave", "nn.functional.one_hot", "histc", "histogram", "histogramdd",
                          "arange", "linspace", "logspace", "range", "nn.functional.embedding_bag"),
          "its output size is a value of its input: an extreme value allocates without bound (bincount of "
          "iinfo.max: 16 GB), and a whole tensor at an extreme is an extreme too",
          _EXPLORED),
+    Fact("extremes_unbounded", _words("polynomial"),
+         "the special polynomials loop n times for degree n: iinfo.max, or finfo.max, takes hours", _EXPLORED),
+    Fact("values_kept", _words("grid", "sampler"),
+         "the grid samplers read out of bounds on non-finite or huge grid values", _EXPLORED),
+    Fact("values_kept", _words("householder", "ormqr", "geqrf", "lu", "eig", "eigh", "eigvals", "eigvalsh", "svd",
+                               "svdvals", "cholesky", "lstsq", "solve", "inv", "inverse", "det", "logdet", "slogdet",
+                               "pinv", "pinverse", "matrix", "cond", "qr", "triangular"),
+         "LAPACK crashes or loops on non-finite or huge values, and duplicates, zeros and subnormals make the "
+         "matrices singular or ill-conditioned, whose solutions are not unique (lstsq on CPU differs from itself)",
+         _EXPLORED),
+    Fact("values_kept", _words("nuc"),
+         "norm's nuc variant is an SVD: a NaN in it may keep LAPACK from converging", _EXPLORED),
     Fact("int_dividing", ("*div*", "*mod*", "*remainder*", "*gcd*", "*lcm*"),
          "divides integers: CPU traps (SIGFPE) on INT_MIN / -1, INT_MIN % -1 and lcm's overflows, killing the worker "
          "before a verdict, so its integer tensors get no `extremes`", _EXPLORED),

@@ -34,7 +34,10 @@ KINDS: dict[str, str] = {
     "no_truth": "the float64 result is another answer, not a more precise one: no truth (value: why)",
     "one_device": "every tensor must be on one device, a 0-dim CPU tensor too: no placement axis",
     "near_zero": "accurate near zero by design: exploration adds tiny inputs (cases/explore/magnitude.py)",
-    "size_valued": "the output's size is a value of the input: no extreme or uniform values explored",
+    "extremes_unbounded": "an extreme input value costs without bound (an output sized by it, a loop that many "
+                          "times): no extreme or uniform values explored",
+    "values_kept": "exploration keeps OpInfo's values and varies the arguments only (LAPACK-backed ops, grid "
+                   "samplers: non-finite, huge or singular inputs crash CPU or have no unique answer)",
     "cpu_unsafe_arguments": "arguments exploration never switches, CPU reads out of bounds or aborts on some "
                             "values (value: the arguments, by position after the input or name)",
     "cpu_unsafe_variants": "exploration checks never run, CPU aborts on explored inputs (value: the checks)",
