@@ -15,13 +15,12 @@ import torch
 from conftest import latest_run, records, run_cli
 
 from torchcts.cases.context import CaseContext
-from torchcts.cases.explore import codec, corpus
+from torchcts.cases.explore import codec, corpus, switches
 from torchcts.cases.explore.budget import default_depth, samples_for
 from torchcts.cases.explore.generate import explored, usable_bases
 from torchcts.cases.explore.run import run as explore_run
 from torchcts.cases.explore.shrink import MAX_CALLS, shrink
 from torchcts.cases.explore.switches import (
-    OP_SWITCHES,
     add_switch_points,
     by_schema,
     op_positions,
@@ -31,6 +30,7 @@ from torchcts.cases.explore.switches import (
 from torchcts.cases.model import Case, NotApplicable
 from torchcts.cases.opinfo.samples import lookup, selected_samples
 from torchcts.manifest.templates import validation_manifest
+from torchcts.oracle.opfacts import OpFacts
 
 HELPERS = Path(__file__).parent / "helpers"
 
@@ -120,7 +120,7 @@ def test_arguments_cpu_cannot_take_are_never_switched() -> None:
 
 
 def test_the_hook_puts_an_ops_own_points_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(OP_SWITCHES, "abs", {})
+    monkeypatch.setattr(switches, "FACTS", OpFacts(switches.FACTS.facts))  # the points added stay in this test
     add_switch_points("abs", "planted", ["x", "y"])
     bases = bases_of("abs")
     points = switch_points(lookup("abs"), [s for _, s in bases])

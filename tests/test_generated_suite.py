@@ -139,7 +139,7 @@ def test_family_recipes_give_inputs_cpu_accepts(overload, recipe):
     if not hasattr(torch.ops.aten, overload.split("::")[1].split(".")[0]):
         pytest.skip(f"{overload} is newer than PyTorch {torch.__version__}")
     ctx = _ctx()
-    dtype = torch.int64 if "shift" in overload else torch.float32  # integer-only (build.INTEGER_ONLY)
+    dtype = torch.int64 if "shift" in overload else torch.float32  # integer-only (op facts: integer_only)
     run_surface(ctx, overload, dtype, category="conv" if "conv" in overload else "reduction")
     assert ctx.info["sample"].startswith(f"{overload} with recipe {recipe},"), ctx.info["sample"]
     if recipe in NOT_WEAK:  # recipes made so the result tells a right answer from zeros or a constant

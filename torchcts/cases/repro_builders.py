@@ -108,7 +108,7 @@ def operators_elementwise(case: Case, manifest: Manifest, info: dict[str, Any] |
 
 def _known_device(manifest: Manifest) -> str | None:
     """The manifest's device when this process can name it (its backend imported), else None:
-    then the few ops with per-device-type options (samples.DEVICE_POLICY_OPS) get CPU's."""
+    then the few ops with per-device-type options (op facts of kind device_policy) get CPU's."""
     import torch
 
     try:

@@ -14,7 +14,12 @@ from typing import Any
 
 import torch
 
+from torchcts.oracle.opfacts import FACTS
+from torchcts.oracle.opfacts.constant import FLOAT_PREDICATES
 from torchcts.oracle.tolerances import Tolerance
+
+__all__ = ["BELOW_ATOL", "CONSTANT", "EMPTY", "FLOAT_PREDICATES", "NAN", "REASONS", "ZEROS", "constant_by_definition",
+           "constant_overload", "tensor_weakness", "weakness"]
 
 # The reasons, as records carry them (CaseRecord.weak).
 EMPTY = "empty"
@@ -24,53 +29,17 @@ CONSTANT = "constant"
 BELOW_ATOL = "below the absolute tolerance"
 REASONS = (EMPTY, ZEROS, NAN, CONSTANT, BELOW_ATOL)
 
-# OpInfo names whose result is constant by definition (factories, fills): a constant or zero
-# reference is all they can have, so their comparisons are not judged.
-CONSTANT_BY_DEFINITION = frozenset({
-    "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "zero_",
-    "fill", "scalar_tensor", "linalg.norm.subgradients_at_zero",
-})
-# Predicates of floating values: on integer and bool inputs their answer is the same everywhere.
-FLOAT_PREDICATES = frozenset({"isnan", "isinf", "isposinf", "isneginf", "isfinite"})
-# OpInfo names whose result is the same everywhere for the dtypes named: signbit and angle of
-# non-negative reals (False, 0), entr of bools (-x ln x is 0 at 0 and 1).
-CONSTANT_FOR_DTYPES = {
-    "signbit": frozenset({"bool", "uint8", "uint16", "uint32", "uint64"}),
-    "angle": frozenset({"bool", "uint8", "uint16", "uint32", "uint64"}),
-    "special.entr": frozenset({"bool"}),
-}
-# Ops whose gradient is zero wherever it is defined (step functions; outputs that ignore the input's
-# values; the angle and sign of real numbers). Names, or `name.variant`.
-ZERO_GRADIENT = frozenset({"round", "floor", "ceil", "trunc", "fix", "sign", "sgn", "angle", "zero_", "fill",
-                           "div.trunc_rounding", "div.floor_rounding"})
-
-
-# Aten packets (`aten::zero_`, `aten::new_full.out`: name without namespace, overload and trailing `_`)
-# whose result is constant by definition: the factories and fills of the generated and surface suites.
-CONSTANT_ATEN = CONSTANT_BY_DEFINITION | {
-    "zero", "_efficientzerotensor", "_new_zeros_with_same_feature_meta", "_foreach_zero",
-}
-
-
 def constant_overload(name: str) -> bool:
     """An aten overload (`aten::_foreach_zero_.default`, `new_full.out`) whose result is constant by
-    definition: its constant reference is no weakness of the inputs."""
-    base = name.split("::", 1)[-1].split(".", 1)[0]
-    if base.endswith("_") and not base.endswith("__"):
-        base = base[:-1]
-    return base in CONSTANT_ATEN
+    definition (op facts of kind `constant`): its constant reference is no weakness of the inputs."""
+    return FACTS.has("constant", name, aten=True)
 
 
 def constant_by_definition(name: str, dtype: str | None, backward: bool = False, variant: str = "") -> bool:
     """The OpInfo's result (or gradient, `backward`) is the same everywhere whatever the backend does
-    right: a constant reference there is no weakness of the sample."""
-    names = {name, f"{name}.{variant}"} if variant else {name}
-    if backward:
-        return bool(names & ZERO_GRADIENT)
-    real = dtype is not None and not dtype.startswith("complex")
-    integral = real and not dtype.startswith(("float", "bfloat"))  # type: ignore[union-attr]
-    return (bool(names & CONSTANT_BY_DEFINITION) or (name in FLOAT_PREDICATES and integral) or (name == "isreal" and real)
-            or dtype in CONSTANT_FOR_DTYPES.get(name, ()))
+    right (op facts of kinds `constant`, `zero_gradient`): a constant reference there is no weakness
+    of the sample."""
+    return FACTS.has("zero_gradient" if backward else "constant", name, variant, dtype=dtype)
 
 
 def tensor_weakness(expected: torch.Tensor, tol: Tolerance) -> str | None:

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from torchcts.cases.explore import layout, magnitude, placement, values
-from torchcts.cases.explore.switches import OP_SWITCHES, AtSize, SwitchPoint, op_positions, switch_points
+from torchcts.cases.explore.switches import AtSize, SwitchPoint, op_positions, own_switches, switch_points
 from torchcts.cases.opinfo.samples import rebuilt, tensors_of
 from torchcts.oracle.categories import tolerance_category
 
@@ -66,7 +66,7 @@ class Plan:
 
     bases: list[tuple[int, Any]]  # (OpInfo index, sample): usable_bases
     points: list[SwitchPoint]  # switches.switch_points, the op's own first
-    hooked: int  # how many of the points are the op's own (OP_SWITCHES)
+    hooked: int  # how many of the points are the op's own (switches.own_switches)
     rules: values.Policy
     positional: Mapping[str, int]  # switches.op_positions
     elementwise: bool = False  # a ufunc (OpInfo's Unary/BinaryUfuncInfo): any shape is an input of it
@@ -82,7 +82,7 @@ def plan(op: Any, samples: Iterable[tuple[int, Any]]) -> Plan | None:
     if not bases:
         return None
     return Plan(bases, switch_points(op, [s for _, s in bases]),
-                sum(len(v) for v in OP_SWITCHES.get(op.name, {}).values()),
+                sum(len(v) for v in own_switches(op.name).values()),
                 values.policy(op.name, tolerance_category(op), op.variant_test_name), op_positions(op),
                 type(op).__name__ in ELEMENTWISE_INFOS)
 

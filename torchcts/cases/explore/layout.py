@@ -27,9 +27,9 @@ LIFT_MIN_ELEMENTS = 8  # fewer elements fill no rank-5 shape with three sizes > 
 
 
 def _written(case_id: str) -> tuple[int | str, ...]:
-    """Positions of the statistics the case's op writes without a schema mark (oracle/conditioning.py:
-    RUNNING_STATS): never expanded, since updates through a stride of 0 race with each other and CPU's
-    own result changes from run to run."""
+    """Positions of the statistics the case's op writes without a schema mark (op facts of kind
+    `running_stats`, oracle/conditioning.py: running_stats): never expanded, since updates through a
+    stride of 0 race with each other and CPU's own result changes from run to run."""
     entry = running_stats(case_id.split("/")[1]) if case_id.count("/") >= 2 else None
     return entry.where if entry is not None else ()
 

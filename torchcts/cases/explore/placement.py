@@ -7,7 +7,9 @@ samples hold their 0-dim operands as tensors that move to the device with the re
 never taken. One explored sample in PLACE_EVERY whose arguments hold a 0-dim tensor (never the input)
 gets one of them as a CPU scalar tensor (a HostArg: it stays on the host when the sample moves) or
 as a Python number. The choice is drawn from the sample's own seed (`f"{case_id}#{index}#place"`), so
-the other axes' draws, and every corpus entry found before this axis, are unchanged.
+the other axes' draws, and every corpus entry found before this axis, are unchanged. Ops whose tensors
+must all be on one device, a 0-dim one too, never get this axis (op facts of kind `one_device`,
+values.Policy.host_operands).
 """
 
 from __future__ import annotations
@@ -21,15 +23,6 @@ from torchcts.cases.opinfo.samples import HostArg, rebuilt
 
 PLACE_EVERY = 3
 KINDS = ("host", "number")  # a CPU scalar tensor, a Python number
-
-# Ops whose tensors must all be on one device even when one is 0-dim: CUDA refuses a CPU scalar
-# tensor there as well, so a device that refuses it is right (OpInfo name -> where PyTorch checks).
-ONE_DEVICE_OPS: dict[str, str] = {
-    "meshgrid": "aten meshgrid: 'meshgrid expects all tensors to have the same device'",
-    "nn.functional.linear_cross_entropy": "its chunked path calls the custom op "
-                                          "torch_nn._linear_cross_entropy_batch_chunked, whose device check "
-                                          "refuses a CPU target",
-}
 
 
 def place(sample: Any, case_id: str, index: int) -> tuple[Any, str | None]:

@@ -30,6 +30,7 @@ from torchcts.cases.opinfo.run import SkipSample, check_backward, check_call, ch
 from torchcts.cases.opinfo.samples import describe_sample, lookup, selected_samples
 from torchcts.oracle.categories import tolerance_category
 from torchcts.oracle.compare import OracleMismatch
+from torchcts.oracle.opfacts import FACTS
 
 Check = Callable[[Any], None]
 
@@ -37,15 +38,6 @@ Check = Callable[[Any], None]
 # without the dispatch observer (engine/runner.py), and that run confirms the find on its shrunk
 # input instead of exploring and shrinking again, keeping the record of how it was found.
 _FOUND: dict[str, tuple[corpus.Entry, dict[str, Any], dict[str, int]]] = {}
-
-
-# Variants never explored because CPU itself (the reference) aborts on explored inputs in a supported
-# PyTorch, killing the worker before any verdict; OpInfo's own samples still check them.
-CPU_UNSAFE_VARIANTS: dict[str, frozenset[str]] = {
-    # PyTorch 2.7's CPU embedding_bag backward corrupts its heap (munmap_chunk: invalid pointer,
-    # SIGABRT) on explored offsets and include_last_offset=True
-    "nn.functional.embedding_bag": frozenset({"backward"}),
-}
 
 
 def variants(ctx: CaseContext, op: Any, dtype: torch.dtype) -> dict[str, Check]:
@@ -64,7 +56,8 @@ def variants(ctx: CaseContext, op: Any, dtype: torch.dtype) -> dict[str, Check]:
     claims_grad = ctx.claims("autograd") or ctx.claims("training")
     if op.supports_autograd and floating and claims_grad and dtype in op.supported_backward_dtypes("cpu"):
         found["backward"] = lambda s: check_backward(ctx, op, requiring_grad(s))
-    for name in CPU_UNSAFE_VARIANTS.get(op.name, ()):
+    # never explored where CPU itself aborts on explored inputs (op facts: cpu_unsafe_variants)
+    for name in FACTS.get("cpu_unsafe_variants", op.name) or ():
         found.pop(name, None)
     return found
 

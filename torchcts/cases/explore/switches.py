@@ -3,9 +3,10 @@
 A switch point is (where, value): `where` is a keyword name or the position of a positional
 argument after the input. They come from three places, in this order:
 
-1. the op's own points (`OP_SWITCHES`, extended with `add_switch_points`, e.g. from the backend
-   module a manifest imports): kept first, so a few of them always fit in the budget, and in place
-   of the points the rules below would derive for that argument;
+1. the op's own points (op facts of kind `switch_points`, `own_switches`, extended with
+   `add_switch_points`, e.g. from the backend module a manifest imports): kept first, so a few of
+   them always fit in the budget, and in place of the points the rules below would derive for that
+   argument;
 2. the sample's own arguments by the type of their value: a bool flipped; an int at 0, 1, -1;
    a list of dims at [], [0], [-1], [0, -1] and a repeated dim; a float at 0, -0.0, 1, -1, 0.5,
    inf, nan; a string from `STRING_ENUMS` by the argument's name; a number, tensor or string
@@ -26,6 +27,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import torch
+
+from torchcts.oracle.opfacts import FACTS, Fact
 
 Where = str | int  # a keyword name, or the index of a positional argument after the input
 SwitchPoint = tuple[Where, Any]
@@ -88,20 +91,22 @@ _SIZING = ("size", "scale", "factor", "step", "end", "start", "steps")
 def _sizing(name: str) -> bool:
     return not name or any(word in name for word in _SIZING)
 
-# The hook: OpInfo name -> argument -> values, tried before every other point of that op; they
-# replace the points derived for that argument (an enum passed as an int, whose other values CPU
-# does not check: grid_sampler's interpolation and padding modes read out of bounds at -1).
-OP_SWITCHES: dict[str, dict[Where, tuple[Any, ...]]] = {
-    "grid_sampler_2d": {1: (0, 1, 2), 2: (0, 1, 2)},
-    "grid_sampler_3d": {1: (0, 1), 2: (0, 1, 2)},
-}
+def own_switches(op: str) -> dict[Where, tuple[Any, ...]]:
+    """The op's own points by argument (OpInfo name -> argument -> values, op facts of kind
+    `switch_points`), tried before every other point of that op; they replace the points derived for
+    that argument (an enum passed as an int, whose other values CPU does not check)."""
+    merged: dict[Where, tuple[Any, ...]] = {}
+    for fact in FACTS.find_all("switch_points", op):
+        for where, values in fact.value.items():
+            merged[where] = (*merged.get(where, ()), *values)
+    return merged
 
 
-def add_switch_points(op: str, where: Where, values: Iterable[Any]) -> None:
+def add_switch_points(op: str, where: Where, values: Iterable[Any], reason: str = "registered by the backend's "
+                      "module (add_switch_points)") -> None:
     """Register an op's own switch points: `add_switch_points("nn.functional.gelu", "approximate",
     ["tanh"])`; `where` a keyword name or a positional index after the input."""
-    known = OP_SWITCHES.setdefault(op, {})
-    known[where] = (*known.get(where, ()), *values)
+    FACTS.add(Fact("switch_points", (op,), reason, "add_switch_points", {where: tuple(values)}))
 
 
 def by_value(where: Where, value: Any) -> tuple[Any, ...]:
@@ -205,27 +210,18 @@ def _schema_text(text: str) -> str:
     return text + ("?" if optional else "")
 
 
-# Keywords of one op never switched, because CPU itself (the reference) reads out of bounds or
-# aborts on some of their values: no reference, and an abort kills the worker before any verdict.
-CPU_UNSAFE: dict[str, frozenset[Where]] = {
-    # include_last_offset=True on offsets that do not end at the indices' length: CPU reads past
-    # the indices (PyTorch 2.12: two CPU calls differ, ~1e23) and 2.7's backward corrupts its heap
-    "nn.functional.embedding_bag": frozenset({"include_last_offset"}),
-    # circular padding by negative amounts (this variant's pads) reads outside the input on CPU:
-    # two CPU calls differ (int8: 64 vs -80), so its mode (argument 1) is never switched
-    "nn.functional.pad.replicate_negative": frozenset({1, "mode"}),
-}
-
-
 def cpu_unsafe(op: Any) -> frozenset[Where]:
-    """The arguments of this OpInfo (by name, or name.variant) never switched (CPU_UNSAFE)."""
-    return CPU_UNSAFE.get(op.name, frozenset()) | CPU_UNSAFE.get(f"{op.name}.{op.variant_test_name}", frozenset())
+    """The arguments of this OpInfo (by name, or name.variant) never switched, because CPU itself (the
+    reference) reads out of bounds or aborts on some of their values: no reference, and an abort kills
+    the worker before any verdict (op facts of kind `cpu_unsafe_arguments`)."""
+    unsafe: frozenset[Where] = FACTS.get("cpu_unsafe_arguments", op.name) or frozenset()
+    return unsafe | (FACTS.get("cpu_unsafe_arguments", op.name, op.variant_test_name) or frozenset())
 
 
 def switch_points(op: Any, bases: Sequence[Any]) -> list[SwitchPoint]:
     """Every switch point of the op given its base samples, without repeats, the hook's first."""
     points: list[SwitchPoint] = []
-    own = OP_SWITCHES.get(op.name, {})
+    own = own_switches(op.name)
     for where, values in own.items():
         points += [(where, v) for v in values]
     unsafe = cpu_unsafe(op)

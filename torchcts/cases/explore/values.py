@@ -24,16 +24,14 @@ same in every process.
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from torchcts.cases.explore.magnitude import NEAR_ZERO_OPS
-from torchcts.cases.explore.placement import ONE_DEVICE_OPS
 from torchcts.cases.opinfo.samples import HostArg, rebuilt
+from torchcts.oracle.opfacts import FACTS
 
 CLASSES: tuple[str, ...] = ("plain", "signed_zero", "subnormal", "halfway", "ties", "extremes", "nonfinite",
                             "index_ends", "uniform")
@@ -45,28 +43,19 @@ def _floating(t: torch.Tensor) -> bool:
 
 # Inputs CPU itself cannot take, so there is no reference (the worker would die before one):
 # ops that divide integers trap (SIGFPE) on INT_MIN / -1, INT_MIN % -1 and lcm's overflows, so
-# their integer tensors get no `extremes`;
-INT_DIVIDING = re.compile(r"div|mod|remainder|gcd|lcm")
-# ops whose output size is a value of their input (bincount of iinfo.max allocates 16 GB) get no
-# `extremes` at all;
-SIZE_VALUED = frozenset({"bincount", "repeat_interleave", "nn.functional.one_hot", "histc", "histogram",
-                         "histogramdd", "arange", "linspace", "logspace", "range", "nn.functional.embedding_bag"})
+# their integer tensors get no `extremes` (op facts of kind `int_dividing`);
+# ops whose output size is a value of their input (bincount of iinfo.max allocates 16 GB) and the
+# special polynomials (they loop n times for degree n) get no `extremes` at all (op facts of kind
+# `extremes_unbounded`);
 # LAPACK-backed ops and the grid samplers read out of bounds, crash or loop on non-finite or huge
 # values, and duplicates, zeros and subnormals make their matrices singular or ill-conditioned, whose
-# solutions are not unique (lstsq on CPU differs from itself), so they keep OpInfo's values and
-# explore their arguments only (category "linalg", or a word of the name here);
-UNBOUNDED_UNSAFE = frozenset({"grid", "sampler", "householder", "ormqr", "geqrf", "lu", "eig", "eigh", "eigvals",
-                              "eigvalsh", "svd", "svdvals", "cholesky", "lstsq", "solve", "inv", "inverse", "det",
-                              "logdet", "slogdet", "pinv", "pinverse", "matrix", "cond", "qr", "triangular",
-                              "nuc"})  # norm's nuc variant: an SVD (NaN in it: LAPACK may fail to converge)
-# the special polynomials loop n times for degree n (iinfo.max, or finfo.max: hours), so they get
-# no `extremes` either (the word "polynomial");
+# solutions are not unique, so they keep OpInfo's values and explore their arguments only (category
+# "linalg", or op facts of kind `values_kept`: a word of the name or variant);
 # and these keep OpInfo's values in their integer arguments: ops whose result depends on the order
 # duplicate indices are written in (scatter without reduction, index_put/put without accumulate,
 # index_copy) legitimately differ between devices, and ops whose CPU kernel trusts its integer
 # arguments (CTC lengths, segment offsets, LAPACK pivots: linalg and the unbounded-unsafe words)
-# abort or read out of bounds instead of raising.
-INTEGER_ARGS_KEPT = re.compile(r"scatter|index_put|index_copy|^put|take_along|masked_scatter|ctc_loss|segment_reduce")
+# abort or read out of bounds instead of raising (op facts of kind `integer_args_kept`).
 
 
 @dataclass(frozen=True)
@@ -77,18 +66,17 @@ class Policy:
     int_min: bool = True
     index_args: bool = True
     near_zero: bool = False  # an op accurate near zero by design: tiny inputs too (magnitude.py)
-    host_operands: bool = True  # a 0-dim operand may move to the host (placement.py: ONE_DEVICE_OPS)
+    host_operands: bool = True  # a 0-dim operand may move to the host (placement.py; op facts: one_device)
 
 
 def policy(op_name: str, category: str = "", variant: str = "") -> Policy:
-    words = set(re.split(r"[._]", op_name)) | set(re.split(r"[._]", variant))
-    lapack = category == "linalg" or not UNBOUNDED_UNSAFE.isdisjoint(words)
+    lapack = category == "linalg" or FACTS.has("values_kept", op_name, variant)
     excluded = set(CLASSES) - {"plain"} if lapack else set()
-    if op_name.split(".")[0] in SIZE_VALUED or op_name in SIZE_VALUED or "polynomial" in words:
+    if FACTS.has("extremes_unbounded", op_name.split(".")[0]) or FACTS.has("extremes_unbounded", op_name, variant):
         excluded.update(("extremes", "uniform"))  # a whole tensor at an extreme is an extreme too
-    return Policy(frozenset(excluded), not INT_DIVIDING.search(op_name),
-                  not lapack and not INTEGER_ARGS_KEPT.search(op_name), op_name in NEAR_ZERO_OPS,
-                  op_name not in ONE_DEVICE_OPS)
+    return Policy(frozenset(excluded), not FACTS.has("int_dividing", op_name),
+                  not lapack and not FACTS.has("integer_args_kept", op_name), FACTS.has("near_zero", op_name),
+                  not FACTS.has("one_device", op_name))
 
 
 def _pool(cls: str, dtype: torch.dtype, index_size: int, int_min: bool = True) -> list[float] | None:

@@ -13,7 +13,8 @@ import torch
 
 from torchcts.cases.model import Case
 from torchcts.manifest.schema import DTYPES
-from torchcts.oracle.categories import NO_CPU_REFERENCE, namespace, oracle_for
+from torchcts.oracle.categories import namespace, oracle_for
+from torchcts.oracle.opfacts import FACTS
 
 SUITE = "opinfo"
 RUNNER = "torchcts.cases.opinfo.run:run"
@@ -84,7 +85,7 @@ def explores(op: Any, oracle: str) -> bool:
     property oracles have nothing to compare explored inputs with), no sparse layouts, a CPU
     reference for its forward."""
     sparse = op.name.split(".", 1)[0] == "sparse" or op.name == "to_sparse"
-    return oracle == "cpu" and not sparse and ("forward", op.name) not in NO_CPU_REFERENCE
+    return oracle == "cpu" and not sparse and not FACTS.has("no_cpu_reference", op.name, case_kind="forward")
 
 
 def _case(op: Any, key: str, dtype: str, kind: str, aten: str, oracle: str, why: str | None) -> Case:
@@ -95,7 +96,7 @@ def _case(op: Any, key: str, dtype: str, kind: str, aten: str, oracle: str, why:
         level = max(level, FAMILY_LEVEL)
     if kind == "special_values" and oracle != "cpu":
         why = why or f"{key} has a {oracle} oracle: its values cannot be compared"
-    why = why or NO_CPU_REFERENCE.get((kind, op.name)) or NO_CPU_REFERENCE.get((kind, f"{op.name}.{op.variant_test_name}"))
+    why = why or FACTS.get("no_cpu_reference", op.name, op.variant_test_name, case_kind=kind)
     if "." in aten:  # no aten name (masked.sum, nn.functional.alpha_dropout): the OpInfo name itself
         ops = op.name
     else:

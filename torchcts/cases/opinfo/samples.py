@@ -19,6 +19,7 @@ from torch.utils import _pytree as pytree
 
 from torchcts.cases.model import NotApplicable
 from torchcts.oracle.allowed import RULES, HostArgument, host_arguments
+from torchcts.oracle.opfacts import FACTS
 
 
 def load_op_db() -> list[Any]:
@@ -64,13 +65,9 @@ def generate(op: Any, dtype: torch.dtype | None, requires_grad: bool = False, er
         return map(_explicit_device, samples)
     if op.name in HOST_ARGS:
         return (_mark_host_args(sample, HOST_ARGS[op.name]) for sample in samples)
-    if device is not None and op.name in DEVICE_POLICY_OPS:
+    if device is not None and FACTS.has("device_policy", op.name):
         return (pin_device_policy(sample, torch.device(device)) for sample in samples)
     return samples
-
-
-# Ops whose `options=` PyTorch resolves per device type before computing.
-DEVICE_POLICY_OPS = frozenset({"nn.functional.linear_cross_entropy"})
 
 
 def pin_device_policy(sample: Any, device: torch.device) -> Any:

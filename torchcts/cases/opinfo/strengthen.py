@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from torchcts.cases.opinfo.samples import inject_special_values, rebuilt
+from torchcts.oracle.opfacts import FACTS
 
 
 def _fresh(t: torch.Tensor) -> torch.Tensor:
@@ -159,21 +160,17 @@ def _real_places(sample: Any) -> Any:
     return _with(sample, inp, tuple(sample.args))
 
 
-# OpInfo name (or `name.variant`) -> the rewrite of each of its samples.
-STRENGTHEN: dict[str, Callable[[Any], Any]] = {
-    "eq": _agree, "ne": _agree, "isclose": _agree,
-    "logical_not": _zeros, "logical_xor": _zeros, "logical_and": _zeros, "logical_or": _both_zeros, "bool": _zeros,
-    "isin": _shared_test_elements,
-    "isnan": _specials, "isinf": _specials, "isposinf": _specials, "isneginf": _specials, "isfinite": _specials,
-    "round.decimals_neg_3": _scaled(1000.0),
-    "asin": _integral_places(1), "atanh": _integral_places(1), "erfinv": _integral_places(1),
-    "acosh": _integral_places(0), "isreal": _real_places,
-    "acos": _integral_places(1), "logit": _integral_places(1), "special.ndtri": _integral_places(1),
-    "xlogy": _other_places(0),
-    "min.reduction_no_dim": _odd_unsigned, "prod": _odd_unsigned, "cumprod": _odd_unsigned,
+# The rewrites by name; which op gets which (and why) are op facts of kind `strengthen`
+# (oracle/opfacts/samples.py): a rewrite's name, then the arguments of its factory.
+REWRITES: dict[str, Callable[..., Callable[[Any], Any]]] = {
+    "agree": lambda: _agree, "zeros": lambda: _zeros, "both_zeros": lambda: _both_zeros,
+    "shared_test_elements": lambda: _shared_test_elements, "specials": lambda: _specials, "scaled": _scaled,
+    "integral_places": _integral_places, "real_places": lambda: _real_places, "other_places": _other_places,
+    "odd_unsigned": lambda: _odd_unsigned,
 }
 
 
 def strengthener(name: str, variant: str = "") -> Callable[[Any], Any] | None:
     """The rewrite for an OpInfo's samples, None for the ops whose samples need none."""
-    return STRENGTHEN.get(f"{name}.{variant}" if variant else name)
+    spec = FACTS.get("strengthen", name, variant)
+    return None if spec is None else REWRITES[spec[0]](*spec[1:])

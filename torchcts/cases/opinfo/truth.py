@@ -17,6 +17,7 @@ from torch.utils import _pytree as pytree
 from torchcts.cases.observe import unobserved
 from torchcts.cases.opinfo.samples import copy_sample, leaves_of
 from torchcts.compat import opinfo_dtypes
+from torchcts.oracle.opfacts import FACTS
 from torchcts.oracle.precision import STRICT_CATEGORIES
 from torchcts.oracle.truth import Truth, truth_dtype
 
@@ -26,11 +27,6 @@ MAX_TRUTH_NUMEL = 1 << 20
 # The sensitivity runs the op once more per floating input; none for ops with more of them.
 MAX_PERTURBED = 4
 
-# Ops whose float64 result is a different answer, not a more precise one.
-NO_TRUTH: dict[str, str] = {
-    "nextafter": "its result is the neighbouring value of the input's own dtype",
-    "nan_to_num": "its default replacements are the input dtype's largest values",
-}
 # Tolerance categories without a truth: linalg results are unique only up to signs and phases,
 # which float32 and float64 LAPACK choose independently.
 NO_TRUTH_CATEGORIES = frozenset({"linalg"})
@@ -48,8 +44,9 @@ def why_no_truth(op: Any, sample: Any, dtype: torch.dtype, category: str) -> str
     wide = truth_dtype(dtype)
     if wide is None:
         return f"no dtype wider than {str(dtype).removeprefix('torch.')} on CPU"
-    if op.name in NO_TRUTH:
-        return NO_TRUTH[op.name]
+    no_truth = FACTS.get("no_truth", op.name)  # its float64 result is another answer (oracle/opfacts)
+    if no_truth is not None:
+        return str(no_truth)
     if category in NO_TRUTH_CATEGORIES:
         return f"{category} results are unique only up to signs and phases"
     if wide not in opinfo_dtypes(op, "cpu"):
