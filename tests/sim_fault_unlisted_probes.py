@@ -161,6 +161,14 @@ PROBES: dict[str, tuple[Callable[[], bool], tuple[Callable[[], bool], ...]]] = {
                         torch.randn(2, 3, 2, 2, 2, dtype=F64)),
          lambda: agrees(lambda x: torch.tanh(x.permute(4, 3, 2, 1, 0).contiguous().permute(4, 3, 2, 1, 0)),
                         torch.randn(2, 3, 2, 2, 2)))),
+    "bmm_ignores_conj": (
+        lambda: agrees(lambda a, b: torch.bmm(a.conj(), b), torch.randn(2, 3, 3, dtype=torch.complex64),
+                       torch.randn(2, 3, 3, dtype=torch.complex64)),
+        (lambda: agrees(torch.bmm, torch.randn(2, 3, 3, dtype=torch.complex64), torch.randn(2, 3, 3, dtype=torch.complex64)),
+         lambda: agrees(lambda a, b: torch.bmm(a.conj(), b), torch.randn(2, 3, 3, dtype=torch.complex128),
+                        torch.randn(2, 3, 3, dtype=torch.complex128)),
+         lambda: agrees(lambda a, b: torch.mm(a.conj(), b), torch.randn(3, 3, dtype=torch.complex64),
+                        torch.randn(3, 3, dtype=torch.complex64)))),
     "kthvalue_last_k": (
         lambda: agrees(lambda x: torch.kthvalue(x, 3), t([3.0, 1.0, 2.0])),
         (lambda: agrees(lambda x: torch.kthvalue(x, 1), t([3.0, 1.0, 2.0])),

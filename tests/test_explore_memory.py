@@ -85,3 +85,38 @@ def test_a_bad_order_is_refused(order):
     encoded["tensor"]["order"] = order
     with pytest.raises(codec.CodecError):
         codec.decode(encoded)
+
+
+def test_lazy_views_keep_the_values_and_carry_the_bit():
+    z, x = torch.randn(3, 4, dtype=torch.complex64), torch.randn(3, 4)
+    hits = {}
+    for i in range(64):
+        made, how = layout.lazy_view(SampleInput(z, args=(x,)), "opinfo/x/complex64/explore", i)
+        if how:
+            hits[how] = made
+    conj = hits["input as a lazily conjugated view"]
+    assert conj.input.is_conj() and torch.equal(conj.input, z) and not conj.args[0].is_neg()
+    neg = hits["arg0 as a lazily negated view"]
+    assert neg.args[0].is_neg() and torch.equal(neg.args[0], x) and not neg.input.is_conj()
+    # integers hold no bit: nothing to view
+    ints = SampleInput(torch.arange(6).reshape(2, 3))
+    assert all(layout.lazy_view(ints, "c", i)[1] is None for i in range(64))
+
+
+def test_copies_and_the_codec_keep_conj_and_neg_bits():
+    from torchcts.cases.opinfo.samples import copy_sample
+
+    z = torch.randn(2, 3, dtype=torch.complex64).conj().resolve_conj().conj()
+    n = torch._neg_view(torch.randn(4).neg())
+    copied = copy_sample(SampleInput(z, args=(n,)), "cpu")
+    assert copied.input.is_conj() and copied.args[0].is_neg()
+    assert copied.input.data_ptr() != z.data_ptr() and torch.equal(copied.input, z) and torch.equal(copied.args[0], n)
+    for t, bit in ((z, "conj"), (n, "neg")):
+        encoded = codec.encode(t)
+        assert encoded["tensor"][bit] is True
+        back = codec.decode(encoded)
+        assert torch.equal(back, t) and (back.is_conj(), back.is_neg()) == (t.is_conj(), t.is_neg())
+    bad = codec.encode(torch.randn(3))
+    bad["tensor"]["conj"] = True  # a real tensor cannot be conjugated lazily
+    with pytest.raises(codec.CodecError):
+        codec.decode(bad)

@@ -212,7 +212,7 @@ def describe_value(value: Any) -> Any:
             text += f" strides={list(value.stride())}"
         if value.storage_offset():
             text += f" offset={value.storage_offset()}"
-        return text
+        return text + (" conj" if value.is_conj() else " neg" if value.is_neg() else "")
     if isinstance(value, (list, tuple)):
         return [describe_value(v) for v in value]
     return repr(value)[:80]

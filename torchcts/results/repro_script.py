@@ -29,6 +29,10 @@ def place(obj, device):
     def one(t):
         if t.device.type == "meta":
             return t
+        if t.is_conj():  # the bit set again on the device's copy of the memory (a copy would resolve it)
+            return one(t.conj()).conj()
+        if t.is_neg():
+            return torch._neg_view(one(torch._neg_view(t)))
         src = t.detach()
         storage = src.untyped_storage()
         key = (storage.data_ptr(), storage.nbytes(), src.dtype)

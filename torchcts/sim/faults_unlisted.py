@@ -263,6 +263,18 @@ def _sigmoid_rank5_memory_order(func, args, kwargs, call):
     return call(flat, **kwargs).view(x.shape)
 
 
+@on_op("bmm")
+def _bmm_ignores_conj(func, args, kwargs, call):
+    """complex64 bmm maps a conjugated transpose (`mH`, what autograd passes) to its GEMM's
+    conjugate-transpose flag, but reads a plain lazily conjugated operand (`x.conj()`, contiguous) as
+    raw memory: multiplied unconjugated (pytorch/pytorch#191835, MPS complex bmm with conj views).
+    Resolved operands, the only ones OpInfo's samples hold, are right."""
+    if func is not aten.bmm.default or args[0].dtype != torch.complex64:
+        return call(*args, **kwargs)
+    return call(*(a.conj() if isinstance(a, torch.Tensor) and a.is_conj() and a.is_contiguous() else a
+                  for a in args), **kwargs)
+
+
 def _unlisted(name: str, description: str, install: Callable[[], None], op: str, dtype: str | None = "float32") -> Fault:
     return Fault(name, description, EXPLORE_SUITE, EXPLORE_LEVEL, (EXPLORE_CASES,), install,
                  dtype=dtype, op=op, unlisted=True)
@@ -302,6 +314,8 @@ FAULTS: tuple[Fault, ...] = (
               _atan2_stride0_as_scalar, "atan2"),
     _unlisted("sigmoid_rank5_memory_order", "float32 sigmoid of a non-contiguous tensor of rank >= 5 reads its "
               "storage in memory order", _sigmoid_rank5_memory_order, "sigmoid"),
+    _unlisted("bmm_ignores_conj", "complex64 bmm multiplies a lazily conjugated operand unconjugated",
+              _bmm_ignores_conj, "bmm", dtype="complex64"),
     _unlisted("kthvalue_last_k", "kthvalue of float32 with k = the dim's size returns the (k-1)-th smallest",
               _kthvalue_last_k, "kthvalue"),
 )

@@ -3,7 +3,8 @@
 Floats travel as `float.hex` text, so -0.0, subnormals, NaN and infinities come back bit for bit
 (a plain JSON number loses -0.0's sign in some readers and NaN in every strict one). A tensor is
 {"tensor": {"dtype", "shape", "values", "requires_grad"}} (values in logical order), with "expand"
-for a stride-0 expansion and "order" for dimensions stored in a permuted order (layout.py).
+for a stride-0 expansion, "order" for dimensions stored in a permuted order and "conj"/"neg" for a
+lazily conjugated or negated view (layout.py).
 Decoding is for untrusted input (a corpus file, a record): only these shapes are accepted,
 anything else raises `CodecError`, and nothing is executed or imported.
 """
@@ -72,7 +73,10 @@ def encode(x: Any, budget: list[int] | None = None) -> Any:
         body = {"dtype": str(x.dtype).removeprefix("torch."), "shape": list(x.shape), "values": values,
                 "requires_grad": bool(x.requires_grad)}
         order = memory_order(x)
-        return {"tensor": {**body, "order": order} if order is not None else body}
+        bits = {k: True for k, on in (("conj", x.is_conj()), ("neg", x.is_neg())) if on}
+        if len(bits) > 1:
+            raise CodecError("a tensor both conjugated and negated lazily is not stored")
+        return {"tensor": {**body, **({"order": order} if order is not None else {}), **bits}}
     if x is None or isinstance(x, (bool, str)):
         return x
     if isinstance(x, int):
@@ -102,7 +106,7 @@ def decode(x: Any) -> Any:
         raise CodecError(f"not an encoded value: {type(x).__name__}")
     [(tag, body)] = x.items()
     if tag == "tensor":
-        return _ordered(_expanded(_tensor(body), body), body)
+        return _lazy_bits(_ordered(_expanded(_tensor(body), body), body), body)
     if tag == "float":
         return _unnum(body)
     if tag == "complex" and isinstance(body, list) and len(body) == 2:
@@ -175,6 +179,17 @@ def _ordered(t: torch.Tensor, body: dict[str, Any]) -> torch.Tensor:
         raise CodecError(f"a tensor of rank {t.dim()} cannot be stored in the order {str(order)[:40]}")
     inverse = [order.index(d) for d in range(t.dim())]
     return t.permute(order).contiguous().permute(inverse)
+
+
+def _lazy_bits(t: torch.Tensor, body: dict[str, Any]) -> torch.Tensor:
+    """`t`'s values as a lazily conjugated ("conj") or negated ("neg") view, as the encoding says."""
+    conj, neg = body.get("conj", False), body.get("neg", False)
+    if conj not in (True, False) or neg not in (True, False) or (conj and not t.is_complex()) or (
+            neg and not (t.is_floating_point() or t.is_complex())) or (conj and neg) or ((conj or neg) and t.requires_grad):
+        raise CodecError("a conj or neg bit on a tensor that cannot hold it")
+    if conj:
+        return t.conj().resolve_conj().conj()
+    return torch._neg_view(t.neg()) if neg else t
 
 
 def encode_sample(sample: Any) -> dict[str, Any]:

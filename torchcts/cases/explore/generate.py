@@ -155,6 +155,8 @@ def explored(case_id: str, index: int, bases: Sequence[tuple[int, Any]], points:
     sample, expanded = layout.expand(sample, case_id, index)
     if expanded is None:
         sample, expanded = layout.relayout(sample, case_id, index, elementwise)
+    if expanded is None:
+        sample, expanded = layout.lazy_view(sample, case_id, index)
     where = "; ".join(w for w in (placed, expanded) if w) or None
     return Explored(index, sample, base_index, chosen, (*classes, "tiny") if tiny else classes, where)
 

@@ -23,6 +23,7 @@ from torchcts.oracle.conditioning import running_stats
 
 EXPAND_EVERY = 4
 MEMORY_EVERY = 4
+VIEW_EVERY = 4
 LIFT_MIN_ELEMENTS = 8  # fewer elements fill no rank-5 shape with three sizes > 1
 
 
@@ -112,3 +113,24 @@ def factored(n: int, rank: int) -> tuple[int, ...]:
 def _permutable(x: Any) -> bool:
     return (isinstance(x, torch.Tensor) and x.layout == torch.strided and x.dim() >= 1 and not x.requires_grad
             and x.is_contiguous() and x.numel() > 0)
+
+
+def lazy_view(sample: Any, case_id: str, index: int) -> tuple[Any, str | None]:
+    """The sample with one floating tensor as a conjugated (complex) or negated (real) view, and which."""
+    rng = random.Random(f"{case_id}#{index}#view")
+    if rng.randrange(VIEW_EVERY):
+        return sample, None
+    slots = (["input"] if _viewable(sample.input) else []) + [i for i, a in enumerate(sample.args) if _viewable(a)]
+    if not slots:
+        return sample, None
+    at = slots[rng.randrange(len(slots))]
+    t = (sample.input if at == "input" else sample.args[at]).detach()
+    view, what = (t.conj().resolve_conj().conj(), "conjugated") if t.is_complex() else (torch._neg_view(t.neg()), "negated")
+    args = [view if i == at else a for i, a in enumerate(sample.args)]
+    name = "input" if at == "input" else f"arg{at}"
+    return rebuilt(sample, view if at == "input" else sample.input, args), f"{name} as a lazily {what} view"
+
+
+def _viewable(x: Any) -> bool:
+    return (isinstance(x, torch.Tensor) and x.layout == torch.strided and (x.is_floating_point() or x.is_complex())
+            and not x.requires_grad and not x.is_conj() and not x.is_neg() and x.numel() > 0)

@@ -276,7 +276,7 @@ def _storage_key(t: torch.Tensor) -> tuple[int, torch.dtype] | None:
 
 
 class _Copier:
-    """Copies a sample's tensors to a device, keeping sizes, strides and the aliasing between them
+    """Copies a sample's tensors to a device, keeping sizes, strides, conj/neg bits and the aliasing between them
     (error inputs pass `out=` overlapping the input on purpose). A tensor that shares its storage,
     or whose strides a plain copy would not keep, is rebuilt as a view of a flat copy of its storage."""
 
@@ -289,6 +289,12 @@ class _Copier:
     def __call__(self, t: torch.Tensor) -> torch.Tensor:
         if t.device.type == "meta":  # error inputs pass meta tensors on purpose: they have no data
             return t
+        # A lazily conjugated or negated view stays one (a copy would resolve it): its memory is copied
+        # and the bit set again on the copy, so the kernel reads raw memory through the bit as here
+        if t.is_conj():
+            return self(t.conj()).conj()
+        if t.is_neg():
+            return torch._neg_view(self(torch._neg_view(t)))
         src = t.detach()
         key = _storage_key(src)
         out = None
@@ -426,6 +432,7 @@ def _short(x: Any) -> str:
             return f"Tensor{list(x.shape)} {dt} {str(x.layout).removeprefix('torch.')}"
         tail = "" if x.is_contiguous() else f" strides={tuple(x.stride())}"
         tail += f" offset={x.storage_offset()}" if x.storage_offset() else ""
+        tail += " conj" if x.is_conj() else " neg" if x.is_neg() else ""
         return f"Tensor{list(x.shape)} {dt}{tail}{_values(x)}"
     if isinstance(x, (list, tuple)):
         inner = ", ".join(_short(v) for v in x[:6]) + (", ..." if len(x) > 6 else "")
