@@ -142,7 +142,7 @@ WEAK_EXTRA = 2
 def _indices(ctx: CaseContext, budget: int) -> Iterator[int]:
     yield from range(budget)
     for i in range(budget, budget * (1 + WEAK_EXTRA)):
-        if ctx.discriminated:
+        if ctx.verdict.discriminated:
             return
         ctx.info["explored"]["past_budget"] = i - budget + 1
         yield i
