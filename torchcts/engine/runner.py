@@ -8,7 +8,7 @@ from typing import Any
 
 from torchcts.cases.context import CaseContext, dtype_of
 from torchcts.cases.model import Case, NotApplicable
-from torchcts.cases.observe import observe, unobserved, unobserved_reason
+from torchcts.cases.observe import observe, rerun_kwargs, unobserved, unobserved_reason
 from torchcts.cases.verdict import Verdict
 
 
@@ -54,7 +54,8 @@ def _verdict_without_observer(fn: Callable[..., Any], kwargs: dict[str, Any], ct
 
     A mode changes the path of some composite kernels inside PyTorch (isTensorSubclassLike; complex
     `linalg_pinv` computes wrong values under any mode in 2.13), so a failure under observation may
-    be ours. The case runs again unobserved: a failure there is the verdict (raised). A pass is
+    be ours. The case runs again unobserved, given what the failure hands it (cases/observe.py:
+    `hand_to_rerun`, an explore case's find): a failure there is the verdict (raised). A pass is
     trusted only if the observed failure then repeats exactly (same exception and message: the
     observer's effect is deterministic); otherwise the backend is nondeterministic and the first
     failure stands. Costs nothing for passing cases, two reruns for a failing one. Each run builds
@@ -62,7 +63,7 @@ def _verdict_without_observer(fn: Callable[..., Any], kwargs: dict[str, Any], ct
     observed_verdict = ctx.verdict
     ctx.verdict = Verdict()
     with unobserved():
-        fn(ctx, **kwargs)  # raises when the backend fails without the observer too: that is the verdict
+        fn(ctx, **{**kwargs, **rerun_kwargs(observed)})  # raises when the backend fails without the observer too
     unobserved_verdict = ctx.verdict
     ctx.verdict = Verdict()
     again: Exception | None = None
