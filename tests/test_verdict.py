@@ -76,9 +76,23 @@ def test_run_one_records_what_the_case_built(tmp_path):
     assert record.weak is None and record.failed_op is None
 
 
+def test_a_rerun_notes_and_measures_its_own_and_carries_how_values_were_compared():
+    first, helper = _filled()
+    first.exactness = "exact"
+    again = first.for_rerun()
+    assert again.info == {} and again.precision is None and again.dispatched is None
+    assert again.dispatch_unobserved is None and again.failed_op_of(helper) == "aten::abs"
+    assert (again.exactness, again.weak_reason, again.discriminated) == ("exact", "zeros", False)
+    again.compared(False)  # the rerun compared within a tolerance: so did the case
+    again.info["sample"] = "y"
+    decided = again.deciding(first)  # the first run's outcome is the case's: its notes and precision
+    assert decided.info == {"sample": "x: (4,)"} and decided.precision == first.precision
+    assert decided.exactness == "tolerance" and first.exactness == "exact"
+
+
 def test_a_verdict_decided_by_the_rerun_without_the_observer_keeps_its_helper_op(tmp_path):
-    """Observed, then unobserved: both fail in the helper op, so the unobserved run's verdict is the
-    record's, and its own helper failure names the op (not one left from the observed run)."""
+    """Observed, then unobserved: both fail in the helper op, so the unobserved run's outcome is the
+    record's, and the helper failure that decided it names the op."""
     outcome = run_one(_probe("fails_in_a_helper"), _state(tmp_path), None)
     record = outcome.record
     assert outcome.kind == FAILED and record.status == Status.FAILED, record.message

@@ -48,8 +48,8 @@ class CaseContext:
     corpus: Path | None = None
     # The run folder, where explore cases save what they find (<run>/corpus/); None outside a run.
     run_dir: Path | None = None
-    # What this run of the case body builds for its record (cases/verdict.py): the oracle's findings,
-    # the case's notes, what reached the device; engine/runner.py gives each rerun a fresh one.
+    # What the case body builds for its record (cases/verdict.py): the oracle's findings, the case's
+    # notes, what reached the device; engine/runner.py gives each rerun its own (`Verdict.for_rerun`).
     verdict: Verdict = field(default_factory=Verdict)
 
     @property

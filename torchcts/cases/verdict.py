@@ -4,13 +4,13 @@ The case notes what a person needs (`info`: `CaseContext.describe`), the oracle 
 showed (`CaseContext.assert_close`: precision, exactness, weakness), a helper op its failures
 (`CaseContext.helper_op`), and `engine/runner.py` what reached the device. The record takes it whole
 (`results/records.py: CaseRecord.take`), so a field added here reaches every record in one place.
-Each run of a case body builds its own: the runner's rerun without the dispatch observer starts a
-fresh one and keeps the one its verdict comes from.
+The runner's reruns without the dispatch observer each measure their own notes and precision
+(`for_rerun`), and the record keeps those of the run its outcome comes from (`deciding`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from torchcts.oracle.precision import Precision
@@ -58,6 +58,19 @@ class Verdict:
         """Why the case's passing comparisons prove nothing (oracle/weak.py), None when one of them
         could tell a right result from a wrong one, or nothing was compared."""
         return None if self.discriminated else self.weak_reason
+
+    def for_rerun(self) -> Verdict:
+        """The verdict of the case body run again (engine/runner.py: without the dispatch observer):
+        notes, precision and dispatch of its own, as each run measures its own; how values were
+        compared (exactness, weakness) and the helper failures carried on, as the record says that of
+        every comparison the case made (an explore case's finding run and its confirmation)."""
+        return Verdict(helper_failures=self.helper_failures, exactness=self.exactness,
+                       weak_reason=self.weak_reason, discriminated=self.discriminated)
+
+    def deciding(self, run: Verdict) -> Verdict:
+        """This verdict (the latest run's) with the notes and precision of `run`, the run whose
+        outcome is the case's."""
+        return replace(self, info=run.info, precision=run.precision)
 
     def failed_op_of(self, exc: BaseException) -> str | None:
         """The helper op whose failure `exc` is (itself, or the exception it was raised from), else None."""

@@ -9,7 +9,6 @@ from typing import Any
 from torchcts.cases.context import CaseContext, dtype_of
 from torchcts.cases.model import Case, NotApplicable
 from torchcts.cases.observe import observe, rerun_kwargs, unobserved, unobserved_reason
-from torchcts.cases.verdict import Verdict
 
 
 def resolve_runner(case: Case) -> Callable[..., Any]:
@@ -58,14 +57,15 @@ def _verdict_without_observer(fn: Callable[..., Any], kwargs: dict[str, Any], ct
     `hand_to_rerun`, an explore case's find): a failure there is the verdict (raised). A pass is
     trusted only if the observed failure then repeats exactly (same exception and message: the
     observer's effect is deterministic); otherwise the backend is nondeterministic and the first
-    failure stands. Costs nothing for passing cases, two reruns for a failing one. Each run builds
-    its own verdict (cases/verdict.py); the record gets the one of the run the outcome comes from."""
+    failure stands. Costs nothing for passing cases, two reruns for a failing one. Each run notes
+    and measures its own (cases/verdict.py: `for_rerun`); the record gets those of the run the
+    outcome comes from (`deciding`)."""
     observed_verdict = ctx.verdict
-    ctx.verdict = Verdict()
+    ctx.verdict = observed_verdict.for_rerun()
     with unobserved():
         fn(ctx, **{**kwargs, **rerun_kwargs(observed)})  # raises when the backend fails without the observer too
     unobserved_verdict = ctx.verdict
-    ctx.verdict = Verdict()
+    ctx.verdict = unobserved_verdict.for_rerun()
     again: Exception | None = None
     try:
         fn(ctx, **kwargs)  # observed again: the mode is still on the stack
@@ -74,13 +74,13 @@ def _verdict_without_observer(fn: Callable[..., Any], kwargs: dict[str, Any], ct
     except Exception as exc:  # noqa: BLE001 -- the backend's own exception, of any type
         again = exc
     if again is not None and type(again) is type(observed) and str(again) == str(observed):
-        ctx.verdict = unobserved_verdict
+        ctx.verdict = ctx.verdict.deciding(unobserved_verdict)
         ctx.info["observer_changed_result"] = f"{type(observed).__name__}: {str(observed)[:300]}"
         ctx.verdict.dispatched = None
         ctx.verdict.dispatch_unobserved = ("the dispatch observer changed this case's result (it fails only "
                                            "under observation), so its verdict comes from a run without it")
         return
-    ctx.verdict = observed_verdict
+    ctx.verdict = ctx.verdict.deciding(observed_verdict)
     ctx.info["nondeterministic"] = ("failed, passed on a rerun without the dispatch observer, then "
                                     + ("passed under it" if again is None else "failed differently under it"))
     raise observed
