@@ -29,30 +29,30 @@ def _case(suite: str = "observedprobe", case_id: str = "observedprobe/tan/float3
 
 def test_record_lists_device_overloads_with_backward_kernels_not_cpu_work():
     ctx = _run(_case())
-    got = set(ctx.dispatched)
+    got = set(ctx.verdict.dispatched)
     assert {"aten::tan", "aten::tanh", "aten::tanh_backward", "aten::_to_copy"} <= got
     # the CPU reference (sin/cos/div, pow), the CPU input (randn) and the comparison are TorchCTS's work
     assert not {"aten::sin", "aten::cos", "aten::div.Tensor", "aten::pow.Tensor_Scalar", "aten::randn",
                 "aten::isclose", "aten::sub.Tensor", "aten::abs"} & got, got
-    assert ctx.dispatched == sorted(got) and ctx.dispatch_unobserved is None
+    assert ctx.verdict.dispatched == sorted(got) and ctx.verdict.dispatch_unobserved is None
 
 
 def test_unobserved_cases_say_why_and_observation_can_be_switched_off(monkeypatch):
     ctx = _run(_case("compiler", "compiler/tan/float32"))
-    assert ctx.dispatched is None and "torch.compile" in ctx.dispatch_unobserved
+    assert ctx.verdict.dispatched is None and "torch.compile" in ctx.verdict.dispatch_unobserved
     monkeypatch.setenv(observe.ENV, "0")
     ctx = _run(_case())
-    assert ctx.dispatched is None and ctx.dispatch_unobserved == f"{observe.ENV}=0"
+    assert ctx.verdict.dispatched is None and ctx.verdict.dispatch_unobserved == f"{observe.ENV}=0"
 
 
 def test_matrix_rank_out_is_unobserved_because_observing_changes_its_result(monkeypatch):
     """PyTorch's composite linalg_matrix_rank out= kernel skips writing `out` under any dispatch mode."""
     case = Case("opinfo/linalg.matrix_rank/float32/out", "opinfo", 3, "torchcts.cases.opinfo.run:run",
                 {"op": "linalg.matrix_rank", "variant": "", "kind": "out", "dtype": "float32"}, dtype="float32")
-    assert _run(case).dispatch_unobserved is not None  # passes: no OracleMismatch
+    assert _run(case).verdict.dispatch_unobserved is not None  # passes: no OracleMismatch
     monkeypatch.setattr(observe, "UNOBSERVED", {})  # without the entry, the verdict net still catches it
     ctx = _run(case)
-    assert "changed this case's result" in ctx.dispatch_unobserved and "observer_changed_result" in ctx.info
+    assert "changed this case's result" in ctx.verdict.dispatch_unobserved and "observer_changed_result" in ctx.info
 
 
 def _probe(body: str) -> Case:
@@ -63,7 +63,7 @@ def _probe(body: str) -> Case:
 def test_a_failure_only_the_observer_causes_passes_with_the_reason_recorded():
     """The observer is ours: it must never fail a correct backend (complex linalg_pinv under any mode)."""
     ctx = _run(_probe("fails_only_observed"))
-    assert ctx.dispatched is None and "changed this case's result" in ctx.dispatch_unobserved
+    assert ctx.verdict.dispatched is None and "changed this case's result" in ctx.verdict.dispatch_unobserved
     assert "OracleMismatch" in ctx.info["observer_changed_result"]
 
 
@@ -79,7 +79,7 @@ def test_a_backend_failure_still_fails_and_a_nondeterministic_one_is_not_forgive
     with pytest.raises(OracleMismatch):  # failed observed, passed unobserved, passed observed: a flake
         run_case(_probe("fails_once"), ctx)
     assert observed_cases.CALLS == [True, False, True]
-    assert "nondeterministic" in ctx.info and ctx.dispatched and "aten::neg" in ctx.dispatched
+    assert "nondeterministic" in ctx.info and ctx.verdict.dispatched and "aten::neg" in ctx.verdict.dispatched
 
 
 def test_unobserved_block_restores_the_observer_and_is_a_noop_without_one():

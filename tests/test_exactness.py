@@ -132,15 +132,15 @@ def test_assert_close_exact_fails_a_one_ulp_error_and_records_exactness():
     x = torch.randn(16)
     ctx = _ctx()
     ctx.assert_close(x.clone(), x, exact=EXACT["gather"])
-    assert ctx.exactness == "exact" and ctx.info["tolerance"]["exact"] is True
+    assert ctx.verdict.exactness == "exact" and ctx.info["tolerance"]["exact"] is True
     with pytest.raises(OracleMismatch):
         ctx.assert_close(_ulp_up(x), x, exact=EXACT["gather"])
     loose = _ctx()
     loose.assert_close(_ulp_up(x), x)  # the same error within the float tolerance
-    assert loose.exactness == "tolerance"
+    assert loose.verdict.exactness == "tolerance"
     ints = _ctx()
     ints.assert_close(torch.arange(4), torch.arange(4))
-    assert ints.exactness == "exact"  # integer outputs are always exact
+    assert ints.verdict.exactness == "exact"  # integer outputs are always exact
 
 
 def test_exact_outputs_only_where_the_entry_says():
@@ -153,7 +153,7 @@ def test_exact_outputs_only_where_the_entry_says():
     assert err.value.mismatch.path == "[0]"
     other = Exact("first output exact", outputs=(0,))
     ctx.assert_close((values.clone(), _ulp_up(values)), (values, values), exact=other)  # output 1: tolerance
-    assert ctx.exactness == "tolerance"
+    assert ctx.verdict.exactness == "tolerance"
 
 
 # --- weak comparisons -------------------------------------------------------------------------------
@@ -190,15 +190,15 @@ def test_references_that_tell(expected, tol):
 def test_a_case_is_weak_only_when_every_comparison_was():
     ctx = _ctx()
     ctx.assert_close(torch.zeros(3), torch.zeros(3))
-    assert ctx.weak == weak.ZEROS
+    assert ctx.verdict.weak == weak.ZEROS
     ctx.assert_close(torch.arange(3.0), torch.arange(3.0))
-    assert ctx.weak is None  # one discriminating comparison is evidence
+    assert ctx.verdict.weak is None  # one discriminating comparison is evidence
     factory = _ctx()
     factory.assert_close(torch.ones(4), torch.ones(4), constant=True)  # constant by definition
-    assert factory.weak is None
+    assert factory.verdict.weak is None
     nothing = _ctx()
     nothing.assert_close(3, 3)  # no tensor: not judged
-    assert nothing.weak is None and not nothing.discriminated
+    assert nothing.verdict.weak is None and not nothing.verdict.discriminated
 
 
 def test_record_fields_round_trip_and_reports_count_weak_per_suite():

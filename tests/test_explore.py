@@ -103,13 +103,13 @@ def test_bases_with_data_come_first_and_a_weak_case_explores_past_its_budget() -
     assert len(bases) == 8 and sum(1 for _, s in bases if s.input.numel() == 0) == 1
     ctx = context(explore_case("searchsorted"), explore=2)
     explore_run(ctx, op="searchsorted", dtype=torch.float32)
-    assert ctx.weak is None
+    assert ctx.verdict.weak is None
     # nonzero_static with size=0 answers empty whatever the input: exploration goes on, bounded
     ctx = context(explore_case("nonzero_static"), explore=2)
     explore_run(ctx, op="nonzero_static", dtype=torch.float32)
     stats = ctx.info["explored"]
     budget = samples_for(2, len(switch_points(lookup("nonzero_static"), [s for _, s in bases_of("nonzero_static")])) + 1)
-    assert stats["samples"] <= budget * 3 and (ctx.weak is None or stats["past_budget"] == 2 * budget)
+    assert stats["samples"] <= budget * 3 and (ctx.verdict.weak is None or stats["past_budget"] == 2 * budget)
 
 
 def test_arguments_cpu_cannot_take_are_never_switched() -> None:

@@ -97,8 +97,8 @@ def test_failed_op_round_trips_and_follows_the_exception():
     try:
         raise ValueError("the case's own check") from helper.value
     except ValueError as chained:
-        assert ctx.failed_op_of(chained) == "aten::abs"  # raised from the helper's failure
-    assert ctx.failed_op_of(RuntimeError("the op under test")) is None  # another exception: not the helper's
+        assert ctx.verdict.failed_op_of(chained) == "aten::abs"  # raised from the helper's failure
+    assert ctx.verdict.failed_op_of(RuntimeError("the op under test")) is None  # another exception: not the helper's
 
 
 def test_opinfos_output_helper_runs_on_a_cpu_copy(tmp_path):

@@ -143,7 +143,7 @@ def test_family_recipes_give_inputs_cpu_accepts(overload, recipe):
     run_surface(ctx, overload, dtype, category="conv" if "conv" in overload else "reduction")
     assert ctx.info["sample"].startswith(f"{overload} with recipe {recipe},"), ctx.info["sample"]
     if recipe in NOT_WEAK:  # recipes made so the result tells a right answer from zeros or a constant
-        assert ctx.weak is None, (overload, ctx.weak)
+        assert ctx.verdict.weak is None, (overload, ctx.verdict.weak)
 
 
 NOT_WEAK = frozenset({"clamp_bound", "clamp_one_bound", "shift", "floor_divide", "eq_scalar", "isin", "bincount"})

@@ -220,12 +220,12 @@ def test_the_truth_is_computed_only_for_a_result_that_differs_from_cpu():
 
     ctx = CaseContext(device=torch.device("cpu"), manifest=validation_manifest())
     ctx.assert_close(expected.clone(), expected, truth=truth)
-    assert calls == [] and ctx.precision.identical == 1 and ctx.precision.truth is None
+    assert calls == [] and ctx.verdict.precision.identical == 1 and ctx.verdict.precision.truth is None
     one_ulp = expected.clone()
     one_ulp[0] = torch.nextafter(one_ulp[0], torch.tensor(1.0))
     ctx.assert_close(one_ulp, expected, truth=truth)
-    assert calls == [1] and ctx.precision.truth == "float64" and ctx.precision.identical == 1
-    assert ctx.precision.device_ulp_vs_truth == 1.0
+    assert calls == [1] and ctx.verdict.precision.truth == "float64" and ctx.verdict.precision.identical == 1
+    assert ctx.verdict.precision.device_ulp_vs_truth == 1.0
 
 
 def test_the_sensitivity_is_measured_only_where_the_rule_may_fail():

@@ -83,7 +83,7 @@ def test_special_values_of_reductions_and_contractions_discriminate(name, varian
     op = lookup(name, variant)
     ctx = _ctx()
     opinfo_run.run_special(ctx, op, torch.float32)
-    assert ctx.weak is None and ctx.discriminated
+    assert ctx.verdict.weak is None and ctx.verdict.discriminated
     assert "special_confined" not in ctx.info  # named only while the copy runs
     wrong = _ctx()
     with pytest.raises(OracleMismatch):
@@ -143,7 +143,7 @@ def test_reducing_special_functions_reduce_one_edge_per_slice(family, dtype):
     assert weak.tensor_weakness(ref, tol) is None and bool(ref.isfinite().any()) and bool(ref.isnan().any())
     ctx = _ctx()
     ctx.assert_close(ref.clone(), ref, category="special")
-    assert ctx.weak is None
+    assert ctx.verdict.weak is None
     with pytest.raises(OracleMismatch):
         _ctx().assert_close(torch.full_like(ref, float("nan")), ref, category="special")
 
@@ -164,7 +164,7 @@ def test_limits_references_discriminate(op, pattern, dtype, monkeypatch):
     dt = getattr(torch, dtype)
     ctx = _ctx()
     limits.reduce_at_limits(ctx, dt, op, pattern)
-    assert ctx.weak is None and ctx.discriminated
+    assert ctx.verdict.weak is None and ctx.verdict.discriminated
     for wrong in (torch.zeros_like, lambda t: torch.full_like(t, t.reshape(-1)[0].item())):
         def planted(c, fn, t, category="elementwise", _wrong=wrong):
             expected = fn(t)
@@ -197,7 +197,7 @@ def test_mixed_dtypes_eq_answers_both_ways(dtype, monkeypatch):
 
     ctx = _ctx()
     mixed_dtypes.pairwise(ctx, dtype, "eq")
-    assert ctx.weak is None and ctx.discriminated
+    assert ctx.verdict.weak is None and ctx.verdict.discriminated
 
     def planted(c, fn, *args, category="elementwise"):
         expected = fn(*args)
@@ -227,7 +227,7 @@ def test_foreach_zero_is_judged_constant_but_still_compared():
     ctx = _ctx()
     op = resolve("_foreach_zero_", "default")
     compare_overload(ctx, op, ForeachArgs(ctx, "_foreach_zero", torch.float32, "dense"))
-    assert ctx.weak is None and not ctx.discriminated  # not judged: constant by definition
+    assert ctx.verdict.weak is None and not ctx.verdict.discriminated  # not judged: constant by definition
     with pytest.raises(OracleMismatch):
         ctx.assert_close([torch.ones(3)], [torch.zeros(3)], constant=weak.constant_overload(op.name()))
 
@@ -242,7 +242,7 @@ def test_out_variants_predicates_and_sinc_discriminate(case, dtype, monkeypatch)
 
     ctx = _ctx()
     out_variants.out_case(ctx, dtype, case)
-    assert ctx.weak is None and ctx.discriminated
+    assert ctx.verdict.weak is None and ctx.verdict.discriminated
 
     def planted(c, checks, category="elementwise", allowed=None, constant=False):
         expected = checks["functional"](torch.device("cpu"))
@@ -258,7 +258,7 @@ def test_out_variants_float_predicates_of_integers_are_constant_by_definition():
 
     ctx = _ctx()
     out_variants.out_case(ctx, torch.int64, "isnan")
-    assert ctx.weak is None and not ctx.discriminated  # all False by definition: not judged
+    assert ctx.verdict.weak is None and not ctx.verdict.discriminated  # all False by definition: not judged
 
 
 # --- OpInfo samples of integer, bool and complex inputs ------------------------------------------------
@@ -283,7 +283,7 @@ def test_opinfo_samples_of_narrow_domains_discriminate(name, variant, dtype, pla
     op = lookup(name, variant)
     ctx = _ctx()
     opinfo_run._functional(ctx, op, dtype, op.op)
-    assert ctx.weak is None and ctx.discriminated, ctx.weak
+    assert ctx.verdict.weak is None and ctx.verdict.discriminated, ctx.verdict.weak
     with pytest.raises(OracleMismatch):
         opinfo_run._functional(_ctx(), op, dtype, _Planted(op, _zeros_or_first).op)
 
@@ -304,7 +304,7 @@ def test_noncontiguous_samples_of_narrow_domains_discriminate(name, dtype, plant
     op = lookup(name)
     ctx = _ctx()
     opinfo_run._functional(ctx, op, dtype, op.op, transform=opinfo_run._noncontiguous)
-    assert ctx.weak is None and ctx.discriminated, ctx.weak
+    assert ctx.verdict.weak is None and ctx.verdict.discriminated, ctx.verdict.weak
     with pytest.raises(OracleMismatch):
         opinfo_run._functional(_ctx(), op, dtype, _Planted(op, _zeros_or_first).op, transform=opinfo_run._noncontiguous)
 

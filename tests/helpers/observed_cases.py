@@ -49,3 +49,10 @@ def fails_once(ctx: CaseContext, dtype: torch.dtype) -> None:
     CALLS.append(_observed())
     x = sample((4,), dtype).to(ctx.device)
     ctx.assert_close(torch.neg(x) + (1.0 if len(CALLS) == 1 else 0.0), cpu_reference(ctx, lambda: -x.cpu(), "neg"))
+
+
+def fails_in_a_helper(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """A helper op's wrong value, observed or not: the verdict names that op (tests/test_verdict.py)."""
+    x = sample((4,), dtype).to(ctx.device)
+    with ctx.helper_op("aten::abs"):
+        ctx.assert_close(torch.abs(x) + 1.0, cpu_reference(ctx, lambda: x.cpu().abs(), "abs"))

@@ -12,6 +12,7 @@ import torch
 
 from torchcts.cases.model import Case, NotApplicable
 from torchcts.cases.observe import unobserved
+from torchcts.cases.verdict import Verdict
 from torchcts.manifest.schema import Manifest
 from torchcts.oracle.allowed import AllowedLookup, Alternative
 from torchcts.oracle.compare import OracleMismatch, assert_matches, find_mismatch, max_abs_error
@@ -47,25 +48,14 @@ class CaseContext:
     corpus: Path | None = None
     # The run folder, where explore cases save what they find (<run>/corpus/); None outside a run.
     run_dir: Path | None = None
-    # Details the case attaches for its record (sample description, metrics, notes).
-    info: dict[str, Any] = field(default_factory=dict)
-    # Set by engine/runner.py: the aten overloads that reached the device (cases/observe.py), or
-    # why the case was not observed.
-    dispatched: list[str] | None = None
-    dispatch_unobserved: str | None = None
-    # The worst precision of the case's comparisons against a truth (oracle/precision.py), for the
-    # record's `precision`; None when no comparison measured one.
-    precision: Precision | None = None
-    # Each exception raised inside `helper_op`, with the op named there: the runner names that op on
-    # the record (`failed_op`) when that exception decides the verdict (`failed_op_of`).
-    helper_failures: list[tuple[BaseException, str]] = field(default_factory=list)
-    # What assert_close saw, for the record: "exact" while every tensor compared was compared bit for
-    # bit (oracle/exactness.py, integer and bool dtypes), "tolerance" once one was not; None: nothing.
-    exactness: str | None = None
-    # Weak comparisons (oracle/weak.py): the first weak reference's reason, and whether any
-    # comparison's reference could tell a right result from a wrong one (then the case is not weak).
-    weak_reason: str | None = None
-    discriminated: bool = False
+    # What the case body builds for its record (cases/verdict.py): the oracle's findings, the case's
+    # notes, what reached the device; engine/runner.py gives each rerun its own (`Verdict.for_rerun`).
+    verdict: Verdict = field(default_factory=Verdict)
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The details the case attaches for its record (`describe`): the verdict's `info`."""
+        return self.verdict.info
 
     @property
     def device_type(self) -> str:
@@ -109,7 +99,7 @@ class CaseContext:
             return Tolerance(max(tol.atol, atol_floor), tol.rtol) if atol_floor > tol.atol and not tol.exact else tol
 
         def seen(tol: Tolerance) -> Tolerance:
-            self.exactness = "exact" if tol.exact and self.exactness != "tolerance" else "tolerance"
+            self.verdict.compared(tol.exact)
             return tol
 
         def spec(output: int | None) -> Tolerance | Callable[[torch.dtype], Tolerance]:
@@ -149,20 +139,8 @@ class CaseContext:
         except NotApplicable:
             raise
         except Exception as exc:
-            self.helper_failures.append((exc, op))
+            self.verdict.helper_failures.append((exc, op))
             raise
-
-    def failed_op_of(self, exc: BaseException) -> str | None:
-        """The helper op whose failure `exc` is (itself, or the exception it was raised from), else None."""
-        seen: set[int] = set()
-        cur: BaseException | None = exc
-        while cur is not None and id(cur) not in seen:
-            seen.add(id(cur))
-            for failed, op in reversed(self.helper_failures):
-                if failed is cur:
-                    return op
-            cur = cur.__cause__ or (None if cur.__suppress_context__ else cur.__context__)
-        return None
 
     def _recording(self, allowed: AllowedLookup | None) -> AllowedLookup | None:
         if allowed is None:
@@ -189,7 +167,7 @@ class CaseContext:
         CPU's is judged by the tolerance alone: the truth could change no verdict, so it is not computed."""
         if identical(actual, expected):
             assert_matches(actual, expected, spec, lookup)
-            self._keep_precision(Precision(max_ulp_vs_cpu=0.0, identical=1))
+            self.verdict.keep_precision(Precision(max_ulp_vs_cpu=0.0, identical=1))
             return
         try:
             truth = truth() if callable(truth) else truth
@@ -197,28 +175,18 @@ class CaseContext:
         except Exception as exc:  # noqa: BLE001 - never a verdict from TorchCTS's own measuring
             assert_matches(actual, expected, spec, lookup)
             mismatch, precision = None, Precision(no_truth=f"measuring against the truth raised {type(exc).__name__}")
-        self._keep_precision(precision)
+        self.verdict.keep_precision(precision)
         if mismatch is not None and lookup is not None and mismatch.what in ("shape mismatch", "dtype mismatch") \
                 and find_mismatch(actual, expected, spec, allowed=lookup) is None:
             mismatch = None
         if mismatch is not None:
             raise OracleMismatch(mismatch)
 
-    def _keep_precision(self, precision: Precision) -> None:
-        self.precision = precision if self.precision is None else self.precision.merge(precision)
-
     def _weigh(self, expected: Any, tols: Any, constant: bool) -> None:
         """A passing comparison's strength (oracle/weak.py), unless the result is constant by definition."""
         judged, reason = weakness(expected, tols)
         if judged and not constant:
-            self.discriminated = self.discriminated or reason is None
-            self.weak_reason = self.weak_reason or reason
-
-    @property
-    def weak(self) -> str | None:
-        """Why this case's passing comparisons prove nothing (oracle/weak.py), None when one of them
-        could tell a right result from a wrong one, or nothing was compared."""
-        return None if self.discriminated else self.weak_reason
+            self.verdict.weighed(reason)
 
     def not_applicable(self, reason: str) -> None:
         raise NotApplicable(reason)

@@ -64,6 +64,24 @@ def unobserved_reason(case: Case) -> str | None:
     return None
 
 
+# The attribute of a case's failure holding what that case's rerun needs (`hand_to_rerun`).
+_RERUN = "_torchcts_rerun"
+
+
+def hand_to_rerun(exc: BaseException, **kwargs: Any) -> None:
+    """Let the failure `exc` give keyword arguments to the case function's rerun without the observer
+    (engine/runner.py), so that run need not find again what this one found (an explore case's find:
+    cases/explore/find.py). The failure itself carries them: nothing outlives the case or reaches
+    another one run in the same process."""
+    setattr(exc, _RERUN, {**rerun_kwargs(exc), **kwargs})
+
+
+def rerun_kwargs(exc: BaseException) -> dict[str, Any]:
+    """What the failure `exc` hands to the case's rerun (`hand_to_rerun`); empty for any other failure."""
+    held = getattr(exc, _RERUN, None)
+    return dict(held) if isinstance(held, dict) else {}
+
+
 def _on(obj: Any, device_type: str) -> bool:
     """Whether obj is, or directly holds, a tensor on device_type (list/tuple arguments one level deep)."""
     if isinstance(obj, torch.Tensor):

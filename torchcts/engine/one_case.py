@@ -84,7 +84,7 @@ def run_one(case: Case, state: CaseState, corpus: str | None) -> CaseOutcome:
     ctx = CaseContext(device=device, manifest=manifest, max_samples=sel.max_samples, sample=sel.sample,
                       validation=state.spec.validation, explore=state.spec.explore,
                       corpus=Path(corpus) if corpus else None, run_dir=state.run_dir)
-    record = CaseRecord.from_case(case, info=ctx.info)
+    record = CaseRecord.from_case(case)
     outcome = CaseOutcome(record)
     probe = CaseProbe(state.worker)
     start = time.perf_counter()
@@ -97,10 +97,9 @@ def run_one(case: Case, state: CaseState, corpus: str | None) -> CaseOutcome:
         outcome.kind, outcome.message = SKIPPED, f"{record.status.replace('_', ' ')}: {exc}"
     except OracleMismatch as exc:
         record.status, record.message, record.mismatch = Status.FAILED, str(exc), exc.mismatch.to_json()
-        record.failed_op = ctx.failed_op_of(exc)  # a helper op's failure names that op
         outcome.kind, outcome.message, outcome.error = FAILED, record.message, exc
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the backend's own exception, of any type: the case's error
-        record.status, record.failed_op = Status.ERROR, ctx.failed_op_of(exc)
+        record.status = Status.ERROR
         record.message = f"{type(exc).__name__}: {first_line(exc, 500)}"
         record.exception = type(exc).__name__
         record.traceback = _tail(traceback.format_exc(), 30)
@@ -112,17 +111,14 @@ def run_one(case: Case, state: CaseState, corpus: str | None) -> CaseOutcome:
         probe.fill(record)  # engine/probe.py: when, where, memory
         # Compatibility fallbacks behind this result: the backend setup's and the case's own.
         record.compat_fallbacks = sorted(state.setup_fallbacks | fallbacks) or None
-        # The aten overloads that reached the device (cases/observe.py), or why not observed.
-        record.dispatched, record.dispatch_unobserved = ctx.dispatched, ctx.dispatch_unobserved
-        # The worst errors against CPU and the float64 truth (oracle/truth.py), passing or not.
-        record.precision = ctx.precision.to_json() if ctx.precision is not None else None
-        record.exactness = ctx.exactness  # how values were compared (oracle/exactness.py)
+        if outcome.kind == PASSED:
+            record.status = Status.PASSED
+        # What the case built for its record (cases/verdict.py): its notes, what reached the device,
+        # the oracle's precision, exactness and weakness, the helper op a failure names.
+        record.take(ctx.verdict, outcome.error)
         rss = release_memory()  # the process's resident set after the case, freed heap returned
         if rss is not None:
             record.rss_mb = round(rss, 1)
-    if outcome.kind == PASSED:
-        record.status = Status.PASSED
-        record.weak = ctx.weak  # a pass whose references proved nothing (oracle/weak.py)
     return outcome
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from torchcts.cases.context import CaseContext, dtype_of
 from torchcts.cases.model import Case, NotApplicable
-from torchcts.cases.observe import observe, unobserved, unobserved_reason
+from torchcts.cases.observe import observe, rerun_kwargs, unobserved, unobserved_reason
 
 
 def resolve_runner(case: Case) -> Callable[..., Any]:
@@ -23,9 +23,9 @@ def resolve_runner(case: Case) -> Callable[..., Any]:
 def run_case(case: Case, ctx: CaseContext) -> None:
     """Run one case; raises OracleMismatch (failed), NotApplicable, or the backend's exception (error).
 
-    Sets ctx.dispatched (the overloads that reached the device, cases/observe.py) or, for a case
-    not observed, ctx.dispatch_unobserved (why). The observer is TorchCTS's, so it must never decide
-    a verdict: a case that fails under it is run again without it (`_verdict_without_observer`)."""
+    Sets the verdict's `dispatched` (the overloads that reached the device, cases/observe.py) or, for
+    a case not observed, its `dispatch_unobserved` (why). The observer is TorchCTS's, so it must never
+    decide a verdict: a case that fails under it is run again without it (`_verdict_without_observer`)."""
     fn = resolve_runner(case)
     kwargs = dict(case.params)
     if isinstance(kwargs.get("dtype"), str):
@@ -41,9 +41,10 @@ def run_case(case: Case, ctx: CaseContext) -> None:
                 raise
             _verdict_without_observer(fn, kwargs, ctx, exc)
         finally:  # what dispatched before a failure or NotApplicable is recorded too
-            if ctx.dispatch_unobserved is None:
-                ctx.dispatched = observer.names() if observer is not None else None
-                ctx.dispatch_unobserved = unobserved_reason(case) if observer is None else None
+            verdict = ctx.verdict  # the verdict of the run that decided (a rerun's own)
+            if verdict.dispatch_unobserved is None:
+                verdict.dispatched = observer.names() if observer is not None else None
+                verdict.dispatch_unobserved = unobserved_reason(case) if observer is None else None
 
 
 def _verdict_without_observer(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: CaseContext,
@@ -52,18 +53,19 @@ def _verdict_without_observer(fn: Callable[..., Any], kwargs: dict[str, Any], ct
 
     A mode changes the path of some composite kernels inside PyTorch (isTensorSubclassLike; complex
     `linalg_pinv` computes wrong values under any mode in 2.13), so a failure under observation may
-    be ours. The case runs again unobserved: a failure there is the verdict (raised). A pass is
+    be ours. The case runs again unobserved, given what the failure hands it (cases/observe.py:
+    `hand_to_rerun`, an explore case's find): a failure there is the verdict (raised). A pass is
     trusted only if the observed failure then repeats exactly (same exception and message: the
     observer's effect is deterministic); otherwise the backend is nondeterministic and the first
-    failure stands. Costs nothing for passing cases, two reruns for a failing one."""
-    observed_info, observed_precision = dict(ctx.info), ctx.precision
-    ctx.info.clear()
-    ctx.precision = None  # each run measures its own (oracle/precision.py); the verdict's is kept
+    failure stands. Costs nothing for passing cases, two reruns for a failing one. Each run notes
+    and measures its own (cases/verdict.py: `for_rerun`); the record gets those of the run the
+    outcome comes from (`deciding`)."""
+    observed_verdict = ctx.verdict
+    ctx.verdict = observed_verdict.for_rerun()
     with unobserved():
-        fn(ctx, **kwargs)  # raises when the backend fails without the observer too: that is the verdict
-    unobserved_info, unobserved_precision = dict(ctx.info), ctx.precision
-    ctx.info.clear()
-    ctx.precision = None
+        fn(ctx, **{**kwargs, **rerun_kwargs(observed)})  # raises when the backend fails without the observer too
+    unobserved_verdict = ctx.verdict
+    ctx.verdict = unobserved_verdict.for_rerun()
     again: Exception | None = None
     try:
         fn(ctx, **kwargs)  # observed again: the mode is still on the stack
@@ -71,17 +73,14 @@ def _verdict_without_observer(fn: Callable[..., Any], kwargs: dict[str, Any], ct
         raise
     except Exception as exc:  # noqa: BLE001 -- the backend's own exception, of any type
         again = exc
-    ctx.info.clear()
     if again is not None and type(again) is type(observed) and str(again) == str(observed):
-        ctx.info.update(unobserved_info)
-        ctx.precision = unobserved_precision
+        ctx.verdict = ctx.verdict.deciding(unobserved_verdict)
         ctx.info["observer_changed_result"] = f"{type(observed).__name__}: {str(observed)[:300]}"
-        ctx.dispatched = None
-        ctx.dispatch_unobserved = ("the dispatch observer changed this case's result (it fails only under "
-                                   "observation), so its verdict comes from a run without it")
+        ctx.verdict.dispatched = None
+        ctx.verdict.dispatch_unobserved = ("the dispatch observer changed this case's result (it fails only "
+                                           "under observation), so its verdict comes from a run without it")
         return
-    ctx.info.update(observed_info)
-    ctx.precision = observed_precision
+    ctx.verdict = ctx.verdict.deciding(observed_verdict)
     ctx.info["nondeterministic"] = ("failed, passed on a rerun without the dispatch observer, then "
                                     + ("passed under it" if again is None else "failed differently under it"))
     raise observed

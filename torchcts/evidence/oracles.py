@@ -56,7 +56,7 @@ def run_one(case: Case, device: Any, manifest: Manifest) -> Outcome:
         return Outcome(decision.status, decision.reason)
     ctx = CaseContext(device=device, manifest=manifest)
     out = _run(case, ctx)
-    out.dispatched = ctx.dispatched
+    out.dispatched = ctx.verdict.dispatched
     return out
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from torchcts.cases.model import Case, repro_command
+from torchcts.cases.verdict import Verdict
 from torchcts.errors import first_line
 from torchcts.results import sim_env
 from torchcts.results.scrub import scrub
@@ -133,6 +134,19 @@ class CaseRecord:
             known["message"] = (f"cases.jsonl holds unknown status {str(status)[:40]!r}, counted as error: "
                                 f"{data.get('message', '')}")
         return cls(**known, extra=extra, _keys=frozenset(known))
+
+    def take(self, verdict: Verdict, failure: BaseException | None = None) -> None:
+        """The verdict the case built (cases/verdict.py), whole: its notes, dispatch, precision and
+        how values were compared; the helper op `failure` is, when it decided a failed or error
+        record; why a pass proves nothing, on a passed record. Set the status first."""
+        self.info = verdict.info
+        self.dispatched, self.dispatch_unobserved = verdict.dispatched, verdict.dispatch_unobserved
+        self.precision = verdict.precision.to_json() if verdict.precision is not None else None
+        self.exactness = verdict.exactness
+        if failure is not None and self.status in (Status.FAILED, Status.ERROR):
+            self.failed_op = verdict.failed_op_of(failure)  # a helper op's failure names that op
+        if self.status == Status.PASSED:
+            self.weak = verdict.weak
 
     def copy(self, **changes: Any) -> CaseRecord:
         """A shallow copy with `changes` set: what `dataclasses.replace` gives, without running

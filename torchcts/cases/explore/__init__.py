@@ -8,5 +8,6 @@
     codec.py     samples to and from JSON (exact values), for records, the corpus and repro
     shrink.py    the bounded greedy shrinker of a failing sample
     corpus.py    the counterexample corpus: one JSON file per find, replayed first
+    find.py      a find, handed by the failure to the case's rerun without the dispatch observer
     run.py       the runner of `opinfo/<op>/<dtype>/explore` cases
 """

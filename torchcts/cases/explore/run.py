@@ -8,7 +8,9 @@
    While no comparison could tell a right result from a wrong one, a few more samples (WEAK_EXTRA).
 3. On the first failure: shrink (shrink.py) within the call bound, save the shrunk input with
    the original (corpus.py) in the run folder and in DIR, put both in the record's
-   `info["explore"]`, and fail with the shrunk input's own mismatch.
+   `info["explore"]`, and fail with the shrunk input's own mismatch. The failure hands the find
+   (find.py) to the case's rerun without the dispatch observer (engine/runner.py), which confirms
+   it on the shrunk input (`found`) instead of exploring again.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ import torch
 from torchcts.cases.context import CaseContext
 from torchcts.cases.explore import codec, corpus
 from torchcts.cases.explore.budget import default_depth, samples_for
+from torchcts.cases.explore.find import Find
 from torchcts.cases.explore.generate import Explored, plan, requiring_grad
 from torchcts.cases.explore.shrink import shrink
 from torchcts.cases.model import NotApplicable, repro_command
+from torchcts.cases.observe import hand_to_rerun
 from torchcts.cases.opinfo.run import SkipSample, check_backward, check_call, check_inplace, check_out, exact_for
 from torchcts.cases.opinfo.samples import describe_sample, lookup, selected_samples
 from torchcts.oracle.categories import tolerance_category
@@ -34,10 +38,6 @@ from torchcts.oracle.opfacts import FACTS
 
 Check = Callable[[Any], None]
 
-# This process's last find per case id (its corpus entry and record): a failing case runs again
-# without the dispatch observer (engine/runner.py), and that run confirms the find on its shrunk
-# input instead of exploring and shrinking again, keeping the record of how it was found.
-_FOUND: dict[str, tuple[corpus.Entry, dict[str, Any], dict[str, int]]] = {}
 
 
 def variants(ctx: CaseContext, op: Any, dtype: torch.dtype) -> dict[str, Check]:
@@ -78,23 +78,25 @@ def outcome(check: Check, sample: Any) -> str | None:
     return None
 
 
-def run(ctx: CaseContext, *, op: str, variant: str = "", kind: str = "explore", dtype: torch.dtype) -> None:
-    """The runner of every explore case (cases/opinfo/build.py)."""
+def run(ctx: CaseContext, *, op: str, variant: str = "", kind: str = "explore", dtype: torch.dtype,
+        found: Find | None = None) -> None:
+    """The runner of every explore case (cases/opinfo/build.py). `found`: what this case's failing run
+    found, handed by its failure to the rerun without the dispatch observer (engine/runner.py)."""
     info = lookup(op, variant)
     ctx.describe(op=op, variant=variant, dtype=str(dtype).removeprefix("torch."), kind=kind)
     level = ctx.case.level if ctx.case is not None else 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _run(ctx, info, dtype, level)
+        _run(ctx, info, dtype, level, found)
 
 
-def _run(ctx: CaseContext, op: Any, dtype: torch.dtype, level: int) -> None:
+def _run(ctx: CaseContext, op: Any, dtype: torch.dtype, level: int, found: Find | None) -> None:
     case_id = ctx.case.id if ctx.case is not None else f"opinfo/{op.name}/{dtype}/explore"
     checks = variants(ctx, op, dtype)
     stats = {"samples": 0, "checks": 0, "dropped": 0, "replayed": 0}
     ctx.info["explored"] = stats
-    if case_id in _FOUND:
-        _confirm(ctx, case_id, checks)
+    if found is not None:
+        _confirm(ctx, found, checks)
     if ctx.corpus is not None:
         _replay(ctx, case_id, checks, stats)
     depth = ctx.explore if ctx.explore is not None else default_depth(level)
@@ -135,7 +137,7 @@ WEAK_EXTRA = 2
 def _indices(ctx: CaseContext, budget: int) -> Iterator[int]:
     yield from range(budget)
     for i in range(budget, budget * (1 + WEAK_EXTRA)):
-        if ctx.discriminated:
+        if ctx.verdict.discriminated:
             return
         ctx.info["explored"]["past_budget"] = i - budget + 1
         yield i
@@ -168,10 +170,10 @@ def _replay(ctx: CaseContext, case_id: str, checks: dict[str, Check], stats: dic
         ctx.info.pop(key, None)
 
 
-def _confirm(ctx: CaseContext, case_id: str, checks: dict[str, Check]) -> None:
-    """This process's own find for the case, again: it fails with the record of its finding."""
-    entry, record, explored = _FOUND.pop(case_id)
-    ctx.info["explored"].update(explored)  # what the finding run explored, not this confirmation's zero
+def _confirm(ctx: CaseContext, found: Find, checks: dict[str, Check]) -> None:
+    """The case's own find, again: it fails with the record of its finding."""
+    entry, record = found.entry, found.record
+    ctx.info["explored"].update(found.explored)  # what the finding run explored, not this confirmation's zero
     check = checks.get(entry.variant)
     if check is None:
         return
@@ -215,15 +217,21 @@ def _fail(ctx: CaseContext, case_id: str, variant: str, check: Check, made: Expl
     ctx.info["explore"] = record
     ctx.info["sample"] = describe_sample(result.sample)
     ctx.info["original_sample"] = record["original_text"] = describe_sample(made.sample)  # also when not encodable
+    found = None
     if record["shrunk"] is not None:
         entry = corpus.Entry(case_id, variant, record["shrunk"], record["original"], made.recipe(), kind)
         for root in (ctx.corpus, ctx.run_dir / "corpus" if ctx.run_dir is not None else None):
             _save(root, entry, record)
         entry.name = corpus.file_name(entry)
-        _FOUND[case_id] = (entry, record, dict(ctx.info["explored"]))
-    check(result.sample)  # the shrunk sample's own failure, with its evidence
-    check(made.sample)  # a flaky shrunk sample: the original's failure
-    raise AssertionError(f"explored sample {made.index} failed ({kind}) and then passed twice: flaky")
+        found = Find(entry, record, dict(ctx.info["explored"]))
+    try:
+        check(result.sample)  # the shrunk sample's own failure, with its evidence
+        check(made.sample)  # a flaky shrunk sample: the original's failure
+        raise AssertionError(f"explored sample {made.index} failed ({kind}) and then passed twice: flaky")
+    except Exception as exc:
+        if found is not None:
+            hand_to_rerun(exc, found=found)  # the rerun without the observer confirms this find
+        raise
 
 
 def _save(root: Path | None, entry: corpus.Entry, record: dict[str, Any]) -> None:

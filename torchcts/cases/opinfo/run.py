@@ -330,7 +330,7 @@ def run_special(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
     def body(sample: Any) -> None:
         base = strengthen(sample)
         check_call(ctx, op, op.op, base, category, prepare=_special, exact=exact)
-        if ctx.discriminated or constant:
+        if ctx.verdict.discriminated or constant:
             return
         found = _discriminating(ctx, op, base, category)
         if found is not None:
