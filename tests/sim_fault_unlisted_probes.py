@@ -169,6 +169,11 @@ PROBES: dict[str, tuple[Callable[[], bool], tuple[Callable[[], bool], ...]]] = {
                         torch.randn(2, 3, 3, dtype=torch.complex128)),
          lambda: agrees(lambda a, b: torch.mm(a.conj(), b), torch.randn(3, 3, dtype=torch.complex64),
                         torch.randn(3, 3, dtype=torch.complex64)))),
+    "adaptive_pool_one_as_global": (
+        lambda: agrees(lambda x: torch.nn.functional.adaptive_avg_pool2d(x, (1, 3)), torch.randn(1, 2, 4, 6)),
+        (lambda: agrees(lambda x: torch.nn.functional.adaptive_avg_pool2d(x, (1, 1)), torch.randn(1, 2, 4, 6)),
+         lambda: agrees(lambda x: torch.nn.functional.adaptive_avg_pool2d(x, (2, 3)), torch.randn(1, 2, 4, 6)),
+         lambda: agrees(lambda x: torch.nn.functional.adaptive_avg_pool2d(x, (1, 3)), torch.randn(1, 2, 4, 6, dtype=F64)))),
     "kthvalue_last_k": (
         lambda: agrees(lambda x: torch.kthvalue(x, 3), t([3.0, 1.0, 2.0])),
         (lambda: agrees(lambda x: torch.kthvalue(x, 1), t([3.0, 1.0, 2.0])),

@@ -275,6 +275,17 @@ def _bmm_ignores_conj(func, args, kwargs, call):
                   for a in args), **kwargs)
 
 
+@on_op("_adaptive_avg_pool2d")
+def _adaptive_pool_one_as_global(func, args, kwargs, call):
+    """float32 adaptive average pooling to an output of height or width 1 (not both) takes the global
+    pooling path meant for (1, 1): every output is the whole plane's mean. PyTorch sends (1, 1) itself
+    to mean(); OpInfo's output sizes hold no 1."""
+    x, size = args[0], list(args[1])
+    if func is not aten._adaptive_avg_pool2d.default or not _float32(x) or 1 not in size or size == [1, 1]:
+        return call(*args, **kwargs)
+    return x.mean((-2, -1), keepdim=True).expand(*x.shape[:-2], *size).contiguous()
+
+
 def _unlisted(name: str, description: str, install: Callable[[], None], op: str, dtype: str | None = "float32") -> Fault:
     return Fault(name, description, EXPLORE_SUITE, EXPLORE_LEVEL, (EXPLORE_CASES,), install,
                  dtype=dtype, op=op, unlisted=True)
@@ -316,6 +327,8 @@ FAULTS: tuple[Fault, ...] = (
               "storage in memory order", _sigmoid_rank5_memory_order, "sigmoid"),
     _unlisted("bmm_ignores_conj", "complex64 bmm multiplies a lazily conjugated operand unconjugated",
               _bmm_ignores_conj, "bmm", dtype="complex64"),
+    _unlisted("adaptive_pool_one_as_global", "float32 adaptive average pooling to height or width 1 averages "
+              "the whole plane", _adaptive_pool_one_as_global, "nn.functional.adaptive_avg_pool2d"),
     _unlisted("kthvalue_last_k", "kthvalue of float32 with k = the dim's size returns the (k-1)-th smallest",
               _kthvalue_last_k, "kthvalue"),
 )

@@ -122,13 +122,37 @@ def by_value(where: Where, value: Any) -> tuple[Any, ...]:
         return (*INTS, None) if "dim" in name else (*INTS, *SIZE_POINTS, None)
     if isinstance(value, float):
         return (*(FINITE if _sizing(name) else FLOATS), None)
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return DIM_LISTS if "dim" in name else SHAPE_SAFE_LISTS if not name else ()
+    if isinstance(value, (list, tuple)) and value and all(_int(v) for v in value):
+        if "dim" in name:
+            return DIM_LISTS
+        return (*(SHAPE_SAFE_LISTS if not name else ()), *_each_position(value)) if _sizes(name) else ()
+    if isinstance(value, (list, tuple)) and value and all(_int(v) or v is None for v in value) and _sizes(name):
+        return _each_position(value)  # an output size with None: that dimension kept (adaptive pooling)
     if value is None:
         return ()
     if isinstance(value, torch.Tensor):
         return (None,)
     return ()
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _sizes(name: str) -> bool:
+    """A list argument that may hold sizes: unnamed (a positional shape or output size) or named so."""
+    return not name or "size" in name or "shape" in name
+
+
+def _each_position(value: list[Any] | tuple[Any, ...]) -> tuple[Any, ...]:
+    """A size list with 1, then 0, at each position that holds a size (class L10: a dimension of one
+    takes a kernel's degenerate path, one of zero an empty output), the list's own type kept."""
+    points = []
+    for k, v in enumerate(value):
+        for size in (1, 0):
+            if _int(v) and v != size:
+                points.append(type(value)((*value[:k], size, *value[k + 1:])))
+    return tuple(points)
 
 
 def by_schema(type_text: str, name: str) -> tuple[Any, ...]:
