@@ -108,9 +108,12 @@ def test_copies_and_the_codec_keep_conj_and_neg_bits():
 
     z = torch.randn(2, 3, dtype=torch.complex64).conj().resolve_conj().conj()
     n = torch._neg_view(torch.randn(4).neg())
-    copied = copy_sample(SampleInput(z, args=(n,)), "cpu")
-    assert copied.input.is_conj() and copied.args[0].is_neg()
-    assert copied.input.data_ptr() != z.data_ptr() and torch.equal(copied.input, z) and torch.equal(copied.args[0], n)
+    on_device = copy_sample(SampleInput(z, args=(n,)), "meta")  # any device but the CPU: the bit kept
+    assert on_device.input.is_conj() and on_device.args[0].is_neg()
+    # the CPU reference gets the values the bits mean (PyTorch 2.13's CPU max_pool1d ignores a neg bit)
+    reference = copy_sample(SampleInput(z, args=(n,)), "cpu")
+    assert not reference.input.is_conj() and not reference.args[0].is_neg()
+    assert torch.equal(reference.input, z) and torch.equal(reference.args[0], n)
     for t, bit in ((z, "conj"), (n, "neg")):
         encoded = codec.encode(t)
         assert encoded["tensor"][bit] is True

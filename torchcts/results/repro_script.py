@@ -23,15 +23,18 @@ def leaves(obj, path=""):
 
 def place(obj, device):
     """obj with its tensors rebuilt on device: same sizes, strides, storage offset, dtype, conj/neg
-    bits, requires_grad, and shared storages shared again; {HOST: t} stays on the host."""
+    bits (resolved on "cpu", the reference), requires_grad, and shared storages shared again; {HOST: t}
+    stays on the host."""
     bases = {}
 
     def one(t):
         if t.device.type == "meta":
             return t
-        if t.is_conj():  # the bit set again on the device's copy of the memory (a copy would resolve it)
+        if (t.is_conj() or t.is_neg()) and device == "cpu":  # the reference: the values the bit means
+            t = t.resolve_conj().resolve_neg()
+        elif t.is_conj():  # the bit set again on the device's copy of the memory (a copy would resolve it)
             return one(t.conj()).conj()
-        if t.is_neg():
+        elif t.is_neg():
             return torch._neg_view(one(torch._neg_view(t)))
         src = t.detach()
         storage = src.untyped_storage()

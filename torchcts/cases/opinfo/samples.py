@@ -289,11 +289,15 @@ class _Copier:
     def __call__(self, t: torch.Tensor) -> torch.Tensor:
         if t.device.type == "meta":  # error inputs pass meta tensors on purpose: they have no data
             return t
-        # A lazily conjugated or negated view stays one (a copy would resolve it): its memory is copied
-        # and the bit set again on the copy, so the kernel reads raw memory through the bit as here
-        if t.is_conj():
+        # A lazily conjugated or negated view stays one on the device (a copy would resolve it): its
+        # memory is copied and the bit set again, so the kernel reads memory through the bit. The CPU
+        # reference gets the resolved values, the bit's meaning: CPU's own kernels do not all honour it
+        # (PyTorch 2.13's max_pool1d reads a negated view's raw memory)
+        if (t.is_conj() or t.is_neg()) and self.device.type == "cpu":
+            t = t.resolve_conj().resolve_neg()
+        elif t.is_conj():
             return self(t.conj()).conj()
-        if t.is_neg():
+        elif t.is_neg():
             return torch._neg_view(self(torch._neg_view(t)))
         src = t.detach()
         key = _storage_key(src)
