@@ -289,6 +289,11 @@ def p_neg_out_memory_order() -> bool:
     return not torch.equal(out.cpu(), -x)
 
 
+def p_cumsum_order_alternates() -> bool:
+    x = torch.randn(5, 5).to(S)
+    return not torch.equal(torch.cumsum(x, 0).cpu(), torch.cumsum(x, 0).cpu())
+
+
 def p_subnormals_flushed() -> bool:
     x = torch.tensor([torch.finfo(torch.float32).tiny, 1.0])
     return (x.to(S) * 0.25).cpu()[0].item() == 0.0

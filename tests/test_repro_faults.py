@@ -41,6 +41,8 @@ REPRO_GROUPS: dict[str, dict[str, str]] = {
                 "exp_reuses_buffer": "opinfo/exp/float32/forward",
                 # an out= destination that is transposed (the out kind's other destinations)
                 "neg_out_memory_order": "opinfo/neg/float32/out",
+                # the same call twice in deterministic mode, bit for bit (the sim claims deterministic)
+                "cumsum_order_alternates": "opinfo/cumsum/float32/forward",
                 # a first sample repeated after a call of its shape in another dtype (the whole case)
                 "tanh_graph_cached_by_shape": "opinfo/tanh/float32/forward",
                 # the subnormals claim (manifest `subnormals`, the sim claims preserve)

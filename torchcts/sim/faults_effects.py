@@ -121,6 +121,32 @@ def _neg_out_memory_order(func, args, kwargs, call):
     return out
 
 
+_CUMSUM_CALLS = [0]
+
+
+@on_op("cumsum")
+def _cumsum_order_alternates(func, args, kwargs, call):
+    """float32 cumsum of a short scan (at most 64 elements) alternates from call to call between two
+    engines that add each prefix in opposite orders (first to last, last to first): two calls of one
+    input differ in their last bits, each within any tolerance of CPU's (finite inputs well inside the
+    range, where the order cannot overflow), though the device claims deterministic algorithms."""
+    x = args[0]
+    if (func is not aten.cumsum.default or x.dtype != torch.float32 or kwargs.get("dtype") is not None or x.dim() == 0
+            or not x.numel() or x.shape[args[1]] > 64 or not bool((x.abs() < 1e30).all())):
+        return call(*args, **kwargs)
+    _CUMSUM_CALLS[0] += 1
+    if _CUMSUM_CALLS[0] % 2:
+        return call(*args, **kwargs)
+    dim = args[1] % x.dim()
+    prefixes = []
+    for k in range(x.shape[dim]):
+        acc = x.select(dim, k).clone()
+        for j in range(k - 1, -1, -1):
+            acc = acc + x.select(dim, j)
+        prefixes.append(acc)
+    return torch.stack(prefixes, dim)
+
+
 FAULTS = (
     Fault("softmax_input_scratch", "float32 softmax leaves exp(x - max) in its input (scratch in place)",
           "opinfo", 2, ("opinfo/softmax/float32/*", "opinfo/_softmax*/float32/*", "opinfo/*softmax*/float32/*"),
@@ -139,6 +165,9 @@ FAULTS = (
     Fault("neg_out_memory_order", "float32 neg out= writes in memory order from the storage's start, ignoring the "
           "destination's strides and offset", "opinfo", 3, ("opinfo/neg/float32/out",), _neg_out_memory_order,
           dtype="float32", op="neg"),
+    Fault("cumsum_order_alternates", "float32 cumsum alternates between two scan orders from call to call (not bit "
+          "for bit deterministic where the manifest claims deterministic)", "opinfo", 2, ("opinfo/cumsum/float32/forward",),
+          _cumsum_order_alternates, dtype="float32", op="cumsum"),
     Fault("exp_reuses_buffer", "float32 exp hands out a block still in use: the next exp of its size class overwrites it",
           "opinfo", 2, ("opinfo/exp/float32/*",), _exp_reuses_buffer, dtype="float32", op="exp"),
 )

@@ -16,7 +16,8 @@ things on every sample of its functional kinds, explored samples included:
   equal the first within the case's tolerance (rounding may differ where PyTorch does not promise
   determinism; a kernel or graph cached by shape alone, or state kept between calls, gives
   another value). A plain sweep never calls one shape as dtype A, B, A in a row: its cases run
-  one dtype each, in order.
+  one dtype each, in order. Where the manifest claims `deterministic`, the first sample is then
+  called twice more with deterministic algorithms on, and the two must agree bit for bit.
 
 Not with a property oracle (random ops draw differently on each side). PyTorch's
 `SchemaCheckMode` (torch._subclasses.schema_check_mode) checks each aten call against its schema's
@@ -34,8 +35,10 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from torchcts import compat
 from torchcts.cases.observe import unobserved
 from torchcts.cases.opinfo.samples import rebuilt, tensors_of
+from torchcts.errors import first_line
 from torchcts.oracle.compare import OracleMismatch, TolSpec, find_mismatch
 from torchcts.oracle.tolerances import Tolerance
 
@@ -85,6 +88,7 @@ class Repeat:
     again: Callable[[], Any]
     interleave: Callable[[], Any] | None
     tolerance: TolSpec
+    bitwise: bool = False  # the manifest claims `deterministic`: twice more in deterministic mode, bit for bit
 
 
 @dataclass
@@ -125,6 +129,27 @@ class Retained:
             mismatch.what = ("the same call gave another result when repeated after the case's other samples and a "
                              "call of the same shape in another dtype (a kernel or graph cached by shape, or state "
                              f"kept between calls): {mismatch.what}")
+            raise OracleMismatch(mismatch)
+        if self.first.bitwise:
+            self._deterministic(described, describe)
+
+    def _deterministic(self, described: dict[str, Any], describe: Callable[..., None]) -> None:
+        """Under the `deterministic` claim: the first sample twice more with deterministic algorithms on
+        (PyTorch's promise: `torch.use_deterministic_algorithms`), equal bit for bit. An op PyTorch
+        has no deterministic implementation of raises there: said in the record, not a failure."""
+        assert self.first is not None
+        try:
+            with compat.deterministic_fill():
+                one, two = _snapshot(self.first.again()), _snapshot(self.first.again())
+        except RuntimeError as exc:
+            describe(deterministic_repeat=f"not checked: deterministic mode raised {type(exc).__name__}: {first_line(exc, 160)}")
+            return
+        with unobserved():
+            mismatch = find_mismatch(two, one, Tolerance(0.0, 0.0, signed_zero=True))
+        if mismatch is not None:
+            describe(retained_sample=described.get("sample_index"), sample=described.get("sample"))
+            mismatch.what = ("the same call twice with deterministic algorithms on gave results that differ bit for "
+                             f"bit (the manifest claims deterministic): {mismatch.what}")
             raise OracleMismatch(mismatch)
 
     def check(self, describe: Callable[..., None]) -> None:

@@ -273,7 +273,8 @@ def check_call(ctx: CaseContext, op: Any, fn: Callable[..., Any], sample: Any, c
             other = recast(sample, sample.input.dtype)
             repeat = Repeat(lambda: device_call()[1],
                             (lambda: call(fn, copy_sample(other, ctx.device))) if other is not None else None,
-                            lambda dt: _floored(ctx.tolerance(category, dt), conditioned(ctx, op, sample)))
+                            lambda dt: _floored(ctx.tolerance(category, dt), conditioned(ctx, op, sample)),
+                            bitwise=ctx.claims("deterministic"))
         retained.keep({k: ctx.info.get(k) for k in ("sample_index", "sample") if k in ctx.info}, actual, repeat)
 
 
