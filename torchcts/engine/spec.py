@@ -19,7 +19,7 @@ from torchcts.engine.crash_budget import DEFAULT_LIMIT
 from torchcts.engine.selection import Selection
 from torchcts.errors import UsageError
 from torchcts.manifest.schema import Manifest
-from torchcts.results.ledger import outside_entries
+from torchcts.results.outcome import RunOutcome, entry_indices
 
 DEFAULT_RESULTS_DIR = Path(settings.RESULTS_DIR)
 
@@ -122,9 +122,14 @@ class RunSpec:
         return data
 
     @classmethod
+    def from_outcome(cls, run: RunOutcome) -> RunSpec:
+        """The spec of a run.json read back typed (rundir.read_run): what a run's own processes run."""
+        return cls.from_json(run.to_json())
+
+    @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunSpec:
-        """A run.json read back (rundir.read_run checked it is an object with object-valued device,
-        manifest and selection); a key of the wrong shape is a UsageError naming it."""
+        """A run.json's object (checked by RunOutcome.from_json: object-valued device, manifest and
+        selection, each key of its type); a key of the wrong shape is a UsageError naming it."""
         rest = {k: v for k, v in data.items() if k not in _TYPED_KEYS}
         try:
             device_info = DeviceInfo(**data["device"])
@@ -148,7 +153,7 @@ class RunSpec:
                 planned=int(data.get("planned") or 0),
                 filtered=int(data.get("filtered") or 0),
                 sharded_out=int(data.get("sharded_out") or 0),
-                ledger_outside=outside_entries(data),
+                ledger_outside=entry_indices(data.get("expectations_outside_selection")),
                 facts=rest,
             )
         except (KeyError, TypeError, ValueError) as exc:
