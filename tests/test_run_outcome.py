@@ -117,7 +117,7 @@ def test_a_run_json_that_is_no_run_is_refused_by_the_one_reader():
 # one of them is a string-key read of run.json, which must be an attribute of RunOutcome instead.
 RUN_NAMES = {"run", "finished", "old_run", "new_run", "outcome", "meta", "read_run(run_dir)",
              "rundir.read_run(run_dir)", "rundir.read_run(out)"}
-SERIALISERS = {"torchcts/results/outcome.py", "torchcts/engine/spec.py"}  # run.json's and the spec's own
+SERIALISERS = {"torchcts/results/outcome.py"}  # run.json's one reader and writer
 
 
 def test_no_string_key_reads_of_run_json_outside_its_serialiser():
