@@ -206,7 +206,9 @@ def analyse(run: Path) -> dict[str, object]:
     the memory peak's case, and how a 4-shard split by estimated cost would balance."""
     recs = records(run)
     done = with_duration(recs)
-    spec = json.loads((run / "run.json").read_text())
+    from torchcts.results.rundir import read_run
+
+    outcome = read_run(run)
     out: dict[str, object] = {
         "cases_executed": len(done),
         "statuses": dict(sorted(Counter(str(r.status) for r in recs).items())),
@@ -234,8 +236,8 @@ def analyse(run: Path) -> dict[str, object]:
         t0 = min(r.started_at for r in timed)
         t1 = max(r.started_at + r.duration_s for r in timed)
         workers = sorted({r.worker for r in timed})
-        begin = _epoch(spec.get("started")) or t0
-        end = _epoch(spec.get("ended")) or t1
+        begin = _epoch(outcome.started) or t0
+        end = _epoch(outcome.ended) or t1
         busy = sum(r.duration_s for r in timed)
         out["workers"] = len(workers)
         out["run_wall_s"] = round(end - begin, 1)

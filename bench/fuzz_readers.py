@@ -10,7 +10,7 @@ that read it:
   added with a value of another type, a crafted string (line breaks, escapes, bidi and format
   controls, paths, crash words), a 5,000-digit integer or nesting thousands of levels deep;
 - from the schema (hypothesis-style): a record, run.json or manifest built from the fields the
-  readers know (records.CaseRecord, rundir.FIELD_TYPES, manifest KEYS), each of its type or not;
+  readers know (records.CaseRecord, outcome.TYPES, manifest KEYS), each of its type or not;
 - bytes: cut, flipped, inserted, a line repeated, a blank line, CRLF, a BOM, invalid UTF-8.
 
 Readers and commands: run folders (run.json, cases.jsonl, plan.jsonl) to `report`, `report --triage`,
@@ -222,11 +222,11 @@ def schemas() -> dict[str, dict[str, str]]:
     from dataclasses import fields
 
     from torchcts.manifest.schema import KEYS
+    from torchcts.results.outcome import TYPES
     from torchcts.results.records import CaseRecord
-    from torchcts.results.rundir import FIELD_TYPES
 
     record = {f.name: _kind(f.type) for f in fields(CaseRecord) if not f.name.startswith("_") and f.name != "extra"}
-    run = {k: _kind([t.__name__ for t in v]) for k, v in FIELD_TYPES.items()}
+    run = {k: _kind([t.__name__ for t in v]) for k, v in TYPES.items()}
     return {"record": record, "run": run, "manifest": {k: "any" for k in KEYS}}
 
 

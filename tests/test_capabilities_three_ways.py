@@ -23,12 +23,13 @@ from torchcts.cases.suites import capabilities as suite
 from torchcts.manifest.templates import validation_manifest
 from torchcts.oracle.compare import OracleMismatch
 from torchcts.results.capabilities import compare, markdown_lines, render_html
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
 
 
-def _run(claimed: dict[str, bool], *, device_count: int = 1, caps: dict[str, bool] | None = None) -> dict:
-    return {"manifest": {"supported_dtypes": claimed, "capabilities": caps or {}, "device_count": device_count}}
+def _run(claimed: dict[str, bool], *, device_count: int = 1, caps: dict[str, bool] | None = None) -> RunOutcome:
+    return RunOutcome(manifest={"supported_dtypes": claimed, "capabilities": caps or {}, "device_count": device_count})
 
 
 def _probe(observed: dict[str, str], reported: dict | None = None) -> list[CaseRecord]:
@@ -36,7 +37,7 @@ def _probe(observed: dict[str, str], reported: dict | None = None) -> list[CaseR
                        info={"observed": observed, "reported": reported or {}})]
 
 
-def _findings(run: dict, records: list[CaseRecord]) -> set[tuple[str, str]]:
+def _findings(run: RunOutcome, records: list[CaseRecord]) -> set[tuple[str, str]]:
     comp = compare(run, records)
     assert comp is not None
     return {(f.severity, f.subject) for f in comp.findings}

@@ -25,6 +25,7 @@ from conftest import run_cli
 from torchcts.manifest.load import tomllib
 from torchcts.manifest.templates import validation_manifest
 from torchcts.results import rundir
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.records import CaseRecord
 
 # Quotes, a triple quote and a newline that would end a docstring or comment, shell and HTML
@@ -293,7 +294,7 @@ def test_unreadable_and_unknown_records_are_counted(workdir, cli, capsys):
     assert "5 unreadable records" in (run_dir / "report.html").read_text()
     from torchcts.results.ledger import gate_failures
 
-    assert gate_failures(run)  # never a clean run
+    assert gate_failures(RunOutcome.from_json(run))  # never a clean run
 
 
 def test_the_one_jsonl_reader_gives_every_line_its_number_and_value_or_problem(tmp_path):
@@ -446,10 +447,9 @@ def test_mps_refuses_known_crash_and_flaky_crashes(tmp_path):
     assert on_mps.status == "crashed" and "cannot forgive" in on_mps.expectation["note"]
     report = ledger_report(entries, [on_mps], today, "mps")
     assert report["invalid"] and "invalid on mps" in report["invalid"][0]["reason"]
-    assert gate_failures({"totals": {"crashed": 1}, "ledger": report})
+    assert gate_failures(RunOutcome(totals={"crashed": 1}, ledger=report))
     # a crash that passes on a rerun stays a crash on mps (flaky elsewhere)
     for device, expected in (("mps", "crashed"), ("cuda", "flaky")):
         run_dir = fake_run(tmp_path / device, "r", [crash], device=device)
-        spec = json.loads((run_dir / "run.json").read_text())
-        out = RecordAnnotator(spec, run_dir, attempt=2)(CaseRecord(id="a/x", status="passed"))
+        out = RecordAnnotator(rundir.read_run(run_dir), run_dir, attempt=2)(CaseRecord(id="a/x", status="passed"))
         assert out.status == expected

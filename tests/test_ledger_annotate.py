@@ -16,6 +16,7 @@ from torchcts.cases.model import Case
 from torchcts.cases.repro_builders import builder_for, callable_expression
 from torchcts.errors import UsageError
 from torchcts.manifest.templates import cpu_manifest
+from torchcts.results import rundir
 from torchcts.results.annotate import RecordAnnotator
 from torchcts.results.plan import write_plan
 from torchcts.results.records import CaseRecord
@@ -43,7 +44,7 @@ def _failing() -> dict:
 def test_ledger_selector_matches_the_opinfo_name_from_the_plan(tmp_path):
     entries = [{"match": {"op": "nn.functional.*"}, "status": "xfail", "reason": "r", "signature": "RuntimeError"}]
     run_dir = _run_dir(tmp_path, entries)
-    annotate = RecordAnnotator(json.loads((run_dir / "run.json").read_text()), run_dir)
+    annotate = RecordAnnotator(rundir.read_run(run_dir), run_dir)
     out = annotate(CaseRecord.from_json(_failing()))
     assert out.status == "xfailed" and out.op == "nn.functional.relu"
     # a path the scrubber would hide is quoted (records.py: shell_path): the words are what count
@@ -53,7 +54,7 @@ def test_ledger_selector_matches_the_opinfo_name_from_the_plan(tmp_path):
 def test_a_rerun_pass_after_a_failure_is_flaky(tmp_path):
     first = {**_failing(), "signature": "RuntimeError: boom"}
     run_dir = _run_dir(tmp_path, [], records=[first])
-    annotate = RecordAnnotator(json.loads((run_dir / "run.json").read_text()), run_dir, attempt=2)
+    annotate = RecordAnnotator(rundir.read_run(run_dir), run_dir, attempt=2)
     passed = {k: v for k, v in _failing().items() if k not in ("message", "exception", "repro")}
     out = annotate(CaseRecord.from_json({**passed, "status": "passed"}))
     assert out.status == "flaky" and out.attempt == 2

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from torchcts.manifest.expectations import validate_entries
+from torchcts.results import rundir
 from torchcts.results.ledger import apply, run_date
 
 if sys.version_info >= (3, 11):
@@ -68,7 +69,7 @@ def test_update_writes_python_entries_that_validate_and_xfail_exactly_these_fail
     assert entries[2]["reason"].endswith("replaces expectations[0], whose signature no longer matches")
     assert all(e["expires"] == "2027-02-28" for e in entries)
     # adopting the proposal turns every current failure into xfailed, with the same signature
-    today = run_date(json.loads((run_dir / "run.json").read_text()))
+    today = run_date(rundir.read_run(run_dir))
     assert {apply(r, entries, today).status for r in _final_failures(run_dir)} == {"xfailed"}
     # never overwrites silently
     assert cli(["expectations", "update", run_dir.name, "--group", "case"]) == 2
@@ -84,7 +85,7 @@ def test_update_by_selector_writes_toml_selectors(tmp_path, monkeypatch, cli):
                                    "dtype": ["float16", "float32"]}
     assert entries[0]["expires"] == "2026-12-30"
     assert len(entries) == 3
-    today = run_date(json.loads((run_dir / "run.json").read_text()))
+    today = run_date(rundir.read_run(run_dir))
     assert {apply(r, entries, today).status for r in _final_failures(run_dir)} == {"xfailed"}
 
 
@@ -112,7 +113,7 @@ def test_update_proposes_one_entry_per_triage_cluster_with_the_whole_reason(tmp_
     reduction = by_match[json.dumps({"case": ["operators/reduction/mean/float32", "operators/reduction/sum/float32"]})]
     assert LONG in reduction["reason"] and reduction["signature"].startswith("RuntimeError: ")
     assert by_match['"operators/elementwise/mul/float32"']["status"] == "known_crash"
-    today = run_date(json.loads((run_dir / "run.json").read_text()))
+    today = run_date(rundir.read_run(run_dir))
     from torchcts.results.rundir import final_records
 
     applied = {r.id: apply(r, entries, today).status for r in final_records(run_dir)}

@@ -18,6 +18,7 @@ from torchcts.engine import judge
 from torchcts.errors import ExitCode
 from torchcts.results import rundir
 from torchcts.results.ledger import verdict_exit
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.records import MAX_DEPTH, CaseRecord
 
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
@@ -93,9 +94,9 @@ def test_a_garbled_record_text_is_an_internal_error_never_a_lost_case():
 
 
 def test_internal_errors_exit_3_before_any_other_verdict():
-    assert verdict_exit({"totals": {"passed": 3}}) == ExitCode.OK
-    assert verdict_exit({"totals": {"failed": 1}}) == ExitCode.FAILURES
-    assert verdict_exit({"totals": {"failed": 1, "error": 1}, "internal_errors": 1}) == ExitCode.INTERNAL
+    assert verdict_exit(RunOutcome(totals={"passed": 3})) == ExitCode.OK
+    assert verdict_exit(RunOutcome(totals={"failed": 1})) == ExitCode.FAILURES
+    assert verdict_exit(RunOutcome(totals={"failed": 1, "error": 1}, internal_errors=1)) == ExitCode.INTERNAL
 
 
 SIM = ["--device", "sim", "--manifest", "torchcts:sim/manifest.py"]
@@ -149,4 +150,4 @@ def test_planned_cases_without_a_result_are_never_a_complete_run(workdir):
     report = run_cli("report", cwd=workdir)
     assert report.returncode == ExitCode.FAILURES
     assert "run incomplete" in report.stdout and "run complete" not in report.stdout
-    assert rundir.read_run(run_dir)["status"] == "incomplete"
+    assert rundir.read_run(run_dir).status == "incomplete"

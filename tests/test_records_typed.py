@@ -113,9 +113,9 @@ OTHER_RECORDS = {"torchcts/evidence/collect.py", "torchcts/evidence/store.py", "
 # `status` is also a key of run.json, ledger entries, evidence results and the warm server's
 # messages: `["status"]` / `.get("status")` is allowed only on these receivers.
 STATUS_RECEIVERS = {
-    "run": "run.json", "entry": "a ledger entry", "e": "a ledger entry", "entries[index]": "a ledger entry",
+    "entry": "a ledger entry", "e": "a ledger entry", "entries[index]": "a ledger entry",
     "first": "a flaky record's first_failure (a nested dict, records.py says why)",
-    "recv_msg(sock)[0]": "the warm server's reply (engine/zygote.py)", "rundir.read_run(run_dir)": "run.json",
+    "recv_msg(sock)[0]": "the warm server's reply (engine/zygote.py)",
 }
 
 

@@ -18,6 +18,7 @@ from torchcts.oracle.tolerances import Tolerance
 from torchcts.results import rundir
 from torchcts.results.failure import details
 from torchcts.results.html import render_html
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.records import CaseRecord, record_repro
 from torchcts.results.repro import ReproTarget, write_repro
 from torchcts.results.scorecard import print_scorecard
@@ -68,7 +69,7 @@ def test_only_cases_with_a_builder_and_a_value_oracle_advertise_a_script():
 
 
 def test_repro_line_names_the_manifest_level_and_sample():
-    spec = {"device": {"type": "sim"}, "manifest": {"semantic_level": 3}, "validation": False}
+    spec = RunOutcome.from_json({"device": {"type": "sim"}, "manifest": {"semantic_level": 3}, "validation": False})
     record = CaseRecord.from_json({"id": "opinfo/mul/float32/noncontiguous", "level": 5, "status": "failed",
                                    "info": {"sample_index": 1}})
     line = record_repro(record, spec, "my dir/manifest.py")
@@ -115,10 +116,11 @@ def test_a_failure_shows_op_dtype_and_sample_everywhere(tmp_path):
     lines = details(FAILED)
     assert lines == ["op mul (aten::mul), dtype float32, kind noncontiguous",
                      "sample 1: (Tensor[5] float32 strides=(2,) offset=1, Tensor[] float32)"]
-    run = {"name": "r", "device": {"type": "sim"}, "gate": "g", "status": "complete", "totals": {"failed": 1}}
+    run = RunOutcome.from_json({"name": "r", "device": {"type": "sim"}, "gate": "g", "status": "complete",
+                                "totals": {"failed": 1}})
     summary = render_markdown(run, [FAILED])
     page = render_html(run, [FAILED])
-    rundir.write_json_atomic(tmp_path / rundir.RUN_JSON, run)
+    rundir.write_run(tmp_path, run)
     (tmp_path / "cases.jsonl").write_text(json.dumps(FAILED.to_json()) + "\n")
     out = io.StringIO()
     print_scorecard(tmp_path, run, out)

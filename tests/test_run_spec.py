@@ -75,8 +75,11 @@ def test_run_json_is_the_spec_and_reads_back_typed(tmp_path):
     from torchcts.results import rundir
 
     opened = _opened(tmp_path, "--validation")
-    run = rundir.read_run(opened.run_dir)
+    outcome = rundir.read_run(opened.run_dir)  # typed (results/outcome.py); its JSON is the file's, exactly
+    run = outcome.to_json()
+    assert run == json.loads((opened.run_dir / rundir.RUN_JSON).read_text())
     assert set(run) == OPEN_KEYS
+    assert (outcome.status, outcome.ended, outcome.planned) == ("running", None, opened.spec.planned)
     assert (run["status"], run["ended"], run["timeout_s"], run["rerun_failures"]) == ("running", None, None, 2)
     assert run["crash_budget"] == 3 and RunSpec.from_json({**run, "crash_budget": None}).crash_budget is None
     from torchcts.cases.explore.budget import default_depth
@@ -104,7 +107,7 @@ def test_workers_read_the_spec_and_the_live_manifest(tmp_path, monkeypatch, cli)
     manifest = str(tmp_path / "manifest.py")
     opened = _opened(tmp_path, "--device", "cpu", "--manifest", manifest)
     assert opened.spec.manifest_arg == manifest  # the controller's spec: as given
-    written = rundir.read_run(opened.run_dir)["manifest_arg"]
+    written = rundir.read_run(opened.run_dir).manifest_arg
     assert written != manifest and not os.path.isabs(written)  # run.json keeps it scrubbed
     worker = RunState(opened.run_dir, manifest)  # a worker gets the live one with --torchcts-manifest-arg
     assert worker.spec.manifest_arg == manifest and worker.spec.selection.dtypes == ["float32"]
@@ -164,7 +167,10 @@ def test_close_run_raises_the_write_the_recorder_could_not_make(tmp_path):
         close_run(opened, 0, recorder)
     assert info.value is refused
     assert json.loads((opened.run_dir / "run.json").read_text())["status"] == "running"  # not finalised
-    assert exit_code(pytest.ExitCode.INTERRUPTED, {}) == 130 and exit_code(pytest.ExitCode.USAGE_ERROR, {}) == 2
-    assert exit_code(pytest.ExitCode.INTERNAL_ERROR, {}) == 3
-    assert exit_code(pytest.ExitCode.OK, {"totals": {"passed": 3}}) == 0
-    assert exit_code(pytest.ExitCode.TESTS_FAILED, {"totals": {"passed": 3, "failed": 1}}) == 1
+    from torchcts.results.outcome import RunOutcome
+
+    none = RunOutcome()
+    assert exit_code(pytest.ExitCode.INTERRUPTED, none) == 130 and exit_code(pytest.ExitCode.USAGE_ERROR, none) == 2
+    assert exit_code(pytest.ExitCode.INTERNAL_ERROR, none) == 3
+    assert exit_code(pytest.ExitCode.OK, RunOutcome(totals={"passed": 3})) == 0
+    assert exit_code(pytest.ExitCode.TESTS_FAILED, RunOutcome(totals={"passed": 3, "failed": 1})) == 1

@@ -15,6 +15,7 @@ from torchcts.oracle.tolerances import tolerance_for
 from torchcts.oracle.truth import Truth, errors, judge, ulp
 from torchcts.results.html import render_html
 from torchcts.results.html_precision import render_precision
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
 
@@ -189,7 +190,7 @@ def test_report_has_a_precision_profile_worst_first():
     body = render_precision(records)
     assert body.index("<code>sin</code>") < body.index("<code>tanh</code>") < body.index("<code>exp</code>")
     assert "class='failed'" in body and "class='worse'" in body and "no dtype wider than float64" in body
-    page = render_html({"name": "r", "device": {"type": "sim"}}, records)
+    page = render_html(RunOutcome(name="r", device={"type": "sim"}), records)
     assert "<section id='precision'><h2>Precision profile</h2>" in page
     assert render_precision([CaseRecord(id="x", status=Status.PASSED)]) == ""
 

@@ -30,7 +30,7 @@ def main(args: argparse.Namespace) -> int:
 
     append_step_summary(out)  # a GitHub Actions fan-in job shows the merged summary
     print_scorecard(out, run, sys.stdout)
-    return verdict_exit(run, restated=True) or (ExitCode.FAILURES if run.get("missing_shards") else ExitCode.OK)
+    return verdict_exit(run, restated=True) or (ExitCode.FAILURES if run.missing_shards else ExitCode.OK)
 
 
 def distinct_runs(given: list[str], root: Path) -> list[Path]:

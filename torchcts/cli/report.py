@@ -28,7 +28,7 @@ def main(args: argparse.Namespace) -> int:
     from torchcts.results.scorecard import print_scorecard
 
     run_dir = rundir.resolve_run(args.run, Path(args.results_dir))
-    status = rundir.read_run(run_dir).get("status")
+    status = rundir.read_run(run_dir).status
     run, records = finalize(run_dir, "interrupted" if status in ("running", "interrupted") else status)
     if args.triage:  # only the clusters: the scorecard is one `torchcts report` away
         from torchcts.results.quoting import TerminalOut
@@ -37,11 +37,11 @@ def main(args: argparse.Namespace) -> int:
         print(render_text(records), file=TerminalOut(sys.stdout))
     else:
         print_scorecard(run_dir, run, sys.stdout, records=records)
-    if run.get("unreadable_records"):
+    if run.unreadable_records:
         from torchcts.errors import UsageError
 
-        raise UsageError(f"{run_dir.name}/cases.jsonl has {run['unreadable_records']} unreadable records "
-                         f"({'; '.join(run.get('record_problems') or [])[:200]}): the reports leave them out; "
+        raise UsageError(f"{run_dir.name}/cases.jsonl has {run.unreadable_records} unreadable records "
+                         f"({'; '.join(run.record_problems or [])[:200]}): the reports leave them out; "
                          "restore the file or rerun those cases")
     from torchcts.results.ledger import verdict_exit
 

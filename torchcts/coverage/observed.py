@@ -232,13 +232,13 @@ def report_run(ref: str, top: int = 25, results_root: Path = Path(settings.RESUL
 
     run_dir = rundir.resolve_run(ref, results_root)  # a run folder or name, a results folder, `latest`
     run = rundir.read_run(run_dir)
-    summary = summarize_run(observe_records(rundir.final_records(run_dir), str(run["device"].get("type") or "cpu")), top=top)
-    if run.get("status") == "running":  # still being written (or killed: `torchcts report` closes it first)
+    summary = summarize_run(observe_records(rundir.final_records(run_dir), str(run.device_type or "cpu")), top=top)
+    if run.status == "running":  # still being written (or killed: `torchcts report` closes it first)
         print(f"torchcts: note: {run_dir.name} is still running: its reports are left as they are", file=sys.stderr)
         return run_dir, summary
-    run["coverage"] = {"headline": summary["headline"], "dispatch_key": summary["dispatch_key"],
+    run.coverage = {"headline": summary["headline"], "dispatch_key": summary["dispatch_key"],
                        "by_kind": summary["by_kind"], "exclusions": summary["exclusions"],
                        "gaps": summary["unobserved_by_reason"]}
     rundir.write_run(run_dir, run)
-    finalize(run_dir, run.get("status") or "complete")  # report.html shows it
+    finalize(run_dir, run.status or "complete")  # report.html shows it
     return run_dir, summary

@@ -22,8 +22,9 @@ from torchcts.engine.spec import RunSpec
 from torchcts.errors import ExitCode
 from torchcts.results import rundir, sim_env
 from torchcts.results.finalize import finalize
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.plan import write_plan
-from torchcts.results.records import skip_record
+from torchcts.results.records import CaseRecord, skip_record
 
 if TYPE_CHECKING:
     from torchcts.engine.plugin import Recorder
@@ -76,7 +77,7 @@ def open_run(setup: RunSetup) -> OpenedRun:
                    sharded_out=result.sharded_out, ledger_outside=list(result.ledger_outside),
                    facts={**opening_facts(args), **({"sim_env": sim} if sim else {})})
     try:
-        rundir.write_run(run_dir, spec.to_json())
+        rundir.write_run(run_dir, RunOutcome.from_json(spec.to_json()))
         rundir.point_latest(spec.results_dir, run_dir)
     except BaseException:  # a full or read-only disk: no bogus run folder is left behind
         import shutil
@@ -163,7 +164,7 @@ def run_pytest(run: OpenedRun) -> tuple[int, Recorder]:
     return code, recorder
 
 
-def close_run(run: OpenedRun, code: int, recorder: Recorder) -> dict[str, Any]:
+def close_run(run: OpenedRun, code: int, recorder: Recorder) -> RunOutcome:
     """Finalise the run folder (complete or interrupted), GitHub's step summary, the scorecard; the
     finished run.json. A record the file system refused (full, read-only) is a UsageError-like exit 2."""
     import pytest
@@ -180,7 +181,7 @@ def close_run(run: OpenedRun, code: int, recorder: Recorder) -> dict[str, Any]:
     return finished
 
 
-def print_run_scorecard(run: OpenedRun, finished: dict[str, Any], records: list[dict[str, Any]]) -> None:
+def print_run_scorecard(run: OpenedRun, finished: RunOutcome, records: list[CaseRecord]) -> None:
     """The scorecard with the "since the previous comparable run" line, paths shown as given."""
     from torchcts.results.compare import regressions_line
     from torchcts.results.scorecard import print_scorecard
@@ -194,7 +195,7 @@ def print_run_scorecard(run: OpenedRun, finished: dict[str, Any], records: list[
     print_scorecard(run.run_dir, finished, sys.stdout, regressions=since, records=records, live_paths=live)
 
 
-def exit_code(code: int, finished: dict[str, Any]) -> int:
+def exit_code(code: int, finished: RunOutcome) -> int:
     """torchcts's exit status from pytest's and the finished run (README.md, "Exit status")."""
     import pytest
 

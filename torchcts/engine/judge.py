@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import pytest
 
 from torchcts.results.annotate import RecordAnnotator
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.records import CaseRecord
 
 RECORD_ATTR = "torchcts_record"
@@ -28,7 +29,7 @@ NO_REPRO = ("passed", "not_applicable")  # statuses whose record needs no repro 
 
 
 class _RunState(Protocol):  # engine/plugin.py: RunState, as the judge uses it
-    run: dict[str, Any]  # run.json as written (results/ reads its keys)
+    run: RunOutcome  # run.json typed
     run_dir: Any
 
     def repro(self, record: CaseRecord) -> str: ...

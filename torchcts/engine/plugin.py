@@ -45,8 +45,8 @@ class RunState:
 
     def __init__(self, run_dir: Path, manifest_arg: str | None = None) -> None:
         self.run_dir = run_dir
-        self.run = read_run(run_dir)  # run.json as written, for results/ code that reads its keys
-        self.spec = RunSpec.from_json(self.run)
+        self.run = read_run(run_dir)  # run.json typed, as results/ reads it (repro lines, the ledger)
+        self.spec = RunSpec.from_outcome(self.run)  # the same, resolved: device, claims, selection
         if manifest_arg:
             self.spec.manifest_arg = manifest_arg
         self._ctx_parts: tuple[Any, Any] | None = None

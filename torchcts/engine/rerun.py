@@ -26,7 +26,7 @@ def failing_ids(run_dir: Path) -> list[str]:
 
 def _write_reruns(run_dir: Path, reruns: list[dict[str, int]]) -> None:
     run = rundir.read_run(run_dir)
-    run["reruns"] = reruns
+    run.reruns = reruns
     rundir.write_run(run_dir, run)
 
 

@@ -19,7 +19,7 @@ from torchcts.engine.crash_budget import DEFAULT_LIMIT
 from torchcts.engine.selection import Selection
 from torchcts.errors import UsageError
 from torchcts.manifest.schema import Manifest
-from torchcts.results.ledger import outside_entries
+from torchcts.results.outcome import RunOutcome
 
 DEFAULT_RESULTS_DIR = Path(settings.RESULTS_DIR)
 
@@ -123,36 +123,42 @@ class RunSpec:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunSpec:
-        """A run.json read back (rundir.read_run checked it is an object with object-valued device,
-        manifest and selection); a key of the wrong shape is a UsageError naming it."""
-        rest = {k: v for k, v in data.items() if k not in _TYPED_KEYS}
+        """A run.json's object: checked and typed by its one reader (RunOutcome.from_json), then resolved."""
+        return cls.from_outcome(RunOutcome.from_json(data, f"run.json of run '{data.get('name')}'"))
+
+    @classmethod
+    def from_outcome(cls, run: RunOutcome) -> RunSpec:
+        """The spec of a run.json read back typed (rundir.read_run): what a run's own processes run.
+        Device, claims or selection that do not resolve are a UsageError naming the problem."""
         try:
-            device_info = DeviceInfo(**data["device"])
-            manifest = Manifest.from_json(data["manifest"], source=str(data.get("manifest_source") or "<run.json>"))
+            if run.manifest is None or run.selection is None:
+                raise KeyError("manifest" if run.manifest is None else "selection")
+            device_info = DeviceInfo(**(run.device or {}))
+            manifest = Manifest.from_json(run.manifest, source=run.manifest_source or "<run.json>")
             return cls(
                 device=device_info.type,
-                manifest_arg=data.get("manifest_arg"),
-                selection=Selection.from_json(data["selection"]),
-                validation=bool(data.get("validation")),
-                strict_expectations=bool(data.get("strict_expectations")),
-                rerun_failures=int(data.get("rerun_failures") or 0),
-                timeout_s=data.get("timeout_s"),
-                explore=_depth(data.get("explore")),
-                isolation=bool(data.get("isolation", True)),
-                crash_budget=_crash_budget(data.get("crash_budget")),
-                command=list(data.get("command") or []),
+                manifest_arg=run.manifest_arg,
+                selection=Selection.from_json(run.selection),
+                validation=bool(run.validation),
+                strict_expectations=bool(run.strict_expectations),
+                rerun_failures=run.rerun_failures or 0,
+                timeout_s=run.timeout_s,
+                explore=_depth(run.explore),
+                isolation=run.isolation is not False,  # an older run.json without it ran isolated
+                crash_budget=_crash_budget(run.crash_budget),
+                command=list(run.command or []),
                 device_info=device_info,
                 manifest=manifest,
-                name=data.get("name"),
-                started=data.get("started"),
-                planned=int(data.get("planned") or 0),
-                filtered=int(data.get("filtered") or 0),
-                sharded_out=int(data.get("sharded_out") or 0),
-                ledger_outside=outside_entries(data),
-                facts=rest,
+                name=run.name,
+                started=run.started,
+                planned=run.planned or 0,
+                filtered=run.filtered or 0,
+                sharded_out=run.sharded_out or 0,
+                ledger_outside=list(run.expectations_outside_selection or []),
+                facts={k: v for k, v in run.to_json().items() if k not in _TYPED_KEYS},
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise UsageError(f"run.json of run '{data.get('name')}' does not describe a run "
+            raise UsageError(f"run.json of run '{run.name}' does not describe a run "
                              f"({type(exc).__name__}: {str(exc)[:120]}): restore it or rerun") from None
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from torchcts.cases.model import Case
 from torchcts.cases.repro_builders import has_script
 from torchcts.results.ledger import CRASHES, FAILING, RunLedger, forgives_crashes
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.plan import PLAN, read_plan
 from torchcts.results.records import CaseRecord, repro_script_command
 from torchcts.results.rundir import final_records
@@ -24,9 +24,9 @@ from torchcts.results.statuses import Status
 
 
 class RecordAnnotator:
-    def __init__(self, spec: dict[str, Any], run_dir: Path, attempt: int = 1,
+    def __init__(self, run: RunOutcome, run_dir: Path, attempt: int = 1,
                  plan: Callable[[], dict[str, Case]] | None = None) -> None:
-        self.ledger = RunLedger(spec)
+        self.ledger = RunLedger(run)
         self.attempt = attempt
         self.previous = {r.id: r for r in final_records(run_dir)} if self.attempt > 1 else {}
         self.run_dir = run_dir

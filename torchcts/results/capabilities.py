@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import html_text as _e
 from torchcts.results.quoting import md_code, md_text
 from torchcts.results.records import CaseRecord
@@ -34,13 +35,13 @@ class Comparison:
     findings: list[Finding]
 
 
-def compare(run: dict[str, Any], records: list[CaseRecord]) -> Comparison | None:
+def compare(run: RunOutcome, records: list[CaseRecord]) -> Comparison | None:
     """The three-way comparison of a run, None when its probe case did not record (not selected)."""
     probe = next((r for r in reversed(records) if r.id == PROBE_CASE and isinstance(r.info, dict)
                   and isinstance(r.info.get("observed"), dict)), None)
     if probe is None:
         return None
-    manifest = run.get("manifest") or {}
+    manifest = run.manifest or {}
     claimed = {str(k): bool(v) for k, v in (manifest.get("supported_dtypes") or {}).items()}
     caps = {str(k): bool(v) for k, v in (manifest.get("capabilities") or {}).items()}
     reported: dict[str, Any] = probe.info.get("reported") if isinstance(probe.info.get("reported"), dict) else {}
@@ -94,7 +95,7 @@ def _capability_findings(manifest: dict[str, Any], caps: dict[str, bool], report
     return out
 
 
-def markdown_lines(run: dict[str, Any], records: list[CaseRecord]) -> list[str]:
+def markdown_lines(run: RunOutcome, records: list[CaseRecord]) -> list[str]:
     """summary.md's section: the findings (the table is in report.html)."""
     comp = compare(run, records)
     if comp is None:
@@ -106,7 +107,7 @@ def markdown_lines(run: dict[str, Any], records: list[CaseRecord]) -> list[str]:
     return [*lines, ""]
 
 
-def render_html(run: dict[str, Any], records: list[CaseRecord]) -> str:
+def render_html(run: RunOutcome, records: list[CaseRecord]) -> str:
     """report.html's section: the findings, then the table; '' when the probe did not run."""
     comp = compare(run, records)
     if comp is None:

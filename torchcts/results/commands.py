@@ -19,24 +19,25 @@ from pathlib import Path
 from typing import Any
 
 from torchcts.manifest.load import portable_manifest
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.records import CaseRecord, record_repro, repro_script_command, shell_path
 from torchcts.results.scrub import scrub
 
 
-def offered_commands(record: CaseRecord, run: dict[str, Any], run_dir: Path,
+def offered_commands(record: CaseRecord, run: RunOutcome, run_dir: Path,
                      manifest_arg: str | None = None) -> CaseRecord:
     """`record` with `repro` and `repro_script` rebuilt (where it had them); nothing else changes.
     `manifest_arg`: `--manifest` as typed, when the run itself finalizes (quoted, then scrubbed, as
     the record's own line was); else run.json's scrubbed value, quoted as it stands."""
     if record.repro is None and record.repro_script is None:
         return record
-    manifest = manifest_arg or reader_manifest(run.get("manifest_arg"), run_dir)
+    manifest = manifest_arg or reader_manifest(run.manifest_arg, run_dir)
     repro, script = record.repro, record.repro_script
     if repro is not None:
         repro = scrub(record_repro(record, run, manifest))
     if script is not None:
         script = repro_script_command(record.id, str(run_dir))
-        if manifest and not run.get("validation"):  # the script imports that manifest's backend module
+        if manifest and not run.validation:  # the script imports that manifest's backend module
             script += f" --manifest {shell_path(manifest)}"
         script = scrub(script)
     return record.copy(repro=repro, repro_script=script)

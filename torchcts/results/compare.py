@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from torchcts.errors import UsageError
 from torchcts.results import rundir
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import one_field
 from torchcts.results.records import CaseRecord, shell_path
 from torchcts.results.statuses import FAILURES, PASSING
@@ -74,12 +76,12 @@ def compare_runs(old_dir: Path, new_dir: Path, new_records: list[CaseRecord] | N
     old_run, new_run = rundir.read_run(old_dir), rundir.read_run(new_dir)
     new = new_records if new_records is not None else rundir.final_records(new_dir)
     c = compare_records(rundir.final_records(old_dir), new, **kw)
-    for key in ("device", "gate", "manifest_hash", "validation", "selection"):
-        if old_run.get(key) != new_run.get(key):
-            c.notes.append(difference(key, old_run.get(key), new_run.get(key)))
+    for key in ("device", "gate", "manifest_hash", "validation", "selection"):  # RunOutcome's fields
+        if getattr(old_run, key) != getattr(new_run, key):
+            c.notes.append(difference(key, getattr(old_run, key), getattr(new_run, key)))
     for name, run in (("old", old_run), ("new", new_run)):
-        if run.get("status") != "complete":
-            c.notes.append(f"the {name} run is {run.get('status', 'interrupted')}: cases it did not reach are missing")
+        if run.status != "complete":
+            c.notes.append(f"the {name} run is {run.status or 'interrupted'}: cases it did not reach are missing")
     return c
 
 
@@ -128,13 +130,13 @@ def render(c: Comparison, limit: int = 50) -> str:
     return "\n".join(one_field(line) for line in lines)  # each line one line whatever a record holds
 
 
-COMPARABLE_KEYS = ("device", "manifest_hash", "validation", "selection")
+COMPARABLE_KEYS = ("device", "manifest_hash", "validation", "selection")  # RunOutcome's fields
 
 
-def comparable_key(run: dict[str, Any]) -> str:
+def comparable_key(run: RunOutcome) -> str:
     """What two runs must share for "since the previous run": device, claims, validation mode and
     the user's selection (a focused run is never measured against a full one)."""
-    return json.dumps([run.get(k) for k in COMPARABLE_KEYS], sort_keys=True, default=str)
+    return json.dumps([getattr(run, k) for k in COMPARABLE_KEYS], sort_keys=True, default=str)
 
 
 def previous_comparable(results_root: Path, run_dir: Path) -> Path | None:
@@ -144,9 +146,9 @@ def previous_comparable(results_root: Path, run_dir: Path) -> Path | None:
                                    if p.is_dir() and not p.is_symlink() and p.name < run_dir.name), reverse=True):
         try:
             run = rundir.read_run(candidate)
-        except (OSError, ValueError):
+        except (OSError, ValueError, UsageError):  # an unreadable old run is no previous run
             continue
-        if run.get("status") == "complete" and comparable_key(run) == key:
+        if run.status == "complete" and comparable_key(run) == key:
             return candidate
     return None
 

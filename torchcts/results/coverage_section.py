@@ -9,8 +9,7 @@ surfaces needs the dispatcher, so `torchcts coverage report RUN` computes it
 
 from __future__ import annotations
 
-from typing import Any
-
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import html_text as _e
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import EXECUTED
@@ -47,14 +46,14 @@ def record_counts(records: list[CaseRecord]) -> dict[str, int]:
     return {"observed_cases": observed, "unobserved_cases": unobserved, "overloads": len(names), "pending": pending}
 
 
-def render_coverage_section(run: dict[str, Any], records: list[CaseRecord]) -> str:
+def render_coverage_section(run: RunOutcome, records: list[CaseRecord]) -> str:
     c = record_counts(records)
-    cov = run.get("coverage")
+    cov = run.coverage
     head = (f"<p>{c['overloads']} distinct aten overloads dispatched to the device by {c['observed_cases']} executed "
             f"cases ({c['unobserved_cases']} not observed); {c['pending']} cases pending.</p>")
     if not isinstance(cov, dict) or not isinstance(cov.get("headline"), dict):
         body = ("<p class='meta'>Coverage of implementable surfaces: run <code>torchcts coverage report "
-                f"{_e(run.get('name') or 'RUN')}</code> (it reads the dispatcher) and this page shows it.</p>")
+                f"{_e(run.name or 'RUN')}</code> (it reads the dispatcher) and this page shows it.</p>")
         return f"<div id='coverage'>{head}{body}</div>"
     h = cov["headline"]
     headline = (f"<p><b>{_e(h.get('observed'))} of {_e(h.get('implementable'))} implementable aten overloads observed "

@@ -7,7 +7,6 @@ Called at the end of `torchcts run`, by `torchcts report` for any run (also a ki
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from torchcts.compat import describe_fallbacks
 from torchcts.errors import UsageError
@@ -15,6 +14,7 @@ from torchcts.results import rundir
 from torchcts.results.artifacts import write_artifacts
 from torchcts.results.commands import offered_commands
 from torchcts.results.ledger import crash_rule, report_for_run, run_device
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.plan import PLAN, read_plan
 from torchcts.results.records import CaseRecord, skip_record
 from torchcts.results.statuses import EXECUTED
@@ -35,7 +35,7 @@ def not_run_records(run_dir: Path, recorded: set[str], problems: list[str]) -> l
                         "or stopped early)") for c in plan if c.id not in recorded]
 
 
-def finalize(run_dir: Path, status: str, manifest_arg: str | None = None) -> tuple[dict[str, Any], list[CaseRecord]]:
+def finalize(run_dir: Path, status: str, manifest_arg: str | None = None) -> tuple[RunOutcome, list[CaseRecord]]:
     """Totals and artifacts from the records; run.json marked complete or interrupted.
 
     Returns (run.json, the final records) so the scorecard and the comparison with the previous run
@@ -53,18 +53,17 @@ def finalize(run_dir: Path, status: str, manifest_arg: str | None = None) -> tup
     if not (run_dir / PLAN).is_file():  # every run writes its plan first: without it, nothing shows the run whole
         status = "interrupted"
         executed = sum(1 for r in records if r.status in EXECUTED)
-        run["plan_missing"] = True
-        run["missing_records"] = max(0, _int(run.get("planned")) - executed)
+        run.plan_missing = True
+        run.missing_records = max(0, (run.planned or 0) - executed)
     else:
-        run.pop("plan_missing", None)
-        run.pop("missing_records", None)
-    run.update(status=status, ended=run.get("ended") or rundir.utc_now(), totals=totals(records))
-    run["unreadable_records"] = len(unreadable)  # never silently dropped: every report shows them
-    run["internal_errors"] = sum(1 for r in records if r.internal_error)  # exit 3 (ledger.verdict_exit)
-    run["record_problems"] = unreadable[:20]
-    run["compat_fallbacks"] = describe_fallbacks(
-        {*run.get("compat_fallbacks", {}), *(n for r in records for n in _names(r.compat_fallbacks))})
-    run["ledger"] = report_for_run(run, records)
+        run.unset("plan_missing", "missing_records")
+    run.status, run.ended, run.totals = status, run.ended or rundir.utc_now(), totals(records)
+    run.unreadable_records = len(unreadable)  # never silently dropped: every report shows them
+    run.internal_errors = sum(1 for r in records if r.internal_error)  # exit 3 (ledger.verdict_exit)
+    run.record_problems = unreadable[:20]
+    run.compat_fallbacks = describe_fallbacks(
+        {*(run.compat_fallbacks or {}), *(n for r in records for n in _names(r.compat_fallbacks))})
+    run.ledger = report_for_run(run, records)
     rundir.write_run(run_dir, run)
     write_artifacts(run_dir, run, records)
     return run, records
@@ -73,8 +72,3 @@ def finalize(run_dir: Path, status: str, manifest_arg: str | None = None) -> tup
 def _names(value: object) -> list[str]:
     """A record's `compat_fallbacks` (kept as read, so possibly crafted): its names, nothing else."""
     return [n for n in value if isinstance(n, str)] if isinstance(value, list) else []
-
-
-def _int(value: object) -> int:
-    """run.json's `planned` as a count (a crafted one may hold anything)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

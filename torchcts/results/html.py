@@ -13,7 +13,6 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from torchcts.manifest.schema import DTYPES
 from torchcts.results.capabilities import render_html as render_capabilities
@@ -21,6 +20,7 @@ from torchcts.results.coverage_section import render_coverage_section
 from torchcts.results.html_charts import error_chart, pass_counts, pass_rate_chart, rate_color
 from torchcts.results.html_failures import COLORS, failures_section
 from torchcts.results.html_precision import render_precision
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import html_text as _e  # None reads as ''
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import EXECUTED, ORDER
@@ -111,7 +111,7 @@ document.addEventListener('DOMContentLoaded',function(){
 class ReportInput:
     """What every section renders from: run.json, the final records, the run folder (None for a
     page rendered without one) and the failing cases whose repro script is in its repro/ folder."""
-    run: dict[str, Any]
+    run: RunOutcome
     records: list[CaseRecord]
     run_dir: Path | None = None
     scripts: set[str] = field(default_factory=set)
@@ -124,9 +124,9 @@ class Section:
     render: Callable[[ReportInput], str]  # the section's HTML body; '' leaves the section out
 
 
-def claimed_dtypes(run: dict[str, Any]) -> set[str] | None:
+def claimed_dtypes(run: RunOutcome) -> set[str] | None:
     """The dtypes the run's manifest claims; None when run.json names none (an older run)."""
-    supported = (run.get("manifest") or {}).get("supported_dtypes")
+    supported = (run.manifest or {}).get("supported_dtypes")
     if not isinstance(supported, dict):
         return None
     return {str(d) for d, claimed in supported.items() if claimed}
@@ -262,28 +262,28 @@ def repro_scripts(run_dir: Path | None, records: list[CaseRecord]) -> set[str]:
     return {r.id for r in failures(records) if (run_dir / "repro" / safe_name(r.id) / SCRIPT).is_file()}
 
 
-def _header(run: dict[str, Any], t: dict[str, int]) -> str:
+def _header(run: RunOutcome, t: dict[str, int]) -> str:
     """Title, run facts and a badge per status count `t`."""
-    dev = run.get("device", {})
-    torch_v = (run.get("torch") or {}).get("torch", "")
+    dev = run.device or {}
+    torch_v = (run.torch or {}).get("torch", "")
     badges = "".join(
         f"<div class='badge' style='background:{COLORS.get(s, '#555')}'><b>{n}</b>{_e(s)}</div>" for s, n in t.items()
     )
-    if run.get("filtered"):
-        badges += f"<div class='badge' style='background:{COLORS['filtered']}'><b>{run['filtered']}</b>filtered</div>"
+    if run.filtered:
+        badges += f"<div class='badge' style='background:{COLORS['filtered']}'><b>{run.filtered}</b>filtered</div>"
     notes = ("<p class='validation'>Validation run: checks the harness on CPU; never backend evidence.</p>"
-             if run.get("validation") else "")
-    if run.get("unreadable_records"):
-        notes += (f"<p class='validation' id='unreadable'>{_e(run['unreadable_records'])} unreadable records in "
-                  f"cases.jsonl, not in the totals: {_e('; '.join(run.get('record_problems') or []))}</p>")
+             if run.validation else "")
+    if run.unreadable_records:
+        notes += (f"<p class='validation' id='unreadable'>{_e(run.unreadable_records)} unreadable records in "
+                  f"cases.jsonl, not in the totals: {_e('; '.join(run.record_problems or []))}</p>")
     return (f"<h1>TorchCTS report — device <code>{_e(dev.get('type'))}</code></h1>\n"
-            f"<div class='meta'>run <code>{_e(run.get('name'))}</code> · gate <code>{_e(run.get('gate'))}</code> · "
-            f"torch {_e(torch_v)} · torchcts {_e(run.get('torchcts'))} · {_e(run.get('status'))} · "
-            f"{_e(run.get('started'))} → {_e(run.get('ended'))} · manifest "
-            f"{_e((run.get('manifest_hash') or '')[:12])}</div>\n{notes}\n<div class='badges' id='totals'>{badges}</div>")
+            f"<div class='meta'>run <code>{_e(run.name)}</code> · gate <code>{_e(run.gate)}</code> · "
+            f"torch {_e(torch_v)} · torchcts {_e(run.torchcts)} · {_e(run.status)} · "
+            f"{_e(run.started)} → {_e(run.ended)} · manifest "
+            f"{_e((run.manifest_hash or '')[:12])}</div>\n{notes}\n<div class='badges' id='totals'>{badges}</div>")
 
 
-def render_html(run: dict[str, Any], records: list[CaseRecord], run_dir: Path | None = None) -> str:
+def render_html(run: RunOutcome, records: list[CaseRecord], run_dir: Path | None = None) -> str:
     report = ReportInput(run, records, run_dir, repro_scripts(run_dir, records))
     body = []
     for section in SECTIONS:
@@ -291,9 +291,9 @@ def render_html(run: dict[str, Any], records: list[CaseRecord], run_dir: Path | 
         if html:
             body.append(f"<section id='{_e(section.id)}'><h2>{_e(section.title)}</h2>{html}</section>")
     t = totals(records)
-    data = json.dumps({"name": run.get("name"), "status": run.get("status"), "totals": t})
+    data = json.dumps({"name": run.name, "status": run.status, "totals": t})
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>TorchCTS {_e(run.get('name'))}</title>
+<html lang="en"><head><meta charset="utf-8"><title>TorchCTS {_e(run.name)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>{CSS}</style><script>{JS}</script></head><body>
 {_header(run, t)}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections import defaultdict
-from typing import Any
 
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import one_line, strip_controls
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import CRASH_LIKE, FAILURES, STATUSES, Status
@@ -26,14 +26,14 @@ def _detail(r: CaseRecord) -> str:
     return strip_controls("\n".join(p if isinstance(p, str) else str(p) for p in parts if p))
 
 
-def render_junit(run: dict[str, Any], records: list[CaseRecord]) -> str:
+def render_junit(run: RunOutcome, records: list[CaseRecord]) -> str:
     suites: dict[str, list[CaseRecord]] = defaultdict(list)
     for r in records:
         suites[str(r.suite)].append(r)
-    root = ET.Element("testsuites", name=one_line(f"torchcts {run.get('name', '')}"))
+    root = ET.Element("testsuites", name=one_line(f"torchcts {run.name or ''}"))
     for name, recs in sorted(suites.items()):
         el = ET.SubElement(root, "testsuite", name=one_line(name), tests=str(len(recs)),
-                           timestamp=str(run.get("started") or ""))
+                           timestamp=run.started or "")
         counts = {"failures": 0, "errors": 0, "skipped": 0}
         total_time = 0.0
         for r in recs:
@@ -62,13 +62,13 @@ def render_junit(run: dict[str, Any], records: list[CaseRecord]) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _record_problems(root: ET.Element, run: dict[str, Any]) -> None:
+def _record_problems(root: ET.Element, run: RunOutcome) -> None:
     """Unreadable records and a missing plan as errors of their own suite: a dashboard that reads only
     junit.xml must not see a clean run."""
-    problems = [one_line(p)[:500] for p in (run.get("record_problems") or []) if isinstance(p, str)]
-    count = run.get("unreadable_records") if isinstance(run.get("unreadable_records"), int) else len(problems)
+    problems = [one_line(p)[:500] for p in (run.record_problems or [])]
+    count = run.unreadable_records if run.unreadable_records is not None else len(problems)
     problems += [f"... {count - len(problems)} more unreadable records"] if count > len(problems) else []
-    if run.get("plan_missing"):
+    if run.plan_missing:
         problems.append("plan.jsonl is missing: the run cannot be shown complete")
     if not problems:
         return

@@ -23,6 +23,7 @@ from typing import Any
 from torchcts.errors import ExitCode
 from torchcts.manifest.expectations import is_expired
 from torchcts.results.ledger_match import LedgerMatcher
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.records import CaseRecord
 from torchcts.results.signatures import entry_signature, signature_matches, signature_of
 from torchcts.results.statuses import CRASH_LIKE, EXECUTED, FAILURES, FORGIVABLE, Status
@@ -83,9 +84,9 @@ def crash_rule(record: CaseRecord, device: str | None) -> CaseRecord:
     return record.copy(status=Status(was), message=message[:600])
 
 
-def run_device(run: dict[str, Any]) -> str | None:
-    dev = run.get("device")
-    return None if run.get("validation") or not isinstance(dev, dict) else dev.get("type")
+def run_device(run: RunOutcome) -> str | None:
+    """The device whose crash rule applies (none for a validation run, which is no backend's)."""
+    return None if run.validation else run.device_type
 
 
 def invalid_entries(entries: list[dict[str, Any]], device: str | None) -> list[dict[str, Any]]:
@@ -214,25 +215,21 @@ def ledger_report(entries: list[dict[str, Any]], records: list[CaseRecord], toda
     }
 
 
-def run_date(run: dict[str, Any]) -> _dt.date:
+def run_date(run: RunOutcome) -> _dt.date:
     """The date a run's ledger is judged at: its start (so `report` later agrees with the run)."""
-    started = str(run.get("started") or "")
+    started = run.started or ""
     try:
         return _dt.date.fromisoformat(started[:10])
     except ValueError:
         return _dt.datetime.now(_dt.timezone.utc).date()
 
 
-def run_entries(run: dict[str, Any]) -> list[dict[str, Any]]:
-    return list((run.get("manifest") or {}).get("expectations") or [])
-
-
 class RunLedger:
     """A run's ledger, compiled once (entries, matcher, judging date, device): called per record by
     the process that builds the record (results/annotate.py, engine/plugin.py)."""
 
-    def __init__(self, run: dict[str, Any]) -> None:
-        self.entries = run_entries(run)
+    def __init__(self, run: RunOutcome) -> None:
+        self.entries = run.entries
         self.matcher = compile_entries(self.entries)
         self.today = run_date(run)
         self.device = run_device(run)
@@ -241,36 +238,29 @@ class RunLedger:
         return apply(record, self.entries, self.today, self.matcher, self.device)
 
 
-def report_for_run(run: dict[str, Any], records: list[CaseRecord]) -> dict[str, Any]:
-    return ledger_report(run_entries(run), records, run_date(run), run_device(run), outside_entries(run))
+def report_for_run(run: RunOutcome, records: list[CaseRecord]) -> dict[str, Any]:
+    return ledger_report(run.entries, records, run_date(run), run_device(run), run.expectations_outside_selection)
 
 
-def outside_entries(run: dict[str, Any]) -> list[int]:
-    """run.json's "expectations_outside_selection" (engine/selection.py): entry indices; anything
-    else (a crafted or older run.json) is none, so every entry not hit stays unmatched."""
-    value = run.get("expectations_outside_selection")
-    return [i for i in value if type(i) is int] if isinstance(value, list) else []
-
-
-def gate_failures(run: dict[str, Any]) -> list[str]:
+def gate_failures(run: RunOutcome) -> list[str]:
     """Why the run fails (empty: exit 0). Flaky fails only a strict run: its rerun passed."""
-    strict = bool(run.get("strict_expectations"))
-    totals = run.get("totals") or {}
+    strict = bool(run.strict_expectations)
+    totals = run.totals or {}
     reasons = [f"{totals[s]} {s}" for s in FAILURES if totals.get(s) and (strict or s != "flaky")]
     if totals.get("not_run"):  # planned cases without a result: never a clean run
         reasons.append(f"{totals['not_run']} not_run")
-    if run.get("unreadable_records"):
-        reasons.append(f"{run['unreadable_records']} unreadable records")
-    if run.get("internal_errors"):  # TorchCTS failed around these cases (exit 3: verdict_exit)
-        reasons.append(f"{run['internal_errors']} TorchCTS internal errors")
-    if run.get("plan_missing"):  # no plan: the run cannot be shown complete (records may have been cut)
-        missing = run.get("missing_records")
+    if run.unreadable_records:
+        reasons.append(f"{run.unreadable_records} unreadable records")
+    if run.internal_errors:  # TorchCTS failed around these cases (exit 3: verdict_exit)
+        reasons.append(f"{run.internal_errors} TorchCTS internal errors")
+    if run.plan_missing:  # no plan: the run cannot be shown complete (records may have been cut)
+        missing = run.missing_records
         reasons.append("plan.jsonl is missing" + (f" ({missing} planned cases have no record)" if missing else ""))
-    invalid = (run.get("ledger") or {}).get("invalid")
+    invalid = (run.ledger or {}).get("invalid")
     if invalid:
         reasons.append(f"{len(invalid)} ledger entries invalid on this device")
     if strict:
-        ledger = run.get("ledger") or {}
+        ledger = run.ledger or {}
         if totals.get("xpassed"):
             reasons.append(f"{totals['xpassed']} xpassed (strict expectations)")
         for key in ("expired", "unmatched"):
@@ -279,20 +269,20 @@ def gate_failures(run: dict[str, Any]) -> list[str]:
     return reasons
 
 
-def verdict_exit(run: dict[str, Any], restated: bool = False) -> int:
+def verdict_exit(run: RunOutcome, restated: bool = False) -> int:
     """The exit status of the verdict a finished run states (`run`, `report`, `merge`): 3 when
     TorchCTS itself failed around a case (records with `internal_error`), alone or in a full run,
     1 for any other gate failure, 0 clean. `restated` (report, merge: the verdict read back from
     records anyone can edit): records saying TorchCTS failed are a failure of the run (exit 1, the
     scorecard names them), never this command's own failure (exit 3 is kept for that)."""
-    if run.get("internal_errors") and not restated:
+    if run.internal_errors and not restated:
         return ExitCode.INTERNAL
     return ExitCode.FAILURES if gate_failures(run) else ExitCode.OK
 
 
-def ledger_lines(run: dict[str, Any]) -> list[str]:
+def ledger_lines(run: RunOutcome) -> list[str]:
     """Plain-text lines for the scorecard and `report`."""
-    ledger = run.get("ledger") or {}
+    ledger = run.ledger or {}
     if not ledger.get("entries"):
         return []
     outside = f" ({ledger['outside_selection']} for cases outside this selection)" if ledger.get("outside_selection") else ""

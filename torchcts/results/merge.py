@@ -6,44 +6,51 @@ anything else is refused, because a merged report of unlike runs would be a fals
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
 from torchcts.errors import UsageError
 from torchcts.results import rundir
 from torchcts.results.finalize import finalize
+from torchcts.results.outcome import RunOutcome
 from torchcts.safe_io import write_atomic
 
-# run.json fields that must agree between shards.
+# run.json fields (RunOutcome's) that must agree between shards.
 _SAME = ("manifest_hash", "torchcts", "torch", "device", "gate", "validation")
 
 
-def _selection_sans_shard(run: dict[str, Any]) -> dict[str, Any]:
-    sel = dict(run.get("selection", {}))
+def _selection_sans_shard(run: RunOutcome) -> dict[str, Any]:
+    sel = dict(run.selection or {})
     sel.pop("shard", None)
     return sel
 
 
-def check_compatible(runs: list[tuple[Path, dict[str, Any]]]) -> None:
+def check_compatible(runs: list[tuple[Path, RunOutcome]]) -> None:
     first_dir, first = runs[0]
     for path, run in runs[1:]:
         for key in _SAME:
-            if run.get(key) != first.get(key):
+            if getattr(run, key) != getattr(first, key):
                 raise UsageError(
                     f"cannot merge {path.name} with {first_dir.name}: '{key}' differs "
-                    f"({run.get(key)!r} vs {first.get(key)!r}); merge only shards of one run"
+                    f"({getattr(run, key)!r} vs {getattr(first, key)!r}); merge only shards of one run"
                 )
         if _selection_sans_shard(run) != _selection_sans_shard(first):
             raise UsageError(f"cannot merge {path.name} with {first_dir.name}: the selections differ")
     for path, run in runs:
-        shard = run.get("selection", {}).get("shard")
+        shard = _shard(run)
         if not shard:
             raise UsageError(f"{path.name} is not a shard run: merge folders written by 'run --shard I/N'")
         if not (isinstance(shard, list) and len(shard) == 2 and all(type(v) is int and v > 0 for v in shard)):
             raise UsageError(f"{path.name}/run.json names no valid shard I/N ({shard!r}): the folder was edited; rerun it")
-    shards = [tuple(r["selection"]["shard"]) for _, r in runs]
+    shards = [tuple(_shard(r)) for _, r in runs]
     if len({n for _, n in shards}) != 1 or len(set(shards)) != len(shards):
         raise UsageError(f"cannot merge: shards {[f'{i}/{n}' for i, n in shards]} are not distinct shards of one N")
+
+
+def _shard(run: RunOutcome) -> Any:
+    """The run's `--shard I/N` as run.json holds it ([I, N]; check_compatible checks it)."""
+    return (run.selection or {}).get("shard")
 
 
 def merge_runs(run_dirs: list[Path], results_root: Path) -> Path:
@@ -65,25 +72,23 @@ def merge_runs(run_dirs: list[Path], results_root: Path) -> Path:
     out.rmdir()
     tmp.mkdir()
     try:
-        first = dict(runs[0][1])
-        count = runs[0][1]["selection"]["shard"][1]
-        statuses = {r.get("status") for _, r in runs}
-        first.update(
-            name=out.name,
-            merged_from=[d.name for d, _ in runs],
-            command=["merge", *[d.name for d, _ in runs]],
-            started=min(str(r.get("started") or "") for _, r in runs),
-            filtered=first.get("filtered", 0),
-            sharded_out=0,
-            planned=sum(int(r.get("planned") or 0) for _, r in runs),
-            compat_fallbacks={k: v for _, r in runs for k, v in (r.get("compat_fallbacks") or {}).items()
-                              if isinstance(r.get("compat_fallbacks"), dict)},
-        )
-        first["selection"] = {**_selection_sans_shard(first), "shard": None}
+        first = copy.deepcopy(runs[0][1])
+        count = _shard(first)[1]
+        statuses = {r.status for _, r in runs}
+        first.name = out.name
+        first.merged_from = [d.name for d, _ in runs]
+        first.command = ["merge", *[d.name for d, _ in runs]]
+        first.started = min(r.started or "" for _, r in runs)
+        first.filtered = first.filtered or 0
+        first.sharded_out = 0
+        first.planned = sum(r.planned or 0 for _, r in runs)
+        first.compat_fallbacks = {k: v for _, r in runs if isinstance(r.compat_fallbacks, dict)
+                                  for k, v in r.compat_fallbacks.items()}
+        first.selection = {**_selection_sans_shard(first), "shard": None}
         missing = count - len(runs)
         status = "complete" if statuses == {"complete"} and missing == 0 else "interrupted"
         if missing:
-            first["missing_shards"] = missing
+            first.missing_shards = missing
         rundir.write_run(tmp, first)
         for name in (rundir.CASES_JSONL, PLAN):  # verbatim, unreadable lines too: they stay counted
             if name == PLAN and not all((d / PLAN).is_file() for d, _ in runs):

@@ -23,6 +23,7 @@ from torchcts.cases.model import Case, repro_command
 from torchcts.cases.verdict import Verdict
 from torchcts.errors import first_line
 from torchcts.results import sim_env
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.scrub import scrub
 from torchcts.results.statuses import STATUSES, Status
 from torchcts.untrusted import check_depth, loads
@@ -284,17 +285,17 @@ def _coerce(name: str, value: Any) -> Any:
     return value
 
 
-def record_repro(record: CaseRecord, spec: dict[str, Any], manifest: str | None) -> str:
+def record_repro(record: CaseRecord, run: RunOutcome, manifest: str | None) -> str:
     """`repro_command` for a run's record; `manifest` is the `--manifest` value as given. The line
     runs as pasted in the folder the run was made from: it sets the sim's variables the run had
     (results/sim_env.py), and a manifest path the scrubber must hide is quoted (`shell_path`)."""
     from torchcts.cases.repro_builders import failing_sample
 
     level = record.level
-    claimed = (spec.get("manifest") or {}).get("semantic_level")
+    claimed = (run.manifest or {}).get("semantic_level")
     above = isinstance(level, int) and isinstance(claimed, int) and level > claimed
-    return sim_env.shell_prefix(spec) + repro_command(
-        record.id, str((spec.get("device") or {}).get("type", "DEVICE")), bool(spec.get("validation")),
+    return sim_env.shell_prefix(run) + repro_command(
+        record.id, str((run.device or {}).get("type", "DEVICE")), bool(run.validation),
         manifest=manifest, sample=failing_sample(record.info), level=level if above else None, quote_path=shell_path)
 
 

@@ -263,13 +263,15 @@ def target_from_run(case_id: str, run_dir: Path) -> ReproTarget:
     case = plan.get(case_id) or _find_in_registry(case_id)
     record = next((r for r in reversed(list(rundir.read_records(run_dir))) if r.id == case_id), None)
     try:
-        manifest = Manifest.from_json(run["manifest"])
+        if run.manifest is None:
+            raise KeyError("manifest")
+        manifest = Manifest.from_json(run.manifest)
     except (KeyError, TypeError):
         raise UsageError(f"{run_dir.name}/run.json holds no valid manifest: the run folder was edited or "
                          "damaged; rerun, or pass --device and --manifest without --run") from None
-    device = "cpu" if run.get("validation") else str(run["device"].get("type"))
+    device = "cpu" if run.validation else str(run.device_type)
     return ReproTarget(case, device, manifest, record, run_dir.name, run_dir / "repro" / safe_name(case_id),
-                       run_dir, run.get("timeout_s"), sim_env=sim_env.of_run(run))
+                       run_dir, run.timeout_s, sim_env=sim_env.of_run(run))
 
 
 def target_from_registry(case_id: str, device: str, manifest: Manifest) -> ReproTarget:

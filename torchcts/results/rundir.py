@@ -19,6 +19,7 @@ from typing import Any
 
 from torchcts import settings
 from torchcts.results.jsonl import read_jsonl
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.records import MAX_DEPTH, CaseRecord, plain
 from torchcts.results.scrub import scrub_obj
 from torchcts.safe_io import open_append, write_atomic
@@ -74,15 +75,15 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_atomic(path.parent, path.name, json.dumps(scrub_obj(data), indent=2, sort_keys=True, default=str) + "\n")
 
 
-def write_run(run_dir: Path, run: dict[str, Any]) -> None:
+def write_run(run_dir: Path, run: RunOutcome) -> None:
     """run.json, whole and atomically, scrubbed: the run spec when the run opens (engine/spec.py:
     RunSpec.to_json), then with what finalize, reruns, merge and coverage add."""
-    write_json_atomic(run_dir / RUN_JSON, run)
+    write_json_atomic(run_dir / RUN_JSON, run.to_json())
 
 
-def read_run(run_dir: Path) -> dict[str, Any]:
-    """run.json as a mapping (a run's own processes type it: engine/spec.py: RunSpec.from_json);
-    a truncated, garbled or non-object file is the user's data problem."""
+def read_run(run_dir: Path) -> RunOutcome:
+    """run.json typed (results/outcome.py: RunOutcome.from_json, the one reader of an untrusted one);
+    a truncated, garbled or non-object file, or a field of the wrong type, is the user's data problem."""
     from torchcts.errors import UsageError
 
     try:
@@ -91,65 +92,7 @@ def read_run(run_dir: Path) -> dict[str, Any]:
         why = exc.msg if isinstance(exc, Unreadable) else type(exc).__name__
         raise UsageError(f"{run_dir.name}/{RUN_JSON} is not valid JSON ({why}; truncated or edited): "
                          "restore it from the run's artifacts or rerun") from None
-    if not isinstance(run, dict) or not all(isinstance(run.get(k, {}), dict) for k in ("device", "manifest", "selection")):
-        raise UsageError(f"{run_dir.name}/{RUN_JSON} is not a TorchCTS run description (not an object, or device/"
-                         "manifest/selection of the wrong type): restore it or rerun")
-    wrong = _wrong_field(run)
-    if wrong:
-        raise UsageError(f"{run_dir.name}/{RUN_JSON}: {wrong} (edited or damaged): restore it or rerun")
-    return run
-
-
-# run.json's top-level fields the commands read, with the types a run writes (None: unset). A field
-# of another type is refused by `read_run` (one line, exit 2), never met later by a report (exit 3).
-_STR = (str, type(None))
-_INT = (int, type(None))
-FIELD_TYPES: dict[str, tuple[type, ...]] = {
-    "name": _STR, "status": _STR, "started": _STR, "ended": _STR, "manifest_hash": _STR, "manifest_source": _STR,
-    "manifest_arg": _STR, "gate": _STR, "torchcts": _STR, "planned": _INT, "filtered": _INT, "sharded_out": _INT,
-    "rerun_failures": _INT, "crash_budget": _INT, "explore": _INT, "timeout_s": (int, float, type(None)),
-    "validation": (bool, type(None)), "strict_expectations": (bool, type(None)), "isolation": (bool, type(None)),
-    "command": (list, type(None)), "sim_env": (dict, type(None)), "totals": (dict, type(None)),
-}
-
-
-def _wrong_field(run: dict[str, Any]) -> str | None:
-    """The first field of run.json the commands read whose type is wrong (a crafted or damaged
-    file), said as `<field> has the wrong type`; None when every one is right."""
-    for key, types in FIELD_TYPES.items():
-        value = run.get(key)
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            return f"{key} has the wrong type ({type(value).__name__})"
-    device_type = run.get("device", {}).get("type")
-    if device_type is not None and not isinstance(device_type, str):
-        return "device.type has the wrong type"
-    if not isinstance(run.get("torch", {}), dict):
-        return "torch has the wrong type"
-    entries = run.get("manifest", {}).get("expectations", [])
-    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        return "manifest.expectations has the wrong type"
-    manifest = _manifest_problem(run.get("manifest", {}))
-    if manifest:
-        return manifest
-    fallbacks = run.get("compat_fallbacks", {})
-    if not isinstance(fallbacks, (dict, list)) or (isinstance(fallbacks, list)
-                                                  and not all(isinstance(f, str) for f in fallbacks)):
-        return "compat_fallbacks has the wrong type"
-    return None
-
-
-def _manifest_problem(manifest: dict[str, Any]) -> str | None:
-    """`manifest.<key> (<why>)` for the first key of run.json's manifest that the manifest's own
-    validation refuses (a key or capability a run.json from an older TorchCTS lacks is no problem)."""
-    from torchcts.manifest.validate import validate
-
-    if not manifest:
-        return None
-    _, problems = validate(manifest, source="run.json")
-    for problem in problems:
-        if not problem.startswith("missing ") and "unknown key" not in problem:
-            return f"manifest: {problem[:200]}"
-    return None
+    return RunOutcome.from_json(run, f"{run_dir.name}/{RUN_JSON}")
 
 
 def point_latest(results_root: Path, run_dir: Path) -> None:
@@ -194,9 +137,11 @@ def _run_named(results_root: Path, name: Any) -> Path | None:
 def _copied_latest(results_root: Path, pointer: Path) -> Path | None:
     """`latest` as a folder: an artifact upload that followed the link (GitHub's upload-artifact
     does) copied the run into it. The run folder of the same name when it came along, else the copy."""
+    from torchcts.errors import UsageError
+
     try:
-        name = loads((pointer / RUN_JSON).read_bytes()).get("name")
-    except (OSError, ValueError, AttributeError):
+        name = read_run(pointer).name
+    except (OSError, UsageError):
         return None
     return _run_named(results_root, name) or pointer
 

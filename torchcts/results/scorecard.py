@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from torchcts.results import rundir
 from torchcts.results.crash_frames import stopped_by_budget
 from torchcts.results.failure import details
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import TerminalOut, one_field
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import ORDER
@@ -50,7 +51,7 @@ def _section(out: TextIO, title: str, groups: dict[str, dict[str, int]]) -> None
 
 
 def print_scorecard(
-    run_dir: Path, run: dict[str, Any], out: TextIO, first: int = 10, slowest: int = 5,
+    run_dir: Path, run: RunOutcome, out: TextIO, first: int = 10, slowest: int = 5,
     regressions: str | None = None, records: list[CaseRecord] | None = None,
     live_paths: dict[str, str] | None = None,
 ) -> None:
@@ -60,13 +61,13 @@ def print_scorecard(
     out = TerminalOut(out, restore=live_paths)  # records come from files anyone can craft: no escape sequences reach the terminal
     if records is None:
         records = rundir.final_records(run_dir)
-    t = run.get("totals", {})
+    t = run.totals or {}
     print("", file=out)
     print("=" * 20 + " TorchCTS scorecard " + "=" * 20, file=out)
-    label = " (validation: not backend evidence)" if run.get("validation") else ""
-    print(one_field(f"device {run.get('device', {}).get('type')} gate {run.get('gate')}{label}; run {run.get('status')}"),
+    label = " (validation: not backend evidence)" if run.validation else ""
+    print(one_field(f"device {run.device_type} gate {run.gate}{label}; run {run.status}"),
           file=out)
-    print("totals: " + ", ".join(f"{k} {v}" for k, v in t.items()) + f"; filtered {run.get('filtered', 0)}", file=out)
+    print("totals: " + ", ".join(f"{k} {v}" for k, v in t.items()) + f"; filtered {run.filtered or 0}", file=out)
     before = decided_before_run(records)
     if before:
         print("  of these, decided before the run from the claims and the build (not in pytest's counts): "
@@ -76,15 +77,15 @@ def print_scorecard(
     _section(out, "capability", by_capability(records))
     for line in weak_lines(records):  # passes that prove nothing (oracle/weak.py), per suite
         print(one_field(line), file=out)
-    if run.get("unreadable_records"):
-        print(f"{run['unreadable_records']} unreadable records in cases.jsonl (not in the totals): "
-              + "; ".join(run.get("record_problems") or [])[:300], file=out)
-    if run.get("internal_errors"):  # `run` exits 3 for them; `report` restates them as a failure (exit 1)
-        print(f"{run['internal_errors']} records say TorchCTS failed around their case (internal errors of the run "
+    if run.unreadable_records:
+        print(f"{run.unreadable_records} unreadable records in cases.jsonl (not in the totals): "
+              + "; ".join(run.record_problems or [])[:300], file=out)
+    if run.internal_errors:  # `run` exits 3 for them; `report` restates them as a failure (exit 1)
+        print(f"{run.internal_errors} records say TorchCTS failed around their case (internal errors of the run "
               "that wrote them): the run is not clean", file=out)
-    if run.get("plan_missing"):
+    if run.plan_missing:
         print("plan.jsonl is missing: the run cannot be shown complete"
-              + (f" ({run.get('missing_records')} planned cases have no record)" if run.get("missing_records") else ""),
+              + (f" ({run.missing_records} planned cases have no record)" if run.missing_records else ""),
               file=out)
     if t.get("not_run"):
         budget = sum(1 for r in records if stopped_by_budget(r))
@@ -116,7 +117,7 @@ def print_scorecard(
 
     for line in ledger_lines(run):
         print(one_field(line), file=out)
-    if run.get("strict_expectations") and gate_failures(run):
+    if run.strict_expectations and gate_failures(run):
         print(one_field("strict expectations: the run fails on " + "; ".join(gate_failures(run))), file=out)
     print(f"results: {_shown(run_dir)} (report.html, summary.md, junit.xml, cases.jsonl)", file=out)
 

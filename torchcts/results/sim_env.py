@@ -18,6 +18,7 @@ import shlex
 from typing import Any
 
 from torchcts import settings
+from torchcts.results.outcome import RunOutcome
 
 SIM_MODULE = "torchcts.sim"  # the backend_import of the sim's manifests (and its submodules)
 FAULT, DECOMP = settings.env_name("sim_fault"), settings.env_name("sim_decomp")
@@ -37,14 +38,14 @@ def recorded(backend_import: Any) -> dict[str, str]:
     return env
 
 
-def of_run(run: dict[str, Any]) -> dict[str, str]:
+def of_run(run: RunOutcome) -> dict[str, str]:
     """run.json's `sim_env`, validated: the sim's names only, values of names and commas."""
-    value = run.get("sim_env")
+    value = run.sim_env
     if not isinstance(value, dict):
         return {}
     return {k: v for k, v in value.items() if k in (FAULT, DECOMP) and isinstance(v, str) and _VALUE.fullmatch(v)}
 
 
-def shell_prefix(run: dict[str, Any]) -> str:
+def shell_prefix(run: RunOutcome) -> str:
     """`NAME=value ` for each of the run's sim variables (quoted for the shell), '' for none."""
     return "".join(f"{name}={shlex.quote(value)} " for name, value in sorted(of_run(run).items()))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from typing import Any
 
 from torchcts.results.crash_frames import stopped_by_budget
 from torchcts.results.failure import details
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import md_code, md_text, one_line
 from torchcts.results.records import CaseRecord
 from torchcts.results.skips import render_markdown as skip_summary
@@ -45,22 +45,22 @@ def slowest(records: list[CaseRecord], n: int) -> list[CaseRecord]:
     return sorted((r for r in records if r.duration_s), key=lambda r: -float(r.duration_s))[:n]
 
 
-def render_markdown(run: dict[str, Any], records: list[CaseRecord], first_failures: int = 20) -> str:
+def render_markdown(run: RunOutcome, records: list[CaseRecord], first_failures: int = 20) -> str:
     t = totals(records)
-    dev = run.get("device", {})
+    dev = run.device or {}
     lines = [
-        f"# TorchCTS run {md_text(run.get('name', ''))}",
+        f"# TorchCTS run {md_text(run.name or '')}",
         "",
         f"- device: {md_code(dev.get('type'))} (gate {md_code(dev.get('gate'))})"
-        f"{' — validation, not backend evidence' if run.get('validation') else ''}",
-        f"- torch {md_text(run.get('torch', {}).get('torch'))}, torchcts {md_text(run.get('torchcts'))}",
-        f"- status: {md_text(run.get('status'))}; filtered: {md_text(run.get('filtered', 0))}",
-        *([f"- **{md_text(run['unreadable_records'])} unreadable records** in cases.jsonl, not in the totals: "
-           + md_text("; ".join(run.get("record_problems") or []))] if run.get("unreadable_records") else []),
-        *([f"- **plan.jsonl is missing**: the run cannot be shown complete ({md_text(run.get('missing_records') or 0)} "
-           "planned cases have no record)"] if run.get("plan_missing") else []),
-        *([f"- compatibility fallbacks (see run.json): {md_text(', '.join(map(str, run['compat_fallbacks'])))}"]
-          if run.get("compat_fallbacks") else []),
+        f"{' — validation, not backend evidence' if run.validation else ''}",
+        f"- torch {md_text((run.torch or {}).get('torch'))}, torchcts {md_text(run.torchcts)}",
+        f"- status: {md_text(run.status)}; filtered: {md_text(run.filtered or 0)}",
+        *([f"- **{md_text(run.unreadable_records)} unreadable records** in cases.jsonl, not in the totals: "
+           + md_text("; ".join(run.record_problems or []))] if run.unreadable_records else []),
+        *([f"- **plan.jsonl is missing**: the run cannot be shown complete ({md_text(run.missing_records or 0)} "
+           "planned cases have no record)"] if run.plan_missing else []),
+        *([f"- compatibility fallbacks (see run.json): {md_text(', '.join(map(str, run.compat_fallbacks)))}"]
+          if run.compat_fallbacks else []),
         "",
         "| status | cases |",
         "| --- | ---: |",
