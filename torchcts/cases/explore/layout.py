@@ -20,6 +20,7 @@ import torch
 
 from torchcts.cases.opinfo.samples import rebuilt
 from torchcts.oracle.conditioning import running_stats
+from torchcts.oracle.opfacts import FACTS
 
 EXPAND_EVERY = 4
 MEMORY_EVERY = 4
@@ -116,21 +117,22 @@ def _permutable(x: Any) -> bool:
 
 
 def lazy_view(sample: Any, case_id: str, index: int) -> tuple[Any, str | None]:
-    """The sample with one floating tensor as a conjugated (complex) or negated (real) view, and which."""
+    """The sample with one complex tensor as a lazily conjugated view, and which (None: unchanged)."""
     rng = random.Random(f"{case_id}#{index}#view")
-    if rng.randrange(VIEW_EVERY):
+    if rng.randrange(VIEW_EVERY) or FACTS.has("no_lazy_views", case_id.split("/")[1] if "/" in case_id else ""):
         return sample, None
-    slots = (["input"] if _viewable(sample.input) else []) + [i for i, a in enumerate(sample.args) if _viewable(a)]
+    written = _written(case_id)
+    slots = (["input"] if _viewable(sample.input) else []) + [
+        i for i, a in enumerate(sample.args) if _viewable(a) and i not in written]
     if not slots:
         return sample, None
     at = slots[rng.randrange(len(slots))]
-    t = (sample.input if at == "input" else sample.args[at]).detach()
-    view, what = (t.conj().resolve_conj().conj(), "conjugated") if t.is_complex() else (torch._neg_view(t.neg()), "negated")
+    view = (sample.input if at == "input" else sample.args[at]).detach().conj().resolve_conj().conj()
     args = [view if i == at else a for i, a in enumerate(sample.args)]
     name = "input" if at == "input" else f"arg{at}"
-    return rebuilt(sample, view if at == "input" else sample.input, args), f"{name} as a lazily {what} view"
+    return rebuilt(sample, view if at == "input" else sample.input, args), f"{name} as a lazily conjugated view"
 
 
 def _viewable(x: Any) -> bool:
-    return (isinstance(x, torch.Tensor) and x.layout == torch.strided and (x.is_floating_point() or x.is_complex())
-            and not x.requires_grad and not x.is_conj() and not x.is_neg() and x.numel() > 0)
+    return (isinstance(x, torch.Tensor) and x.layout == torch.strided and x.is_complex() and not x.requires_grad
+            and not x.is_conj() and not x.is_neg() and x.numel() > 0)

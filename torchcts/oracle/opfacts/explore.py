@@ -67,6 +67,14 @@ FACTS: tuple[Fact, ...] = (
          "circular padding by negative amounts (this variant's pads) reads outside the input on CPU: two CPU calls "
          "differ (int8: 64 vs -80), so its mode (argument 1) is never switched",
          "explored nn.functional.pad samples on CPU", frozenset({1, "mode"})),
+    Fact("no_lazy_views", ("view_as_real",),
+         "a view of a conjugated tensor's memory as real pairs cannot carry the conjugation: PyTorch raises "
+         "('view_as_real doesn't work on unresolved conjugated tensors') on every device",
+         "torch.view_as_real's documentation; the clean sim's sweep of exploration's lazy views", True),
+    Fact("cpu_unsafe_arguments", ("resize_", "resize_as_"),
+         "the size a storage is resized to: a size the sample did not hold gives elements whose values are "
+         "undefined (two CPU calls differ), so exploration keeps the sample's sizes",
+         "explored resize_ samples on CPU (issue 39's size lists)", frozenset({0})),
     Fact("cpu_unsafe_variants", ("nn.functional.embedding_bag",),
          "PyTorch 2.7's CPU embedding_bag backward corrupts its heap (munmap_chunk: invalid pointer, SIGABRT) on "
          "explored offsets and include_last_offset=True",

@@ -34,6 +34,8 @@ KINDS: dict[str, str] = {
     "no_truth": "the float64 result is another answer, not a more precise one: no truth (value: why)",
     "one_device": "every tensor must be on one device, a 0-dim CPU tensor too: no placement axis",
     "near_zero": "accurate near zero by design: exploration adds tiny inputs (cases/explore/magnitude.py)",
+    "no_lazy_views": "refuses a lazily conjugated view by definition, on every device: exploration never passes "
+                     "one (cases/explore/layout.py: lazy_view)",
     "extremes_unbounded": "an extreme input value costs without bound (an output sized by it, a loop that many "
                           "times): no extreme or uniform values explored",
     "values_kept": "exploration keeps OpInfo's values and varies the arguments only (LAPACK-backed ops, grid "
