@@ -7,12 +7,19 @@ rows (past 2^16) at the indices that cross that boundary (0, 2^16 - 1, 2^16, 2^1
 and -1 where the op takes negative indices, else the last row), and a one_hot of that many classes, against CPU, bit
 for bit (gathering copies values; nothing is rounded).
 
-Past 2^31 elements (the issue's second magnitude) a table needs gigabytes: not built here; the
-manifest's `resource_limits.max_tensor_mb` will gate it when it is (docs/oracles.md).
+Past 2^31 elements (the issue's second magnitude) a tensor needs gigabytes: the `huge/*` cases build
+one uint8 tensor of HUGE elements (2 GB) on the device itself, only where the manifest's
+`resource_limits` allow it (max_tensor_mb and max_device_memory_mb of at least HUGE_MB; else
+not_applicable, saying so), and judge it against its exact values (element i holds i mod PERIOD,
+so the count, the sum and every element are known without a CPU copy): count_nonzero and a uint8
+sum over all of it (a 32-bit loop counter wraps), `take` at indices around 2^31 and the last ones
+(32-bit offsets), and the copy of its last elements to the host (a transfer from past 2^31).
+Measured on CPU: both cases 14 s of wall, peak 2.5 GB (one process, --no-isolation).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -83,3 +90,60 @@ def one_hot(ctx: CaseContext) -> None:
     hot = actual.argmax(1).tolist()
     expect(torch.equal(actual, expected), f"one_hot with {MAGNITUDE} classes differs from CPU's",
            hot_columns=hot, expected=idx.tolist())
+
+
+HUGE = (1 << 31) + 4464  # uint8 elements: past 2^31, 2.0 GB
+HUGE_MB = math.ceil(HUGE / (1 << 20)) + 1
+PERIOD = 251  # element i holds i mod PERIOD (a prime: no power-of-two stride repeats it)
+HUGE_INDICES = (0, (1 << 31) - 1, 1 << 31, (1 << 31) + 1, HUGE - 1)
+
+
+def huge_tensor(ctx: CaseContext, n: int = HUGE) -> torch.Tensor:
+    """n uint8 elements made on the device, element i = i mod PERIOD; not_applicable where the
+    manifest's resource limits do not allow a tensor of that size."""
+    need = math.ceil(n / (1 << 20)) + 1
+    limits = ctx.manifest.resource_limits
+    for key in ("max_tensor_mb", "max_device_memory_mb"):
+        if (limits.get(key) or 0) < need:
+            ctx.not_applicable(f"a tensor of {n:,} uint8 elements (past 2^31) needs resource_limits.{key} >= "
+                               f"{need} MB; the manifest's: {limits.get(key)}")
+    period = torch.arange(PERIOD, dtype=torch.uint8, device=ctx.device)
+    return period.repeat(-(-n // PERIOD))[:n]
+
+
+def huge_sum(n: int) -> int:
+    """The exact sum of huge_tensor(n)'s elements."""
+    whole, rest = divmod(n, PERIOD)
+    return whole * PERIOD * (PERIOD - 1) // 2 + rest * (rest - 1) // 2
+
+
+def huge_nonzero(n: int) -> int:
+    """How many of huge_tensor(n)'s elements are not 0 (every PERIOD-th one is)."""
+    return n - -(-n // PERIOD)
+
+
+@SUITE.case("huge/sum", level=LEVEL, ops=("aten::sum", "aten::count_nonzero", "aten::repeat"))
+def huge_sum_case(ctx: CaseContext) -> None:
+    """A count and a sum over HUGE uint8 elements, in place: count_nonzero (an int64 count) and the sum
+    in uint8 (mod 256; PyTorch's default int64 sum may widen the whole input first, 16 GB on CPU)."""
+    x = huge_tensor(ctx)
+    count, total = int(torch.count_nonzero(x).item()), int(x.sum(dtype=torch.uint8).item())
+    expect(count == huge_nonzero(HUGE), f"count_nonzero of {HUGE:,} uint8 elements (past 2^31) is wrong",
+           got=count, expected=huge_nonzero(HUGE))
+    expect(total == huge_sum(HUGE) % 256, f"the uint8 sum of {HUGE:,} elements (past 2^31) is wrong",
+           got=total, expected=huge_sum(HUGE) % 256)
+
+
+@SUITE.case("huge/take", level=LEVEL, ops=("aten::take", "aten::repeat"))
+def huge_take(ctx: CaseContext) -> None:
+    """take at indices around 2^31 and the last one, and the copy of the last elements to the host."""
+    x = huge_tensor(ctx)
+    idx = torch.tensor(HUGE_INDICES, dtype=torch.int64)
+    (didx,) = to_device(ctx, idx)
+    got, expected = torch.take(x, didx).cpu(), (idx % PERIOD).to(torch.uint8)
+    ctx.describe(elements=HUGE, indices=list(HUGE_INDICES))
+    expect(torch.equal(got, expected), f"take from {HUGE:,} elements at indices past 2^31 differs",
+           got=got.tolist(), expected=expected.tolist())
+    tail, want = x[-8:].cpu(), (torch.arange(HUGE - 8, HUGE) % PERIOD).to(torch.uint8)
+    expect(torch.equal(tail, want), "the last 8 of the elements past 2^31, copied to the host, differ",
+           got=tail.tolist(), expected=want.tolist())
