@@ -174,6 +174,14 @@ PROBES: dict[str, tuple[Callable[[], bool], tuple[Callable[[], bool], ...]]] = {
         (lambda: agrees(lambda x: torch.nn.functional.adaptive_avg_pool2d(x, (1, 1)), torch.randn(1, 2, 4, 6)),
          lambda: agrees(lambda x: torch.nn.functional.adaptive_avg_pool2d(x, (2, 3)), torch.randn(1, 2, 4, 6)),
          lambda: agrees(lambda x: torch.nn.functional.adaptive_avg_pool2d(x, (1, 3)), torch.randn(1, 2, 4, 6, dtype=F64)))),
+    "zeros_like_ignores_memory_format": (
+        lambda: torch.zeros_like(torch.randn(2, 3, 4, 5).to(S), memory_format=torch.channels_last).stride()
+        == torch.zeros_like(torch.randn(2, 3, 4, 5), memory_format=torch.channels_last).stride(),
+        (lambda: torch.zeros_like(torch.randn(2, 3, 4, 5, dtype=F64).to(S), memory_format=torch.channels_last).stride()
+         == torch.zeros_like(torch.randn(2, 3, 4, 5, dtype=F64), memory_format=torch.channels_last).stride(),
+         lambda: agrees(torch.zeros_like, torch.randn(2, 3, 4, 5)),
+         lambda: torch.clone(torch.randn(2, 3, 4, 5).to(S), memory_format=torch.channels_last).stride()
+         == torch.clone(torch.randn(2, 3, 4, 5), memory_format=torch.channels_last).stride())),
     "kthvalue_last_k": (
         lambda: agrees(lambda x: torch.kthvalue(x, 3), t([3.0, 1.0, 2.0])),
         (lambda: agrees(lambda x: torch.kthvalue(x, 1), t([3.0, 1.0, 2.0])),

@@ -72,6 +72,7 @@ RESCUE_FACTOR, WORSE_FACTOR, WORSE_FLOOR_ULPS, COND_FACTOR, CPU_ILL_ULPS = {trut
 TIMEOUT_S = {timeout!r}
 INPUTS = {inputs_lit}
 HOST = {host_lit}  # {{HOST: tensor}} marks an argument that stays on the host (CPU)
+FORMAT = {format_lit}  # {{FORMAT: "channels_last"}} is torch.channels_last (torch.save cannot pickle one)
 OP_NAME = {call_lit}
 IMPORT_ENV = "TORCHCTS_BACKEND_IMPORT"
 
@@ -117,6 +118,8 @@ for _name, _value in SIM_ENV.items():
         print(f"setting {{_name}}={{_value}} as the run had it (set {{_name}}= to run without it)", flush=True)
 """
 HOST_KEY = "__host__"
+FORMAT_KEY = "__memory_format__"
+MEMORY_FORMATS = ("contiguous_format", "channels_last", "channels_last_3d", "preserve_format")
 DEFAULT_TIMEOUT_S = 300
 MIN_TIMEOUT_S = 30  # a script starts cold (no warmed worker): never below this
 
@@ -181,7 +184,7 @@ def render_script(target: ReproTarget, spec: ReproSpec) -> str:
         truth_constants=(RESCUE_FACTOR, WORSE_FACTOR, WORSE_FLOOR_ULPS, COND_FACTOR, CPU_ILL_ULPS),
         timeout=_script_timeout(target.timeout_s),
         inputs_lit=lit(INPUTS),
-        host_lit=lit(HOST_KEY),
+        host_lit=lit(HOST_KEY), format_lit=lit(FORMAT_KEY),
         call_lit=lit(spec.call),
         call=spec.call,
         sim_env_block=_SIM_ENV_BLOCK.format(sim_env_lit=lit(target.sim_env)) if target.sim_env else "",
@@ -197,7 +200,18 @@ def _saved_sample(sample: dict[str, Any]) -> dict[str, Any]:
     describe.setdefault("args", [describe_value(a) for a in sample["args"]])
     if sample.get("kwargs"):
         describe.setdefault("kwargs", {k: describe_value(v) for k, v in sample["kwargs"].items()})
-    return {"args": args, "kwargs": dict(sample.get("kwargs") or {}), "describe": describe}
+    kwargs = {k: _saved_format(v) for k, v in (sample.get("kwargs") or {}).items()}
+    return {"args": [_saved_format(a) for a in args], "kwargs": kwargs, "describe": describe}
+
+
+def _saved_format(value: Any) -> Any:
+    """A torch.memory_format as {FORMAT_KEY: its name} (torch.save cannot pickle one); anything else as is."""
+    import torch
+
+    if isinstance(value, torch.memory_format):
+        name = str(value).removeprefix("torch.")
+        return {FORMAT_KEY: name} if name in MEMORY_FORMATS else value
+    return value
 
 
 def describe_value(value: Any) -> Any:

@@ -10,11 +10,14 @@ plain `.to(device)` would make a strided or aliased input contiguous and hide a 
 """
 
 BODY = r'''
+MEMORY_FORMATS = ("contiguous_format", "channels_last", "channels_last_3d", "preserve_format")
+
+
 def leaves(obj, path=""):
     if isinstance(obj, (list, tuple)):
         for i, o in enumerate(obj):
             yield from leaves(o, f"{path}[{i}]")
-    elif isinstance(obj, dict) and HOST not in obj:
+    elif isinstance(obj, dict) and HOST not in obj and FORMAT not in obj:
         for k, v in obj.items():
             yield from leaves(v, f"{path}[{k!r}]")
     else:
@@ -52,6 +55,8 @@ def place(obj, device):
             return one(o) if o.layout == torch.strided else o.detach().clone().to(device)
         if isinstance(o, dict) and HOST in o:
             return o[HOST].detach().clone()
+        if isinstance(o, dict) and FORMAT in o and o[FORMAT] in MEMORY_FORMATS:
+            return getattr(torch, o[FORMAT])
         if isinstance(o, (list, tuple)):
             return type(o)(walk(x) for x in o)
         if isinstance(o, dict):
@@ -107,6 +112,17 @@ def compare(actual, expected, what):
         return (f"{where}: values differ: {int(bad.sum())}/{a.numel()} elements differ, max abs error "
                 f"{float(diff[bad].max()) if bad.any() else 0.0:.3g}, max rel error {rel} "
                 f"(atol {ATOL:.3g}, rtol {RTOL:.3g}); first at index {first}: got {got}, expected {exp}")
+    return None
+
+
+def strides_problem(actual, expected):
+    """None when each output's strides equal CPU's over its dimensions of size > 1, else which differ."""
+    for (path, a), (_, e) in zip(leaves(actual), leaves(expected)):
+        if not isinstance(a, torch.Tensor) or not isinstance(e, torch.Tensor) or a.layout != torch.strided:
+            continue
+        wide = [d for d in range(a.dim()) if a.shape[d] > 1]
+        if a.shape == e.shape and [a.stride(d) for d in wide] != [e.stride(d) for d in wide]:
+            return f"output{path}: strides {list(a.stride())}, CPU's {list(e.stride())} (the memory format asked for)"
     return None
 
 
@@ -295,6 +311,8 @@ def check(sample):
     if KIND == "out" and is_same(expected, cpu_kwargs["out"]) and not is_same(actual, kwargs["out"]):
         return "the out= op did not return the out tensor(s)"
     problem = compare(actual, expected, "output")
+    if "memory_format" in sample["kwargs"]:  # the layout asked for is the result's semantics
+        problem = problem or strides_problem(actual, expected)
     if KIND == "out":
         problem = problem or around(kwargs["out"], cpu_kwargs["out"])
     if KIND == "call" and TRUTH:

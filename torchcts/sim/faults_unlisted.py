@@ -286,6 +286,17 @@ def _adaptive_pool_one_as_global(func, args, kwargs, call):
     return x.mean((-2, -1), keepdim=True).expand(*x.shape[:-2], *size).contiguous()
 
 
+@on_op("zeros_like")
+def _zeros_like_ignores_memory_format(func, args, kwargs, call):
+    """float32 zeros_like drops `memory_format=torch.channels_last`: the zeros are right, their layout
+    is contiguous (the kernel allocates before it reads the format). OpInfo's samples never ask for
+    a format."""
+    if (func is not aten.zeros_like.default or args[0].dtype != torch.float32
+            or kwargs.get("memory_format") != torch.channels_last):
+        return call(*args, **kwargs)
+    return call(*args, **{**kwargs, "memory_format": torch.contiguous_format})
+
+
 def _unlisted(name: str, description: str, install: Callable[[], None], op: str, dtype: str | None = "float32") -> Fault:
     return Fault(name, description, EXPLORE_SUITE, EXPLORE_LEVEL, (EXPLORE_CASES,), install,
                  dtype=dtype, op=op, unlisted=True)
@@ -329,6 +340,8 @@ FAULTS: tuple[Fault, ...] = (
               _bmm_ignores_conj, "bmm", dtype="complex64"),
     _unlisted("adaptive_pool_one_as_global", "float32 adaptive average pooling to height or width 1 averages "
               "the whole plane", _adaptive_pool_one_as_global, "nn.functional.adaptive_avg_pool2d"),
+    _unlisted("zeros_like_ignores_memory_format", "float32 zeros_like with memory_format=channels_last returns a "
+              "contiguous tensor", _zeros_like_ignores_memory_format, "zeros_like"),
     _unlisted("kthvalue_last_k", "kthvalue of float32 with k = the dim's size returns the (k-1)-th smallest",
               _kthvalue_last_k, "kthvalue"),
 )

@@ -22,6 +22,9 @@ from torchcts.cases.opinfo.samples import HostArg
 MAX_ELEMENTS = 4096
 
 
+MEMORY_FORMATS = ("contiguous_format", "channels_last", "channels_last_3d", "preserve_format")
+
+
 class CodecError(ValueError):
     """The value cannot be encoded (an unsupported leaf, too large) or is not a valid encoding."""
 
@@ -87,6 +90,8 @@ def encode(x: Any, budget: list[int] | None = None) -> Any:
         return {"complex": [_num(x.real), _num(x.imag)]}
     if isinstance(x, torch.dtype):
         return {"dtype": str(x).removeprefix("torch.")}
+    if isinstance(x, torch.memory_format):
+        return {"memory_format": str(x).removeprefix("torch.")}
     if isinstance(x, torch.device):
         return {"device": x.type}
     if isinstance(x, list):
@@ -113,6 +118,8 @@ def decode(x: Any) -> Any:
         return complex(_unnum(body[0]), _unnum(body[1]))
     if tag == "dtype":
         return _dtype(body)
+    if tag == "memory_format" and body in MEMORY_FORMATS:
+        return getattr(torch, body)
     if tag == "device" and isinstance(body, str):
         return torch.device("cpu")  # copy_sample points a device argument at the device under test
     if tag == "tuple" and isinstance(body, list):

@@ -150,6 +150,7 @@ def explored(case_id: str, index: int, bases: Sequence[tuple[int, Any]], points:
     fits = fits or list(bases)
     base_index, base = fits[rng.randrange(len(fits))]
     sample = values.apply(with_switches(base, chosen), classes, rng, rules)
+    sample, shaped = layout.fit_memory_format(sample)
     sample, placed = placement.place(sample, case_id, index) if rules.host_operands else (sample, None)
     sample, tiny = magnitude.near_zero(sample, case_id, index) if rules.near_zero else (sample, False)
     sample, expanded = layout.expand(sample, case_id, index)
@@ -157,7 +158,7 @@ def explored(case_id: str, index: int, bases: Sequence[tuple[int, Any]], points:
         sample, expanded = layout.relayout(sample, case_id, index, elementwise)
     if expanded is None:
         sample, expanded = layout.lazy_view(sample, case_id, index)
-    where = "; ".join(w for w in (placed, expanded) if w) or None
+    where = "; ".join(w for w in (shaped, placed, expanded) if w) or None
     return Explored(index, sample, base_index, chosen, (*classes, "tiny") if tiny else classes, where)
 
 

@@ -136,3 +136,18 @@ def lazy_view(sample: Any, case_id: str, index: int) -> tuple[Any, str | None]:
 def _viewable(x: Any) -> bool:
     return (isinstance(x, torch.Tensor) and x.layout == torch.strided and x.is_complex() and not x.requires_grad
             and not x.is_conj() and not x.is_neg() and x.numel() > 0)
+
+
+FORMAT_RANKS = {torch.channels_last: 4, torch.channels_last_3d: 5}
+
+
+def fit_memory_format(sample: Any) -> tuple[Any, str | None]:
+    """A sample switched to `memory_format=channels_last` (or `_3d`) with an input of another rank gets
+    its input reshaped to rank 4 (5), the same elements (layout.factored): OpInfo's samples of clone
+    and the *_like factories are rank 0-3, where CPU refuses those formats and the point is dropped."""
+    rank = FORMAT_RANKS.get(sample.kwargs.get("memory_format"))
+    x = sample.input
+    if rank is None or not isinstance(x, torch.Tensor) or x.dim() == rank or not x.numel() or x.requires_grad:
+        return sample, None
+    shaped = x.detach().reshape(1, *factored(x.numel(), rank - 1))  # channels and height > 1 where the count allows
+    return rebuilt(sample, shaped, list(sample.args)), f"input reshaped to {list(shaped.shape)} for that format"

@@ -270,6 +270,8 @@ def switch_points(op: Any, bases: Sequence[Any]) -> list[SwitchPoint]:
             points += [(where, v) for v in by_schema(type_text, name)]
     if takes_dtype(_aten_name(op)) and "dtype" not in own and "dtype" not in unsafe:
         points += [("dtype", d) for d in DTYPE_POINTS]
+    if takes_memory_format(_aten_name(op)) and "memory_format" not in own and "memory_format" not in unsafe:
+        points += [("memory_format", f) for f in MEMORY_FORMAT_POINTS]
     return _unique(points)
 
 
@@ -284,6 +286,20 @@ DTYPE_POINTS = (torch.float64, torch.float32, torch.int64)
 def takes_dtype(aten_name: str) -> bool:
     """Whether a tensor overload of the op has a ScalarType `dtype` argument."""
     return any(arg.name == "dtype" and "ScalarType" in str(getattr(arg, "real_type", arg.type))
+               for schema in _tensor_overloads(aten_name) for arg in schema.arguments)
+
+
+# The layout an op's result is asked for (clone, the *_like factories, contiguous, to): its strides
+# are the semantics, so a sample with one has its result's strides compared with CPU's too
+# (cases/opinfo/run.py: check_output). channels_last fits 4-d inputs, channels_last_3d 5-d ones:
+# CPU refuses the others, and those samples are dropped and counted.
+MEMORY_FORMAT_POINTS = (torch.channels_last, torch.contiguous_format, torch.preserve_format, torch.channels_last_3d)
+
+
+@functools.cache
+def takes_memory_format(aten_name: str) -> bool:
+    """Whether a tensor overload of the op has a MemoryFormat `memory_format` argument."""
+    return any(arg.name == "memory_format" and "MemoryFormat" in str(getattr(arg, "real_type", arg.type))
                for schema in _tensor_overloads(aten_name) for arg in schema.arguments)
 
 

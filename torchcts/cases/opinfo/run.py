@@ -173,6 +173,8 @@ def check_output(ctx: CaseContext, op: Any, actual: Any, expected: Any, sample: 
     or properties for random/uninitialised outputs. Where CPU's values differ, `composite` gives the
     other answer PyTorch allows this device (oracle/composite.py), if any."""
     check_devices(ctx, actual, sample)
+    if "memory_format" in sample.kwargs:  # the layout asked for is the result's semantics, whatever the values
+        check_memory_format(actual, expected, sample.kwargs["memory_format"])
     oracle = _oracle(ctx)
     if oracle == "cpu":
         if category == "linalg":
@@ -201,6 +203,18 @@ def check_output(ctx: CaseContext, op: Any, actual: Any, expected: Any, sample: 
         except OracleMismatch as exc:
             exc.mismatch.what = "seeded random op not reproducible on the device: " + exc.mismatch.what
             raise
+
+
+def check_memory_format(actual: Any, expected: Any, memory_format: Any) -> None:
+    """Each output's strides against CPU's, over the dimensions of size > 1 (a size-1 dimension's
+    stride is arbitrary), where the call asked for a memory format."""
+    for i, (a, e) in enumerate(zip(tensors_of(actual), tensors_of(expected), strict=False)):
+        if a.layout != torch.strided or a.shape != e.shape:
+            continue
+        wide = [d for d in range(a.dim()) if a.shape[d] > 1]
+        if [a.stride(d) for d in wide] != [e.stride(d) for d in wide]:
+            fail(f"the result's layout is not the one asked for (memory_format={memory_format})", output=i,
+                 got=f"strides {list(a.stride())}", expected=f"strides {list(e.stride())} (CPU's)")
 
 
 def or_composite(ctx: CaseContext, compare: Callable[[], None], compare_with: Callable[[Any], None],
