@@ -5,6 +5,7 @@ from __future__ import annotations
 from torchcts.cases.model import Case
 from torchcts.engine.selection import claim_decision
 from torchcts.manifest.templates import cpu_manifest
+from torchcts.results.outcome import RunOutcome
 from torchcts.results.records import CaseRecord, skip_record
 from torchcts.results.skips import render_markdown, render_text, summarize
 from torchcts.results.summary import render_markdown as summary_md
@@ -65,7 +66,7 @@ def test_reason_rows_name_their_placeholders_and_one_case() -> None:
 
 
 def test_summary_md_has_the_section_near_the_top_and_none_when_all_ran() -> None:
-    run = {"name": "r", "device": {"type": "cpu"}, "status": "complete"}
+    run = RunOutcome.from_json({"name": "r", "device": {"type": "cpu"}, "status": "complete"})
     md = summary_md(run, _records())
     assert md.index("## Not claimed or not applicable") < md.index("## By level")
     assert "Not claimed or not applicable" not in summary_md(run, [CaseRecord(id="a/b", status="passed")])
