@@ -124,12 +124,9 @@ class Retained:
         again = self.first.again()
         with unobserved():
             mismatch = find_mismatch(_snapshot(again), held, self.first.tolerance)
-        if mismatch is not None:
-            describe(retained_sample=described.get("sample_index"), sample=described.get("sample"))
-            mismatch.what = ("the same call gave another result when repeated after the case's other samples and a "
-                             "call of the same shape in another dtype (a kernel or graph cached by shape, or state "
-                             f"kept between calls): {mismatch.what}")
-            raise OracleMismatch(mismatch)
+        _fail_retained(mismatch, described, describe,
+                       "the same call gave another result when repeated after the case's other samples and a call of "
+                       "the same shape in another dtype (a kernel or graph cached by shape, or state kept between calls)")
         if self.first.bitwise:
             self._deterministic(described, describe)
 
@@ -146,20 +143,22 @@ class Retained:
             return
         with unobserved():
             mismatch = find_mismatch(two, one, Tolerance(0.0, 0.0, signed_zero=True))
-        if mismatch is not None:
-            describe(retained_sample=described.get("sample_index"), sample=described.get("sample"))
-            mismatch.what = ("the same call twice with deterministic algorithms on gave results that differ bit for "
-                             f"bit (the manifest claims deterministic): {mismatch.what}")
-            raise OracleMismatch(mismatch)
+        _fail_retained(mismatch, described, describe, "the same call twice with deterministic algorithms on gave "
+                       "results that differ bit for bit (the manifest claims deterministic)")
 
     def check(self, describe: Callable[..., None]) -> None:
         """OracleMismatch, the sample described, for the first result that changed since it was checked."""
         for described, actual, held in self.kept:
-            mismatch = find_mismatch(actual, held, Tolerance(0.0, 0.0, signed_zero=True))
-            if mismatch is not None:
-                # the sample is named, but not as `sample_index`: one sample alone does not reproduce
-                # it, so the repro line reruns the whole case and no one-sample script is offered
-                describe(retained_sample=described.get("sample_index"), sample=described.get("sample"))
-                mismatch.what = ("the result changed after later calls of the op (a buffer the device reused, "
-                                 f"or a write not finished when it returned): {mismatch.what}")
-                raise OracleMismatch(mismatch)
+            _fail_retained(find_mismatch(actual, held, Tolerance(0.0, 0.0, signed_zero=True)), described, describe,
+                           "the result changed after later calls of the op (a buffer the device reused, or a write "
+                           "not finished when it returned)")
+
+
+def _fail_retained(mismatch: Any, described: dict[str, Any], describe: Callable[..., None], why: str) -> None:
+    """OracleMismatch for a kept sample's mismatch (None: nothing). The sample is named, but not as
+    `sample_index`: one sample alone does not reproduce it, so the repro line reruns the whole case
+    and no one-sample script is offered."""
+    if mismatch is not None:
+        describe(retained_sample=described.get("sample_index"), sample=described.get("sample"))
+        mismatch.what = f"{why}: {mismatch.what}"
+        raise OracleMismatch(mismatch)
