@@ -14,6 +14,7 @@ any input CPU rejects.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -30,30 +31,49 @@ LIFT_MIN_ELEMENTS = 8  # fewer elements fill no rank-5 shape with three sizes > 
 
 def _written(case_id: str) -> tuple[int | str, ...]:
     """Positions of the statistics the case's op writes without a schema mark (op facts of kind
-    `running_stats`, oracle/conditioning.py: running_stats): never expanded, since updates through a
-    stride of 0 race with each other and CPU's own result changes from run to run."""
-    entry = running_stats(case_id.split("/")[1]) if case_id.count("/") >= 2 else None
+    `running_stats`, oracle/conditioning.py: running_stats): never laid out otherwise, since updates
+    through a stride of 0 race with each other and CPU's own result changes from run to run."""
+    entry = running_stats(_op_of(case_id))
     return entry.where if entry is not None else ()
+
+
+def _op_of(case_id: str) -> str:
+    return case_id.split("/")[1] if case_id.count("/") >= 2 else ""
+
+
+def _slots(sample: Any, fits: Callable[[Any], bool], case_id: str) -> list[Any]:
+    """Where a tensor may be laid out otherwise: "input" and the positions of the arguments that fit,
+    never an argument the op writes (_written)."""
+    written = _written(case_id)
+    return (["input"] if fits(sample.input) else []) + [
+        i for i, a in enumerate(sample.args) if fits(a) and i not in written]
+
+
+def _tensor_at(sample: Any, at: Any) -> torch.Tensor:
+    return sample.input if at == "input" else sample.args[at]
+
+
+def _with(sample: Any, moved: dict[Any, torch.Tensor]) -> Any:
+    """The sample with the tensors at `moved`'s slots ("input", argument positions) replaced."""
+    return rebuilt(sample, moved.get("input", sample.input), [moved.get(i, a) for i, a in enumerate(sample.args)])
+
+
+def _name(at: Any) -> str:
+    return "input" if at == "input" else f"arg{at}"
 
 
 def expand(sample: Any, case_id: str, index: int) -> tuple[Any, str | None]:
     """The sample with one tensor as a stride-0 expansion along one dimension, and where (None: unchanged)."""
-    candidates: list[Any] = [] if not _expandable(sample.input) else ["input"]
-    written = _written(case_id)
-    candidates += [i for i, a in enumerate(sample.args) if _expandable(a) and i not in written]
+    candidates = _slots(sample, _expandable, case_id)
     rng = random.Random(f"{case_id}#{index}#layout")
     if not candidates or rng.randrange(EXPAND_EVERY):
         return sample, None
     at = candidates[rng.randrange(len(candidates))]
-    t = sample.input if at == "input" else sample.args[at]
+    t = _tensor_at(sample, at)
     dims = [d for d in range(t.dim()) if t.shape[d] > 1]
     dim = dims[rng.randrange(len(dims))]
     expanded = t.detach().narrow(dim, 0, 1).expand(t.shape).requires_grad_(t.requires_grad)
-    args = list(sample.args)
-    if at == "input":
-        return rebuilt(sample, expanded, args), f"input expanded along dim {dim} (stride 0)"
-    args[at] = expanded
-    return rebuilt(sample, sample.input, args), f"arg{at} expanded along dim {dim} (stride 0)"
+    return _with(sample, {at: expanded}), f"{_name(at)} expanded along dim {dim} (stride 0)"
 
 
 def _expandable(x: Any) -> bool:
@@ -66,27 +86,20 @@ def relayout(sample: Any, case_id: str, index: int, elementwise: bool) -> tuple[
     rng = random.Random(f"{case_id}#{index}#memory")
     if rng.randrange(MEMORY_EVERY):
         return sample, None
-    slots: dict[Any, torch.Tensor] = {}
-    if _permutable(sample.input):
-        slots["input"] = sample.input
-    slots.update((i, a) for i, a in enumerate(sample.args) if _permutable(a))
+    slots = _slots(sample, _permutable, case_id)
     every = [t for t in (sample.input, *sample.args, *sample.kwargs.values()) if isinstance(t, torch.Tensor)]
-    shapes = {tuple(t.shape) for t in every}
-    if elementwise and len(slots) == len(every) and len(shapes) == 1 and every[0].numel() >= LIFT_MIN_ELEMENTS:
+    if (elementwise and len(slots) == len(every) and len({tuple(t.shape) for t in every}) == 1
+            and every[0].numel() >= LIFT_MIN_ELEMENTS):
         rank = 5 + rng.randrange(2)
         shape = factored(every[0].numel(), rank)
-        moved = {k: reversed_memory(t.reshape(shape)) for k, t in slots.items()}
-        how = f"every tensor lifted to rank {rank} {list(shape)}, its dimensions reversed in memory"
-    else:
-        wide = [k for k, t in slots.items() if sum(n > 1 for n in t.shape) >= 2]
-        if not wide:
-            return sample, None
-        at = wide[rng.randrange(len(wide))]
-        moved = {at: reversed_memory(slots[at])}
-        how = f"{'input' if at == 'input' else f'arg{at}'} with its dimensions reversed in memory " \
-              f"(strides {list(moved[at].stride())})"
-    args = [moved.get(i, a) for i, a in enumerate(sample.args)]
-    return rebuilt(sample, moved.get("input", sample.input), args), how
+        moved = {at: reversed_memory(_tensor_at(sample, at).reshape(shape)) for at in slots}
+        return _with(sample, moved), f"every tensor lifted to rank {rank} {list(shape)}, its dimensions reversed in memory"
+    wide = [at for at in slots if sum(n > 1 for n in _tensor_at(sample, at).shape) >= 2]
+    if not wide:
+        return sample, None
+    at = wide[rng.randrange(len(wide))]
+    t = reversed_memory(_tensor_at(sample, at))
+    return _with(sample, {at: t}), f"{_name(at)} with its dimensions reversed in memory (strides {list(t.stride())})"
 
 
 def reversed_memory(t: torch.Tensor) -> torch.Tensor:
@@ -119,18 +132,14 @@ def _permutable(x: Any) -> bool:
 def lazy_view(sample: Any, case_id: str, index: int) -> tuple[Any, str | None]:
     """The sample with one complex tensor as a lazily conjugated view, and which (None: unchanged)."""
     rng = random.Random(f"{case_id}#{index}#view")
-    if rng.randrange(VIEW_EVERY) or FACTS.has("no_lazy_views", case_id.split("/")[1] if "/" in case_id else ""):
+    if rng.randrange(VIEW_EVERY) or FACTS.has("no_lazy_views", _op_of(case_id)):
         return sample, None
-    written = _written(case_id)
-    slots = (["input"] if _viewable(sample.input) else []) + [
-        i for i, a in enumerate(sample.args) if _viewable(a) and i not in written]
+    slots = _slots(sample, _viewable, case_id)
     if not slots:
         return sample, None
     at = slots[rng.randrange(len(slots))]
-    view = (sample.input if at == "input" else sample.args[at]).detach().conj().resolve_conj().conj()
-    args = [view if i == at else a for i, a in enumerate(sample.args)]
-    name = "input" if at == "input" else f"arg{at}"
-    return rebuilt(sample, view if at == "input" else sample.input, args), f"{name} as a lazily conjugated view"
+    view = _tensor_at(sample, at).detach().conj().resolve_conj().conj()
+    return _with(sample, {at: view}), f"{_name(at)} as a lazily conjugated view"
 
 
 def _viewable(x: Any) -> bool:
