@@ -12,7 +12,8 @@ from torchcts.cases.suites import magnitude
 
 def test_the_exact_values_match_a_small_tensor_built_the_same_way():
     for n in (1, 250, 251, 252, 1000, 7 * 251 + 3):
-        x = torch.arange(magnitude.PERIOD, dtype=torch.uint8).repeat(-(-n // magnitude.PERIOD))[:n]
+        x = magnitude.pattern(n, "cpu")
+        assert x.shape == (n,) and torch.equal(x, (torch.arange(n) % magnitude.PERIOD).to(torch.uint8))
         assert int(x.to(torch.int64).sum()) == magnitude.huge_sum(n)
         assert int(torch.count_nonzero(x)) == magnitude.huge_nonzero(n)
     assert magnitude.HUGE > 1 << 31 and all(i < magnitude.HUGE for i in magnitude.HUGE_INDICES)

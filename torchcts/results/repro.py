@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from torchcts import settings
+from torchcts.cases.explore.codec import MEMORY_FORMATS
 from torchcts.cases.model import Case
 from torchcts.cases.repro_builders import ReproSpec, builder_for
 from torchcts.errors import UsageError, first_line
@@ -73,6 +74,8 @@ TIMEOUT_S = {timeout!r}
 INPUTS = {inputs_lit}
 HOST = {host_lit}  # {{HOST: tensor}} marks an argument that stays on the host (CPU)
 FORMAT = {format_lit}  # {{FORMAT: "channels_last"}} is torch.channels_last (torch.save cannot pickle one)
+MEMORY_FORMATS = {formats_lit}  # the names FORMAT may hold
+STRICT_FORMATS = {strict_lit}  # the formats whose result's strides are judged (TorchCTS: check_memory_format)
 OP_NAME = {call_lit}
 IMPORT_ENV = "TORCHCTS_BACKEND_IMPORT"
 
@@ -119,7 +122,6 @@ for _name, _value in SIM_ENV.items():
 """
 HOST_KEY = "__host__"
 FORMAT_KEY = "__memory_format__"
-MEMORY_FORMATS = ("contiguous_format", "channels_last", "channels_last_3d", "preserve_format")
 DEFAULT_TIMEOUT_S = 300
 MIN_TIMEOUT_S = 30  # a script starts cold (no warmed worker): never below this
 
@@ -158,6 +160,7 @@ def _script_timeout(value: Any) -> float:
 
 def render_script(target: ReproTarget, spec: ReproSpec) -> str:
     """The script text: data enters only as literals or docstring text (results/quoting.py)."""
+    from torchcts.cases.opinfo.run import STRICT_FORMATS
     from torchcts.results.repro_script import BODY
 
     message = target.record.message if target.record else None
@@ -184,7 +187,8 @@ def render_script(target: ReproTarget, spec: ReproSpec) -> str:
         truth_constants=(RESCUE_FACTOR, WORSE_FACTOR, WORSE_FLOOR_ULPS, COND_FACTOR, CPU_ILL_ULPS),
         timeout=_script_timeout(target.timeout_s),
         inputs_lit=lit(INPUTS),
-        host_lit=lit(HOST_KEY), format_lit=lit(FORMAT_KEY),
+        host_lit=lit(HOST_KEY), format_lit=lit(FORMAT_KEY), formats_lit=lit(MEMORY_FORMATS),
+        strict_lit=lit(tuple(str(f).removeprefix("torch.") for f in STRICT_FORMATS)),
         call_lit=lit(spec.call),
         call=spec.call,
         sim_env_block=_SIM_ENV_BLOCK.format(sim_env_lit=lit(target.sim_env)) if target.sim_env else "",

@@ -10,9 +10,6 @@ plain `.to(device)` would make a strided or aliased input contiguous and hide a 
 """
 
 BODY = r'''
-MEMORY_FORMATS = ("contiguous_format", "channels_last", "channels_last_3d", "preserve_format")
-
-
 def leaves(obj, path=""):
     if isinstance(obj, (list, tuple)):
         for i, o in enumerate(obj):
@@ -311,7 +308,7 @@ def check(sample):
     if KIND == "out" and is_same(expected, cpu_kwargs["out"]) and not is_same(actual, kwargs["out"]):
         return "the out= op did not return the out tensor(s)"
     problem = compare(actual, expected, "output")
-    if kwargs.get("memory_format") in (torch.channels_last, torch.channels_last_3d, torch.contiguous_format) \
+    if kwargs.get("memory_format") in tuple(getattr(torch, name) for name in STRICT_FORMATS) \
             and "device" not in kwargs and not any(isinstance(a, (str, torch.device)) for a in args):
         problem = problem or strides_problem(actual, expected)
     if KIND == "out":

@@ -107,8 +107,12 @@ def huge_tensor(ctx: CaseContext, n: int = HUGE) -> torch.Tensor:
         if (limits.get(key) or 0) < need:
             ctx.not_applicable(f"a tensor of {n:,} uint8 elements (past 2^31) needs resource_limits.{key} >= "
                                f"{need} MB; the manifest's: {limits.get(key)}")
-    period = torch.arange(PERIOD, dtype=torch.uint8, device=ctx.device)
-    return period.repeat(-(-n // PERIOD))[:n]
+    return pattern(n, ctx.device)
+
+
+def pattern(n: int, device: torch.device | str) -> torch.Tensor:
+    """n uint8 elements on `device`, element i = i mod PERIOD, made there (no host copy of n bytes)."""
+    return torch.arange(PERIOD, dtype=torch.uint8, device=device).repeat(-(-n // PERIOD))[:n]
 
 
 def huge_sum(n: int) -> int:
