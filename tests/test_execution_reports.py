@@ -193,7 +193,7 @@ def test_report_groups_failures_by_cluster_with_what_to_act_on(tmp_path):
     assert "dim=0" not in page.split("shared by all 2:", 1)[1].split("</div>", 1)[0]  # what differs is left out
     # the sample, expected vs actual, error metrics and tolerance of each failure
     assert "sample 0: (Tensor[4, 5] float16 strides=(1, 4), dim=0, keepdim=True)" in page
-    assert "expected <code>2.0</code>, got <code>2.5</code>" in page and "max abs <b>0.5</b>" in page
+    assert "got <code>2.5</code>, expected <code>2.0</code>" in page and "max abs <b>0.5</b>" in page
     assert "tolerance: atol 0.001 · rtol 0.001 (reduction)" in page
     # a copy button per command; the script folder's link where `torchcts repro` wrote one
     assert "data-copy='torchcts run --device cpu --case &#x27;opinfo/sum/float16/forward&#x27; --sample 0'" in page

@@ -30,7 +30,12 @@ def test_duration_format() -> None:
 
 def test_counts_rate_eta_and_failures() -> None:
     p, clock, _ = _progress(tty=False)
+    clock.t += 15
+    # issue 53: nothing started yet is the workers starting, not "0/100 cases" (read as a stuck run)
+    assert p.status_line(clock()) == "[torchcts] starting the workers (100 cases planned, none started yet), 15s in"
+    p.started("c0")
     assert "0/100 cases (0%)" in p.status_line(clock()) and "ETA --" in p.status_line(clock())
+    clock.t -= 15
     for i in range(20):
         p.started(f"c{i}")
         p.finished(f"c{i}", failure=i < 3)

@@ -343,8 +343,9 @@ def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any])
 
 # A case that runs and finds itself out of scope (or that the crash budget does not run) is a pytest
 # skip; pytest's summary names it by its TorchCTS status ("5 not_applicable", not "5 skipped"), the
-# word the scorecard counts it under.
-NO_VERDICT = ("not_applicable", "pending", "not_run")
+# word the scorecard counts it under, and its letter among the dots is its own, not skip's `s`.
+NO_VERDICT_LETTERS = {"not_applicable": "n", "pending": "p", "not_run": "-"}
+NO_VERDICT = tuple(NO_VERDICT_LETTERS)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -353,7 +354,7 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
         return None
     record = record_of(report)
     status = str(record.status) if record and record.status else None
-    return (status, "s", status.upper()) if status in NO_VERDICT else None
+    return (status, NO_VERDICT_LETTERS[status], status.upper()) if status in NO_VERDICT else None
 
 
 def _is_timeout(call: pytest.CallInfo[None]) -> bool:

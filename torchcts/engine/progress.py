@@ -5,7 +5,8 @@ otherwise say nothing; the controller learns when each case starts (`pytest_runt
 forwarded by xdist from the workers, or called in-process with `--no-isolation`) and a daemon thread
 redraws the status every second. On a terminal it is one line rewritten in place (pytest's own
 dots are turned off, engine/plugin.py); elsewhere (CI logs) a line every PERIOD_S seconds, and one
-when a case first passes SLOW_S. The thread writes to a duplicate of the terminal's file
+when a case first passes SLOW_S, each written when pytest's line of dots has ended (never cutting
+one in two) unless that line stood still for PERIOD_S (a stuck run is named, not kept silent). The thread writes to a duplicate of the terminal's file
 descriptor, taken before any case runs, so pytest's output capture of a running case (which
 redirects fd 1 with `--no-isolation`) never swallows it. `Progress` itself takes its clock and
 writer as arguments, so its formatting and slow-case detection are tested without waiting.
@@ -45,11 +46,17 @@ class Progress:
     """Counts and in-flight cases; `status_line(now)` is the text, `tick(now)` decides what to write."""
 
     def __init__(self, total: int, *, tty: bool, write: Callable[[str], Any],
-                 clock: Callable[[], float] = time.monotonic, width: int = 120) -> None:
+                 clock: Callable[[], float] = time.monotonic, width: int = 120,
+                 column: Callable[[], int] = lambda: 0) -> None:
         self.total = total
         self.tty = tty
         self.write = write
         self.clock = clock
+        # Off a terminal: where pytest's current line of dots stands (0: at a line's start). A status
+        # line waits for pytest to end its line, so the log's dot lines are never cut in two.
+        self.column = column
+        self._column_seen = (0, 0.0)  # pytest's column when last seen moving, and when
+        self._ours_at = 0  # pytest's column when our last line ended (the log is at a line's start there)
         self.width = max(40, width)
         # Ids, not counts: a crash after a case's result replaces that result (engine/plugin.py,
         # "last record per id wins") and must not count the case twice.
@@ -94,6 +101,9 @@ class Progress:
     def status_line(self, now: float) -> str:
         """`[torchcts] 120/4000 cases (3%), 2.5/s, ETA 25m52s, 1 failing, 48s in; running > 30 s: ID (41s)`."""
         elapsed = max(now - self.t0, 1e-9)
+        if not (self.done or self.running):  # no case has started: "0/746 cases" would read as stuck
+            return (f"[torchcts] starting the workers ({self.total} cases planned, none started yet), "
+                    f"{duration(elapsed)} in")
         rate = self.done / elapsed
         parts = [f"{self.done}/{self.total} cases" + (f" ({100 * self.done // self.total}%)" if self.total else "")]
         parts.append(f"{rate:.1f}/s")
@@ -135,10 +145,19 @@ class Progress:
                 self._drawn = True
                 return
             new_slow = {c for c, _ in self.slow(now)} - self._named_slow
-            if now - self._last >= PERIOD_S or new_slow:
-                self._last = now
-                self._named_slow |= new_slow
-                self.write(self.status_line(now) + "\n")
+            if not (now - self._last >= PERIOD_S or new_slow):
+                return
+            column = self.column()
+            if column != self._column_seen[0]:
+                self._column_seen = (column, now)
+            if column and now - self._column_seen[1] < PERIOD_S:
+                return  # pytest is mid-line and still writing dots: wait for its line to end
+            self._last = now
+            self._named_slow |= new_slow
+            # mid-line only when pytest's line stood still for PERIOD_S (every running case is slow):
+            # a stuck run is named rather than kept silent until its timeout
+            self.write(("\n" if column != self._ours_at else "") + self.status_line(now) + "\n")
+            self._ours_at = column
 
     def clear(self) -> None:
         """Take the terminal line away before other output (a failure line, pytest's summary)."""
@@ -227,17 +246,12 @@ class ProgressPlugin:
         verbose = session.config.get_verbosity() > 0
         tty = self._out.tty and not verbose
 
-        seen = [0]  # the width of pytest's current line when we last wrote
-
         def write(text: str) -> None:
-            width = getattr(tw, "width_of_current_line", 0)
-            if not tty and width and width != seen[0]:
-                text = "\n" + text  # pytest wrote dots since: our line goes on a line of its own
-            seen[0] = width
             if self._out is not None:
                 self._out.write(text)
 
-        self.progress = Progress(self.planned, tty=tty, write=write, width=getattr(tw, "fullwidth", 80))
+        self.progress = Progress(self.planned, tty=tty, write=write, width=getattr(tw, "fullwidth", 80),
+                                 column=lambda: int(getattr(tw, "width_of_current_line", 0) or 0))
         if tty and hasattr(tr, "_show_progress_info"):  # the status line replaces pytest's dots and percentages
             tr._show_progress_info = False
         self._ticker = Ticker(self.progress).start()

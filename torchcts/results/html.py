@@ -25,7 +25,7 @@ from torchcts.results.quoting import html_text as _e  # None reads as ''
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import EXECUTED, ORDER
 from torchcts.results.strength import render_html as strength_section
-from torchcts.results.summary import NOT_RUN_NOTE, by, failures, not_run, slowest, totals
+from torchcts.results.summary import NOT_RUN_NOTE, by, failures, filtered_note, not_run, slowest, totals
 from torchcts.results.triage import op_of
 
 CSS = """
@@ -49,7 +49,7 @@ td.case{min-width:320px;max-width:660px} td.metrics{min-width:230px;max-width:32
 td.repro-cell{min-width:280px;max-width:460px}
 .ea code{background:#f5f5f5}
 .cmd{display:flex;gap:6px;align-items:flex-start;margin-bottom:4px}
-code.repro{font-size:12px;white-space:pre-wrap;word-break:break-all;display:block;flex:1}
+code.repro{font-size:12px;white-space:pre-wrap;overflow-wrap:normal;word-break:keep-all;overflow-x:auto;display:block;flex:1}
 button.copy{font-size:11px;padding:1px 6px;cursor:pointer}
 .script{font-size:12px;color:#555}
 details.cluster{background:#fff;border:1px solid #ddd;border-left:4px solid #c62828;border-radius:4px;
@@ -267,10 +267,13 @@ def _header(run: RunOutcome, t: dict[str, int]) -> str:
     dev = run.device or {}
     torch_v = (run.torch or {}).get("torch", "")
     badges = "".join(
-        f"<div class='badge' style='background:{COLORS.get(s, '#555')}'><b>{n}</b>{_e(s)}</div>" for s, n in t.items()
+        f"<div class='badge' style='background:{COLORS.get(s, '#555')}'><b>{n}</b>{_e(s)}</div>"
+        for s, n in t.items() if s != "filtered"
     )
-    if run.filtered:
-        badges += f"<div class='badge' style='background:{COLORS['filtered']}'><b>{run.filtered}</b>filtered</div>"
+    # What the selection left out is context, not a result: a line under the tiles, not a tile
+    # (a large grey "47037 filtered" drew the eye away from a focused run's 12 passes).
+    note = filtered_note(run, t)
+    left_out = f"\n<p class='meta' id='filtered'>{_e(note)}</p>" if note else ""
     notes = ("<p class='validation'>Validation run: checks the harness on CPU; never backend evidence.</p>"
              if run.validation else "")
     if run.unreadable_records:
@@ -280,7 +283,7 @@ def _header(run: RunOutcome, t: dict[str, int]) -> str:
             f"<div class='meta'>run <code>{_e(run.name)}</code> · gate <code>{_e(run.gate)}</code> · "
             f"torch {_e(torch_v)} · torchcts {_e(run.torchcts)} · {_e(run.status)} · "
             f"{_e(run.started)} → {_e(run.ended)} · manifest "
-            f"{_e((run.manifest_hash or '')[:12])}</div>\n{notes}\n<div class='badges' id='totals'>{badges}</div>")
+            f"{_e((run.manifest_hash or '')[:12])}</div>\n{notes}\n<div class='badges' id='totals'>{badges}</div>{left_out}")
 
 
 def render_html(run: RunOutcome, records: list[CaseRecord], run_dir: Path | None = None) -> str:

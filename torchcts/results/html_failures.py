@@ -38,8 +38,10 @@ def _expected_actual(m: dict[str, Any]) -> str:
     if "first_expected" not in m and "first_actual" not in m:
         return ""
     where = f" at {_e(m['first_index'])}" if m.get("first_index") is not None else ""
-    return (f"<div class='ea'>first difference{where}: expected <code>{_e(m.get('first_expected'))}</code>, "
-            f"got <code>{_e(m.get('first_actual'))}</code></div>")
+    # the order of the record's message (oracle/mismatch.py: "got X, expected Y"): side by side,
+    # two orders make a reader swap the numbers
+    return (f"<div class='ea'>first difference{where}: got <code>{_e(m.get('first_actual'))}</code>, "
+            f"expected <code>{_e(m.get('first_expected'))}</code></div>")
 
 
 def _metrics(r: CaseRecord) -> str:

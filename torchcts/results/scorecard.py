@@ -14,7 +14,7 @@ from torchcts.results.quoting import TerminalOut, one_field
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import ORDER
 from torchcts.results.strength import weak_lines
-from torchcts.results.summary import by, failures
+from torchcts.results.summary import by, failures, filtered_note, ordered
 from torchcts.results.summary import slowest as slowest_records
 
 
@@ -61,13 +61,15 @@ def print_scorecard(
     out = TerminalOut(out, restore=live_paths)  # records come from files anyone can craft: no escape sequences reach the terminal
     if records is None:
         records = rundir.final_records(run_dir)
-    t = run.totals or {}
+    t = ordered(run.totals or {})
     print("", file=out)
     print("=" * 20 + " TorchCTS scorecard " + "=" * 20, file=out)
     label = " (validation: not backend evidence)" if run.validation else ""
     print(one_field(f"device {run.device_type} gate {run.gate}{label}; run {run.status}"),
           file=out)
-    print("totals: " + ", ".join(f"{k} {v}" for k, v in t.items()) + f"; filtered {run.filtered or 0}", file=out)
+    note = filtered_note(run, t)
+    print("totals: " + ", ".join(f"{k} {v}" for k, v in t.items() if k != "filtered") + (f"; {note}" if note else ""),
+          file=out)
     before = decided_before_run(records)
     if before:
         print("  of these, decided before the run from the claims and the build (not in pytest's counts): "

@@ -16,8 +16,25 @@ from torchcts.results.strength import render_markdown as strength_markdown
 
 
 def totals(records: Iterable[CaseRecord]) -> dict[str, int]:
-    counts = Counter((r.status or "error") for r in records)
+    return ordered(Counter((r.status or "error") for r in records))
+
+
+def ordered(counts: dict[str, int]) -> dict[str, int]:
+    """Status counts in the one order every report uses (statuses.ORDER): run.json's keys come back
+    sorted by name, so `merge` and `report` would otherwise print them in another order than `run`."""
     return {s: counts[s] for s in ORDER if counts.get(s)}
+
+
+def filtered_note(run: RunOutcome, counts: dict[str, int]) -> str | None:
+    """The run's one "filtered" count, with where it comes from: the cases the selection options
+    left out (run.json's `filtered`, never recorded) and the planned cases pytest's -k/-m/--lf
+    deselected (recorded `filtered`). Two bare "filtered" numbers on one line read as a contradiction."""
+    options, pytest_k = int(run.filtered or 0), int(counts.get("filtered", 0))
+    if not (options or pytest_k):
+        return None
+    parts = ([f"{options} left out by the selection (other levels, suites, ops, dtypes)"] if options else []) + (
+        [f"{pytest_k} deselected by pytest's -k/-m/--lf"] if pytest_k else [])
+    return f"filtered {options + pytest_k} ({'; '.join(parts)})"
 
 
 def by(records: list[CaseRecord], key: str) -> dict[str, dict[str, int]]:
@@ -54,7 +71,7 @@ def render_markdown(run: RunOutcome, records: list[CaseRecord], first_failures: 
         f"- device: {md_code(dev.get('type'))} (gate {md_code(dev.get('gate'))})"
         f"{' — validation, not backend evidence' if run.validation else ''}",
         f"- torch {md_text((run.torch or {}).get('torch'))}, torchcts {md_text(run.torchcts)}",
-        f"- status: {md_text(run.status)}; filtered: {md_text(run.filtered or 0)}",
+        f"- status: {md_text(run.status)}" + (f"; {md_text(note)}" if (note := filtered_note(run, t)) else ""),
         *([f"- **{md_text(run.unreadable_records)} unreadable records** in cases.jsonl, not in the totals: "
            + md_text("; ".join(run.record_problems or []))] if run.unreadable_records else []),
         *([f"- **plan.jsonl is missing**: the run cannot be shown complete ({md_text(run.missing_records or 0)} "
@@ -64,7 +81,7 @@ def render_markdown(run: RunOutcome, records: list[CaseRecord], first_failures: 
         "",
         "| status | cases |",
         "| --- | ---: |",
-        *[f"| {k} | {v} |" for k, v in t.items()],
+        *[f"| {k} | {v} |" for k, v in t.items() if k != "filtered"],
         "",
         *skip_summary(records),
     ]
