@@ -79,10 +79,12 @@ def check_rng_memory_serialization() -> None:
 
 
 def check_fault_names() -> None:
+    from torchcts.errors import UsageError
+
     try:
-        faults.activate(["no_such_fault"])
-    except ValueError as exc:
-        assert "unknown fault" in str(exc)
+        faults.activate(["abs_zero_dimm"])
+    except UsageError as exc:  # one line with the closest name, not every name (issue 53)
+        assert "unknown fault 'abs_zero_dimm': did you mean 'abs_zero_dim'?" in str(exc), exc
     else:
         raise AssertionError("an unknown fault name must be rejected")
 

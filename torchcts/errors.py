@@ -3,6 +3,8 @@ interrupted by SIGINT; no others (README.md)."""
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from enum import IntEnum
 
 
@@ -47,3 +49,10 @@ def first_line(exc: BaseException, limit: int | None = None) -> str:
     what a one-line message (a record, a usage error, a not_applicable reason) shows of it."""
     text = str(exc).strip()
     return text.splitlines()[0][:limit] if text else ""
+
+
+def did_you_mean(word: str, known: Iterable[str], otherwise: str) -> str:
+    """The fix for an unknown name, to end a UsageError: ": did you mean 'X'?" for the closest known
+    name, else "; " + `otherwise` (where the names are listed). Seventy names in one line hide the fix."""
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f": did you mean '{close[0]}'?" if close else f"; {otherwise}"

@@ -45,6 +45,8 @@ def import_backend(module: str | None) -> None:
         ) from None
     try:
         importlib.import_module(module)
+    except UsageError:  # the sim's own (a TORCHCTS_SIM_FAULT typo): already the problem and its fix
+        raise
     except BaseException as exc:  # noqa: BLE001 - a backend may raise anything, SystemExit included
         raise UsageError(
             f"backend_import '{module}' failed to import: {type(exc).__name__}: {first_line(exc)}; "

@@ -48,6 +48,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> str:
+    """Arguments no parser took: the closest option of the command they were given to, and that
+    command's help (its options are there, not in the top-level help)."""
+    from torchcts.errors import did_you_mean
+
+    command = getattr(args, "command", None)
+    sub = next((a.choices[command] for a in parser._actions  # noqa: SLF001 - argparse keeps no public map
+                if isinstance(a, argparse._SubParsersAction) and command in a.choices), parser)
+    helped = f"see '{sub.prog} --help'"
+    first = unknown[0]
+    if first.startswith("-"):
+        word = first.split("=", 1)[0]
+        options = [o for a in sub._actions for o in a.option_strings if o.startswith("--")]  # noqa: SLF001
+        close = did_you_mean(word, options, helped)
+        return f"unrecognized argument {word}{close}" + (f" ({helped})" if close.startswith(":") else "")
+    return f"unrecognized arguments: {' '.join(unknown)} ({helped})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -66,7 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error_line(str(exc))
         return ExitCode.USAGE
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.exit(ExitCode.USAGE, f"torchcts: error: {unrecognized(parser, args, unknown)}\n")
     if not getattr(args, "command", None):
         parser.print_help()
         return ExitCode.USAGE

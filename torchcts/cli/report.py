@@ -30,6 +30,11 @@ def main(args: argparse.Namespace) -> int:
     run_dir = rundir.resolve_run(args.run, Path(args.results_dir))
     status = rundir.read_run(run_dir).status
     run, records = finalize(run_dir, "interrupted" if status in ("running", "interrupted") else status)
+    if status == "running":  # what happened, before the scorecard that says "interrupted"
+        print(f"torchcts: {run_dir.name} was never closed (run.json said `running`, no end time): the torchcts "
+              "process that ran it stopped before it could write its reports (killed, or the machine went "
+              "down); closed now as interrupted from the records it left, each planned case without one "
+              "listed not_run", file=sys.stderr)
     if args.triage:  # only the clusters: the scorecard is one `torchcts report` away
         from torchcts.results.quoting import TerminalOut
         from torchcts.results.triage import render_text

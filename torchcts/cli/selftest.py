@@ -50,12 +50,13 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def select_faults(catalog: list[dict[str, Any]], names: list[str], level: int | None) -> list[dict[str, Any]]:
-    from torchcts.errors import UsageError
+    from torchcts.errors import UsageError, did_you_mean
 
     by_name = {f["name"]: f for f in catalog}
     unknown = [n for n in names if n not in by_name]
     if unknown:
-        raise UsageError(f"unknown fault(s) {', '.join(unknown)} for --fault; known: {', '.join(by_name)}")
+        raise UsageError(f"--fault '{unknown[0]}' names no planted fault"
+                         + did_you_mean(unknown[0], by_name, "`torchcts selftest --list` lists them"))
     if names:
         return [by_name[n] for n in names]
     return [f for f in catalog if level is None or f["level"] <= level]

@@ -164,14 +164,15 @@ def run_pytest(run: OpenedRun) -> tuple[int, Recorder]:
     return code, recorder
 
 
-def close_run(run: OpenedRun, code: int, recorder: Recorder) -> RunOutcome:
+def close_run(run: OpenedRun, code: int, recorder: Recorder | None) -> RunOutcome:
     """Finalise the run folder (complete or interrupted), GitHub's step summary, the scorecard; the
-    finished run.json. A record the file system refused (full, read-only) is a UsageError-like exit 2."""
+    finished run.json. A record the file system refused (full, read-only) is a UsageError-like exit 2.
+    `recorder` is None when an interrupt came before pytest had one."""
     import pytest
 
     from torchcts.results.step_summary import append_step_summary
 
-    if recorder.writer.failure is not None:
+    if recorder is not None and recorder.writer.failure is not None:
         raise recorder.writer.failure
     interrupted = code == pytest.ExitCode.INTERRUPTED  # SIGINT or SIGTERM (Recorder.pytest_sessionfinish)
     finished, records = finalize(run.run_dir, "interrupted" if interrupted else "complete",
@@ -179,6 +180,34 @@ def close_run(run: OpenedRun, code: int, recorder: Recorder) -> RunOutcome:
     append_step_summary(run.run_dir)  # GitHub Actions: the summary on the job's page
     print_run_scorecard(run, finished, records)
     return finished
+
+
+@contextlib.contextmanager
+def interrupts_deferred(doing: str) -> Iterator[list[int]]:
+    """Ctrl-C or SIGTERM while the run folder is being closed waits until it is closed (seconds):
+    raised there, it left run.json saying `running` and no reports. Yields the signals that came;
+    a third one stops at once (the user insists; `report` closes the folder later)."""
+    import signal
+    import threading
+
+    came: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield came
+        return
+
+    def defer(signum: int, frame: Any) -> None:
+        came.append(signum)
+        if len(came) >= 3:
+            raise KeyboardInterrupt
+        if len(came) == 1:
+            print(f"\ntorchcts: interrupted: {doing} first (seconds)", file=sys.stderr)
+
+    previous = {sig: signal.signal(sig, defer) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield came
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def print_run_scorecard(run: OpenedRun, finished: RunOutcome, records: list[CaseRecord]) -> None:
@@ -211,7 +240,26 @@ def exit_code(code: int, finished: RunOutcome) -> int:
 
 
 def execute(setup: RunSetup) -> int:
-    """Run a prepared spec: open the run folder, run pytest, close the run, the exit status."""
-    run = open_run(setup)
-    code, recorder = run_pytest(run)
-    return exit_code(code, close_run(run, code, recorder))
+    """Run a prepared spec: open the run folder, run pytest, close the run, the exit status.
+
+    Every way out closes the folder (run.json marked, reports written): an interrupt pytest did not
+    catch (during the workers' start-up or their shutdown after [100%]) ends the run as interrupted,
+    and one while closing waits for the close (interrupts_deferred)."""
+    import pytest
+
+    with interrupts_deferred("opening the run folder") as came:  # run.json, then the plan: both or none
+        run = open_run(setup)
+    recorder: Recorder | None = None
+    code: int = pytest.ExitCode.INTERRUPTED
+    try:
+        if not came:
+            code, recorder = run_pytest(run)
+    except KeyboardInterrupt:  # SIGINT or SIGTERM outside pytest's own handling
+        pass
+    except BaseException:  # an internal error: the folder says the run stopped, then the traceback
+        with interrupts_deferred("closing the run folder"), contextlib.suppress(Exception):
+            finalize(run.run_dir, "interrupted", run.spec.manifest_arg)
+        raise
+    with interrupts_deferred("writing the run's reports") as came_late:
+        finished = close_run(run, code, recorder)
+    return ExitCode.INTERRUPTED if came or came_late else exit_code(code, finished)

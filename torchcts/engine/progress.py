@@ -6,9 +6,10 @@ forwarded by xdist from the workers, or called in-process with `--no-isolation`)
 redraws the status every second. On a terminal it is one line rewritten in place (pytest's own
 dots are turned off, engine/plugin.py); elsewhere (CI logs) a line every PERIOD_S seconds, and one
 when a case first passes SLOW_S, each written when pytest's line of dots has ended (never cutting
-one in two) unless that line stood still for PERIOD_S (a stuck run is named, not kept silent). The thread writes to a duplicate of the terminal's file
-descriptor, taken before any case runs, so pytest's output capture of a running case (which
-redirects fd 1 with `--no-isolation`) never swallows it. `Progress` itself takes its clock and
+one in two) unless that line stood still for PERIOD_S (a stuck run is named, not kept silent).
+The thread writes to a duplicate of the terminal's file descriptor, taken before any case runs,
+so pytest's output capture of a running case (which redirects fd 1 with `--no-isolation`) never
+swallows it. `Progress` itself takes its clock and
 writer as arguments, so its formatting and slow-case detection are tested without waiting.
 """
 

@@ -32,8 +32,9 @@ def filtered_note(run: RunOutcome, counts: dict[str, int]) -> str | None:
     options, pytest_k = int(run.filtered or 0), int(counts.get("filtered", 0))
     if not (options or pytest_k):
         return None
-    parts = ([f"{options} left out by the selection (other levels, suites, ops, dtypes)"] if options else []) + (
-        [f"{pytest_k} deselected by pytest's -k/-m/--lf"] if pytest_k else [])
+    both = bool(options and pytest_k)
+    parts = ([f"{f'{options} ' if both else ''}outside the selection: other levels, suites, ops, dtypes"] if options
+             else []) + ([f"{f'{pytest_k} ' if both else ''}deselected by pytest's -k/-m/--lf"] if pytest_k else [])
     return f"filtered {options + pytest_k} ({'; '.join(parts)})"
 
 

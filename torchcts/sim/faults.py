@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from torchcts import settings
+from torchcts.errors import UsageError, did_you_mean
 from torchcts.sim import device, faults_amp, faults_data, faults_distributed, faults_effects, faults_unlisted, state, tensor
 from torchcts.sim.fault_model import Fault, Hook, on_op
 
@@ -535,7 +536,9 @@ def activate(names: list[str]) -> None:
     for name in names:
         fault = FAULTS.get(name)
         if fault is None:
-            raise ValueError(f"{settings.env_name('sim_fault')}: unknown fault '{name}'; known: {', '.join(FAULTS)}")
+            # UsageError, which import_backend passes on as it is: a typo is the user's, not the backend's
+            raise UsageError(f"{settings.env_name('sim_fault')}: unknown fault '{name}'"
+                             + did_you_mean(name, FAULTS, "`torchcts selftest --list` lists the planted faults"))
         fault.install()
 
 
