@@ -239,11 +239,23 @@ def reported_capabilities(device_type: str) -> dict[str, Any]:
 
 # --- OpInfo fields ------------------------------------------------------------------------------
 
+# One-time costs this process paid, by what, in wall seconds: a worker's first OpInfo case imports
+# the database (seconds; 13 s on a loaded machine), which is the worker's warm-up, not that case's
+# time (engine/one_case.py moves it from the record's duration_s to its warmup_s).
+WARMUP_S: dict[str, float] = {}
+_OP_DB_MODULE = "torch.testing._internal.common_methods_invocations"
+
+
 def op_db() -> list[Any]:
     """PyTorch's OpInfo database (imports expecttest and the testing internals)."""
+    import time
+
+    first, start = _OP_DB_MODULE not in sys.modules, time.perf_counter()
     from torch.testing._internal.common_methods_invocations import op_db as db
 
     _frames_only_test_fn_lookup()
+    if first:  # a warm server's workers have it imported already: nothing to charge
+        WARMUP_S["OpInfo database"] = WARMUP_S.get("OpInfo database", 0.0) + time.perf_counter() - start
     return list(db)
 
 

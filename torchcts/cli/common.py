@@ -209,6 +209,12 @@ def require_device(args: argparse.Namespace) -> None:
         return
     if not args.device:
         named = manifest_device(args.manifest)
+        if args.command == "show-skips":  # it only reads the claims: the manifest's device is the one meant
+            if named:
+                args.device = named
+                return
+            raise UsageError("no --device given and no manifest here names one: pass --device D (e.g. "
+                             "--device cuda), --manifest PATH or --validation")
         fix = f"the manifest names '{named}': add --device {named}" if named else "pass e.g. --device cuda"
         if non_interactive():
             raise UsageError(f"--device is required in a non-interactive run (CI set or no TTY); {fix}")

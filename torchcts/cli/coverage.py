@@ -157,7 +157,7 @@ def _observed_report(args: argparse.Namespace) -> int:
     if args.suite or args.device:
         raise UsageError("coverage report RUN counts what the run's cases dispatched on the run's device: "
                          "drop --suite/--device, or drop RUN for the static plan")
-    _import_manifest_backend(args)
+    _import_run_backend(args)
     run_dir, summary = report_run(args.run, top=args.top, results_root=Path(args.results_dir))
     _emit(args, json.dumps(summary, indent=1, sort_keys=True) + "\n" if args.json
           else render_markdown(summary, run_dir.name, args.list_unobserved))
@@ -171,6 +171,19 @@ def _import_manifest_backend(args: argparse.Namespace) -> None:
         from torchcts.manifest.load import load_manifest
 
         import_backend(load_manifest(args.manifest).backend_import)
+
+
+def _import_run_backend(args: argparse.Namespace) -> None:
+    """The run's backend first, chosen as `repro` chooses it (cli/repro.py: run_backend): without it a
+    PrivateUse1 device's kernels are unregistered and the implementable overloads are miscounted."""
+    from torchcts.backends.devices import import_backend
+    from torchcts.cli.repro import run_backend
+    from torchcts.results import rundir
+
+    run = rundir.read_run(rundir.resolve_run(args.run, Path(args.results_dir)))
+    device = "cpu" if run.validation else str(run.device_type or "cpu")
+    recorded = (run.manifest or {}).get("backend_import") if isinstance(run.manifest, dict) else None
+    import_backend(run_backend(recorded if isinstance(recorded, str) else None, device, args.manifest))
 
 
 def _emit(args: argparse.Namespace, text: str) -> None:

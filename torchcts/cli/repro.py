@@ -47,8 +47,8 @@ def main(args: argparse.Namespace) -> int:
         run_dir = None
     if run_dir is not None:
         target = target_from_run(args.case, run_dir)
-        target.backend_import = (args.import_module or _reader_backend(args.manifest, target.device)
-                                 or _catalog_backend(target.manifest.backend_import, target.device))
+        target.backend_import = args.import_module or run_backend(target.manifest.backend_import, target.device,
+                                                                  args.manifest)
     else:
         if not args.device:
             raise UsageError("no run to take the device from: pass --run RUN or --device D")
@@ -67,6 +67,13 @@ def main(args: argparse.Namespace) -> int:
     print(f"wrote {SCRIPT} and its inputs for case {args.case} on device '{target.device}' ({imports}); "
           f"run it with: python {script}", file=out)
     return ExitCode.OK
+
+
+def run_backend(recorded: str | None, device: str, manifest: str | None) -> str | None:
+    """The backend module to import for a run folder's device: the reader's own manifest's (--manifest,
+    else the one found here) for that device, else the run's own when the catalog vouches for it
+    (`repro` and `coverage report RUN` alike)."""
+    return _reader_backend(manifest, device) or _catalog_backend(recorded, device)
 
 
 def _catalog_backend(module: str | None, device: str) -> str | None:

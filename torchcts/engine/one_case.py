@@ -87,6 +87,7 @@ def run_one(case: Case, state: CaseState, corpus: str | None) -> CaseOutcome:
     record = CaseRecord.from_case(case)
     outcome = CaseOutcome(record)
     probe = CaseProbe(state.worker)
+    warmed = sum(compat.WARMUP_S.values())
     start = time.perf_counter()
     try:
         with compat.watch_fallbacks() as fallbacks:
@@ -107,7 +108,9 @@ def run_one(case: Case, state: CaseState, corpus: str | None) -> CaseOutcome:
     except BaseException as exc:  # noqa: BLE001 - pytest's own (an in-process timeout's Failed, Ctrl-C):
         outcome.kind, outcome.error = FAILED, exc  # raised as they came, the record filled (its sample)
     finally:
-        record.duration_s = round(time.perf_counter() - start, 6)
+        warmup = sum(compat.WARMUP_S.values()) - warmed  # the worker's one-time cost, paid in this case
+        record.duration_s = round(time.perf_counter() - start - warmup, 6)
+        record.warmup_s = round(warmup, 3) if warmup > 0 else None
         probe.fill(record)  # engine/probe.py: when, where, memory
         # Compatibility fallbacks behind this result: the backend setup's and the case's own.
         record.compat_fallbacks = sorted(state.setup_fallbacks | fallbacks) or None

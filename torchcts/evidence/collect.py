@@ -195,6 +195,7 @@ def collect(req: CollectRequest) -> int:
     from torchcts.evidence.sources import make_source
     from torchcts.results.rundir import utc_now
 
+    st.check_store(Path(req.store))  # a wrong --store said before the oracles run
     p = plan(req)
     source = make_source(p.device, utc_now())
     records, run_status = build_records(p, req.intent, req.run_pending, source["id"])

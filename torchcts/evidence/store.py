@@ -162,12 +162,24 @@ def write_index(store: Path) -> None:
     write_atomic(store, INDEX, index_text(build_index(store)))
 
 
-def open_store(path: Path) -> Path:
-    """Create the store folder if needed; refuse a path that is a file or a foreign folder."""
+# What a new store's folder may already hold: a fresh `git init` (or another version control's
+# metadata) is how an evidence repository starts, not a foreign folder.
+REPOSITORY_FILES = frozenset({".git", ".gitignore", ".gitattributes", ".hg", ".hgignore", ".svn"})
+
+
+def check_store(path: Path) -> None:
+    """Refuse a path that is a file or a foreign folder (UsageError): before a collection's oracles
+    run, so the mistake costs no minutes."""
     if path.exists() and not path.is_dir():
         raise UsageError(f"--store {path.name} is a file, not a folder: pass the evidence folder, e.g. evidence/backends")
-    if path.is_dir() and any(path.iterdir()) and not (path / INDEX).is_file() and not (path / SOURCES).is_file():
+    if (path.is_dir() and not (path / INDEX).is_file() and not (path / SOURCES).is_file()
+            and any(p.name not in REPOSITORY_FILES for p in path.iterdir())):
         raise UsageError(f"--store {path.name} is a non-empty folder without an evidence index: pass an "
                          "evidence store (e.g. evidence/backends) or a new folder")
+
+
+def open_store(path: Path) -> Path:
+    """Create the store folder if needed (check_store first)."""
+    check_store(path)
     path.mkdir(parents=True, exist_ok=True)
     return path

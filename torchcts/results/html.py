@@ -25,7 +25,7 @@ from torchcts.results.quoting import html_text as _e  # None reads as ''
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import EXECUTED, ORDER
 from torchcts.results.strength import render_html as strength_section
-from torchcts.results.summary import NOT_RUN_NOTE, by, failures, filtered_note, not_run, slowest, totals
+from torchcts.results.summary import NOT_RUN_NOTE, by, failures, filtered_note, not_run, slowest, totals, warmup_line
 from torchcts.results.triage import op_of
 
 CSS = """
@@ -224,8 +224,9 @@ def _not_run(report: ReportInput, limit: int = 200) -> str:
 def _slowest(report: ReportInput) -> str:
     rows = "".join(f"<tr><td><code>{_e(r.id)}</code></td><td>{_e(r.status)}</td>"
                    f"<td class='num'>{float(r.duration_s):.3f}</td></tr>" for r in slowest(report.records, 10))
+    warmup = warmup_line(report.records)
     return (f"<table id='slowest'><thead><tr><th>case</th><th>status</th><th>s</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>")
+            f"<tbody>{rows}</tbody></table>" + (f"<p class='meta' id='warmup'>{_e(warmup)}</p>" if warmup else ""))
 
 
 SECTIONS: list[Section] = [

@@ -83,6 +83,9 @@ class CaseRecord:
     started_at: float | None = None  # epoch seconds when the case started
     worker: str | None = None  # xdist's worker id ("gw0"), "main" in-process
     cpu_s: float | None = None  # the worker's CPU seconds in the case, all threads
+    # The worker's one-time warm-up that happened inside this case (compat.WARMUP_S: importing the
+    # OpInfo database), left out of duration_s: it is the worker's cost, not the case's ("slowest")
+    warmup_s: float | None = None
     maxrss_mb: float | None = None  # the worker's resident-set high-water mark after the case
     rss_grew_mb: float | None = None  # how much the case raised that high-water mark
     rss_mb: float | None = None  # the worker's resident set after the case, freed heap returned
@@ -239,7 +242,8 @@ _FIELD_SET = frozenset(_FIELDS)
 _STRS = frozenset({"suite", "dtype", "kind", "oracle", "message", "recorded_status", "exactness", "weak", "exception",
                    "traceback", "signal", "output_tail", "failed_op", "internal_error", "worker",
                    "dispatch_unobserved", "op", "repro", "repro_script", "signature"})
-_NUMS = frozenset({"duration_s", "timeout_s", "started_at", "cpu_s", "maxrss_mb", "rss_grew_mb", "rss_mb"})
+_NUMS = frozenset({"duration_s", "timeout_s", "started_at", "cpu_s", "warmup_s", "maxrss_mb", "rss_grew_mb",
+                   "rss_mb"})
 _INTS = frozenset({"level", "exit_code", "threads", "attempt"})
 _DICTS = frozenset({"mismatch", "precision", "info", "expectation", "first_failure"})
 _LISTS = frozenset({"ops", "requires"})

@@ -43,7 +43,8 @@ The inputs are in {inputs} beside this file, with their
 exact layout: each tensor is rebuilt on the device with its shape, strides, storage offset and
 dtype, and arguments that shared memory share it again.
 Run: python {script} [--import MODULE]   (exit 0: the sample matches CPU; 1: a mismatch, the device raised, or it
-hung for TIMEOUT_S seconds; 2: the device cannot be reached, nothing was reproduced; a crash kills the process)
+hung for TIMEOUT_S seconds; 2: the device cannot be reached, nothing was reproduced; a crash kills the process,
+printing its Python stack)
 """
 
 import os
@@ -58,6 +59,8 @@ sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) != _HERE]
 import faulthandler  # noqa: E402
 import importlib  # noqa: E402
 import traceback  # noqa: E402
+
+faulthandler.enable()  # a crash (SIGSEGV, SIGABRT) prints the Python stack it died in, not just exit 139
 
 import torch  # noqa: E402
 

@@ -14,7 +14,7 @@ from torchcts.results.quoting import TerminalOut, one_field
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import ORDER
 from torchcts.results.strength import weak_lines
-from torchcts.results.summary import by, failures, filtered_note, ordered
+from torchcts.results.summary import by, failures, filtered_note, ordered, warmup_line
 from torchcts.results.summary import slowest as slowest_records
 
 
@@ -113,6 +113,9 @@ def print_scorecard(
     slow = slowest_records(records, slowest)
     if slow:
         print(one_field("slowest: " + ", ".join(f"{r.id} {float(r.duration_s):.2f}s" for r in slow)), file=out)
+    warmup = warmup_line(records)
+    if warmup:
+        print(one_field(warmup), file=out)
     if regressions:
         print(regressions, file=out)
     from torchcts.results.ledger import gate_failures, ledger_lines

@@ -63,6 +63,19 @@ def slowest(records: list[CaseRecord], n: int) -> list[CaseRecord]:
     return sorted((r for r in records if r.duration_s), key=lambda r: -float(r.duration_s))[:n]
 
 
+def warmup_line(records: list[CaseRecord]) -> str | None:
+    """Each worker's one-time warm-up (records' warmup_s, engine/one_case.py), said apart from the
+    case times: "slowest" would otherwise name each worker's first OpInfo case."""
+    per: dict[str, float] = defaultdict(float)
+    for r in records:
+        if isinstance(r.warmup_s, (int, float)) and r.warmup_s > 0:
+            per[str(r.worker or "?")] += float(r.warmup_s)
+    if not per:
+        return None
+    return ("worker warm-up (the OpInfo database import, not in the case times): "
+            + ", ".join(f"{w} {t:.2f}s" for w, t in sorted(per.items())))
+
+
 def render_markdown(run: RunOutcome, records: list[CaseRecord], first_failures: int = 20) -> str:
     t = totals(records)
     dev = run.device or {}
