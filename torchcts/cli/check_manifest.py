@@ -37,7 +37,21 @@ def main(args: argparse.Namespace) -> int:
     print(f"  capabilities: {caps}")
     if manifest.expectations:
         print(f"  expectations: {len(manifest.expectations)} ledger entries")
+    for line in placeholder_warnings(manifest):
+        print(line)
     return ExitCode.OK
+
+
+def placeholder_warnings(manifest: Manifest) -> list[str]:
+    """Entries whose reason is still `expectations update`'s placeholder: valid, so only a warning,
+    but a ledger is where a reader learns why a failure is accepted."""
+    from torchcts.results.proposals import PLACEHOLDER_REASON
+    from torchcts.results.quoting import one_line
+
+    return [f"warning: expectations[{i}] ({one_line(str(e.get('match')))[:80]}): its reason is still the placeholder "
+            f"'{PLACEHOLDER_REASON}' that `torchcts expectations update` wrote: say why it fails"
+            for i, e in enumerate(manifest.expectations)
+            if str(e.get("reason") or "").startswith(PLACEHOLDER_REASON)]
 
 
 def check_device(manifest: Manifest, imports: bool) -> None:

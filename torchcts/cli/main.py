@@ -92,16 +92,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.USAGE
     args.pytest_args = pytest_args
     args.argv = argv
+    typed = _typed_paths(argv)
     try:
         return int(args._module.main(args) or ExitCode.OK)
     except ManifestError as exc:
         for problem in exc.problems[:MAX_PROBLEMS]:
-            _error_line(f"{exc.source}: {problem}")
+            _error_line(f"{exc.source}: {problem}", typed)
         if len(exc.problems) > MAX_PROBLEMS:
-            _error_line(f"{exc.source}: ... and {len(exc.problems) - MAX_PROBLEMS} more problems (fix these first)")
+            _error_line(f"{exc.source}: ... and {len(exc.problems) - MAX_PROBLEMS} more problems (fix these first)", typed)
         return ExitCode.USAGE
     except UsageError as exc:
-        _error_line(str(exc))
+        _error_line(str(exc), typed)
         return ExitCode.USAGE
     except BrokenPipeError:  # output piped into `head`: not an error of ours (before OSError, its base)
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush at exit
@@ -111,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _internal(exc)
         where = f" {exc.filename}" if exc.filename else ""
         _error_line(f"cannot write or read{where}: {exc.strerror or exc}: free space, fix the permissions, "
-                    "or pass another --results-dir / --store")
+                    "or pass another --results-dir / --store", typed)
         return ExitCode.USAGE
     except KeyboardInterrupt:
         print("torchcts: interrupted", file=sys.stderr)
@@ -126,11 +127,24 @@ ENVIRONMENT_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.E
                                 errno.ENOTDIR, errno.EISDIR, errno.EFBIG, errno.EEXIST, errno.ENAMETOOLONG})
 
 
-def _error_line(message: str) -> None:
+def _typed_paths(argv: list[str]) -> dict[str, str]:
+    """The paths typed on this command line, scrubbed -> as typed (`--results-dir /proc/nope`, also in
+    `--flag=PATH` form): an error line names the user's own argument as given (docs/security.md)."""
+    from torchcts.results.scrub import scrub
+
+    values = [v for a in argv for v in (a, a.partition("=")[2]) if v]
+    return {scrub(v): v for v in values if scrub(v) != v}
+
+
+def _error_line(message: str, typed: dict[str, str] | None = None) -> None:
+    """One line, scrubbed (a message may quote a file's content), with the user's typed paths put back."""
     from torchcts.results.quoting import one_line
     from torchcts.results.scrub import scrub
 
-    print(f"torchcts: error: {one_line(scrub(message))}", file=sys.stderr)
+    text = scrub(message)
+    for scrubbed, raw in (typed or {}).items():
+        text = text.replace(scrubbed, raw)
+    print(f"torchcts: error: {one_line(text)}", file=sys.stderr)
 
 
 def _internal(exc: BaseException) -> int:

@@ -36,7 +36,8 @@ def main(args: argparse.Namespace) -> int:
         print(describe(server) if args.status else f"warm worker server pid {server['pid']} ({server['socket']})"
               + ("" if server["here"] else " [another checkout or environment]"))
     if not servers:
-        print("torchcts: no warm worker server of this checkout is running")
+        print("torchcts: no warm worker server is running" if args.all
+              else "torchcts: no warm worker server of this checkout is running")
     if len(found) > len(servers):
         print(f"torchcts: {len(found) - len(servers)} more of other checkouts or environments (another sys.path; "
               "`torchcts warm --all` lists them)")

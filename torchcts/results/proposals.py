@@ -38,8 +38,13 @@ def _replaces(members: list[CaseRecord]) -> str:
     return f"; replaces {names}, whose signature no longer matches" if entries else ""
 
 
+# The reason a proposed entry carries until a person writes the real one; `check-manifest` warns on
+# an entry still holding it (cli/check_manifest.py).
+PLACEHOLDER_REASON = "TODO: why it fails"
+
+
 def _reason(record: CaseRecord) -> str:
-    return f"TODO: why it fails ({_message(record)}){_replaces([record])}"
+    return f"{PLACEHOLDER_REASON} ({_message(record)}){_replaces([record])}"
 
 
 def _entry(match: Any, record: CaseRecord, expires: str, reason: str | None = None,
@@ -98,7 +103,7 @@ def _cluster_entry(cluster: Cluster, all_ids: list[str], when: str) -> dict[str,
     signatures = {r.signature or signature_of(r) for r in members}
     signature = signatures.pop() if len(signatures) == 1 else cluster.bucket
     ops = f", ops {top_counts(cluster.ops)}" if cluster.ops else ""
-    reason = (f"TODO: why it fails ({len(members)} cases{ops}; e.g. {first.id}: {_message(first)})"
+    reason = (f"{PLACEHOLDER_REASON} ({len(members)} cases{ops}; e.g. {first.id}: {_message(first)})"
               f"{_replaces(members)}" if len(members) > 1 else _reason(first))
     match: Any = patterns[0] if len(patterns) == 1 else {"case": patterns}
     return _entry(match, first, when, reason=reason, signature=signature)

@@ -60,7 +60,7 @@ def new_run_dir(results_root: Path) -> Path:
     except OSError as exc:
         if exc.errno in (errno.EROFS, errno.ENOSPC, errno.EACCES, errno.EPERM, errno.EDQUOT):
             raise  # the CLI names these (free space, permissions) itself
-        raise UsageError(f"--results-dir {results_root.name or results_root} cannot be created "
+        raise UsageError(f"--results-dir {results_root} cannot be created "
                          f"({exc.strerror or type(exc).__name__}): pass another --results-dir") from None
     while True:
         path = results_root / f"{stamp}-{secrets.token_hex(3)}"

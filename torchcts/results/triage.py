@@ -80,7 +80,7 @@ def clusters(records: list[CaseRecord]) -> list[Cluster]:
         if r.status not in FAILURES:
             continue
         title, bucket = cluster_key(r)
-        c = found.setdefault(title, Cluster(title, bucket, example=str(r.message or "")[:300]))
+        c = found.setdefault(title, Cluster(title, bucket, example=clip_words(str(r.message or ""), 300)))
         c.records.append(r)
         c.ops[op_of(r)] += 1
         if r.dtype:
@@ -112,11 +112,21 @@ def render_text(records: list[CaseRecord], limit: int = 30) -> str:
         lines.append(f"       ops: {top_counts(c.ops)}" + (f"; dtypes: {top_counts(c.dtypes)}" if c.dtypes else ""))
         if c.shared:
             lines.append(f"       shared by all {c.count}: {', '.join(c.shared)}")
-        lines.append(f"       e.g. {c.records[0].id}: {c.example[:160]}")
+        lines.append(f"       e.g. {c.records[0].id}: {clip_words(c.example, 160)}")
     if len(found) > limit:
         lines.append(f"  ... and {plural(len(found) - limit, 'smaller cluster')}")
     lines.append("failures by op: " + ", ".join(f"{op} ({n})" for op, n in failures_by_op(records)[:15]))
     return "\n".join(one_field(line) for line in lines)  # each line one line whatever a record holds
+
+
+def clip_words(text: str, limit: int) -> str:
+    """`text` within `limit` characters, cut at a word boundary with "..." (a message cut mid-word
+    reads as a different word: "expected 19, got -1")."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 3]
+    cut = head.rsplit(" ", 1)[0] if " " in head else head
+    return cut.rstrip(" ,;:") + "..."
 
 
 def render_markdown(records: list[CaseRecord], limit: int = 20) -> list[str]:
