@@ -193,7 +193,8 @@ def test_a_sim_fault_typo_is_one_line_with_the_closest_name(tmp_path):
 
 def test_selftest_fault_and_option_typos_name_the_fix(cli, capsys):
     assert cli(["selftest", "--fault", "abs_zero_dimm", "--no-clean"]) == 2
-    assert _one_error_line(capsys) == "torchcts: error: --fault 'abs_zero_dimm' names no planted fault: did you mean 'abs_zero_dim'?"
+    assert _one_error_line(capsys) == ("torchcts: error: --fault 'abs_zero_dimm' names no planted fault: "
+                                       "did you mean 'abs_zero_dim'?")
     assert cli(["selftest", "--fault", "nope", "--no-clean"]) == 2
     line = _one_error_line(capsys)
     assert line.endswith("`torchcts selftest --list` lists them") and "add_fp16_ulp" not in line
@@ -342,3 +343,16 @@ def test_the_readme_states_no_test_count_that_goes_stale():
     text = README.read_text()
     assert not re.search(r"\(\d[\d,]* tests[;)]", text), "the README's test count: say how to get it instead"
     assert "python -m pytest --collect-only -q tests | tail -1" in text
+
+
+def test_a_case_id_typo_compares_only_the_ids_one_part_away():
+    """difflib over every case id took 5 of a `--case` typo's 6 seconds; the closest id is still found."""
+    from torchcts.engine.selection import _closest, near
+
+    ids = [f"opinfo/op{i}/{dt}/{kind}" for i in range(2000) for dt in ("float32", "int64")
+           for kind in ("forward", "backward", "out")] + ["operators/elementwise/add/float32"]
+    pool = near("opinfo/op7/float32/forwrd", ids)
+    assert "opinfo/op7/float32/forward" in pool and len(pool) < 10, len(pool)
+    assert len(near("opinfo/op7", ids)) == 12000  # no id one part away: the suite's ids
+    assert near("abs", ids) == ids  # not path-like: all
+    assert _closest("oprators/elementwise/add/float32", ids) == " (closest: operators/elementwise/add/float32)"
