@@ -247,11 +247,14 @@ def test_ci_progress_lines_wait_for_pytests_line_of_dots_to_end():
     column[0] = 30
     clock.t += 1
     p.tick()
+    p.line_ended()
     assert len(out) == 1  # due, but pytest is mid-line and still writing
-    column[0] = 0  # pytest ended its line ("[ 12%]\n")
-    clock.t += 1
-    p.tick()
+    column[0] = 0  # pytest ended its line ("[ 12%]\n") with the result it just wrote
+    clock.t += 0.1
+    p.line_ended()
     assert len(out) == 2 and out[1].startswith("[torchcts] 1/100 cases") and not out[1].startswith("\n")
+    p.line_ended()
+    assert len(out) == 2  # once per period
     column[0] = 40  # a line of dots stands still for a whole period: every running case is stuck
     p.started("a/2")
     clock.t += P.PERIOD_S

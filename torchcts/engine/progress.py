@@ -145,20 +145,34 @@ class Progress:
                 self.write("\r\x1b[K" + self.fit(self.status_line(now), now))
                 self._drawn = True
                 return
-            new_slow = {c for c, _ in self.slow(now)} - self._named_slow
-            if not (now - self._last >= PERIOD_S or new_slow):
+            if not self._due(now):
                 return
             column = self.column()
             if column != self._column_seen[0]:
                 self._column_seen = (column, now)
             if column and now - self._column_seen[1] < PERIOD_S:
-                return  # pytest is mid-line and still writing dots: wait for its line to end
-            self._last = now
-            self._named_slow |= new_slow
+                return  # pytest is mid-line and still writing dots: its line's end writes it (line_ended)
             # mid-line only when pytest's line stood still for PERIOD_S (every running case is slow):
             # a stuck run is named rather than kept silent until its timeout
-            self.write(("\n" if column != self._ours_at else "") + self.status_line(now) + "\n")
-            self._ours_at = column
+            self._emit(now, column)
+
+    def line_ended(self, now: float | None = None) -> None:
+        """pytest has just written a result (main thread): where that ended its line of dots
+        (`[ 12%]`), a due status line goes right there. The ticker, sampling once a second, would
+        almost never find pytest between two lines while results keep coming."""
+        with self.lock:
+            now = self.clock() if now is None else now
+            if not self.tty and self._due(now) and self.column() == 0:
+                self._emit(now, 0)
+
+    def _due(self, now: float) -> bool:
+        return now - self._last >= PERIOD_S or bool({c for c, _ in self.slow(now)} - self._named_slow)
+
+    def _emit(self, now: float, column: int) -> None:
+        self._last = now
+        self._named_slow |= {c for c, _ in self.slow(now)}
+        self.write(("\n" if column != self._ours_at else "") + self.status_line(now) + "\n")
+        self._ours_at = column
 
     def clear(self) -> None:
         """Take the terminal line away before other output (a failure line, pytest's summary)."""
@@ -263,6 +277,13 @@ class ProgressPlugin:
         if self.progress is not None and self.progress.tty:  # on a terminal the status line replaces the letters
             category, _, word = outcome.get_result()
             outcome.force_result((category, "", word))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        """After the terminal reporter wrote its letter (and maybe ended its line): off a terminal,
+        a due status line goes between two lines of dots."""
+        if self.progress is not None and not self.progress.tty:
+            self.progress.line_ended()
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         if self.progress is not None:
