@@ -203,6 +203,9 @@ def test_selftest_fault_and_option_typos_name_the_fix(cli, capsys):
     assert done.value.code == 2
     assert _one_error_line(capsys) == ("torchcts: error: unrecognized argument --devcie: did you mean '--device'? "
                                        "(see 'torchcts run --help')")
+    with pytest.raises(SystemExit):
+        cli(["coverage", "report", "--lst-unobserved"])
+    assert _one_error_line(capsys).endswith("did you mean '--list-unobserved'? (see 'torchcts coverage report --help')")
 
 
 # -- 7. a crash repro prints its stack -------------------------------------------------------------

@@ -53,9 +53,14 @@ def unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, unkn
     command's help (its options are there, not in the top-level help)."""
     from torchcts.errors import did_you_mean
 
-    command = getattr(args, "command", None)
-    sub = next((a.choices[command] for a in parser._actions  # noqa: SLF001 - argparse keeps no public map
-                if isinstance(a, argparse._SubParsersAction) and command in a.choices), parser)
+    sub = parser
+    while True:  # down to the innermost (sub)command given: `coverage report`'s options are its own
+        inner = next((a.choices[chosen] for a in sub._actions  # noqa: SLF001 - argparse keeps no public map
+                      if isinstance(a, argparse._SubParsersAction)
+                      and (chosen := getattr(args, a.dest, None)) in a.choices), None)
+        if inner is None:
+            break
+        sub = inner
     helped = f"see '{sub.prog} --help'"
     first = unknown[0]
     if first.startswith("-"):
