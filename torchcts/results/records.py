@@ -91,6 +91,7 @@ class CaseRecord:
     compat_fallbacks: list[str] | None = None  # compat.FALLBACKS behind this result (setup's and the case's)
     dispatched: list[str] | None = None  # aten overloads that reached the device; None: not observed
     dispatch_unobserved: str | None = None  # why `dispatched` is None
+    fallback: list[str] | None = None  # of `dispatched`, what ran on the backend's CPU fallback (cases/fallback.py)
     # -- added after the case ran (engine/plugin.py, results/annotate.py, results/ledger.py) --
     op: str | None = None  # the OpInfo name of an OpInfo case (ledger selectors, triage)
     attempt: int | None = None  # which --rerun-failures attempt recorded it (2 and up)
@@ -142,6 +143,7 @@ class CaseRecord:
         record; why a pass proves nothing, on a passed record. Set the status first."""
         self.info = verdict.info
         self.dispatched, self.dispatch_unobserved = verdict.dispatched, verdict.dispatch_unobserved
+        self.fallback = verdict.fallback or None  # only a record that ran something on the fallback says so
         self.precision = verdict.precision.to_json() if verdict.precision is not None else None
         self.exactness = verdict.exactness
         if failure is not None and self.status in (Status.FAILED, Status.ERROR):
