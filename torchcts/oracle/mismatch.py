@@ -32,7 +32,9 @@ class Mismatch:
         if self.extra.get("actual_layout"):
             layouts = f"; got {self.extra['actual_layout']}, expected {self.extra['expected_layout']}"
         if self.max_abs_error is None:
-            return f"{self.what}{loc}{layouts}"
+            shown = "" if self.first_actual is None and self.first_expected is None else \
+                f": got {self.first_actual}, expected {self.first_expected}"  # both sides: what differs
+            return f"{self.what}{loc}{shown}{layouts}"
         return (
             f"{self.what}{loc}: {self.mismatched}/{self.total} elements differ, "
             f"max abs error {self.max_abs_error:.3g}, {self.relative()} "
