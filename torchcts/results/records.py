@@ -73,6 +73,9 @@ class CaseRecord:
     exit_code: int | None = None  # a crashed worker's exit code (negative: the signal)
     timeout_s: float | None = None  # the time limit a `timeout` record exceeded
     output_tail: str | None = None  # the dead worker's log tail: faulthandler output, timeout stacks
+    # What the case printed (a backend's own output: OpenCL sources on a failed build), captured by
+    # pytest and kept here, never on the terminal: its line count and last characters (engine/plugin.py)
+    case_output: str | None = None
     # The op that raised or produced the wrong value when it is not the op under test: a device op the
     # case needed besides its own (CaseContext.helper_op); triage counts the failure under it.
     failed_op: str | None = None
@@ -239,7 +242,7 @@ class CaseRecord:
 _FIELDS = tuple(f.name for f in fields(CaseRecord) if f.name not in ("extra", "_keys"))
 _FIELD_SET = frozenset(_FIELDS)
 _STRS = frozenset({"suite", "dtype", "kind", "oracle", "message", "recorded_status", "exactness", "weak", "exception",
-                   "traceback", "signal", "output_tail", "failed_op", "internal_error", "worker",
+                   "traceback", "signal", "output_tail", "case_output", "failed_op", "internal_error", "worker",
                    "dispatch_unobserved", "op", "repro", "repro_script", "signature"})
 _NUMS = frozenset({"duration_s", "timeout_s", "started_at", "cpu_s", "maxrss_mb", "rss_grew_mb", "rss_mb"})
 _INTS = frozenset({"level", "exit_code", "threads", "attempt"})
