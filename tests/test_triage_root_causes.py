@@ -69,3 +69,21 @@ def test_a_check_raised_from_many_ops_or_dtypes_is_one_message_shape():
     assert message_shape("RuntimeError: Unsupported data type:ComplexFloat") == \
         message_shape("RuntimeError: Unsupported data type:UInt64") == "RuntimeError: Unsupported data type:<dtype>"
     assert message_shape("RuntimeError: Invalid matrix size") == "RuntimeError: Invalid matrix size"
+
+
+def _out(i: str, what: str, got: list[int]) -> CaseRecord:
+    return CaseRecord.from_json({"id": f"opinfo/{i}/float32/out", "suite": "opinfo", "status": "failed", "op": i,
+                                 "dtype": "float32", "message": what,
+                                 "mismatch": {"what": what, "extra": {"actual": got, "expected": [20, 20]}}})
+
+
+def test_out_not_resized_is_one_cluster_on_every_op():
+    resized = "out= into a resized destination (shape [{}], strides [1], offset 0): shape mismatch"
+    records = [_out("sin", resized.format(1), [1]), _out("add", resized.format(3), [3]),
+               _out("where", resized.format(1), [1]), _out("cumsum", resized.format(1), [2, 2]),
+               _out("abs", "out= into a offset destination (shape [20, 20], strides [20, 1], offset 3): values differ",
+                    [20, 20])]
+    titles = {c.title: c.count for c in clusters(records)}
+    assert titles["mismatch: out= into a resized destination: it kept its shape (the backend does not resize out=)"] == 3
+    assert titles["mismatch: out= into a resized destination: shape mismatch"] == 1  # resized, to the wrong shape
+    assert titles["mismatch: out= into a offset destination: values differ"] == 1

@@ -85,14 +85,26 @@ def _shape_class(shape: object) -> str:
     return f"{len(shape)}-d"
 
 
+# The out= destination a mismatch names (cases/opinfo: `out= into a resized destination (shape [1], ...): ...`).
+_DESTINATION = re.compile(r"^out= into an? (?P<layout>[\w ]+?) destination \(shape \[(?P<shape>[\d, ]*)\][^)]*\): (?P<rest>.*)$")
+
+
 def structural_mismatch(record: CaseRecord) -> str | None:
     """`shape mismatch: got [1], expected []` and the like for a mismatch that is not about values
-    (shape, dtype, device, layout), None for values that differ (those stay per op)."""
+    (shape, dtype, device, layout), None for values that differ (those stay per op). An out=
+    destination of a given layout is the argument pattern: a resized one that kept its shape is one
+    cause (out= not resized) on every op, and so are wrong values written into an offset one."""
     m = record.mismatch_dict
     what = str(m.get("what") or record.message or "")
+    extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+    dest = _DESTINATION.match(what)
+    if dest is not None:
+        given = [int(d) for d in dest["shape"].replace(" ", "").split(",") if d]
+        if dest["rest"].startswith("shape mismatch") and extra.get("actual") == given:
+            return f"out= into a {dest['layout']} destination: it kept its shape (the backend does not resize out=)"
+        return f"out= into a {dest['layout']} destination: {dest['rest']}"
     if what.startswith("values differ") or not what:
         return None
-    extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
     if what.startswith("shape mismatch"):
         got, expected = extra.get("actual"), extra.get("expected")
         if got == [0] and expected != [0]:
