@@ -108,6 +108,6 @@ def structural_mismatch(record: CaseRecord) -> str | None:
     if what.startswith("shape mismatch"):
         got, expected = extra.get("actual"), extra.get("expected")
         if got == [0] and expected != [0]:
-            return "shape mismatch: got an empty [0] result, expected another shape (an out= tensor not resized?)"
+            return "shape mismatch: got an empty [0] result where another shape was expected"
         return f"shape mismatch: got {_shape_class(got)}, expected {_shape_class(expected)}"
     return None
