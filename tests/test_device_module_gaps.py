@@ -19,9 +19,12 @@ from pathlib import Path
 import pytest
 from conftest import latest_run, records, run_cli
 
+import torchcts
 from torchcts.backends.devices import split_device_index
 from torchcts.errors import UsageError
-from torchcts.sim import manifest_path
+
+# The sim's manifest, by path: importing torchcts.sim would register the sim in this test process.
+SIM_MANIFEST = Path(torchcts.__file__).parent / "sim" / "manifest.py"
 
 GAPSIM = """import torch
 import torchcts.sim
@@ -35,7 +38,7 @@ NOTE = "torch.sim lacks is_available() and device_count(), so torch.accelerator 
 def gapsim(tmp_path: Path) -> dict[str, str]:
     """A manifest for the sim imported through `gapsim`, and the environment that finds it."""
     (tmp_path / "gapsim.py").write_text(GAPSIM)
-    text = manifest_path().read_text().replace('"backend_import": "torchcts.sim"', '"backend_import": "gapsim"')
+    text = SIM_MANIFEST.read_text().replace('"backend_import": "torchcts.sim"', '"backend_import": "gapsim"')
     assert '"gapsim"' in text
     (tmp_path / "manifest.py").write_text(text)
     root = Path(__file__).resolve().parents[1]
