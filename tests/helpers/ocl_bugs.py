@@ -2,7 +2,7 @@
 CPU, whose answers differ (or where ocl raises and the CPU does not). tests/test_real_backend_ocl.py
 runs this file to prove every bug its ledger expects is real, and is still there.
 
-    PYTHONPATH=../shared/backends python tests/helpers/ocl_bugs.py   # prints {bug: [ocl, cpu]} as JSON
+    PYTHONPATH=../shared/backends python tests/helpers/ocl_bugs.py [BUG...]   # a {bug: [ocl, cpu]} line each
 
 Each function returns (what ocl gives, what the CPU gives); a bug holds when they differ.
 """
@@ -96,6 +96,9 @@ BUGS: dict[str, Callable[[], tuple[Any, Any]]] = {fn.__name__: fn for fn in (
 
 
 if __name__ == "__main__":
+    import sys
+
     import pytorch_ocl  # noqa: F401 - registers `ocl`
 
-    print(json.dumps({name: list(fn()) for name, fn in BUGS.items()}))
+    for name in sys.argv[1:] or BUGS:  # one line per bug, as soon as it is shown: a crash loses no other
+        print(json.dumps({name: list(BUGS[name]())}), flush=True)
