@@ -25,3 +25,8 @@ def test_dict_keys_and_scalars_show_both_sides():
     assert find_mismatch(3, 4, TOL).describe() == "values differ: got 3, expected 4"
     long = find_mismatch(list(range(40)), list(range(41)), TOL).describe()
     assert long.count(", ...]") == 2 and len(long) < 600  # long sequences elided, never whole
+
+
+def test_a_long_repr_is_cut_in_the_message():
+    m = find_mismatch("x" * 1000, "y" * 1000, TOL)
+    assert len(m.describe()) < 450 and m.describe().startswith("values differ: got 'xxx")
