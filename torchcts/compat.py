@@ -160,8 +160,15 @@ def device_module(device_type: str) -> Any:
     return getattr(torch, device_type, None)
 
 
+# The availability queries a device module should answer; a real backend may lack them (pytorch_ocl's
+# torch.ocl has neither, so every torch.accelerator call on it raises).
+AVAILABILITY_QUERIES = ("is_available", "device_count")
+
+
 def device_available(device_type: str) -> bool:
-    """Whether a device type can be used here; MPS answers through torch.backends.mps."""
+    """Whether a device type can be used here; MPS answers through torch.backends.mps. A device
+    module without is_available() is asked the way a user would find out: a backend that can
+    allocate a tensor is available (module_gaps says what is missing)."""
     import torch
 
     if device_type == "cpu":
@@ -170,7 +177,41 @@ def device_available(device_type: str) -> bool:
         return bool(torch.backends.mps.is_available())
     mod = device_module(device_type)
     fn = getattr(mod, "is_available", None)
-    return bool(fn()) if callable(fn) else False
+    if callable(fn):
+        return bool(fn())
+    return device_type == privateuse1_name() and _allocates(device_type)
+
+
+def _allocates(device_type: str) -> bool:
+    import torch
+
+    try:
+        torch.empty(1, device=device_type)
+    except Exception:  # noqa: BLE001 - any refusal means not usable here
+        return False
+    return True
+
+
+def module_gaps(device_type: str) -> list[str]:
+    """The availability queries (AVAILABILITY_QUERIES) torch.<device_type> lacks; [] for the CPU and MPS."""
+    if device_type in ("cpu", "mps"):
+        return []
+    mod = device_module(device_type)
+    return [name for name in AVAILABILITY_QUERIES if not callable(getattr(mod, name, None))]
+
+
+def module_gaps_note(device_type: str) -> str | None:
+    """One line saying what the device module lacks and what TorchCTS did instead, or None."""
+    gaps = module_gaps(device_type)
+    if not gaps:
+        return None
+    did = []
+    if "is_available" in gaps:
+        did.append("availability probed by allocating a tensor")
+    if "device_count" in gaps:
+        did.append("device count taken as 1")
+    return (f"torch.{device_type} lacks {' and '.join(f'{g}()' for g in gaps)}, so torch.accelerator calls fail "
+            f"on this backend: {', '.join(did)}")
 
 
 def device_count(device_type: str) -> int:
@@ -194,9 +235,12 @@ def current_accelerator() -> str | None:
     """The accelerator torch itself would pick (torch.accelerator), or None when there is none."""
     import torch
 
-    if not torch.accelerator.is_available():
+    try:
+        if not torch.accelerator.is_available():
+            return None
+        dev = torch.accelerator.current_accelerator()
+    except Exception:  # noqa: BLE001 - a backend without hooks or is_available() makes these raise
         return None
-    dev = torch.accelerator.current_accelerator()
     return None if dev is None else dev.type
 
 

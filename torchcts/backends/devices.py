@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass
 
 from torchcts.backends.gates import IN_TREE_DEVICES, derive_gate
@@ -16,9 +17,14 @@ class DeviceInfo:
     gate: str
     count: int
     model: str | None = None
+    # What the device module lacks and what TorchCTS did instead (compat.module_gaps_note), or None.
+    note: str | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {"type": self.type, "gate": self.gate, "count": self.count, "model": self.model}
+        out: dict[str, object] = {"type": self.type, "gate": self.gate, "count": self.count, "model": self.model}
+        if self.note:
+            out["note"] = self.note
+        return out
 
 
 def import_backend(module: str | None) -> None:
@@ -167,7 +173,7 @@ def resolve_device(name: str, backend_import: str | None = None) -> DeviceInfo:
         return DeviceInfo("cpu", "cpu", 1, _cpu_model())
     import torch
 
-    from torchcts.compat import device_available, device_count, device_model
+    from torchcts.compat import device_available, device_count, device_model, module_gaps_note
 
     import_backend(backend_import)
     if name == "cpu":
@@ -184,7 +190,25 @@ def resolve_device(name: str, backend_import: str | None = None) -> DeviceInfo:
             f"device '{name}' is not available in this build ({torch.__version__}); "
             f"available here: {', '.join(available_devices())}; see 'torchcts backends' and 'torchcts install'"
         )
-    return DeviceInfo(name, derive_gate(name), device_count(name), device_model(name))
+    note = module_gaps_note(name)
+    if note:
+        print(f"torchcts: note: {note}", file=sys.stderr)
+    return DeviceInfo(name, derive_gate(name), device_count(name), device_model(name), note)
+
+
+def split_device_index(spelling: str) -> str:
+    """The device type of a --device spelling: `ocl:0` names the manifest's device `ocl` (index 0,
+    the device the cases run on). Another index is refused: cases run on the current device, and
+    TorchCTS has no way to make another index current on every backend."""
+    name, sep, index = spelling.partition(":")
+    if not sep:
+        return spelling
+    if not index.isdigit() or not name:
+        raise UsageError(f"--device '{spelling}' is not a device: write TYPE or TYPE:INDEX, e.g. --device {name or 'cuda'}:0")
+    if int(index) != 0:
+        raise UsageError(f"--device '{spelling}': cases run on index 0 of a device type (the multi_device suite "
+                         f"uses the others): pass --device {name}")
+    return name
 
 
 def _cpu_model() -> str:

@@ -91,6 +91,11 @@ def _on(obj: Any, device_type: str) -> bool:
     return False
 
 
+def _wrapped(obj: Any) -> bool:
+    """Whether obj is a tensor subclass with its own __torch_dispatch__ (a wrapper subclass)."""
+    return isinstance(obj, torch.Tensor) and type(obj).__torch_dispatch__ is not torch.Tensor.__torch_dispatch__
+
+
 _NAMES: dict[Any, str] = {}
 
 
@@ -109,6 +114,9 @@ class DispatchObserver(TorchDispatchMode):
         super().__init__()
         self.device_type = device_type
         self.seen: set[Any] = set()
+        # A device tensor answering its own __torch_dispatch__ (a Python backend's wrapper subclass,
+        # the sim) was seen: the dispatcher's tables do not say what served its ops (cases/fallback.py).
+        self.wrapped = False
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -125,10 +133,20 @@ class DispatchObserver(TorchDispatchMode):
             dev = self.device_type
             if (_on(out, dev) or any(_on(a, dev) for a in args) or any(_on(v, dev) for v in kwargs.values())):
                 self.seen.add(func)
+                self.wrapped = self.wrapped or _wrapped(out) or any(_wrapped(a) for a in args)
         return out
 
     def names(self) -> list[str]:
         return sorted({overload_name(f) for f in self.seen if getattr(f, "namespace", "aten") == "aten"})
+
+    def fallback(self) -> list[str] | None:
+        """The overloads that ran on the backend's CPU fallback (cases/fallback.py); None when the
+        device's tensors answer their own dispatch (what served them is not in the tables)."""
+        if self.wrapped:
+            return None
+        from torchcts.cases.fallback import fallback_ops
+
+        return fallback_ops(self.names(), self.device_type)
 
 
 @contextmanager

@@ -25,6 +25,8 @@ class Verdict:
     # The aten overloads that reached the device (cases/observe.py), or why the case was not observed.
     dispatched: list[str] | None = None
     dispatch_unobserved: str | None = None
+    # Which of `dispatched` ran on the backend's CPU fallback (cases/fallback.py); None: not known.
+    fallback: list[str] | None = None
     # The worst precision of the case's comparisons against a truth (oracle/precision.py), for the
     # record's `precision`; None when no comparison measured one.
     precision: Precision | None = None

@@ -22,7 +22,7 @@ def main(args: argparse.Namespace) -> int:
     from torchcts.manifest.load import load_manifest
 
     manifest = load_manifest(args.path)
-    check_device(manifest, imports=not args.no_import)
+    notes = check_device(manifest, imports=not args.no_import)
     if manifest.expectations:  # only then is the case registry built
         from torchcts.errors import ManifestError
         from torchcts.results.ledger_match import registry_problems
@@ -37,6 +37,8 @@ def main(args: argparse.Namespace) -> int:
     print(f"  capabilities: {caps}")
     if manifest.expectations:
         print(f"  expectations: {len(manifest.expectations)} ledger entries")
+    for note in notes:
+        print(f"  note: {note}")
     for line in placeholder_warnings(manifest):
         print(line)
     return ExitCode.OK
@@ -54,18 +56,41 @@ def placeholder_warnings(manifest: Manifest) -> list[str]:
             if str(e.get("reason") or "").startswith(PLACEHOLDER_REASON)]
 
 
-def check_device(manifest: Manifest, imports: bool) -> None:
+def check_device(manifest: Manifest, imports: bool) -> list[str]:
     """The device must be one a run can use: in-tree, or registered by backend_import. Importing
     the backend (the default) also catches a device_name the backend does not register (a typo),
-    naming the registered one; with --no-import only a missing backend_import is caught."""
+    naming the registered one; with --no-import only a missing backend_import is caught.
+
+    Returns notes a run would also give on an imported backend's device (what its device module
+    lacks; that it is not available here), so check-manifest never says less than `run` will."""
     from torchcts.backends.devices import import_backend, missing_import_problem, registration_problem
     from torchcts.backends.gates import IN_TREE_DEVICES
     from torchcts.errors import ManifestError
 
     device = manifest.device_name
     problem = missing_import_problem(device, manifest.backend_import)
+    notes: list[str] = []
     if imports and (device not in IN_TREE_DEVICES or manifest.backend_import):
         import_backend(manifest.backend_import)
         problem = registration_problem(device, manifest.backend_import)
+        if not problem and device not in IN_TREE_DEVICES:
+            notes = device_notes(device)
     if problem:
         raise ManifestError([f"device_name '{device}': {problem}"], manifest.source)
+    return notes
+
+
+def device_notes(device: str) -> list[str]:
+    """What `run` would say about a registered PrivateUse1 device: its module's gaps, its availability."""
+    from torchcts.compat import device_available, module_gaps_note
+
+    notes = [n for n in [module_gaps_note(device)] if n]
+    try:
+        available = device_available(device)
+    except Exception as exc:  # noqa: BLE001 - the same refusal a run would give
+        available, why = False, f"torch.{device}.is_available() raised {type(exc).__name__}"
+    else:
+        why = "it cannot allocate a tensor" if not available else ""
+    if not available:
+        notes.append(f"device '{device}' is not available here ({why or 'is_available() is False'}): a run refuses it")
+    return notes

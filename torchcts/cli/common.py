@@ -202,8 +202,10 @@ def non_interactive() -> bool:
 
 
 def require_device(args: argparse.Namespace) -> None:
-    from torchcts.backends.devices import reject_rocm_name
+    from torchcts.backends.devices import reject_rocm_name, split_device_index
 
+    if args.device:
+        args.device = split_device_index(args.device)  # `ocl:0` is the manifest's `ocl`
     reject_rocm_name(args.device)  # before the manifest's device is compared with it
     if args.validation:
         return

@@ -32,6 +32,8 @@ from torchcts.coverage.surfaces import (
     registration,
 )
 from torchcts.results.coverage_section import dispatched_names, is_pending
+from torchcts.results.fallback_section import FallbackSummary
+from torchcts.results.fallback_section import summarize as summarize_fallback
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import STATUSES
 
@@ -51,10 +53,13 @@ class RunObservation:
     pending: int = 0
     pending_ops: dict[str, str] = field(default_factory=dict)  # op a pending case names -> its reason
     declaring: dict[str, list[Declaring]] = field(default_factory=dict)  # op name a record declares -> its cases
+    # What ran on the backend's CPU fallback, by name, from the records (the worker asked the
+    # dispatcher with the backend imported: no --manifest needed here).
+    fallback: FallbackSummary = field(default_factory=FallbackSummary)
 
 
 def observe_records(records: list[CaseRecord], device: str) -> RunObservation:
-    obs = RunObservation(device)
+    obs = RunObservation(device, fallback=summarize_fallback(records))
     for rec in records:
         if is_pending(rec):
             obs.pending += 1
@@ -159,6 +164,7 @@ def summarize_run(obs: RunObservation, top: int = 25, surfaces: tuple[Surface, .
         "unobserved": gaps,
         "unobserved_by_reason": [{k: v for k, v in g.items() if k != "surfaces"} for g in by_reason(gaps)],
         "observed_unknown": sorted(n for n in seen if n not in known),  # not an overload of this build
+        "fallback": obs.fallback.to_json(),
     }
 
 
@@ -198,6 +204,13 @@ def render_markdown(summary: dict[str, Any], run_name: str, list_unobserved: boo
               "| --- | ---: | ---: | --- |"]
     lines += [f"| {f['family']} | {f['unobserved']} | {f['surfaces']} | {', '.join(f['examples'])} |"
               for f in summary["largest_unobserved_families"]]
+    fb = summary.get("fallback") or {}
+    if fb.get("ops"):
+        lines += ["", f"## Ran on the backend's CPU fallback: {len(fb['ops'])} ops", "",
+                  f"{fb['cases_on_fallback']} executed cases ran at least one of these ops on the fallback; "
+                  f"{fb['passes_on_fallback']} of {fb['passes']} passes rest on it. By the cases they carry "
+                  "(implement the top ones first):", "", "| op | cases | passed | failing |", "| --- | ---: | ---: | ---: |"]
+        lines += [f"| {o['op']} | {o['cases']} | {o['passed']} | {o['failing']} |" for o in fb["ops"]]
     if summary.get("unobserved_by_reason"):
         lines += ["", f"## Why {len(summary['unobserved'])} implementable surfaces were not observed", "",
                   "| reason | surfaces | meaning |", "| --- | ---: | --- |"]

@@ -149,12 +149,10 @@ def kernel_table(keys: tuple[str, ...] = INVENTORY_KEYS) -> dict[str, frozenset[
 
 
 def has_backend_fallback(key: str) -> bool:
-    import torch
+    """Whether the key has a boxed backend fallback (one query for coverage and the records)."""
+    from torchcts.cases.fallback import has_fallback
 
-    try:
-        return bool(torch._C._dispatch_has_backend_fallback(getattr(torch._C.DispatchKey, key)))
-    except Exception:  # noqa: BLE001
-        return False
+    return has_fallback(key)
 
 
 def kernel_keys(name: str, table: dict[str, frozenset[str]]) -> list[str]:

@@ -305,8 +305,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     report: pytest.TestReport = outcome.get_result()
     if not isinstance(item, CaseItem):
         return
+    printed = case_output(report)  # taken off the report: pytest would print it under a failure
     if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
         record = item.record.copy()
+        record.case_output = printed
         for name in _EMPTY_DROPPED:
             if getattr(record, name) in ({}, ""):
                 setattr(record, name, None)
@@ -325,6 +327,25 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
                 report.outcome, report.longrepr = "failed", record.message
             align_report(report, record, state.strict)
         judge.attach(report, record)
+
+
+# How much of a case's own output its record keeps (the end: where a build log says what failed).
+CASE_OUTPUT_CHARS = 4000
+
+
+def case_output(report: pytest.TestReport) -> str | None:
+    """What the case printed so far (pytest's "Captured stdout/stderr/log" sections), removed from the
+    report so the terminal never shows it (a backend printing its OpenCL sources on every failed build
+    flooded a level-2 run with 55,000 lines); its line count and last CASE_OUTPUT_CHARS characters."""
+    captured = [(title, text) for title, text in report.sections if title.startswith("Captured ")]
+    if not captured:
+        return None
+    report.sections = [s for s in report.sections if not s[0].startswith("Captured ")]
+    text = "".join(f"--- {title} ---\n{body.rstrip()}\n" for title, body in captured)
+    lines = text.count("\n")
+    if len(text) <= CASE_OUTPUT_CHARS:
+        return text
+    return f"[{lines} lines printed; the last {CASE_OUTPUT_CHARS} characters]\n...{text[-CASE_OUTPUT_CHARS:]}"
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -44,6 +44,7 @@ def run_case(case: Case, ctx: CaseContext) -> None:
             verdict = ctx.verdict  # the verdict of the run that decided (a rerun's own)
             if verdict.dispatch_unobserved is None:
                 verdict.dispatched = observer.names() if observer is not None else None
+                verdict.fallback = observer.fallback() if observer is not None else None
                 verdict.dispatch_unobserved = unobserved_reason(case) if observer is None else None
 
 
@@ -76,7 +77,7 @@ def _verdict_without_observer(fn: Callable[..., Any], kwargs: dict[str, Any], ct
     if again is not None and type(again) is type(observed) and str(again) == str(observed):
         ctx.verdict = ctx.verdict.deciding(unobserved_verdict)
         ctx.info["observer_changed_result"] = f"{type(observed).__name__}: {str(observed)[:300]}"
-        ctx.verdict.dispatched = None
+        ctx.verdict.dispatched = ctx.verdict.fallback = None
         ctx.verdict.dispatch_unobserved = ("the dispatch observer changed this case's result (it fails only "
                                            "under observation), so its verdict comes from a run without it")
         return

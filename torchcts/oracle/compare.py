@@ -166,7 +166,9 @@ def find_mismatch(actual: Any, expected: Any, tol: TolSpec, path: str = "",
         return tensor_mismatch(actual, expected, tol, path, allowed)
     if isinstance(expected, dict):
         if not isinstance(actual, dict) or set(actual) != set(expected):
-            return Mismatch("dict keys differ", path)
+            return Mismatch("dict keys differ", path,
+                            first_actual=_shown(sorted(actual, key=repr) if isinstance(actual, dict) else actual),
+                            first_expected=_shown(sorted(expected, key=repr)))
         for k in expected:
             m = find_mismatch(actual[k], expected[k], tol, f"{path}[{k!r}]", allowed)
             if m:
@@ -174,7 +176,9 @@ def find_mismatch(actual: Any, expected: Any, tol: TolSpec, path: str = "",
         return None
     if isinstance(expected, Sequence) and not isinstance(expected, (str, bytes)):
         if not isinstance(actual, Sequence) or len(actual) != len(expected):
-            return Mismatch(f"expected a sequence of length {len(expected)}", path)
+            got = f"{type(actual).__name__} of length {len(actual)}" if isinstance(actual, Sequence) else type(actual).__name__
+            return Mismatch(f"expected a sequence of length {len(expected)}, got a {got}", path,
+                            first_actual=_shown(actual), first_expected=_shown(expected))
         for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
             m = find_mismatch(a, e, tol, f"{path}[{i}]", allowed)
             if m:
@@ -189,6 +193,19 @@ def find_mismatch(actual: Any, expected: Any, tol: TolSpec, path: str = "",
         return Mismatch(f"expected {type(expected).__name__}, got a tensor", path)
     return None if actual == expected else Mismatch("values differ", path, first_actual=repr(actual),
                                                     first_expected=repr(expected))
+
+
+def _shown(value: Any, limit: int = 200) -> str:
+    """A value as a mismatch shows it (both sides, so what differs is read, not guessed): a shape
+    `(2, 3)`, a short list; tensors as dtype and shape, never their data."""
+    if isinstance(value, torch.Tensor):
+        return f"tensor {str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(_shown(v, limit) for v in value[:16]) + (", ..." if len(value) > 16 else "")
+        text = f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def max_abs_error(actual: Any, expected: Any) -> float | None:

@@ -32,7 +32,9 @@ class Mismatch:
         if self.extra.get("actual_layout"):
             layouts = f"; got {self.extra['actual_layout']}, expected {self.extra['expected_layout']}"
         if self.max_abs_error is None:
-            return f"{self.what}{loc}{layouts}"
+            shown = "" if self.first_actual is None and self.first_expected is None else \
+                f": got {_short(self.first_actual)}, expected {_short(self.first_expected)}"  # both sides: what differs
+            return f"{self.what}{loc}{shown}{layouts}"
         return (
             f"{self.what}{loc}: {self.mismatched}/{self.total} elements differ, "
             f"max abs error {self.max_abs_error:.3g}, {self.relative()} "
@@ -47,6 +49,12 @@ class Mismatch:
         scale = self.extra.get("max_abs_expected")
         tail = f", the largest |expected| is {scale:.3g}" if isinstance(scale, (int, float)) else ""
         return f"no rel error (every differing element expects 0{tail})"
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    """A side of a mismatch as the message shows it: a repr of any length is cut to `limit`."""
+    text = str(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class OracleMismatch(AssertionError):

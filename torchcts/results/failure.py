@@ -61,9 +61,20 @@ def original_line(record: CaseRecord) -> str:
     return f"found as: {original} ({recipe}); {found.get('variant') or 'forward'}, {how}"
 
 
+def output_line(record: CaseRecord) -> str:
+    """`the case printed 337 lines (kept in cases.jsonl, case_output)`; '' when it printed nothing.
+    The output itself stays in the record: a backend's build log would bury every other failure."""
+    text = record.case_output
+    if not isinstance(text, str) or not text:
+        return ""
+    head = text.split("\n", 1)[0]
+    lines = head[1:].split(" ", 1)[0] if head.startswith("[") and head[1:2].isdigit() else str(text.count("\n"))
+    return f"the case printed {lines} lines (kept in cases.jsonl: case_output)"
+
+
 def details(record: CaseRecord) -> list[str]:
     return [line for line in (failed_op_line(record), context_line(record), sample_line(record),
-                                          original_line(record)) if line]
+                                          original_line(record), output_line(record)) if line]
 
 
 def rel_error_text(mismatch: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 from torchcts.manifest.schema import DTYPES
 from torchcts.results.capabilities import render_html as render_capabilities
 from torchcts.results.coverage_section import render_coverage_section
+from torchcts.results.fallback_section import render_html as render_fallback
 from torchcts.results.html_charts import error_chart, pass_counts, pass_rate_chart, rate_color
 from torchcts.results.html_failures import COLORS, failures_section
 from torchcts.results.html_precision import render_precision
@@ -242,6 +243,8 @@ SECTIONS: list[Section] = [
     Section("capabilities", "Capabilities: claimed, reported, observed",
             lambda report: render_capabilities(report.run, report.records)),
     Section("coverage", "Dispatcher coverage", lambda report: render_coverage_section(report.run, report.records)),
+    Section("fallback", "CPU fallback: passes resting on it, and what to implement next",
+            lambda report: render_fallback(report.records)),
     Section("slowest-section", "Slowest cases", _slowest),
 ]
 

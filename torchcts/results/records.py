@@ -73,6 +73,9 @@ class CaseRecord:
     exit_code: int | None = None  # a crashed worker's exit code (negative: the signal)
     timeout_s: float | None = None  # the time limit a `timeout` record exceeded
     output_tail: str | None = None  # the dead worker's log tail: faulthandler output, timeout stacks
+    # What the case printed (a backend's own output: OpenCL sources on a failed build), captured by
+    # pytest and kept here, never on the terminal: its line count and last characters (engine/plugin.py)
+    case_output: str | None = None
     # The op that raised or produced the wrong value when it is not the op under test: a device op the
     # case needed besides its own (CaseContext.helper_op); triage counts the failure under it.
     failed_op: str | None = None
@@ -94,6 +97,7 @@ class CaseRecord:
     compat_fallbacks: list[str] | None = None  # compat.FALLBACKS behind this result (setup's and the case's)
     dispatched: list[str] | None = None  # aten overloads that reached the device; None: not observed
     dispatch_unobserved: str | None = None  # why `dispatched` is None
+    fallback: list[str] | None = None  # of `dispatched`, what ran on the backend's CPU fallback (cases/fallback.py)
     # -- added after the case ran (engine/plugin.py, results/annotate.py, results/ledger.py) --
     op: str | None = None  # the OpInfo name of an OpInfo case (ledger selectors, triage)
     attempt: int | None = None  # which --rerun-failures attempt recorded it (2 and up)
@@ -145,6 +149,7 @@ class CaseRecord:
         record; why a pass proves nothing, on a passed record. Set the status first."""
         self.info = verdict.info
         self.dispatched, self.dispatch_unobserved = verdict.dispatched, verdict.dispatch_unobserved
+        self.fallback = verdict.fallback or None  # only a record that ran something on the fallback says so
         self.precision = verdict.precision.to_json() if verdict.precision is not None else None
         self.exactness = verdict.exactness
         if failure is not None and self.status in (Status.FAILED, Status.ERROR):
@@ -240,7 +245,7 @@ class CaseRecord:
 _FIELDS = tuple(f.name for f in fields(CaseRecord) if f.name not in ("extra", "_keys"))
 _FIELD_SET = frozenset(_FIELDS)
 _STRS = frozenset({"suite", "dtype", "kind", "oracle", "message", "recorded_status", "exactness", "weak", "exception",
-                   "traceback", "signal", "output_tail", "failed_op", "internal_error", "worker",
+                   "traceback", "signal", "output_tail", "case_output", "failed_op", "internal_error", "worker",
                    "dispatch_unobserved", "op", "repro", "repro_script", "signature"})
 _NUMS = frozenset({"duration_s", "timeout_s", "started_at", "cpu_s", "warmup_s", "maxrss_mb", "rss_grew_mb",
                    "rss_mb"})

@@ -9,6 +9,7 @@ from typing import TextIO
 from torchcts.results import rundir
 from torchcts.results.crash_frames import stopped_by_budget
 from torchcts.results.failure import details
+from torchcts.results.fallback_section import scorecard_lines as fallback_lines
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import TerminalOut, one_field
 from torchcts.results.records import CaseRecord
@@ -78,6 +79,8 @@ def print_scorecard(
         _section(out, key, by(records, key))
     _section(out, "capability", by_capability(records))
     for line in weak_lines(records):  # passes that prove nothing (oracle/weak.py), per suite
+        print(one_field(line), file=out)
+    for line in fallback_lines(records):  # passes resting on the backend's CPU fallback, ops to implement next
         print(one_field(line), file=out)
     if run.unreadable_records:
         print(f"{run.unreadable_records} unreadable records in cases.jsonl (not in the totals): "

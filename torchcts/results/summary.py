@@ -127,10 +127,12 @@ def render_markdown(run: RunOutcome, records: list[CaseRecord], first_failures: 
             lines.append(f"- ... and {len(missing) - first_failures} more (junit.xml lists every case)")
         lines.append("")
     from torchcts.results.capabilities import markdown_lines as capability_lines
+    from torchcts.results.fallback_section import markdown_lines as fallback_markdown
     from torchcts.results.ledger import ledger_lines
     from torchcts.results.triage import render_markdown as triage_markdown
 
     lines += triage_markdown(records)
+    lines += fallback_markdown(records)
     lines += capability_lines(run, records)
     ledger = ledger_lines(run)
     if ledger:

@@ -1,9 +1,12 @@
 """Triage: group a run's failures into root-cause clusters, ranked by how many cases each explains.
 
-Two failures share a cluster when their normalised error signature is the same
-(results/signatures.py: numbers, shapes, addresses and quoted names stripped), so one missing
-kernel or one broken device guard shows up once, with every op and dtype it hits. Oracle
-mismatches are split by op as well: "values differ" on two ops are two numerical bugs. Crashes and
+Two failures share a cluster when they share a root cause (results/root_causes.py: a rule such as
+one device named with and without an index), else when their normalised error signature is the
+same (results/signatures.py: numbers, shapes, addresses and quoted names stripped; for triage the
+op-name prefix of a check's message too), so one missing kernel or one broken device guard shows
+up once, with every op and dtype it hits and the cases it blocks. Oracle mismatches of values are
+split by op ("values differ" on two ops are two numerical bugs); structural ones (a shape, the
+device, the layout) are one cluster across ops, their shapes reduced to how they relate. Crashes and
 timeouts cluster by their crash signature (results/crash_frames.py: the signal and the innermost
 frames of the dead worker's stack, native when the log holds one), never by the message, which
 names the worker: one native bug is one cluster however many workers it killed.
@@ -19,6 +22,7 @@ from typing import Any
 from torchcts.results.crash_frames import crash_signature
 from torchcts.results.quoting import md_code, md_text, one_field
 from torchcts.results.records import CaseRecord
+from torchcts.results.root_causes import message_shape, root_cause, structural_mismatch
 from torchcts.results.shared_args import shared
 from torchcts.results.signatures import bucket_of, signature_of
 from torchcts.results.statuses import FAILURES
@@ -64,13 +68,18 @@ def cluster_key(record: CaseRecord) -> tuple[str, str]:
         return f"flaky (passed on rerun): {first.get('signature') or first.get('status', '?')}", "flaky"
     bucket = bucket_of(record) or "error"
     sig = record.signature or signature_of(record) or "?"
+    if bucket in ("crash", "timeout"):
+        return f"crash: {crash_signature(record)}" if bucket == "crash" else crash_signature(record), bucket
+    cause = root_cause(record)  # one cause that messages of many shapes share (results/root_causes.py)
+    if cause is not None:
+        return cause, bucket
     if bucket == "missing_kernel":
         return f"missing kernel: {sig.partition(': ')[2]}", bucket
     if bucket == "mismatch":
-        return f"mismatch in {op_of(record)}: {sig.partition(': ')[2]}", bucket
-    if bucket in ("crash", "timeout"):
-        return f"crash: {crash_signature(record)}" if bucket == "crash" else crash_signature(record), bucket
-    return sig, bucket
+        structural = structural_mismatch(record)  # shape, dtype, device, layout: one cluster across ops
+        return (f"mismatch: {structural or sig.partition(': ')[2]}" if structural or "values differ" not in sig
+                else f"mismatch in {op_of(record)}: {sig.partition(': ')[2]}"), bucket
+    return message_shape(sig), bucket
 
 
 def clusters(records: list[CaseRecord]) -> list[Cluster]:

@@ -52,14 +52,21 @@ def _round_trip(device: torch.device, dtype: torch.dtype) -> None:
     src = torch.arange(4).to(dtype)
     back = src.to(device, copy=True).cpu()
     if back.dtype != dtype or not torch.equal(back.view(torch.uint8), src.view(torch.uint8)):
-        raise AssertionError("the copy to the device and back changed the bytes")
+        raise AssertionError(f"the copy to the device and back changed the bytes: sent {_bytes(src)}, "
+                             f"got back {_bytes(back)} ({back.dtype})")
 
 
 def _add(device: torch.device, dtype: torch.dtype) -> None:
     a = torch.ones(4).to(dtype)
     got = (a.to(device, copy=True) + a.to(device, copy=True)).cpu()
     if not torch.equal(got.view(torch.uint8), (a + a).view(torch.uint8)):  # bytes: no equal for every dtype
-        raise AssertionError(f"add gave {got.tolist()}, CPU {(a + a).tolist()}")
+        raise AssertionError(f"add gave bytes {_bytes(got)}, CPU {_bytes(a + a)} (values {got.tolist()}, "
+                             f"CPU {(a + a).tolist()})")
+
+
+def _bytes(t: torch.Tensor) -> list[int]:
+    """The bytes a probe compares, as numbers: a bool holding 2 prints True like one holding 1."""
+    return t.contiguous().view(torch.uint8).tolist()
 
 
 @SUITE.case("probe", level=1)
