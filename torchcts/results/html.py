@@ -273,6 +273,8 @@ def _header(run: RunOutcome, t: dict[str, int]) -> str:
         badges += f"<div class='badge' style='background:{COLORS['filtered']}'><b>{run.filtered}</b>filtered</div>"
     notes = ("<p class='validation'>Validation run: checks the harness on CPU; never backend evidence.</p>"
              if run.validation else "")
+    if run.torch_drift:
+        notes += f"<p class='validation' id='torch-drift'>Outside the validated range: {_e(run.torch_drift)}</p>"
     if run.unreadable_records:
         notes += (f"<p class='validation' id='unreadable'>{_e(run.unreadable_records)} unreadable records in "
                   f"cases.jsonl, not in the totals: {_e('; '.join(run.record_problems or []))}</p>")
