@@ -176,9 +176,11 @@ def _observed_report(args: argparse.Namespace) -> int:
 
 
 def _release_diff(args: argparse.Namespace) -> int:
+    from torchcts.cli.common import check_suite_names
     from torchcts.coverage.inventory import load_cases
     from torchcts.coverage.release import diff, installed_snapshot, load_snapshot, render_markdown, summarize
 
+    check_suite_names(args.suite)
     if args.snapshot is not None and not args.snapshot.is_file():
         raise UsageError(f"--snapshot {args.snapshot} is not a file: give a snapshot written by scripts/release-snapshot")
     old = load_snapshot(args.snapshot)
