@@ -10,18 +10,11 @@ import torch
 
 from torchcts.cases.opinfo.build import op_cases, op_key
 from torchcts.compat import MAX_VALIDATED_TORCH, fmt, op_db
-from torchcts.coverage.release import (
-    ReleaseSnapshot,
-    diff,
-    installed_snapshot,
-    load_snapshot,
-    render_markdown,
-    summarize,
-    write_snapshot,
-)
+from torchcts.coverage.release import diff, installed_snapshot, render_markdown, summarize
 from torchcts.manifest.literal import literal_manifest
 from torchcts.manifest.schema import DTYPES, release_dtypes
 from torchcts.manifest.validate import validate
+from torchcts.releases import ReleaseSnapshot, load_snapshot, write_snapshot
 
 
 def test_stored_snapshot_is_the_newest_validated_release_and_names_its_news():
@@ -95,8 +88,9 @@ def test_cli_release_diff(tmp_path, cli, capsys, installed):
 
 
 def test_a_dtype_the_installed_torch_has_is_claimable_and_unknown_names_are_not():
-    """issue 49: torch.bcomplex32 (2.14) must be claimable the day it ships; the claim is the torch's
-    own list of dtypes, so a name no torch has stays a usage error."""
+    """issue 49: torch.bcomplex32 (2.14) must be claimable the day it ships: the dtypes of the newest
+    validated release (its snapshot, read without torch so a typo is reported before torch's import)
+    and the loaded torch's own are claimable; a name neither has stays a usage error."""
     extra = sorted(release_dtypes())
     assert extra and not set(extra) & set(DTYPES)
     if hasattr(torch, "bcomplex32"):

@@ -1,14 +1,20 @@
 """The PyTorch releases TorchCTS knows: the one table behind the validated range and `install`'s plans.
 
-Taking in a new release is a row here (and its snapshot, torchcts/data/release_snapshot.json.gz,
+Taking in a new release is a row here (and its snapshot, torchcts/release_data/VERSION.json.gz,
 from scripts/release-snapshot): the validated range, the wheel families `install` offers and the
 release `coverage release-diff` compares against all follow from this table (docs/versions.md).
 """
 
 from __future__ import annotations
 
+import gzip
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torchcts.errors import UsageError
 
 Version = tuple[int, int, int]
 
@@ -90,3 +96,55 @@ def family_range(family: str) -> tuple[tuple[int, int] | None, tuple[int, int] |
 
 def line_of(version: str) -> ReleaseLine | None:
     return RELEASES.get(parse_version(version)[:2])
+
+
+# --- the stored snapshot of the newest validated release (coverage release-diff, manifest dtypes) ---
+
+SNAPSHOT_FOLDER = Path(__file__).with_name("release_data")
+SNAPSHOT_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ReleaseSnapshot:
+    """A release's names: its aten overloads, OpInfo full names (name.variant) and dtypes."""
+
+    torch: str
+    aten: tuple[str, ...]
+    opinfos: tuple[str, ...]
+    dtypes: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": SNAPSHOT_FORMAT, "torch": self.torch, "aten": list(self.aten),
+                "opinfos": list(self.opinfos), "dtypes": list(self.dtypes)}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> ReleaseSnapshot:
+        ok = (isinstance(data, dict) and data.get("format") == SNAPSHOT_FORMAT and isinstance(data.get("torch"), str)
+              and all(isinstance(data.get(k), list) and all(isinstance(v, str) for v in data[k])
+                      for k in ("aten", "opinfos", "dtypes")))
+        if not ok:
+            raise UsageError(f"{where} is not a release snapshot of format {SNAPSHOT_FORMAT}: "
+                             "rewrite it with scripts/release-snapshot")
+        return cls(data["torch"], tuple(data["aten"]), tuple(data["opinfos"]), tuple(data["dtypes"]))
+
+
+def snapshot_path(version: str = fmt(MAX_VALIDATED_TORCH)) -> Path:
+    return SNAPSHOT_FOLDER / f"{version}.json.gz"
+
+
+def write_snapshot(snap: ReleaseSnapshot, folder: Path = SNAPSHOT_FOLDER) -> Path:
+    """Gzipped, sorted, no timestamp: the same release writes the same bytes."""
+    path = folder / f"{snap.torch.split('+')[0]}.json.gz"
+    text = json.dumps(snap.to_json(), indent=0, sort_keys=True).encode()
+    path.write_bytes(gzip.compress(text, compresslevel=9, mtime=0))
+    return path
+
+
+def load_snapshot(path: Path | None = None) -> ReleaseSnapshot:
+    path = path or snapshot_path()
+    try:
+        data = json.loads(gzip.decompress(path.read_bytes()))
+    except (OSError, ValueError, EOFError) as exc:
+        raise UsageError(f"cannot read the release snapshot {path} ({type(exc).__name__}): "
+                         "reinstall TorchCTS or rewrite it with scripts/release-snapshot") from None
+    return ReleaseSnapshot.from_json(data, str(path))

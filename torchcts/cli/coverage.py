@@ -178,7 +178,8 @@ def _observed_report(args: argparse.Namespace) -> int:
 def _release_diff(args: argparse.Namespace) -> int:
     from torchcts.cli.common import check_suite_names
     from torchcts.coverage.inventory import load_cases
-    from torchcts.coverage.release import diff, installed_snapshot, load_snapshot, render_markdown, summarize
+    from torchcts.coverage.release import diff, installed_snapshot, render_markdown, summarize
+    from torchcts.releases import load_snapshot
 
     check_suite_names(args.suite)
     if args.snapshot is not None and not args.snapshot.is_file():

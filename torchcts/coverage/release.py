@@ -1,72 +1,19 @@
 """What a PyTorch release changed: the installed torch against the stored snapshot of the newest
 release TorchCTS was validated on (issue 49; `torchcts coverage release-diff`, docs/versions.md).
 
-A snapshot (`ReleaseSnapshot`) names a release's aten overloads, OpInfos and dtypes; the one of
-releases.MAX_VALIDATED_TORCH is stored gzipped beside this module (scripts/release-snapshot writes
-it). The diff lists what was added and removed, and for each addition whether TorchCTS covers it:
+A snapshot (releases.py: `ReleaseSnapshot`) names a release's aten overloads, OpInfos and dtypes;
+the one of releases.MAX_VALIDATED_TORCH is stored in torchcts/release_data (scripts/release-snapshot
+writes it). The diff lists what was added and removed, and for each addition whether TorchCTS covers it:
 an aten overload by the cases that name it, an OpInfo by the opinfo suite's cases (runnable ones,
 not every one not_applicable), a dtype by being claimable in a manifest and by the cases that use it.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from torchcts.errors import UsageError
-from torchcts.releases import MAX_VALIDATED_TORCH, fmt
-
-SNAPSHOT_FOLDER = Path(__file__).with_name("releases")
-SNAPSHOT_FORMAT = 1
-
-
-@dataclass(frozen=True)
-class ReleaseSnapshot:
-    """A release's names: its aten overloads, OpInfo full names (name.variant) and dtypes."""
-
-    torch: str
-    aten: tuple[str, ...]
-    opinfos: tuple[str, ...]
-    dtypes: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"format": SNAPSHOT_FORMAT, "torch": self.torch, "aten": list(self.aten),
-                "opinfos": list(self.opinfos), "dtypes": list(self.dtypes)}
-
-    @classmethod
-    def from_json(cls, data: Any, where: str) -> ReleaseSnapshot:
-        ok = (isinstance(data, dict) and data.get("format") == SNAPSHOT_FORMAT and isinstance(data.get("torch"), str)
-              and all(isinstance(data.get(k), list) and all(isinstance(v, str) for v in data[k])
-                      for k in ("aten", "opinfos", "dtypes")))
-        if not ok:
-            raise UsageError(f"{where} is not a release snapshot of format {SNAPSHOT_FORMAT}: "
-                             "rewrite it with scripts/release-snapshot")
-        return cls(data["torch"], tuple(data["aten"]), tuple(data["opinfos"]), tuple(data["dtypes"]))
-
-
-def snapshot_path(version: str = fmt(MAX_VALIDATED_TORCH)) -> Path:
-    return SNAPSHOT_FOLDER / f"{version}.json.gz"
-
-
-def write_snapshot(snap: ReleaseSnapshot, folder: Path = SNAPSHOT_FOLDER) -> Path:
-    """Gzipped, sorted, no timestamp: the same release writes the same bytes."""
-    path = folder / f"{snap.torch.split('+')[0]}.json.gz"
-    text = json.dumps(snap.to_json(), indent=0, sort_keys=True).encode()
-    path.write_bytes(gzip.compress(text, compresslevel=9, mtime=0))
-    return path
-
-
-def load_snapshot(path: Path | None = None) -> ReleaseSnapshot:
-    path = path or snapshot_path()
-    try:
-        data = json.loads(gzip.decompress(path.read_bytes()))
-    except (OSError, ValueError, EOFError) as exc:
-        raise UsageError(f"cannot read the release snapshot {path} ({type(exc).__name__}): "
-                         "reinstall TorchCTS or rewrite it with scripts/release-snapshot") from None
-    return ReleaseSnapshot.from_json(data, str(path))
+from torchcts.releases import ReleaseSnapshot
 
 
 def installed_snapshot() -> ReleaseSnapshot:

@@ -72,13 +72,17 @@ def dtype_name(key: Any) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def release_dtypes() -> frozenset[str]:
-    """The installed torch's dtypes that DTYPES does not name (canonical names; imports torch, so it
-    is asked only for a name outside DTYPES)."""
-    try:
-        import torch
-    except ImportError:
-        return frozenset()
-    names = {str(v).removeprefix("torch.") for v in vars(torch).values() if isinstance(v, torch.dtype)}
+    """Dtypes newer than DTYPES: those of the newest validated release (its stored snapshot, read
+    without torch, so a typo is still reported before torch's import) and, where torch is already
+    loaded, the installed torch's own (a release newer than the snapshot)."""
+    import sys
+
+    from torchcts.releases import load_snapshot
+
+    names = set(load_snapshot().dtypes)
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "dtype"):
+        names |= {str(v).removeprefix("torch.") for v in vars(torch).values() if isinstance(v, torch.dtype)}
     return frozenset(names - set(DTYPES))
 
 
