@@ -115,3 +115,18 @@ def test_opinfo_declaring_a_dtype_newer_than_dtypes_gets_its_cases():
     op, dtype = declaring[0]
     ids = [c.id for c in op_cases(op)]
     assert f"opinfo/{op_key(op)}/{dtype}/forward" in ids
+
+
+def test_every_complex_dtype_narrower_than_complex64_is_compared_not_an_error():
+    """2.14's bcomplex32 has no CPU `equal`: the comparison widens it as it does chalf, and still tells
+    a wrong value from a right one (a claimed bcomplex32 was an error on a correct backend)."""
+    from torchcts.oracle.compare import find_mismatch
+    from torchcts.oracle.tolerances import Tolerance
+
+    dtypes = [d for d in (torch.complex32, getattr(torch, "bcomplex32", None)) if d is not None]
+    for dt in dtypes:
+        right = torch.tensor([1 + 2j, -0.5j], dtype=torch.complex64).to(dt)
+        wrong = torch.tensor([1 + 3j, -0.5j], dtype=torch.complex64).to(dt)
+        assert find_mismatch(right.clone(), right, Tolerance(1e-3, 1e-3)) is None
+        m = find_mismatch(wrong, right, Tolerance(1e-3, 1e-3))
+        assert m is not None and m.first_index == [0]
