@@ -12,7 +12,7 @@ from torchcts import settings
 from torchcts.errors import UsageError
 
 # The validated range and the release table live in torchcts/releases.py (one table); re-exported here.
-from torchcts.releases import MAX_VALIDATED_TORCH, MIN_TORCH, drift, fmt, parse_version, validated_range  # noqa: E402,F401
+from torchcts.releases import MAX_VALIDATED_TORCH, MIN_TORCH, drift, fmt, parse_version, validated_range  # noqa: F401
 
 
 def check_torch_version(version: str | None = None) -> None:
