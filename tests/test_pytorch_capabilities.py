@@ -7,6 +7,7 @@ import sys
 
 import torch
 
+from torchcts.compat import parse_version
 from torchcts.manifest.pytorch_capabilities import PYTORCH_CAPABILITIES, declaration, installed_names, render_lines
 from torchcts.manifest.templates import validation_manifest
 
@@ -15,7 +16,7 @@ def test_the_table_names_exactly_the_installed_torchs_capabilities():
     """On 2.15+ every Capability name of the installed torch is mapped (or said to have no claim behind
     it), and the table names none torch lacks; before 2.15 torch has no such list."""
     names = installed_names()
-    if torch.__version__ >= "2.15":
+    if parse_version(torch.__version__) >= (2, 15, 0):
         assert names == sorted(PYTORCH_CAPABILITIES)
         from torch.testing._internal.common_device_type import Capability
 
