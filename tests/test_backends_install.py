@@ -8,6 +8,7 @@ import torchcts.cli.install as install_cli
 from torchcts.backends import signals as sig
 from torchcts.backends.install_plan import INDEX, plan_install
 from torchcts.backends.signals import InstalledTorch, Signals, detect
+from torchcts.compat import MAX_VALIDATED_TORCH, build_family, fmt
 from torchcts.errors import UsageError
 
 NVIDIA_BANNER = "| NVIDIA-SMI 570.86.10   Driver Version: 570.86.10   CUDA Version: 12.8 |\n"
@@ -54,8 +55,8 @@ def test_real_probe_on_this_machine_never_raises():
 @pytest.mark.parametrize(("signals", "family", "confidence"), [
     (Signals("Linux", "x86_64"), "cpu", "high"),
     (Signals("Windows", "AMD64"), "cpu", "high"),
-    (Signals("Linux", "x86_64", nvidia_smi=True, nvidia_cuda="11.8"), "cu118", "high"),
-    (Signals("Linux", "x86_64", nvidia_smi=True, nvidia_cuda="12.4"), "cu118", "high"),
+    (Signals("Linux", "x86_64", nvidia_smi=True, nvidia_cuda="11.8"), "cpu", "low"),
+    (Signals("Linux", "x86_64", nvidia_smi=True, nvidia_cuda="12.4"), "cpu", "low"),
     (Signals("Linux", "x86_64", nvidia_smi=True, nvidia_cuda="12.6"), "cu126", "high"),
     (Signals("Windows", "AMD64", nvidia_smi=True, nvidia_cuda="12.9"), "cu128", "high"),
     (Signals("Linux", "aarch64", nvidia_smi=True, nvidia_cuda="13.0"), "cu130", "high"),
@@ -71,14 +72,49 @@ def test_real_probe_on_this_machine_never_raises():
     (Signals("Darwin", "x86_64"), "default", "low"),
 ])
 def test_auto_plan_for_every_family(signals, family, confidence):
-    plan = plan_install(signals, python="python3")
+    """Torch 2.9.1 publishes cu126, cu128 and cu130: a driver older than CUDA 12.6 gets the CPU wheel."""
+    plan = plan_install(signals, torch_version="2.9.1", python="python3")
     assert (plan.family, plan.confidence, plan.action) == (family, confidence, "install")
-    assert plan.reasons and plan.torch_version == "2.13.0"
+    assert plan.reasons and plan.torch_version == "2.9.1"
     if family == "default":
-        assert plan.command == ["python3", "-m", "pip", "install", "torch==2.13.0"]
+        assert plan.command == ["python3", "-m", "pip", "install", "torch==2.9.1"]
     else:
-        assert plan.command == ["python3", "-m", "pip", "install", f"torch==2.13.0+{family}",
+        assert plan.command == ["python3", "-m", "pip", "install", f"torch==2.9.1+{family}",
                                 "--index-url", f"{INDEX}/{family}"]
+
+
+@pytest.mark.parametrize(("driver", "version", "family"), [
+    ("11.8", "2.7.1", "cu118"), ("12.4", "2.7.1", "cu118"), ("13.0", "2.7.1", "cu128"),
+    ("13.2", None, "cu132"), ("13.0", None, "cu130"), ("12.8", None, "cpu"), ("13.2", "2.14.1", "cu132"),
+])
+def test_auto_cuda_family_is_among_the_releases_published_ones(driver, version, family):
+    """issue 49: the families come from the release table (torchcts/releases.py): 2.15.0, the default,
+    publishes cu130 and cu132 only, so an auto plan never names a family pip would find no wheel of."""
+    plan = plan_install(Signals("Linux", "x86_64", nvidia_smi=True, nvidia_cuda=driver), torch_version=version)
+    assert plan.family == family and plan.torch_version == (version or fmt(MAX_VALIDATED_TORCH))
+    assert not any("not published" in n for n in plan.notes)
+
+
+def test_default_release_is_the_newest_validated_and_never_a_silent_downgrade():
+    """issue 49: on a 2.15.0 environment install planned 2.13.0 (with --family cpu, silently)."""
+    assert fmt(MAX_VALIDATED_TORCH) == "2.15.0"
+    newer = InstalledTorch("2.16.0+cu132", "cu132", ("cuda",))
+    plan = plan_install(Signals("Linux", "x86_64"), "cpu", installed=newer)
+    assert plan.torch_version == "2.16.0" and any("not a downgrade" in n for n in plan.notes)
+    asked = plan_install(Signals("Linux", "x86_64"), "cpu", "2.13.0", installed=newer)
+    assert asked.torch_version == "2.13.0" and any("a downgrade: torch 2.16.0+cu132 is replaced by the older 2.13.0"
+                                                   in n for n in asked.notes)
+    same = plan_install(Signals("Linux", "x86_64"), "cpu", installed=InstalledTorch("2.15.0+cu132", "cu132", ("cpu",)))
+    assert same.torch_version == "2.15.0" and not any("downgrade" in n for n in same.notes)
+
+
+def test_cu132_is_the_family_run_reports_for_a_cuda_13_2_build():
+    """issue 49: run reports family cu132 (compat.build_family) and install must accept the same name."""
+    assert build_family("2.15.0+cu132", "13.2", None, None, "Linux") == "cu132"
+    plan = plan_install(Signals("Linux", "x86_64"), "cu132", "2.15.0")
+    assert plan.command[-1] == f"{INDEX}/cu132" and plan.command[4] == "torch==2.15.0+cu132"
+    with pytest.raises(UsageError, match="cu132 wheels are not published for torch 2.11.0"):
+        plan_install(Signals("Linux", "x86_64"), "cu132", "2.11.0")
 
 
 @pytest.mark.parametrize("family", ["cpu", "cu118", "cu126", "cu128", "cu130", "rocm6.3", "rocm6.4", "xpu", "default"])
@@ -100,14 +136,14 @@ def test_family_outside_its_published_range_is_a_usage_error_with_the_fix():
         plan_install(Signals("Linux", "x86_64"), "cu130", "2.8.0")
 
 
-def test_auto_family_outside_its_published_range_is_still_a_note():
-    plan = plan_install(Signals("Linux", "x86_64", nvidia_smi=True, nvidia_cuda="12.4"), "auto", "2.13.0")
-    assert plan.family == "cu118" and any("not published" in n for n in plan.notes)
+def test_auto_never_picks_a_cuda_family_the_release_lacks():
+    cuda = plan_install(Signals("Linux", "x86_64", nvidia_smi=True, nvidia_cuda="12.4"), "auto", "2.13.0")
+    assert cuda.family == "cpu" and "older than every CUDA wheel of the release (cu126+)" in cuda.reasons[1]
 
 
 @pytest.mark.parametrize(("typed", "driver", "version", "family"), [
-    ("cuda", None, "2.13.0", "cu130"), ("cuda", None, "2.8.0", "cu128"), ("cuda", "12.6", "2.13.0", "cu126"),
-    ("cuda12.8", None, "2.13.0", "cu128"), ("cuda11.8", None, "2.7.1", "cu118"), ("mps", None, "2.13.0", "default"),
+    ("cuda", None, "2.13.0", "cu132"), ("cuda", None, "2.8.0", "cu128"), ("cuda", "12.6", "2.13.0", "cu126"),
+    ("cuda12.8", None, "2.11.0", "cu128"), ("cuda11.8", None, "2.7.1", "cu118"), ("mps", None, "2.13.0", "default"),
 ])
 def test_family_names_users_type_are_mapped_and_said(typed, driver, version, family):
     """issue 30: `--family cuda` and `mps` were rejected while `rocm` was accepted."""
@@ -122,9 +158,9 @@ def test_cli_family_cuda_prints_the_family_chosen(fake_machine, cli, capsys):
     assert cli(["install", "--family", "cuda", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "plan: wheel family cu130" in out and "--family cuda: cu130, the newest CUDA family published for torch " \
-        "2.13.0 that the driver (CUDA 13.0) runs" in out
+        "2.15.0 that the driver (CUDA 13.0) runs" in out
     assert cli(["install", "--family", "cu118", "--dry-run"]) == 2
-    assert "cu118 wheels are not published for torch 2.13.0" in capsys.readouterr().err
+    assert "cu118 wheels are not published for torch 2.15.0" in capsys.readouterr().err
 
 
 def test_default_family_on_linux_warns_about_size():
@@ -137,21 +173,23 @@ def test_torch_version_range():
         plan_install(Signals("Linux", "x86_64"), "cpu", "2.6.0")
     with pytest.raises(UsageError, match="bad --torch"):
         plan_install(Signals("Linux", "x86_64"), "cpu", "latest")
-    plan = plan_install(Signals("Linux", "x86_64"), "cpu", "2.14.0")
+    plan = plan_install(Signals("Linux", "x86_64"), "cpu", "2.16.0")
     assert any("newer than the validated range" in n for n in plan.notes)
     with pytest.raises(UsageError, match="unknown wheel family 'cu999'"):
         plan_install(Signals("Linux", "x86_64"), "cu999")
 
 
 def test_installed_torch_is_kept_unless_asked():
-    nvidia = Signals("Linux", "x86_64", nvidia_smi=True, nvidia_cuda="12.8")
+    nvidia = Signals("Linux", "x86_64", nvidia_smi=True, nvidia_cuda="13.0")
     cpu_build = InstalledTorch("2.13.0+cpu", "cpu", ("cpu",))
     keep = plan_install(nvidia, installed=cpu_build)
-    assert keep.action == "keep" and keep.family == "cu128"
-    assert "pass --family cu128" in keep.reasons[-1]
-    assert plan_install(nvidia, "cu128", installed=cpu_build).action == "install"
+    assert keep.action == "keep" and keep.family == "cu130"
+    assert "pass --family cu130" in keep.reasons[-1]
+    assert plan_install(nvidia, "cu130", installed=cpu_build).action == "install"
     assert plan_install(nvidia, torch_version="2.12.0", installed=cpu_build).action == "install"
-    assert plan_install(Signals("Linux", "x86_64"), installed=cpu_build).action == "none"
+    assert plan_install(Signals("Linux", "x86_64"), installed=cpu_build).action == "keep"  # 2.13: older, kept
+    newest_cpu = InstalledTorch(f"{fmt(MAX_VALIDATED_TORCH)}+cpu", "cpu", ("cpu",))
+    assert plan_install(Signals("Linux", "x86_64"), installed=newest_cpu).action == "none"
 
 
 class FakeRunner:
@@ -185,12 +223,12 @@ def test_cli_keeps_installed_torch(fake_machine, cli, capsys):
 
 
 def test_cli_dry_run_never_installs(fake_machine, cli, capsys):
-    assert cli(["install", "--family", "cu128", "--dry-run"]) == 0
+    assert cli(["install", "--family", "cu130", "--dry-run"]) == 0
     assert "dry run: nothing installed" in capsys.readouterr().out and not fake_machine.calls
 
 
 def test_cli_refuses_without_yes_when_non_interactive(fake_machine, cli, capsys):
-    assert cli(["install", "--family", "cu128"]) == 2
+    assert cli(["install", "--family", "cu130"]) == 2
     assert "pass --yes" in capsys.readouterr().err and not fake_machine.calls
 
 
@@ -221,7 +259,7 @@ def test_cli_interactive_asks_first(fake_machine, cli, capsys, monkeypatch):
     assert cli(["install", "--family", "xpu"]) == 0
     assert "not installed" in capsys.readouterr().out and not fake_machine.calls
     assert cli(["install", "--family", "xpu"]) == 0
-    assert fake_machine.calls[0][4:] == ["torch==2.13.0+xpu", "--index-url", f"{INDEX}/xpu"]
+    assert fake_machine.calls[0][4:] == ["torch==2.15.0+xpu", "--index-url", f"{INDEX}/xpu"]
 
 
 def test_no_torch_installed_plans_an_install(fake_machine, cli, capsys, monkeypatch):
@@ -245,6 +283,6 @@ def test_family_rocm_is_the_newest_rocm_for_the_torch_version(torch_version, fam
 def test_cli_family_rocm_dry_run_and_hip(fake_machine, cli, capsys):
     assert cli(["install", "--family", "rocm", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "plan: wheel family rocm7.2" in out and "torch==2.13.0+rocm7.2" in out and not fake_machine.calls
+    assert "plan: wheel family rocm7.2" in out and "torch==2.15.0+rocm7.2" in out and not fake_machine.calls
     assert cli(["install", "--family", "hip", "--dry-run"]) == 2
     assert "the wheel family is rocm, the device --device cuda" in capsys.readouterr().err

@@ -72,7 +72,7 @@ def test_usage_errors_exit_2(workdir, cli, capsys):
     assert exc.value.code == 2
 
 
-@pytest.mark.parametrize("version", ["2.7.0", "2.7.1+cpu", "2.10.0", "2.13.0", "2.13.5+cu130"])
+@pytest.mark.parametrize("version", ["2.7.0", "2.7.1+cpu", "2.10.0", "2.13.0", "2.14.1+cu130", "2.15.0+cu132"])
 def test_validated_versions_are_silent(version, capsys):
     assert compat.check_torch_version(version) is None
     assert capsys.readouterr().err == ""
@@ -84,26 +84,39 @@ def test_older_than_27_is_usage_error(version):
         compat.check_torch_version(version)
 
 
-@pytest.mark.parametrize("version", ["2.14.0", "2.15.0.dev20270101", "3.0.0"])
-def test_newer_than_validated_warns_once_and_continues(version, capsys):
-    msg = compat.check_torch_version(version)
-    err = capsys.readouterr().err.splitlines()
-    assert err == [msg] and "newer than the validated range 2.7.0-2.13.0" in msg
+@pytest.mark.parametrize("version", ["2.16.0", "2.16.0.dev20270101", "3.0.0"])
+def test_newer_than_validated_is_data_never_a_stderr_line(version, capsys):
+    """issue 49: a warning on stderr made every one-line error two; the drift is a sentence the run
+    records (compat.build_info), and a patch release of the newest validated line is inside the range."""
+    assert compat.check_torch_version(version) is None
+    assert capsys.readouterr().err == ""
+    assert f"PyTorch {version} is newer than the validated range 2.7.0-{compat.fmt(compat.MAX_VALIDATED_TORCH)}" \
+        in compat.drift(version)
+    assert compat.drift("2.15.1+cu132") is None and compat.drift("2.14.1") is None
 
 
-def test_run_with_old_torch_is_usage_error(workdir, cli, capsys, monkeypatch):
+def test_newer_torch_is_said_once_in_run_json_summary_and_report_and_errors_stay_one_line(
+        workdir, cli, capsys, monkeypatch):
+    from torchcts.engine.execute import opening_facts
+    from torchcts.results.html import render_html
+    from torchcts.results.outcome import RunOutcome
+    from torchcts.results.summary import render_markdown
+
     monkeypatch.setenv("CI", "true")
-    monkeypatch.setattr(torch, "__version__", "2.6.0")
-    assert cli(["run", "--device", "cpu"]) == 2
-    assert "older than the supported 2.7.0" in capsys.readouterr().err
-
-
-def test_run_with_newer_torch_warns_one_line(workdir, cli, capsys, monkeypatch):
-    monkeypatch.setenv("CI", "true")
-    monkeypatch.setattr(torch, "__version__", "2.14.0")
+    monkeypatch.setattr(torch, "__version__", "2.16.0")
+    assert cli(["run", "--device", "cpu", "--level", "9"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
     assert cli(["show-skips", "--device", "cpu", "--level", "1"]) == 0
-    warnings = [line for line in capsys.readouterr().err.splitlines() if "validated range" in line]
-    assert len(warnings) == 1
+    assert "validated range" not in capsys.readouterr().err
+    facts = opening_facts([])
+    assert "2.16.0 is newer than the validated range" in facts["torch"]["drift"]
+    run = RunOutcome.from_json({"name": "r", "device": {"type": "cpu"}, **facts})
+    assert run.torch_drift == facts["torch"]["drift"]
+    summary, html = render_markdown(run, []), render_html(run, [])
+    assert summary.count("newer than the validated range") == 1 and html.count("newer than the validated range") == 1
+    monkeypatch.setattr(torch, "__version__", "2.15.0")
+    inside = RunOutcome.from_json({"name": "r", **opening_facts([])})
+    assert inside.torch_drift is None and "validated range" not in render_markdown(inside, [])
 
 
 @pytest.mark.parametrize(("fields", "family"), [

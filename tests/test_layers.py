@@ -17,7 +17,7 @@ PACKAGE = Path(torchcts.__file__).parent
 # Bottom to top; docs/architecture.md draws the same list.
 LAYERS: list[tuple[str, ...]] = [
     ("torchcts", "torchcts.errors", "torchcts.levels", "torchcts.settings", "torchcts.safe_io",
-     "torchcts.process", "torchcts.untrusted"),
+     "torchcts.process", "torchcts.untrusted", "torchcts.releases"),
     ("torchcts.compat",),
     ("torchcts.oracle",),
     ("torchcts.manifest",),

@@ -44,8 +44,9 @@ def test_out_and_mutation_suites_name_the_overloads_they_call() -> None:
 
 
 def test_out_checks_call_the_out_overload_where_cpu_cannot_compute_the_functional_form(monkeypatch) -> None:
-    """cholesky of the suite's input (not positive-definite) raises on CPU: each out= check still calls
-    cholesky.out on both sides, so the device's out= must raise alike (never only CPU's functional)."""
+    """linalg_cholesky of the suite's input (not positive-definite) raises on CPU: each out= check still
+    calls its out= on both sides, so the device's out= must raise alike (never only CPU's functional).
+    (aten::cholesky, the op this test named first, is gone since PyTorch 2.14.)"""
     import torch
 
     from torchcts.cases.context import CaseContext
@@ -60,7 +61,7 @@ def test_out_checks_call_the_out_overload_where_cpu_cannot_compute_the_functiona
 
     monkeypatch.setattr(out_variants, "resolve", spy)
     ctx = CaseContext(device=torch.device("cpu"), manifest=validation_manifest())
-    out_variants.out_case(ctx, torch.float32, "cholesky")
+    out_variants.out_case(ctx, torch.float32, "linalg_cholesky")
     outs = ("sized", "empty", "wrong_size", "wrong_dtype", "wider_dtype")
     assert ctx.info["checks"] == {"functional": "raises", **dict.fromkeys(outs, "raises")}, ctx.info["checks"]
     assert len(calls) == 2 * len(outs)  # CPU's and the device's call of each check

@@ -11,40 +11,21 @@ from typing import Any
 from torchcts import settings
 from torchcts.errors import UsageError
 
-MIN_TORCH = (2, 7, 0)
-# Newest release this suite was validated against (the newest on the build machines).
-MAX_VALIDATED_TORCH = (2, 13, 0)
+# The validated range and the release table live in torchcts/releases.py (one table); re-exported here.
+from torchcts.releases import MAX_VALIDATED_TORCH, MIN_TORCH, drift, fmt, parse_version, validated_range  # noqa: F401
 
 
-def parse_version(text: str) -> tuple[int, int, int]:
-    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
-    if not m:
-        raise ValueError(f"not a version: {text!r}")
-    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
-
-
-def fmt(v: tuple[int, int, int]) -> str:
-    return ".".join(map(str, v))
-
-
-def check_torch_version(version: str | None = None, warn=None) -> str | None:
-    """Usage error below 2.7; one warning (returned and printed) above the validated range."""
+def check_torch_version(version: str | None = None) -> None:
+    """Usage error below the supported range. A torch newer than the validated range is not an
+    error and prints nothing: build_info() records it (`drift`) in run.json, summary.md and
+    report.html, so every one-line error stays one line."""
     if version is None:
         version = installed_torch_version()
-    v = parse_version(version)
-    if v < MIN_TORCH:
+    if parse_version(version) < MIN_TORCH:
         raise UsageError(
             f"PyTorch {version} is older than the supported {fmt(MIN_TORCH)}: "
             f"upgrade with 'torchcts install' or pip install 'torch>={fmt(MIN_TORCH)}'"
         )
-    if v[:2] > MAX_VALIDATED_TORCH[:2]:
-        msg = (
-            f"warning: PyTorch {version} is newer than the validated range "
-            f"{fmt(MIN_TORCH)}-{fmt(MAX_VALIDATED_TORCH)}; continuing"
-        )
-        (warn or (lambda m: print(m, file=sys.stderr)))(msg)
-        return msg
-    return None
 
 
 def torch_version_file() -> str:
@@ -134,6 +115,8 @@ def build_info() -> dict[str, str | None]:
         "git": (fields.get("git_version") or "")[:12] or None,
     }
     info["family"] = build_family(info["torch"], info["cuda"], info["hip"], info["xpu"], platform.system())
+    info["validated_range"] = validated_range()
+    info["drift"] = drift(info["torch"])  # None inside the range; the sentence reports print otherwise
     return info
 
 

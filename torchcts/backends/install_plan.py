@@ -11,25 +11,29 @@ import shlex
 from dataclasses import dataclass, field
 
 from torchcts.backends.signals import InstalledTorch, Signals
-from torchcts.compat import MAX_VALIDATED_TORCH, MIN_TORCH, fmt, parse_version
 from torchcts.errors import UsageError
+from torchcts.releases import MAX_VALIDATED_TORCH, MIN_TORCH, RELEASES, cuda_families, family_range, fmt, parse_version
 
 INDEX = "https://download.pytorch.org/whl"
-# CUDA wheel families and the CUDA version the NVIDIA driver must support for each.
-CUDA_FAMILIES: dict[str, tuple[int, int]] = {"cu118": (11, 8), "cu126": (12, 6), "cu128": (12, 8), "cu130": (13, 0)}
+
+
+def _cuda_of(family: str) -> tuple[int, int]:
+    """cu130 -> (13, 0): the CUDA version the NVIDIA driver must support for a family."""
+    digits = family.removeprefix("cu")
+    return int(digits[:-1]), int(digits[-1])
+
+
+# CUDA wheel families and the CUDA version the NVIDIA driver must support for each (the release
+# table, torchcts/releases.py, names which torch releases publish each one).
+CUDA_FAMILIES: dict[str, tuple[int, int]] = {f: _cuda_of(f) for f in cuda_families()}
 FIXED_FAMILIES = ("cpu", *CUDA_FAMILIES, "xpu", "default")
 ROCM_PATTERN = re.compile(r"rocm\d+\.\d+(\.\d+)?")
 DEFAULT_ROCM = "rocm6.4"
-# The newest ROCm wheel family published for each torch release (PyTorch's RELEASE.md, "Release
-# Compatibility Matrix", column Stable ROCm): what `--family rocm` installs.
-NEWEST_ROCM: dict[tuple[int, int], str] = {
-    (2, 7): "rocm6.3", (2, 8): "rocm6.4", (2, 9): "rocm6.4", (2, 10): "rocm7.1",
-    (2, 11): "rocm7.2", (2, 12): "rocm7.2", (2, 13): "rocm7.2",
-}
+# The newest ROCm wheel family published for each torch release line: what `--family rocm` installs.
+NEWEST_ROCM: dict[tuple[int, int], str] = {k: line.rocm for k, line in RELEASES.items() if line.rocm}
 # Families published only for part of the supported range: (first, last) torch (major, minor).
 FAMILY_TORCH_RANGE: dict[str, tuple[tuple[int, int] | None, tuple[int, int] | None]] = {
-    "cu118": (None, (2, 7)),
-    "cu130": ((2, 9), None),
+    f: family_range(f) for f in CUDA_FAMILIES if family_range(f) != (None, None)
 }
 
 
@@ -128,8 +132,9 @@ def newest_rocm(version: str, notes: list[str]) -> str:
     return NEWEST_ROCM[newest if v2 > newest else min(NEWEST_ROCM)]
 
 
-def choose_family(s: Signals) -> tuple[str, str, list[str]]:
-    """(family, confidence, reasons) from hardware signals alone."""
+def choose_family(s: Signals, version: str | None = None) -> tuple[str, str, list[str]]:
+    """(family, confidence, reasons) from hardware signals, among the CUDA families published for
+    `version` (every known one when None)."""
     amd = s.amd_kfd or s.rocminfo
     intel = s.xpu_smi or s.sycl_ls
     if s.system == "Darwin":
@@ -141,13 +146,17 @@ def choose_family(s: Signals) -> tuple[str, str, list[str]]:
         others = [name for name, seen in (("AMD", amd), ("Intel", intel)) if seen]
         if others:
             reasons.append(f"also found {' and '.join(others)} signals; pass --family to pick another")
+        cudas = [f for f in CUDA_FAMILIES if version is None or published(f, version)] or list(CUDA_FAMILIES)
         if s.nvidia_cuda is None:
-            reasons.append("the driver's CUDA version could not be read; cu126 needs a driver for CUDA 12.6+")
-            return "cu126", "medium", reasons
+            oldest = cudas[0]
+            reasons.append(f"the driver's CUDA version could not be read; {oldest} needs a driver for CUDA "
+                           f"{'.'.join(map(str, CUDA_FAMILIES[oldest]))}+")
+            return oldest, "medium", reasons
         driver = parse_version(s.nvidia_cuda)[:2]
-        fitting = [f for f, need in CUDA_FAMILIES.items() if need <= driver]
+        fitting = [f for f in cudas if CUDA_FAMILIES[f] <= driver]
         if not fitting:
-            reasons.append(f"the driver supports CUDA {s.nvidia_cuda}, older than every CUDA wheel (11.8+): "
+            reasons.append(f"the driver supports CUDA {s.nvidia_cuda}, older than every CUDA wheel of the release "
+                           f"({cudas[0]}+): "
                            "update the driver; falling back to cpu")
             return "cpu", "low", reasons
         family = fitting[-1]
@@ -173,9 +182,16 @@ def choose_family(s: Signals) -> tuple[str, str, list[str]]:
     return "cpu", "high", ["no accelerator signals (nvidia-smi, /dev/kfd, rocminfo, xpu-smi, sycl-ls): the CPU wheel"]
 
 
-def _torch_version(requested: str | None, notes: list[str]) -> str:
+def _torch_version(requested: str | None, notes: list[str], installed: InstalledTorch | None = None) -> str:
+    """--torch, else the newest validated release, else (never planning a downgrade unasked) the
+    installed release where it is newer than that."""
     if requested is None:
-        return fmt(MAX_VALIDATED_TORCH)
+        newest = fmt(MAX_VALIDATED_TORCH)
+        if installed is not None and _release(installed.version) > MAX_VALIDATED_TORCH:
+            notes.append(f"the installed torch {installed.version} is newer than the newest validated release "
+                         f"{newest}: its release is planned, not a downgrade (pass --torch {newest} to downgrade)")
+            return installed.version.split("+")[0]
+        return newest
     try:
         v = parse_version(requested)
     except ValueError:
@@ -185,6 +201,13 @@ def _torch_version(requested: str | None, notes: list[str]) -> str:
     if v[:2] > MAX_VALIDATED_TORCH[:2]:
         notes.append(f"torch {requested} is newer than the validated range {fmt(MIN_TORCH)}-{fmt(MAX_VALIDATED_TORCH)}")
     return requested.split("+")[0]
+
+
+def _release(version: str) -> tuple[int, int, int]:
+    try:
+        return parse_version(version)
+    except ValueError:
+        return (0, 0, 0)
 
 
 def pip_command(family: str, version: str, python: str) -> list[str]:
@@ -205,9 +228,9 @@ def plan_install(
     """The plan for these signals and flags; an installed torch is kept unless a flag asks otherwise."""
     check_family(family)
     notes: list[str] = []
-    version = _torch_version(torch_version, notes)
+    version = _torch_version(torch_version, notes, installed)
     if family == "auto":
-        chosen, confidence, reasons = choose_family(signals)
+        chosen, confidence, reasons = choose_family(signals, version)
     elif family == "rocm":
         chosen = newest_rocm(version, notes)
         confidence, reasons = "high", [f"--family rocm: {chosen} is the newest ROCm family published for torch {version}"]
@@ -239,4 +262,6 @@ def plan_install(
         )
     else:
         plan.reasons.append(f"replaces the installed torch {installed.version} ({installed.family})")
+        if _release(version) < _release(installed.version):
+            plan.notes.append(f"a downgrade: torch {installed.version} is replaced by the older {version}")
     return plan

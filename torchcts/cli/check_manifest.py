@@ -35,6 +35,10 @@ def main(args: argparse.Namespace) -> int:
     print(f"{manifest.source}: OK — device '{manifest.device_name}', level {manifest.semantic_level}")
     print(f"  dtypes: {claimed}")
     print(f"  capabilities: {caps}")
+    from torchcts.manifest.pytorch_capabilities import render_lines
+
+    for line in render_lines(manifest):
+        print(line)
     if manifest.expectations:
         print(f"  expectations: {len(manifest.expectations)} ledger entries")
     for note in notes:

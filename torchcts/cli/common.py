@@ -144,15 +144,7 @@ def selection_from_args(args: argparse.Namespace) -> Selection:
         raise UsageError("--max-samples must be a positive integer")
     if getattr(args, "sample", None) is not None and args.sample < 0:
         raise UsageError("--sample must be a sample index >= 0")
-    from torchcts.cases.registry import KNOWN_SUITE_NAMES
-
-    for s in args.suite:
-        if s not in KNOWN_SUITE_NAMES:
-            import difflib
-
-            close = difflib.get_close_matches(s, KNOWN_SUITE_NAMES, n=1, cutoff=0.6)
-            hint = f": did you mean '{close[0]}'? (known: " if close else "; known: "
-            raise UsageError(f"unknown suite '{s}' for --suite{hint}{', '.join(KNOWN_SUITE_NAMES)}{')' if close else ''}")
+    check_suite_names(args.suite)
     return Selection(
         suites=list(args.suite),
         ops=list(args.op),
@@ -254,3 +246,16 @@ def command_intent(command: str, argv: list[str]) -> list[str]:
         else:
             out.append(arg)
     return out
+
+
+def check_suite_names(names: list[str]) -> None:
+    """UsageError naming the first --suite value that is no suite, with the closest one."""
+    from torchcts.cases.registry import KNOWN_SUITE_NAMES
+
+    for s in names:
+        if s not in KNOWN_SUITE_NAMES:
+            import difflib
+
+            close = difflib.get_close_matches(s, KNOWN_SUITE_NAMES, n=1, cutoff=0.6)
+            hint = f": did you mean '{close[0]}'? (known: " if close else "; known: "
+            raise UsageError(f"unknown suite '{s}' for --suite{hint}{', '.join(KNOWN_SUITE_NAMES)}{')' if close else ''}")

@@ -1,4 +1,4 @@
-"""`torchcts coverage inventory|report|collect-backend-evidence|verify-evidence` (docs/coverage.md)."""
+"""`torchcts coverage inventory|report|release-diff|collect-backend-evidence|verify-evidence` (docs/coverage.md)."""
 
 from __future__ import annotations
 
@@ -71,6 +71,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     col.add_argument("--fail-on-oracle-failure", action="store_true", help="exit 1 if any oracle failed")
     col.add_argument("--validation", action="store_true", help=argparse.SUPPRESS)
 
+    rel = sub.add_parser("release-diff", help="aten overloads, OpInfos and dtypes the installed torch added or removed "
+                         "against the newest validated release, and which of them TorchCTS covers")
+    rel.add_argument("--snapshot", metavar="PATH", type=Path,
+                     help="compare with this snapshot (scripts/release-snapshot) instead of the stored one")
+    _suite_arg(rel, "count only cases of this suite (default: all)")
+    rel.add_argument("--json", action="store_true", help="print JSON")
+    rel.add_argument("--output", "-o", metavar="PATH", help="write to PATH instead of stdout")
+
     ver = sub.add_parser("verify-evidence", help="check a store: canonical, append-only, anonymous")
     ver.add_argument("store", metavar="DIR")
     ver.add_argument("--base", metavar="DIR", help="an older copy of the store that DIR must extend")
@@ -99,13 +107,16 @@ def collect_request(args: argparse.Namespace) -> CollectRequest:
 def main(args: argparse.Namespace) -> int:
     command = getattr(args, "coverage_command", None)
     if command is None:
-        raise UsageError("coverage needs a subcommand: inventory, report, collect-backend-evidence or verify-evidence")
+        raise UsageError("coverage needs a subcommand: inventory, report, release-diff, collect-backend-evidence "
+                         "or verify-evidence")
     if command == "collect-backend-evidence":
         from torchcts.evidence.collect import collect
 
         return collect(collect_request(args))
     if command == "verify-evidence":
         return _verify(args)
+    if command == "release-diff":
+        return _release_diff(args)
     if command == "report" and args.run:
         return _observed_report(args)
     if command == "report" and args.list_unobserved:
@@ -161,6 +172,22 @@ def _observed_report(args: argparse.Namespace) -> int:
     run_dir, summary = report_run(args.run, top=args.top, results_root=Path(args.results_dir))
     _emit(args, json.dumps(summary, indent=1, sort_keys=True) + "\n" if args.json
           else render_markdown(summary, run_dir.name, args.list_unobserved))
+    return ExitCode.OK
+
+
+def _release_diff(args: argparse.Namespace) -> int:
+    from torchcts.cli.common import check_suite_names
+    from torchcts.coverage.inventory import load_cases
+    from torchcts.coverage.release import diff, installed_snapshot, render_markdown, summarize
+    from torchcts.releases import load_snapshot
+
+    check_suite_names(args.suite)
+    if args.snapshot is not None and not args.snapshot.is_file():
+        raise UsageError(f"--snapshot {args.snapshot} is not a file: give a snapshot written by scripts/release-snapshot")
+    old = load_snapshot(args.snapshot)
+    new = installed_snapshot()
+    summary = summarize(old, new, diff(old, new, load_cases(tuple(args.suite) if args.suite else None)))
+    _emit(args, json.dumps(summary, indent=1, sort_keys=True) + "\n" if args.json else render_markdown(summary))
     return ExitCode.OK
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from torchcts.manifest.schema import DTYPE_ALIASES, DTYPES
+from torchcts.manifest.schema import DTYPE_ALIASES, DTYPES, release_dtypes
 
 
 class DtypeName:
@@ -63,6 +63,8 @@ def _value(node: ast.AST) -> Any:
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
         if node.attr in _STANDINS and isinstance(node.ctx, ast.Load):
             return _STANDINS[node.attr]
+        if node.attr in release_dtypes() and isinstance(node.ctx, ast.Load):  # newer than DTYPES: torch has it
+            return DtypeName(node.attr)
         if _is_dtype_typo(node.attr):
             raise DtypeTypo(node.attr, node.lineno)
         raise _NotLiteral

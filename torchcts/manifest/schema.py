@@ -6,6 +6,7 @@ hashed, written to run.json and compared across runs.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
@@ -55,7 +56,10 @@ DTYPE_ALIASES: dict[str, str] = {
 
 
 def dtype_name(key: Any) -> str | None:
-    """Canonical dtype name for a torch.dtype or a string, None if it names no dtype."""
+    """Canonical dtype name for a torch.dtype or a string, None if it names no dtype.
+
+    DTYPES are known without torch; a name outside them is a dtype when the installed torch has it
+    (torch.bcomplex32 since 2.14): a release's new dtype is claimable the day it ships (issue 49)."""
     if not isinstance(key, str):
         text = str(key)
         if not text.startswith("torch."):
@@ -63,7 +67,29 @@ def dtype_name(key: Any) -> str | None:
         key = text[len("torch.") :]
     key = key.removeprefix("torch.")
     key = DTYPE_ALIASES.get(key, key)
-    return key if key in DTYPES else None
+    return key if key in DTYPES or key in release_dtypes() else None
+
+
+@functools.lru_cache(maxsize=1)
+def release_dtypes() -> frozenset[str]:
+    """Dtypes newer than DTYPES: those of the newest validated release (its stored snapshot, read
+    without torch, so a typo is still reported before torch's import) and, where torch is already
+    loaded, the installed torch's own (a release newer than the snapshot)."""
+    import sys
+
+    from torchcts.releases import load_snapshot
+
+    names = set(load_snapshot().dtypes)
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "dtype"):
+        names |= {str(v).removeprefix("torch.") for v in vars(torch).values() if isinstance(v, torch.dtype)}
+    return frozenset(names - set(DTYPES))
+
+
+def ordered_dtypes(names: Any) -> list[str]:
+    """Dtype names in DTYPES order, any newer ones after them (sorted)."""
+    names = set(names)
+    return [d for d in DTYPES if d in names] + sorted(names - set(DTYPES))
 
 # Capability name -> what claiming it promises. A new capability is one entry here.
 CAPABILITIES: dict[str, str] = {
@@ -151,7 +177,7 @@ class Manifest:
 
     @property
     def claimed_dtypes(self) -> list[str]:
-        return [d for d in DTYPES if self.supported_dtypes.get(d)]
+        return ordered_dtypes(d for d, claimed in self.supported_dtypes.items() if claimed)
 
     def to_json(self) -> dict[str, Any]:
         """JSON form with the source left out: two identical claims hash the same."""

@@ -32,11 +32,12 @@ def _scalar(v: torch.Tensor) -> Any:
 
 
 def comparable(t: torch.Tensor) -> torch.Tensor:
-    """A dense CPU tensor in a dtype CPU comparison kernels support (chalf and float8 widened)."""
+    """A dense CPU tensor in a dtype CPU comparison kernels support (chalf, bcomplex32 and float8
+    widened: every complex dtype narrower than complex64, so a release's new one is compared too)."""
     t = t.detach().to("cpu").resolve_conj().resolve_neg()
     if t.layout != torch.strided:
         t = t.to_dense()
-    if t.dtype == torch.complex32:
+    if t.dtype.is_complex and t.dtype.itemsize < torch.complex64.itemsize:
         return t.to(torch.complex64)
     if t.dtype.is_floating_point and t.dtype.itemsize == 1:
         return t.to(torch.float32)

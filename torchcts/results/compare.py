@@ -13,6 +13,7 @@ from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import one_field
 from torchcts.results.records import CaseRecord, shell_path
 from torchcts.results.statuses import FAILURES, PASSING
+from torchcts.results.upgrade import Upgrade, render_lines, upgrade_view
 from torchcts.results.wording import plural
 
 PRECISION_FACTOR = 2.0
@@ -46,6 +47,7 @@ class Comparison:
     only_old: int = 0
     only_new: int = 0
     notes: list[str] = field(default_factory=list)
+    upgrade: Upgrade | None = None  # the runs ran different torch releases (results/upgrade.py)
 
 
 def compare_records(old: list[CaseRecord], new: list[CaseRecord], *, common_only: bool = False,
@@ -75,7 +77,9 @@ def compare_runs(old_dir: Path, new_dir: Path, new_records: list[CaseRecord] | N
                  **kw: Any) -> Comparison:
     old_run, new_run = rundir.read_run(old_dir), rundir.read_run(new_dir)
     new = new_records if new_records is not None else rundir.final_records(new_dir)
-    c = compare_records(rundir.final_records(old_dir), new, **kw)
+    old = rundir.final_records(old_dir)
+    c = compare_records(old, new, **kw)
+    c.upgrade = upgrade_view(old_run, new_run, old, new)
     for key in ("device", "gate", "manifest_hash", "validation", "selection"):  # RunOutcome's fields
         if getattr(old_run, key) != getattr(new_run, key):
             c.notes.append(difference(key, getattr(old_run, key), getattr(new_run, key)))
@@ -127,6 +131,8 @@ def render(c: Comparison, limit: int = 50) -> str:
         if len(items) > limit:
             lines.append(f"  ... and {len(items) - limit} more")
     lines.append(f"cases only in the old run: {c.only_old}; only in the new run: {c.only_new}")
+    if c.upgrade is not None:
+        lines += render_lines(c.upgrade, limit)
     return "\n".join(one_field(line) for line in lines)  # each line one line whatever a record holds
 
 

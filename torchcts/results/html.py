@@ -280,6 +280,8 @@ def _header(run: RunOutcome, t: dict[str, int]) -> str:
     left_out = f"\n<p class='meta' id='filtered'>{_e(note)}</p>" if note else ""
     notes = ("<p class='validation'>Validation run: checks the harness on CPU; never backend evidence.</p>"
              if run.validation else "")
+    if run.torch_drift:
+        notes += f"<p class='validation' id='torch-drift'>Outside the validated range: {_e(run.torch_drift)}</p>"
     if run.unreadable_records:
         notes += (f"<p class='validation' id='unreadable'>{_e(run.unreadable_records)} unreadable records in "
                   f"cases.jsonl, not in the totals: {_e('; '.join(run.record_problems or []))}</p>")

@@ -84,6 +84,12 @@ class RunOutcome:
         return (self.device or {}).get("type")
 
     @property
+    def torch_drift(self) -> str | None:
+        """The sentence saying the run's torch is outside the validated range (compat.build_info), if so."""
+        value = (self.torch or {}).get("drift")
+        return value if isinstance(value, str) and value else None
+
+    @property
     def entries(self) -> list[dict[str, Any]]:
         """The ledger's entries (the manifest's expectations), in order: their indices are the ledger's."""
         return list((self.manifest or {}).get("expectations") or [])

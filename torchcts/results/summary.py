@@ -85,6 +85,7 @@ def render_markdown(run: RunOutcome, records: list[CaseRecord], first_failures: 
         f"- device: {md_code(dev.get('type'))} (gate {md_code(dev.get('gate'))})"
         f"{' — validation, not backend evidence' if run.validation else ''}",
         f"- torch {md_text((run.torch or {}).get('torch'))}, torchcts {md_text(run.torchcts)}",
+        *([f"- **outside the validated range**: {md_text(run.torch_drift)}"] if run.torch_drift else []),
         f"- status: {md_text(run.status)}" + (f"; {md_text(note)}" if (note := filtered_note(run, t)) else ""),
         *([f"- **{md_text(run.unreadable_records)} unreadable records** in cases.jsonl, not in the totals: "
            + md_text("; ".join(run.record_problems or []))] if run.unreadable_records else []),
