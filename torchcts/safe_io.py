@@ -18,6 +18,9 @@ from pathlib import Path
 from torchcts.errors import UsageError
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+# A lone surrogate (Python makes one of a non-UTF-8 file name, `os.fsdecode`; a backend's message can
+# carry it) is written as its escape `\udcff`: UTF-8 cannot hold it, and a report must not end on it.
+_LONE_SURROGATES = "backslashreplace"
 _UMASK = os.umask(0o022)  # read once (umask has no getter); files get the mode open() would give them
 os.umask(_UMASK)
 
@@ -60,7 +63,7 @@ def write_atomic(folder: Path, name: str, data: bytes | str, *, root: Path | Non
     check_inside(root if root is not None else folder, folder)
     path = folder / _bare(name)
     refuse_link(path)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+    raw = data.encode("utf-8", _LONE_SURROGATES) if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -90,7 +93,7 @@ def open_append(folder: Path, name: str, *, root: Path | None = None, binary: bo
         if path.is_symlink():  # planted between the check and the open
             raise UsageError(f"refusing to append to {folder.name}/{name}: it is a symbolic link") from None
         raise exc
-    return os.fdopen(fd, "ab" if binary else "a", **({} if binary else {"encoding": "utf-8"}))
+    return os.fdopen(fd, "ab" if binary else "a", **({} if binary else {"encoding": "utf-8", "errors": _LONE_SURROGATES}))
 
 
 def make_folder(root: Path, folder: Path) -> Path:

@@ -23,7 +23,7 @@ from torchcts.results.outcome import RunOutcome
 from torchcts.results.records import MAX_DEPTH, CaseRecord, plain
 from torchcts.results.scrub import scrub_obj
 from torchcts.safe_io import open_append, write_atomic
-from torchcts.untrusted import Unreadable, check_depth, loads
+from torchcts.untrusted import MAX_LINE, NotRegular, Unreadable, check_depth, loads, read_bounded
 
 RUN_JSON = "run.json"
 CASES_JSONL = "cases.jsonl"
@@ -87,7 +87,9 @@ def read_run(run_dir: Path) -> RunOutcome:
     from torchcts.errors import UsageError
 
     try:
-        run = loads((run_dir / RUN_JSON).read_bytes())
+        run = loads(read_bounded(run_dir / RUN_JSON))
+    except NotRegular:
+        raise
     except (UnicodeDecodeError, ValueError) as exc:
         why = exc.msg if isinstance(exc, Unreadable) else type(exc).__name__
         raise UsageError(f"{run_dir.name}/{RUN_JSON} is not valid JSON ({why}; truncated or edited): "
@@ -201,12 +203,21 @@ class RecordWriter:
 def _line(record: CaseRecord) -> str:
     """The record's cases.jsonl line, scrubbed; what JSON cannot hold as it is (nesting past
     records.MAX_DEPTH) is written as `CaseRecord.to_text` sends it: never a lost record."""
+    data = record.to_json()
     try:
-        data = record.to_json()
         check_depth(data, MAX_DEPTH)  # the readers (untrusted.loads) refuse deeper lines
-        return json.dumps(scrub_obj(data), sort_keys=True, default=str)
+        line = json.dumps(scrub_obj(data), sort_keys=True, default=str)
     except (TypeError, ValueError, RecursionError):
-        return json.dumps(scrub_obj(plain(record.to_json())), sort_keys=True)
+        line = json.dumps(scrub_obj(plain(data)), sort_keys=True)
+    if len(line) < MAX_LINE:  # ASCII (json.dumps escapes the rest): its length is its bytes
+        return line
+    # The readers take a longer line as unreadable (untrusted.read_lines): keep the verdict and its
+    # first words, never a record no report can read.
+    kept = {k: (v[:2000] if isinstance(v, str) else v) for k, v in data.items()
+            if isinstance(v, (str, int, float, bool)) or v is None}
+    kept["message"] = (f"[record cut to its verdict: {len(line)} bytes, past the {MAX_LINE}-byte line limit] "
+                       + str(data.get("message") or "")[:2000])
+    return json.dumps(scrub_obj(kept), sort_keys=True, default=str)
 
 
 def scan_records(run_dir: Path) -> tuple[list[CaseRecord], list[str]]:
@@ -219,9 +230,9 @@ def scan_records(run_dir: Path) -> tuple[list[CaseRecord], list[str]]:
     path = run_dir / CASES_JSONL
     records: list[CaseRecord] = []
     problems: list[str] = []
-    if not path.is_file():
+    if not path.exists():  # absent (or a dangling link): no records yet
         return records, problems
-    for line in read_jsonl(path):
+    for line in read_jsonl(path):  # a FIFO or a device there: NotRegular, one line and exit 2
         rec = line.value
         if line.problem:
             problems.append(f"line {line.number}: {line.problem}")
