@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 
@@ -9,6 +10,11 @@ from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import one_line, strip_controls
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import CRASH_LIKE, FAILURES, STATUSES, Status
+
+# Characters XML 1.0 does not allow (besides the controls the quoting layer removes): surrogates and
+# the noncharacters U+FFFE/U+FFFF. One of them in a message makes the whole file unreadable to a CI
+# dashboard, which then drops every result: they are removed from the rendered document.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 # How each status shows in JUnit: the backend raised or its worker died -> <error>; other
 # failures -> <failure>; not executed -> <skipped>; everything else passes.
@@ -59,7 +65,7 @@ def render_junit(run: RunOutcome, records: list[CaseRecord]) -> str:
             el.set(k, str(v))
     _record_problems(root, run)
     ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + _NOT_XML.sub("", ET.tostring(root, encoding="unicode")) + "\n"
 
 
 def _record_problems(root: ET.Element, run: RunOutcome) -> None:
