@@ -38,6 +38,11 @@ def check_results_root(results_root: Path) -> None:
     """--results-dir must be (or become) a folder, and its `latest` a file: say so before a run."""
     from torchcts.errors import UsageError
 
+    inside_git = [p for p in {os.path.abspath(results_root), os.path.realpath(results_root)}
+                  if ".git" in (part.lower() for part in Path(p).parts)]
+    if inside_git:  # run folders there break the repository (refs/heads/<run> is no ref: git log, gc fail)
+        raise UsageError(f"--results-dir {_shown(results_root)} is inside a .git folder, which belongs to git: "
+                         "pass a results folder outside it (default: results/)")
     for parent in (results_root, *results_root.parents):
         if parent.exists() and not parent.is_dir():
             raise UsageError(f"--results-dir {results_root} cannot be created: {parent} is a file, not a folder; "
@@ -48,6 +53,16 @@ def check_results_root(results_root: Path) -> None:
     if pointer.is_dir() and not pointer.is_symlink():
         raise UsageError(f"{pointer} is a folder, but TorchCTS keeps a link to (or the name of) the newest run "
                          "there: move the folder away or pass another --results-dir")
+
+
+def _shown(path: Path) -> str:
+    """A folder as a refusal names it: as given when relative, else from its `.git` part on (never
+    the absolute path, which names the user's home and host)."""
+    if not path.is_absolute():
+        return str(path)
+    parts = path.parts
+    lowered = [p.lower() for p in parts]
+    return str(Path(*parts[lowered.index(".git"):])) if ".git" in lowered else path.name
 
 
 def new_run_dir(results_root: Path) -> Path:
