@@ -34,7 +34,7 @@ __all__ = ["CaseRecord", "base_record", "record_repro", "repro_command", "repro_
 _BASE = frozenset({"id", "suite", "level", "ops", "dtype", "kind", "oracle", "requires"})
 
 
-@dataclass
+@dataclass(slots=True)  # no per-record __dict__: a report holds every final record (issue 51: 10^6 of them)
 class CaseRecord:
     """One case's result. Field groups: what the case is, its verdict, its evidence, where and
     how it ran, and what the controller side added (repro lines, ledger, reruns)."""
@@ -134,7 +134,7 @@ class CaseRecord:
             known["recorded_status"] = str(status)
             known["message"] = (f"cases.jsonl holds unknown status {str(status)[:40]!r}, counted as error: "
                                 f"{data.get('message', '')}")
-        return cls(**known, extra=extra, _keys=frozenset(known))
+        return cls(**known, extra=extra, _keys=_key_set(known))
 
     def take(self, verdict: Verdict, failure: BaseException | None = None) -> None:
         """The verdict the case built (cases/verdict.py), whole: its notes, dispatch, precision and
@@ -163,9 +163,9 @@ class CaseRecord:
     def to_json(self) -> dict[str, Any]:
         """The JSON object cases.jsonl holds: the fields set (or present in the source), then `extra`."""
         out: dict[str, Any] = {}
-        values, keys = self.__dict__, self._keys
+        keys = self._keys
         for name in _FIELDS:
-            value = values[name]
+            value = getattr(self, name)
             if name in keys or (value is not None and not (value == [] and name in _LISTS)):
                 out[name] = value.value if type(value) is Status else value
         return {**out, **self.extra}
@@ -235,6 +235,16 @@ class CaseRecord:
 
 
 _FIELDS = tuple(f.name for f in fields(CaseRecord) if f.name not in ("extra", "_keys"))
+# The key sets records were read with, each held once: records of one run share a few (a frozenset of
+# ten names is ~700 bytes, as much again as the record). Bounded: a crafted file's many sets stop sharing.
+_KEY_SETS: dict[frozenset[str], frozenset[str]] = {}
+
+
+def _key_set(keys: Any) -> frozenset[str]:
+    found = frozenset(keys)
+    if len(_KEY_SETS) < 4096:
+        return _KEY_SETS.setdefault(found, found)
+    return _KEY_SETS.get(found, found)
 _FIELD_SET = frozenset(_FIELDS)
 _STRS = frozenset({"suite", "dtype", "kind", "oracle", "message", "recorded_status", "exactness", "weak", "exception",
                    "traceback", "signal", "output_tail", "failed_op", "internal_error", "worker",
