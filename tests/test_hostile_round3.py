@@ -57,7 +57,7 @@ def test_the_device_type_is_normalised_once_in_run_json():
     {"input": _tensor([2]), "args": [2e8], "kwargs": {}},  # a bare JSON float
     {"input": _tensor([2]), "args": [0, {"float": 1e10.hex()}], "kwargs": {}},
     {"input": _tensor([2]), "args": [{"tuple": [{"float": "0x1.0p+14"}, {"float": "0x1.0p+14"}]}], "kwargs": {}},
-    {"input": _tensor([1, 1, 64, 64]), "args": [], "kwargs": {"scale_factor": {"float": float(1000).hex()}}},
+    {"input": _tensor([1, 1, 64, 64]), "args": [], "kwargs": {"scale_factor": {"float": (1000.0).hex()}}},
     {"input": _tensor([1, 1, 64, 64]), "args": [], "kwargs": {"scale_factor": [1000.0, 1000.0]}},
     {"input": _tensor([2]), "args": [], "kwargs": {"steps": {"float": 1e9.hex()}}},
 ])

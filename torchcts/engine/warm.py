@@ -76,7 +76,8 @@ def socket_path(profile: str, env: dict[str, str] | None = None, run: str = "") 
     key = keys.key(env, profile)
     path = str(server_dir(env) / (f"{key[:16]}-run-{run}.sock" if run else f"{key}.sock"))
     if len(path.encode()) > 100:  # AF_UNIX paths are limited to ~107 bytes
-        raise OSError(f"the socket path would be too long ({len(path.encode())} bytes; set TORCHCTS_WARM_DIR to a shorter folder)")
+        raise OSError(f"the socket path would be too long ({len(path.encode())} bytes): set TORCHCTS_WARM_DIR "
+                      "to a shorter folder")
     return path
 
 

@@ -42,8 +42,9 @@ def finalize(run_dir: Path, status: str, manifest_arg: str | None = None) -> tup
     reuse the records read here instead of parsing cases.jsonl again. `manifest_arg`: the run's own
     `--manifest` as typed (run.json keeps it scrubbed), for the commands the reports offer."""
     run = rundir.read_run(run_dir)
-    readable, unreadable = rundir.scan_records(run_dir)
-    records = rundir.last_per_case(readable)  # the last record of a case supersedes (reruns, crashes)
+    unreadable: list[str] = []
+    # read line by line, the last record of a case superseding (reruns, crashes): one record per case held
+    records = rundir.last_per_case(rundir.iter_records(run_dir, unreadable))
     missing = not_run_records(run_dir, {r.id for r in records}, unreadable)
     if status in ("complete", "incomplete"):  # pytest ended; with planned cases lacking a result, never "complete"
         status = "incomplete" if missing else "complete"

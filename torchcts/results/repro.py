@@ -289,7 +289,10 @@ def target_from_run(case_id: str, run_dir: Path) -> ReproTarget:
     run = rundir.read_run(run_dir)
     plan = {c.id: c for c in read_plan(run_dir)} if (run_dir / "plan.jsonl").is_file() else {}
     case = plan.get(case_id) or _find_in_registry(case_id)
-    record = next((r for r in reversed(list(rundir.read_records(run_dir))) if r.id == case_id), None)
+    record = None
+    for r in rundir.read_records(run_dir):  # streamed: the last record of the case wins
+        if r.id == case_id:
+            record = r
     try:
         if run.manifest is None:
             raise KeyError("manifest")

@@ -13,7 +13,7 @@ import errno
 import json
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -235,19 +235,19 @@ def _line(record: CaseRecord) -> str:
     return json.dumps(scrub_obj(kept), sort_keys=True, default=str)
 
 
-def scan_records(run_dir: Path) -> tuple[list[CaseRecord], list[str]]:
-    """(every readable record, reruns included; one problem per unreadable line).
+def iter_records(run_dir: Path, problems: list[str]) -> Iterator[CaseRecord]:
+    """Every readable record, reruns included, one at a time as cases.jsonl is read (one line in
+    memory, whatever the file's size); one problem per unreadable line appended to `problems`.
 
     Nothing is dropped silently: a line that is not UTF-8, not JSON (a torn last line of a killed
-    run, a garbled line), not an object or has no case id is reported by line number; a readable
-    one is typed by `CaseRecord.from_json` (which coerces what it cannot trust).
+    run, a garbled line), longer than untrusted.MAX_LINE, not an object or without a case id is
+    reported by line number; a readable one is typed by `CaseRecord.from_json` (which coerces what
+    it cannot trust). A FIFO or a device as cases.jsonl is NotRegular (exit 2), never opened to block.
     """
     path = run_dir / CASES_JSONL
-    records: list[CaseRecord] = []
-    problems: list[str] = []
     if not path.exists():  # absent (or a dangling link): no records yet
-        return records, problems
-    for line in read_jsonl(path):  # a FIFO or a device there: NotRegular, one line and exit 2
+        return
+    for line in read_jsonl(path):
         rec = line.value
         if line.problem:
             problems.append(f"line {line.number}: {line.problem}")
@@ -256,17 +256,22 @@ def scan_records(run_dir: Path) -> tuple[list[CaseRecord], list[str]]:
         elif not isinstance(rec.get("id"), str) or not rec["id"]:
             problems.append(f"line {line.number}: no case id")
         else:
-            records.append(CaseRecord.from_json(rec))
-    return records, problems
+            yield CaseRecord.from_json(rec)
+
+
+def scan_records(run_dir: Path) -> tuple[list[CaseRecord], list[str]]:
+    """(every readable record, reruns included; one problem per unreadable line): `iter_records` whole."""
+    problems: list[str] = []
+    return list(iter_records(run_dir, problems)), problems
 
 
 def read_records(run_dir: Path) -> Iterator[CaseRecord]:
     """Every readable record, reruns included (use `final_records` for one per case); unreadable
     lines are counted by `scan_records` and reported by `finalize`."""
-    yield from scan_records(run_dir)[0]
+    yield from iter_records(run_dir, [])
 
 
-def last_per_case(records: list[CaseRecord]) -> list[CaseRecord]:
+def last_per_case(records: Iterable[CaseRecord]) -> list[CaseRecord]:
     """One record per case id: the last one appended wins (reruns, a crash after a case's checks),
     placed where it was appended."""
     last: dict[str, CaseRecord] = {}
@@ -277,4 +282,4 @@ def last_per_case(records: list[CaseRecord]) -> list[CaseRecord]:
 
 
 def final_records(run_dir: Path) -> list[CaseRecord]:
-    return last_per_case(scan_records(run_dir)[0])
+    return last_per_case(iter_records(run_dir, []))
