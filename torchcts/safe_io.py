@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from torchcts.errors import UsageError
@@ -54,20 +55,23 @@ def refuse_link(path: Path) -> None:
         raise UsageError(f"refusing to write {path.parent.name}/{path.name}: it is not a plain file")
 
 
-def write_atomic(folder: Path, name: str, data: bytes | str, *, root: Path | None = None, fsync: bool = True,
-                 mode: int = 0o666) -> Path:
+def write_atomic(folder: Path, name: str, data: bytes | str | Iterable[bytes | str], *, root: Path | None = None,
+                 fsync: bool = True, mode: int = 0o666) -> Path:
     """Write `data` to `folder/name` atomically; `root` (default `folder`) bounds where it may go.
+    `data` may be an iterable of pieces (a report of 10^6 records), written as they come: the
+    whole text is never held.
 
     Readers see the old file or the new one, never half of either; a crash leaves at most a
     hidden `.name.*.tmp` beside it."""
     check_inside(root if root is not None else folder, folder)
     path = folder / _bare(name)
     refuse_link(path)
-    raw = data.encode("utf-8", _LONE_SURROGATES) if isinstance(data, str) else data
+    pieces = [data] if isinstance(data, (str, bytes, bytearray)) else data
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
+            for piece in pieces:
+                fh.write(piece.encode("utf-8", _LONE_SURROGATES) if isinstance(piece, str) else piece)
             if fsync:
                 fh.flush()
                 os.fsync(fh.fileno())

@@ -16,6 +16,7 @@ import json
 import math
 import re
 import shlex
+import sys
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -272,6 +273,12 @@ def plain(value: Any, depth: int = 0) -> Any:
     return str(value)
 
 
+# Text fields of few distinct values (a suite, a dtype, an op name): held once for every record of a
+# report (sys.intern), as list items are (ops, requires, dispatched): 10^6 records share them.
+_NAMES = frozenset({"suite", "dtype", "kind", "oracle", "exactness", "worker", "op", "exception", "failed_op",
+                    "dispatch_unobserved", "weak", "recorded_status"})
+
+
 def _coerce(name: str, value: Any) -> Any:
     """`value` as field `name` needs it: a crafted or garbled value of another type never crashes a report."""
     if name == "id":
@@ -280,7 +287,7 @@ def _coerce(name: str, value: Any) -> Any:
         return [] if name in _LISTS else None
     if name in _STRS:
         if isinstance(value, str):
-            return value
+            return sys.intern(value) if name in _NAMES and len(value) <= 64 else value
         return json.dumps(value, default=str) if isinstance(value, (dict, list)) else str(value)
     if name in _NUMS and (isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > 1e300
                           or not math.isfinite(value)):  # abs first: an int past float's range overflows isfinite
@@ -291,7 +298,7 @@ def _coerce(name: str, value: Any) -> Any:
         return {"value": str(value)}
     if name in _LISTS:
         items = value if isinstance(value, list) else [value]
-        return [v if isinstance(v, str) else str(v) for v in items]
+        return [sys.intern(v) if isinstance(v, str) and len(v) <= 64 else str(v) for v in items]
     return value
 
 

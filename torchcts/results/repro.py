@@ -284,11 +284,14 @@ def _find_in_registry(case_id: str) -> Case:
 
 def target_from_run(case_id: str, run_dir: Path) -> ReproTarget:
     from torchcts.results import rundir
-    from torchcts.results.plan import read_plan
+    from torchcts.results.plan import iter_plan
 
     run = rundir.read_run(run_dir)
-    plan = {c.id: c for c in read_plan(run_dir)} if (run_dir / "plan.jsonl").is_file() else {}
-    case = plan.get(case_id) or _find_in_registry(case_id)
+    planned = None
+    for c in iter_plan(run_dir) if (run_dir / "plan.jsonl").is_file() else ():  # streamed, every line checked
+        if c.id == case_id:
+            planned = c
+    case = planned or _find_in_registry(case_id)
     record = None
     for r in rundir.read_records(run_dir):  # streamed: the last record of the case wins
         if r.id == case_id:
