@@ -338,4 +338,16 @@ def test_the_warm_folder_refusal_names_no_absolute_path(tmp_path, monkeypatch):
 
 def test_security_page_says_a_manifest_py_is_code():
     text = (Path(__file__).parents[1] / "docs" / "security.md").read_text()
-    assert "manifest.py is Python code" in text and "--no-import" in text
+    assert "`manifest.py` is Python code" in text and "`check-manifest --no-import` too" in text
+
+
+def test_a_fifo_or_huge_manifest_is_one_problem(workdir, cli, capsys, monkeypatch):
+    from torchcts import untrusted
+
+    os.mkfifo(workdir / "fifo.toml")
+    assert cli(["check-manifest", "--no-import", "fifo.toml"]) == 2  # never opened to block
+    assert "Traceback" not in capsys.readouterr().err
+    (workdir / "big.toml").write_text("device_name = 'cpu'\n" + "# pad\n" * 400)
+    monkeypatch.setattr(untrusted, "MAX_FILE", 1000)
+    assert cli(["check-manifest", "--no-import", "big.toml"]) == 2
+    assert "larger than 1,000 bytes" in capsys.readouterr().err
