@@ -351,3 +351,13 @@ def test_a_fifo_or_huge_manifest_is_one_problem(workdir, cli, capsys, monkeypatc
     monkeypatch.setattr(untrusted, "MAX_FILE", 1000)
     assert cli(["check-manifest", "--no-import", "big.toml"]) == 2
     assert "larger than 1,000 bytes" in capsys.readouterr().err
+
+
+def test_the_warm_folder_that_cannot_be_made_names_no_absolute_path(tmp_path, monkeypatch):
+    from torchcts.engine import warm
+
+    (tmp_path / "file").write_text("")
+    monkeypatch.setattr(warm.settings, "warm_folder", lambda env=None: tmp_path / "file" / "warm")
+    with pytest.raises(OSError) as info:
+        warm.server_dir()
+    assert str(tmp_path) not in str(info.value) and "warm" in str(info.value)

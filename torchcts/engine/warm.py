@@ -60,8 +60,12 @@ def unavailable() -> str | None:
 def server_dir(env: dict[str, str] | None = None) -> Path:
     """The per-user private folder of the servers' sockets (created 0700; refused if not ours)."""
     folder = settings.warm_folder(env)
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    st = os.lstat(folder)
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(folder)
+    except OSError as exc:  # its text would name the absolute path (the user's home): the name only
+        raise OSError(f"the warm servers' folder {folder.name} cannot be made ({exc.strerror or type(exc).__name__})") \
+            from None
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
         # named by its own name only: the absolute path names the user's home (docs/security.md)
         raise OSError(f"the warm servers' folder {folder.name} is not a private folder of this user (set "
