@@ -28,7 +28,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 __all__ = ["MAX_DEPTH", "MAX_FILE", "MAX_INT_DIGITS", "MAX_LINE", "NotRegular", "Unreadable", "check_depth",
-           "device_type", "loads", "loads_toml", "open_regular", "read_bounded", "read_lines"]
+           "device_type", "invisible", "loads", "loads_toml", "open_regular", "read_bounded", "read_lines"]
 
 # Deeper than anything TorchCTS writes (a record nests about 6 levels; records.MAX_DEPTH writes
 # deeper free-form values as text) and far below the interpreter's recursion limit.
@@ -134,11 +134,15 @@ def device_type(device: Any) -> str | None:
         return None
     text = unicodedata.normalize("NFKC", device)
     if not text.isascii():
-        text = "".join(ch for ch in text if not _invisible(ch))
+        text = "".join(ch for ch in text if not invisible(ch))
     return text.strip().lower().partition(":")[0].strip() or None
 
 
-def _invisible(ch: str) -> bool:
+def invisible(ch: str) -> bool:
+    """A character that changes what text looks like without showing: every Unicode format control
+    (category Cf: bidi controls, zero-width characters, shorthand format controls U+1BCA0-3, tags)
+    and the variation selectors (VS1-16 and the supplement VS17-256, category Mn). The one rule, for
+    device names here and for every text shown (results/quoting.py)."""
     return unicodedata.category(ch) == "Cf" or "\ufe00" <= ch <= "\ufe0f" or "\U000e0100" <= ch <= "\U000e01ef"
 
 
