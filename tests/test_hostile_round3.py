@@ -361,3 +361,20 @@ def test_the_warm_folder_that_cannot_be_made_names_no_absolute_path(tmp_path, mo
     with pytest.raises(OSError) as info:
         warm.server_dir()
     assert str(tmp_path) not in str(info.value) and "warm" in str(info.value)
+
+
+def test_the_record_writer_never_writes_a_line_the_readers_refuse(tmp_path, monkeypatch):
+    """A record past the line bound (a huge traceback) is cut to its verdict when written: a run of
+    ours never leaves a record no report can read."""
+    from torchcts.results import jsonl, rundir
+    from torchcts.results.records import CaseRecord
+
+    monkeypatch.setattr(rundir, "MAX_LINE", 2000)
+    monkeypatch.setattr(jsonl, "MAX_LINE", 2000)
+    writer = rundir.RecordWriter(tmp_path)
+    writer.append(CaseRecord.from_json({**failed(CASE, "boom"), "traceback": "x" * 10_000, "info": {"a": "y" * 5000}}))
+    writer.close()
+    problems: list[str] = []
+    [record] = rundir.iter_records(tmp_path, problems)
+    assert problems == [] and record.status == "failed" and record.id == CASE
+    assert "record cut to its verdict" in record.message and record.message.endswith("boom")

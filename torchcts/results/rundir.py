@@ -228,10 +228,11 @@ def _line(record: CaseRecord) -> str:
         return line
     # The readers take a longer line as unreadable (untrusted.read_lines): keep the verdict and its
     # first words, never a record no report can read.
-    kept = {k: (v[:2000] if isinstance(v, str) else v) for k, v in data.items()
+    cut = min(2000, MAX_LINE // 64)  # per text field: the cut line stays far inside the bound
+    kept = {k: (v[:MAX_LINE // 2 if k == "id" else cut] if isinstance(v, str) else v) for k, v in data.items()
             if isinstance(v, (str, int, float, bool)) or v is None}
     kept["message"] = (f"[record cut to its verdict: {len(line)} bytes, past the {MAX_LINE}-byte line limit] "
-                       + str(data.get("message") or "")[:2000])
+                       + str(data.get("message") or "")[:cut])
     return json.dumps(scrub_obj(kept), sort_keys=True, default=str)
 
 
