@@ -165,7 +165,7 @@ def bounds_problem(sample: Any, max_tensor_mb: float = DEFAULT_MAX_TENSOR_MB) ->
         items = scale.get("tuple") if isinstance(scale, dict) else scale  # a list, or codec's tuple
         numbers = [one] if one is not None else [n for n in map(_number, _children(items) or []) if n is not None]
         grown = largest * math.prod(numbers) ** (max(1, dims - 2) if len(numbers) == 1 else 1)
-        if numbers and grown > max_elements:
+        if numbers and largest and grown > max_elements:
             return f"a scale of {str(numbers[:4])[:40]} that grows a tensor past max_tensor_mb"
     return None
 
@@ -183,7 +183,8 @@ def _number(value: Any) -> float | None:
         return None
     if isinstance(value, float) and not math.isfinite(value):
         return None
-    return abs(value)
+    # as a float, an int past float's range infinite: products and messages never overflow
+    return abs(float(value)) if abs(value) < 1e300 else math.inf
 
 
 def _children(item: Any) -> list[Any] | None:
