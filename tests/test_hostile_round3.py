@@ -70,6 +70,17 @@ def test_a_float_size_is_bounded(tmp_path, sample):
     assert entries == [] and bad == 1
 
 
+def test_an_int_past_floats_range_is_a_refused_size_not_a_crash():
+    """Found by bench/fuzz_readers.py (seed 51, input 3727): the bound's message formatted the number
+    as a float (OverflowError, exit 3)."""
+    from torchcts.cases.explore import corpus
+
+    big = 10**400
+    for sample in ({"input": {"tensor": big}, "args": [0], "kwargs": {}}, {"input": None, "args": [big, 0.5], "kwargs": {}},
+                   {"input": _tensor([2]), "args": [], "kwargs": {"scale_factor": [big, 1e308]}}):
+        assert corpus.bounds_problem(sample, 256) is not None
+
+
 @pytest.mark.parametrize("sample", [
     {"input": _tensor([2]), "args": [{"float": 2.5.hex()}, 1e-30], "kwargs": {}},
     {"input": _tensor([1, 1, 8, 8]), "args": [], "kwargs": {"scale_factor": 2.0}},
