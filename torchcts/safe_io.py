@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from torchcts.errors import UsageError
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+# A lone surrogate (Python makes one of a non-UTF-8 file name, `os.fsdecode`; a backend's message can
+# carry it) is written as its escape `\udcff`: UTF-8 cannot hold it, and a report must not end on it.
+_LONE_SURROGATES = "backslashreplace"
 _UMASK = os.umask(0o022)  # read once (umask has no getter); files get the mode open() would give them
 os.umask(_UMASK)
 
@@ -51,20 +55,23 @@ def refuse_link(path: Path) -> None:
         raise UsageError(f"refusing to write {path.parent.name}/{path.name}: it is not a plain file")
 
 
-def write_atomic(folder: Path, name: str, data: bytes | str, *, root: Path | None = None, fsync: bool = True,
-                 mode: int = 0o666) -> Path:
+def write_atomic(folder: Path, name: str, data: bytes | str | Iterable[bytes | str], *, root: Path | None = None,
+                 fsync: bool = True, mode: int = 0o666) -> Path:
     """Write `data` to `folder/name` atomically; `root` (default `folder`) bounds where it may go.
+    `data` may be an iterable of pieces (a report of 10^6 records), written as they come: the
+    whole text is never held.
 
     Readers see the old file or the new one, never half of either; a crash leaves at most a
     hidden `.name.*.tmp` beside it."""
     check_inside(root if root is not None else folder, folder)
     path = folder / _bare(name)
     refuse_link(path)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+    pieces = [data] if isinstance(data, (str, bytes, bytearray)) else data
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
+            for piece in pieces:
+                fh.write(piece.encode("utf-8", _LONE_SURROGATES) if isinstance(piece, str) else piece)
             if fsync:
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -90,7 +97,7 @@ def open_append(folder: Path, name: str, *, root: Path | None = None, binary: bo
         if path.is_symlink():  # planted between the check and the open
             raise UsageError(f"refusing to append to {folder.name}/{name}: it is a symbolic link") from None
         raise exc
-    return os.fdopen(fd, "ab" if binary else "a", **({} if binary else {"encoding": "utf-8"}))
+    return os.fdopen(fd, "ab" if binary else "a", **({} if binary else {"encoding": "utf-8", "errors": _LONE_SURROGATES}))
 
 
 def make_folder(root: Path, folder: Path) -> Path:

@@ -52,23 +52,28 @@ def _switch(name: str, raw: str) -> bool:
     raise UsageError(f"{name}={raw!r} is not a switch: set it to 1 or 0, or unset it")
 
 
+# The largest count a variable takes: far past any machine (seconds: 11 days; threads, shards), far
+# below what the C calls it reaches overflow (an OverflowError there ended a run with exit 3).
+MAX_COUNT = 1_000_000
+MAX_WORKERS = 4096
+
+
 def _positive(name: str, raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise UsageError(f"{name}={raw!r} is not a positive whole number: set it to e.g. 2, or unset it")
+    value = int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 12 else 0
+    if not 1 <= value <= MAX_COUNT:
+        raise UsageError(f"{name}={raw[:40]!r} is not a whole number from 1 to {MAX_COUNT:,}: set it to e.g. 2, "
+                         "or unset it")
     return value
 
 
 def _workers(name: str, raw: str) -> int | str:
     if raw.lower() in WORKER_WORDS:
         return raw.lower()
-    if raw.isdigit():
+    if raw.isascii() and raw.isdigit() and len(raw) <= 12 and int(raw) <= MAX_WORKERS:
         return int(raw)
     raise UsageError(
-        f"{name}={raw!r} is not a worker count: set it to a whole number, auto or logical, or unset it"
+        f"{name}={raw[:40]!r} is not a worker count: set it to a whole number up to {MAX_WORKERS}, auto or "
+        "logical, or unset it"
     )
 
 

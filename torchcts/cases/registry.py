@@ -109,15 +109,19 @@ def suite_cases(name: str) -> list[Case]:
 def _suite_module(name: str, module: str) -> ModuleType:
     """The suite's module; one named by TORCHCTS_EXTRA_SUITES that does not import is the user's
     setting (one line, exit 2), not TorchCTS's failure."""
+    from torchcts.errors import UsageError, first_line
+
     try:
-        return importlib.import_module(module)
+        found = importlib.import_module(module)
     except ImportError as exc:
         if extra_suites().get(name) != module:
             raise
-        from torchcts.errors import UsageError, first_line
-
         raise UsageError(f"TORCHCTS_EXTRA_SUITES: suite '{name}' names module '{module}', which cannot be imported "
                          f"({type(exc).__name__}: {first_line(exc, 160)}): fix the variable or unset it") from None
+    if extra_suites().get(name) == module and not callable(getattr(found, "cases", None)):
+        raise UsageError(f"TORCHCTS_EXTRA_SUITES: suite '{name}' names module '{module}', which is not a suite (it has "
+                         "no cases() function): name a suite module or unset the variable")
+    return found
 
 
 def iter_cases(suites: list[str] | None = None) -> Iterator[Case]:

@@ -60,10 +60,16 @@ def unavailable() -> str | None:
 def server_dir(env: dict[str, str] | None = None) -> Path:
     """The per-user private folder of the servers' sockets (created 0700; refused if not ours)."""
     folder = settings.warm_folder(env)
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    st = os.lstat(folder)
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(folder)
+    except OSError as exc:  # its text would name the absolute path (the user's home): the name only
+        raise OSError(f"the warm servers' folder {folder.name} cannot be made ({exc.strerror or type(exc).__name__})") \
+            from None
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
-        raise OSError(f"{folder} is not a private folder of this user")
+        # named by its own name only: the absolute path names the user's home (docs/security.md)
+        raise OSError(f"the warm servers' folder {folder.name} is not a private folder of this user (set "
+                      "TORCHCTS_WARM_DIR to a folder only you can read, or TORCHCTS_WARM=0)")
     return folder
 
 
@@ -74,7 +80,8 @@ def socket_path(profile: str, env: dict[str, str] | None = None, run: str = "") 
     key = keys.key(env, profile)
     path = str(server_dir(env) / (f"{key[:16]}-run-{run}.sock" if run else f"{key}.sock"))
     if len(path.encode()) > 100:  # AF_UNIX paths are limited to ~107 bytes
-        raise OSError(f"the socket path would be too long: {path}")
+        raise OSError(f"the socket path would be too long ({len(path.encode())} bytes): set TORCHCTS_WARM_DIR "
+                      "to a shorter folder")
     return path
 
 

@@ -21,11 +21,13 @@ from __future__ import annotations
 import datetime as _dt
 import difflib
 import fnmatch
+import re
 from typing import Any
 
 from torchcts.manifest.schema import BUCKETS, KNOWN_SUITE_NAMES, dtype_name
 
 LEDGER_STATUSES = ("xfail", "known_crash")
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # YYYY-MM-DD only (fromisoformat also takes 20270630)
 ENTRY_KEYS = ("match", "status", "reason", "tracker", "expires", "signature")
 SELECTOR_KEYS = ("op", "dtype", "suite", "kind", "case")
 SIGNATURE_KEYS = ("exception", "message")
@@ -125,8 +127,14 @@ def normalise_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def expiry_date(value: Any) -> _dt.date | None:
+    """The date of an `expires` value (a TOML date or `YYYY-MM-DD` text); None for anything else,
+    a TOML datetime or time included: its text would not read back as a date from run.json."""
+    if isinstance(value, _dt.datetime):
+        return None
     if isinstance(value, _dt.date):
         return value
+    if not isinstance(value, str) or not _ISO_DATE.fullmatch(value):
+        return None
     try:
         return _dt.date.fromisoformat(str(value))
     except ValueError:

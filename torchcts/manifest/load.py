@@ -12,7 +12,7 @@ from torchcts.errors import ManifestError, UsageError
 from torchcts.manifest.literal import DtypeTypo, literal_manifest
 from torchcts.manifest.schema import Manifest
 from torchcts.manifest.validate import validate
-from torchcts.untrusted import Unreadable, loads_toml, tomllib
+from torchcts.untrusted import NotRegular, Unreadable, loads_toml, read_bounded, tomllib
 
 SEARCH_ORDER = ("manifest.py", "torchcts.toml", "pyproject.toml")
 # `--manifest torchcts:sim/manifest.py` names a manifest shipped inside the package (the sim's), so a
@@ -73,8 +73,15 @@ def display_path(path: Path) -> str:
 
 
 def _read_text(path: Path) -> str:
+    """The manifest's text: a regular file of at most untrusted.MAX_FILE bytes (a FIFO is refused
+    before it blocks, a crafted 10 GB file before it is read)."""
     try:
-        return path.read_text(encoding="utf-8")
+        return read_bounded(path).decode("utf-8")
+    except NotRegular:
+        raise ManifestError(["not a regular file (a FIFO, a device or a folder): pass the manifest file itself"],
+                            display_path(path)) from None
+    except Unreadable as exc:
+        raise ManifestError([f"{exc.msg.split(' is ')[-1]}: a manifest is a short text file"], display_path(path)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ManifestError([f"cannot read the file ({type(exc).__name__}): save it as UTF-8 text"],
                             display_path(path)) from None

@@ -6,7 +6,7 @@ This is the single place artifacts are written, by `run` at the end and by `repo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from torchcts.results.outcome import RunOutcome
@@ -17,7 +17,7 @@ from torchcts.safe_io import write_atomic
 Records = list[CaseRecord]
 
 
-def _text(name: str, render: Callable[[RunOutcome, Records], str]) -> Callable[[Path, RunOutcome, Records], None]:
+def _text(name: str, render: Callable[[RunOutcome, Records], str | Iterable[str]]) -> Callable[[Path, RunOutcome, Records], None]:
     def write(run_dir: Path, run: RunOutcome, records: Records) -> None:
         write_atomic(run_dir, name, render(run, records))
 
@@ -31,10 +31,10 @@ def _summary(run: RunOutcome, records: Records) -> str:
     return render_markdown(run, records)
 
 
-def _junit(run: RunOutcome, records: Records) -> str:
-    from torchcts.results.junit import render_junit
+def _junit(run: RunOutcome, records: Records) -> Iterable[str]:
+    from torchcts.results.junit import iter_junit
 
-    return render_junit(run, records)
+    return iter_junit(run, records)  # written piece by piece: one test case's XML at a time
 
 
 def _html(run_dir: Path, run: RunOutcome, records: Records) -> None:
@@ -64,7 +64,7 @@ def write_artifacts(run_dir: Path, run: RunOutcome, records: Records) -> None:
     """Data is scrubbed before rendering (a downloaded run may hold anything), then each format
     quotes it (results/quoting.py): scrubbing rendered HTML or Markdown would break its escaping."""
     run = run.scrubbed(scrub_obj)
-    records = [CaseRecord.from_json(scrub_obj(r.to_json())) for r in records]
+    records = [_scrubbed(r) for r in records]
     for done, write in enumerate(ARTIFACTS):
         try:
             write(run_dir, run, records)
@@ -73,6 +73,14 @@ def write_artifacts(run_dir: Path, run: RunOutcome, records: Records) -> None:
             gone = f"; {', '.join(removed)} from an earlier rebuild removed (stale)" if removed else ""
             raise StaleArtifacts(exc.errno, f"{exc.strerror or exc}{gone}; rerun `torchcts report` once there "
                                  "is space", exc.filename) from exc
+
+
+def _scrubbed(record: CaseRecord) -> CaseRecord:
+    """The record scrubbed: itself when scrubbing changes nothing (most records), so a report of
+    10^6 records holds them once, not twice."""
+    data = record.to_json()
+    clean = scrub_obj(data)
+    return record if clean == data else CaseRecord.from_json(clean)
 
 
 def _remove_stale(run_dir: Path, names: tuple[str, ...]) -> list[str]:

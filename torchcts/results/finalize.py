@@ -15,7 +15,7 @@ from torchcts.results.artifacts import write_artifacts
 from torchcts.results.commands import offered_commands
 from torchcts.results.ledger import crash_rule, report_for_run, run_device
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.plan import PLAN, read_plan
+from torchcts.results.plan import PLAN, iter_plan
 from torchcts.results.records import CaseRecord, skip_record
 from torchcts.results.statuses import EXECUTED
 from torchcts.results.summary import totals
@@ -26,13 +26,16 @@ def not_run_records(run_dir: Path, recorded: set[str], problems: list[str]) -> l
     them instead of showing only what finished."""
     if not (run_dir / PLAN).is_file():
         return []
+    missing = []
     try:
-        plan = read_plan(run_dir)
+        for case in iter_plan(run_dir):  # streamed: only the cases without a record are held
+            if case.id not in recorded:
+                missing.append(skip_record(case, "not_run", "planned, but no result was recorded (the run was "
+                                           "interrupted, killed or stopped early)"))
     except UsageError as exc:
         problems.append(str(exc))
         return []
-    return [skip_record(c, "not_run", "planned, but no result was recorded (the run was interrupted, killed "
-                        "or stopped early)") for c in plan if c.id not in recorded]
+    return missing
 
 
 def finalize(run_dir: Path, status: str, manifest_arg: str | None = None) -> tuple[RunOutcome, list[CaseRecord]]:
@@ -42,8 +45,9 @@ def finalize(run_dir: Path, status: str, manifest_arg: str | None = None) -> tup
     reuse the records read here instead of parsing cases.jsonl again. `manifest_arg`: the run's own
     `--manifest` as typed (run.json keeps it scrubbed), for the commands the reports offer."""
     run = rundir.read_run(run_dir)
-    readable, unreadable = rundir.scan_records(run_dir)
-    records = rundir.last_per_case(readable)  # the last record of a case supersedes (reruns, crashes)
+    unreadable: list[str] = []
+    # read line by line, the last record of a case superseding (reruns, crashes): one record per case held
+    records = rundir.last_per_case(rundir.iter_records(run_dir, unreadable))
     missing = not_run_records(run_dir, {r.id for r in records}, unreadable)
     if status in ("complete", "incomplete"):  # pytest ended; with planned cases lacking a result, never "complete"
         status = "incomplete" if missing else "complete"

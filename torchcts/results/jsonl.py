@@ -13,9 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from torchcts.untrusted import Unreadable, loads
+from torchcts import untrusted
+from torchcts.untrusted import Unreadable, loads, open_regular, read_lines
 
-__all__ = ["JsonLine", "read_jsonl"]
+__all__ = ["MAX_LINE", "JsonLine", "read_jsonl"]
+
+MAX_LINE = untrusted.MAX_LINE  # a longer line is one unreadable line (read_lines), never held whole
 
 
 @dataclass(frozen=True)
@@ -37,9 +40,14 @@ class JsonLine:
 
 
 def read_jsonl(path: Path) -> Iterator[JsonLine]:
-    """Every non-blank line of `path` in order (OSError as open raises it: a missing file is the caller's case)."""
-    with open(path, "rb") as fh:
-        for number, raw in enumerate(fh, 1):
+    """Every non-blank line of `path` in order, one at a time (memory holds one line of at most
+    MAX_LINE bytes, whatever the file's size). OSError as open raises it (a missing file is the
+    caller's case); untrusted.NotRegular (a ValueError) for a FIFO or a device, never opened to block."""
+    with open_regular(path) as fh:
+        for number, raw in enumerate(read_lines(fh, MAX_LINE), 1):
+            if raw is None:
+                yield JsonLine(number, error=Unreadable(f"a line longer than {MAX_LINE} bytes"))
+                continue
             if not raw.strip():
                 continue
             try:

@@ -29,6 +29,10 @@ from torchcts.results.signatures import entry_signature, signature_matches, sign
 from torchcts.results.statuses import CRASH_LIKE, EXECUTED, FAILURES, FORGIVABLE, Status
 from torchcts.results.wording import plural
 
+# The device type a rule is decided on: `MPS`, ` mps:0 `, `mps\u200b` are all `mps` (run.json's is
+# normalised when read, results/outcome.py; a flag's or a record's here).
+from torchcts.untrusted import device_type
+
 FAILING = FORGIVABLE  # what an entry can turn into xfailed
 APPLIED = EXECUTED  # records of cases that ran carry the ledger note of the entry naming them
 CRASHES = CRASH_LIKE
@@ -36,14 +40,6 @@ CRASHES = CRASH_LIKE
 # no ledger entry turns a crash into xfailed, a crash that passes on rerun stays a crash, and a
 # `known_crash` entry is invalid there.
 NO_CRASH_FORGIVENESS = ("mps",)
-
-
-def device_type(device: Any) -> str | None:
-    """The device type a rule is decided on: `MPS`, ` mps:0 ` and `mps` are all `mps` (run.json is
-    untrusted: a spelling must not talk a device out of its rule); None for no device."""
-    if not isinstance(device, str):
-        return None
-    return device.strip().lower().partition(":")[0] or None
 
 
 def forgives_crashes(device: str | None) -> bool:

@@ -14,7 +14,6 @@ from torchcts.errors import UsageError
 from torchcts.results import rundir
 from torchcts.results.finalize import finalize
 from torchcts.results.outcome import RunOutcome
-from torchcts.safe_io import write_atomic
 
 # run.json fields (RunOutcome's) that must agree between shards.
 _SAME = ("manifest_hash", "torchcts", "torch", "device", "gate", "validation")
@@ -48,6 +47,45 @@ def check_compatible(runs: list[tuple[Path, RunOutcome]]) -> None:
         raise UsageError(f"cannot merge: shards {[f'{i}/{n}' for i, n in shards]} are not distinct shards of one N")
 
 
+def check_disjoint(run_dirs: list[Path]) -> None:
+    """No case in two shards: shards of one run never share a case, so a shared id means a copied or
+    edited folder, and a merge that let one shard's `passed` hide another's `failed` would read clean
+    (and depend on the order the folders were named). Read line by line (plan and records)."""
+    from torchcts.results.jsonl import read_jsonl
+    from torchcts.results.plan import PLAN
+
+    owner: dict[str, str] = {}
+    for d in run_dirs:
+        seen: set[str] = set()
+        for name in (PLAN, rundir.CASES_JSONL):
+            if not (d / name).exists():
+                continue
+            for line in read_jsonl(d / name):
+                case_id = line.value.get("id") if isinstance(line.value, dict) else None
+                if isinstance(case_id, str):
+                    seen.add(case_id)
+        for case_id in sorted(seen):
+            if owner.setdefault(case_id, d.name) != d.name:
+                raise UsageError(f"cannot merge {d.name} with {owner[case_id]}: case '{case_id[:200]}' is in both "
+                                 "(shards of one run never share a case; one was copied or edited): merge each shard once")
+
+
+def _copy_lines(run_dirs: list[Path], folder: Path, name: str) -> None:
+    """`name` of every shard joined into `folder/name` verbatim, unreadable lines too (they stay
+    counted), line by line: an over-long line (untrusted.MAX_LINE) becomes one line saying so."""
+    from torchcts.safe_io import open_append
+    from torchcts.untrusted import MAX_LINE, open_regular, read_lines
+
+    with open_append(folder, name, binary=True) as out:
+        for d in run_dirs:
+            if not (d / name).exists():
+                continue
+            with open_regular(d / name) as fh:
+                for raw in read_lines(fh):
+                    line = raw.rstrip(b"\r\n") if raw is not None else f"<a line of {d.name} over {MAX_LINE} bytes>".encode()
+                    out.write(line + b"\n")
+
+
 def _shard(run: RunOutcome) -> Any:
     """The run's `--shard I/N` as run.json holds it ([I, N]; check_compatible checks it)."""
     return (run.selection or {}).get("shard")
@@ -67,6 +105,7 @@ def merge_runs(run_dirs: list[Path], results_root: Path) -> Path:
         raise UsageError("merge needs at least two shard runs")
     runs = [(d, rundir.read_run(d)) for d in run_dirs]
     check_compatible(runs)
+    check_disjoint(run_dirs)
     out = rundir.new_run_dir(results_root)  # reserves the name
     tmp = results_root / f".{out.name}.merging"
     out.rmdir()
@@ -93,9 +132,7 @@ def merge_runs(run_dirs: list[Path], results_root: Path) -> Path:
         for name in (rundir.CASES_JSONL, PLAN):  # verbatim, unreadable lines too: they stay counted
             if name == PLAN and not all((d / PLAN).is_file() for d, _ in runs):
                 continue  # a shard without its plan: the merged run cannot be shown complete either
-            joined = b"".join(line + b"\n" for d, _ in runs if (d / name).is_file()
-                              for line in (d / name).read_bytes().splitlines())
-            write_atomic(tmp, name, joined)
+            _copy_lines([d for d, _ in runs], tmp, name)
         finalize(tmp, status)
         tmp.rename(out)
     except BaseException:

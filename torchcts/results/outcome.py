@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from torchcts.errors import UsageError
+from torchcts.untrusted import device_type
 
 _TEXT = (str,)
 _INT = (int,)
@@ -128,6 +129,9 @@ class RunOutcome:
     @classmethod
     def _typed(cls, data: dict[str, Any]) -> RunOutcome:
         known = {k: v for k, v in data.items() if k in _FIELD_SET}
+        if isinstance(known.get("device"), dict) and isinstance(known["device"].get("type"), str):
+            # normalised once, here: every rule and report after sees `mps` for `MPS:0` or `mps\u200b`
+            known["device"] = {**known["device"], "type": device_type(known["device"]["type"])}
         if "expectations_outside_selection" in known:
             known["expectations_outside_selection"] = entry_indices(known["expectations_outside_selection"])
         extra = {k: v for k, v in data.items() if k not in _FIELD_SET}

@@ -7,6 +7,7 @@ read, whatever the size of the OpInfo database.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 from torchcts.cases.model import Case
@@ -48,9 +49,14 @@ def _wrong_field(case: Case) -> str | None:
 
 def read_plan(run_dir: Path) -> list[Case]:
     """The plan's cases; a line that is not a case (garbled, edited) is a data problem (exit 2)."""
+    return list(iter_plan(run_dir))
+
+
+def iter_plan(run_dir: Path) -> Iterator[Case]:
+    """The plan's cases one at a time, as `read_plan` (a garbled line raises UsageError when reached):
+    a reader that needs a few of 10^6 planned cases never holds them all."""
     from torchcts.errors import UsageError
 
-    cases = []
     for line in read_jsonl(run_dir / PLAN):
         wrong = None
         try:
@@ -65,5 +71,4 @@ def read_plan(run_dir: Path) -> list[Case]:
                    else type(exc).__name__)
             raise UsageError(f"{run_dir.name}/{PLAN} line {line.number} is not a case ({why}): the run "
                              "folder was edited or damaged; rerun") from None
-        cases.append(case)
-    return cases
+        yield case

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import html
 import re
-import unicodedata
 from typing import Any, TextIO
 
 from torchcts.results.scrub import scrub
+from torchcts.untrusted import invisible
 
 # C0 controls except tab and newline, DEL, C1 controls (ESC [ ... sequences start with \x1b or \x9b).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -41,18 +41,11 @@ _BREAKS = re.compile("[\n\r\u2028\u2029\x85]")
 _BREAK_ESCAPES = {"\n": "\\n", "\r": "\\r", "\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\x85"}
 
 
-def _invisible(ch: str) -> bool:
-    """A character that changes what text looks like without showing: every Unicode format control
-    (category Cf: bidi controls, zero-width characters, shorthand format controls U+1BCA0-3, tags)
-    and the variation selectors (VS1-16 and the supplement VS17-256, category Mn)."""
-    return unicodedata.category(ch) == "Cf" or "\ufe00" <= ch <= "\ufe0f" or "\U000e0100" <= ch <= "\U000e01ef"
-
-
 def visible(text: str) -> str:
     """`text` without invisible and direction-changing characters (the listed ones, then by category:
     new format controls in a later Unicode version are removed without a change here)."""
     s = _INVISIBLE.sub("", text)
-    return s if s.isascii() else "".join(ch for ch in s if ch < "\x80" or not _invisible(ch))
+    return s if s.isascii() else "".join(ch for ch in s if ch < "\x80" or not invisible(ch))
 
 
 def strip_controls(text: Any, keep_newlines: bool = True) -> str:

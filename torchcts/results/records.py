@@ -16,6 +16,7 @@ import json
 import math
 import re
 import shlex
+import sys
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -34,7 +35,7 @@ __all__ = ["CaseRecord", "base_record", "record_repro", "repro_command", "repro_
 _BASE = frozenset({"id", "suite", "level", "ops", "dtype", "kind", "oracle", "requires"})
 
 
-@dataclass
+@dataclass(slots=True)  # no per-record __dict__: a report holds every final record (issue 51: 10^6 of them)
 class CaseRecord:
     """One case's result. Field groups: what the case is, its verdict, its evidence, where and
     how it ran, and what the controller side added (repro lines, ledger, reruns)."""
@@ -141,7 +142,7 @@ class CaseRecord:
             known["recorded_status"] = str(status)
             known["message"] = (f"cases.jsonl holds unknown status {str(status)[:40]!r}, counted as error: "
                                 f"{data.get('message', '')}")
-        return cls(**known, extra=extra, _keys=frozenset(known))
+        return cls(**known, extra=extra, _keys=_key_set(known))
 
     def take(self, verdict: Verdict, failure: BaseException | None = None) -> None:
         """The verdict the case built (cases/verdict.py), whole: its notes, dispatch, precision and
@@ -171,9 +172,9 @@ class CaseRecord:
     def to_json(self) -> dict[str, Any]:
         """The JSON object cases.jsonl holds: the fields set (or present in the source), then `extra`."""
         out: dict[str, Any] = {}
-        values, keys = self.__dict__, self._keys
+        keys = self._keys
         for name in _FIELDS:
-            value = values[name]
+            value = getattr(self, name)
             if name in keys or (value is not None and not (value == [] and name in _LISTS)):
                 out[name] = value.value if type(value) is Status else value
         return {**out, **self.extra}
@@ -243,6 +244,16 @@ class CaseRecord:
 
 
 _FIELDS = tuple(f.name for f in fields(CaseRecord) if f.name not in ("extra", "_keys"))
+# The key sets records were read with, each held once: records of one run share a few (a frozenset of
+# ten names is ~700 bytes, as much again as the record). Bounded: a crafted file's many sets stop sharing.
+_KEY_SETS: dict[frozenset[str], frozenset[str]] = {}
+
+
+def _key_set(keys: Any) -> frozenset[str]:
+    found = frozenset(keys)
+    if len(_KEY_SETS) < 4096:
+        return _KEY_SETS.setdefault(found, found)
+    return _KEY_SETS.get(found, found)
 _FIELD_SET = frozenset(_FIELDS)
 _STRS = frozenset({"suite", "dtype", "kind", "oracle", "message", "recorded_status", "exactness", "weak", "exception",
                    "traceback", "signal", "output_tail", "case_output", "failed_op", "internal_error", "worker",
@@ -271,6 +282,12 @@ def plain(value: Any, depth: int = 0) -> Any:
     return str(value)
 
 
+# Text fields of few distinct values (a suite, a dtype, an op name): held once for every record of a
+# report (sys.intern), as list items are (ops, requires, dispatched): 10^6 records share them.
+_NAMES = frozenset({"suite", "dtype", "kind", "oracle", "exactness", "worker", "op", "exception", "failed_op",
+                    "dispatch_unobserved", "weak", "recorded_status"})
+
+
 def _coerce(name: str, value: Any) -> Any:
     """`value` as field `name` needs it: a crafted or garbled value of another type never crashes a report."""
     if name == "id":
@@ -279,7 +296,7 @@ def _coerce(name: str, value: Any) -> Any:
         return [] if name in _LISTS else None
     if name in _STRS:
         if isinstance(value, str):
-            return value
+            return sys.intern(value) if name in _NAMES and len(value) <= 64 else value
         return json.dumps(value, default=str) if isinstance(value, (dict, list)) else str(value)
     if name in _NUMS and (isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > 1e300
                           or not math.isfinite(value)):  # abs first: an int past float's range overflows isfinite
@@ -290,7 +307,7 @@ def _coerce(name: str, value: Any) -> Any:
         return {"value": str(value)}
     if name in _LISTS:
         items = value if isinstance(value, list) else [value]
-        return [v if isinstance(v, str) else str(v) for v in items]
+        return [sys.intern(v) if isinstance(v, str) and len(v) <= 64 else str(v) for v in items]
     return value
 
 

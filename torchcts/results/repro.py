@@ -11,6 +11,7 @@ device raised or the call hung past the run's per-case timeout.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 import re
@@ -143,10 +144,19 @@ class ReproTarget:
     sim_env: dict[str, str] = field(default_factory=dict)  # the sim's variables the run had (results/sim_env.py)
 
 
+# A folder name's longest form: file systems refuse names past 255 bytes (ENAMETOOLONG), and a
+# crafted 300-character case id must not read as a full disk.
+MAX_NAME = 120
+
+
 def safe_name(case_id: str) -> str:
-    """A folder name for a case: no separators, and never '.', '..' or a hidden name."""
+    """A folder name for a case: no separators, never '.', '..' or a hidden name, at most MAX_NAME
+    characters (a longer id keeps its start and a hash of the whole, so two long ids never share one)."""
     name = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_.") else "_" for ch in case_id.replace("/", "__"))
-    return "_" + name if not name or name.startswith(".") else name
+    name = "_" + name if not name or name.startswith(".") else name
+    if len(name) > MAX_NAME:
+        name = f"{name[:MAX_NAME - 17]}-{hashlib.sha256(case_id.encode('utf-8', 'backslashreplace')).hexdigest()[:16]}"
+    return name
 
 
 _CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -277,12 +287,18 @@ def _find_in_registry(case_id: str) -> Case:
 
 def target_from_run(case_id: str, run_dir: Path) -> ReproTarget:
     from torchcts.results import rundir
-    from torchcts.results.plan import read_plan
+    from torchcts.results.plan import iter_plan
 
     run = rundir.read_run(run_dir)
-    plan = {c.id: c for c in read_plan(run_dir)} if (run_dir / "plan.jsonl").is_file() else {}
-    case = plan.get(case_id) or _find_in_registry(case_id)
-    record = next((r for r in reversed(list(rundir.read_records(run_dir))) if r.id == case_id), None)
+    planned = None
+    for c in iter_plan(run_dir) if (run_dir / "plan.jsonl").is_file() else ():  # streamed, every line checked
+        if c.id == case_id:
+            planned = c
+    case = planned or _find_in_registry(case_id)
+    record = None
+    for r in rundir.read_records(run_dir):  # streamed: the last record of the case wins
+        if r.id == case_id:
+            record = r
     try:
         if run.manifest is None:
             raise KeyError("manifest")

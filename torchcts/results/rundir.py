@@ -13,7 +13,7 @@ import errno
 import json
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from torchcts.results.outcome import RunOutcome
 from torchcts.results.records import MAX_DEPTH, CaseRecord, plain
 from torchcts.results.scrub import scrub_obj
 from torchcts.safe_io import open_append, write_atomic
-from torchcts.untrusted import Unreadable, check_depth, loads
+from torchcts.untrusted import MAX_LINE, NotRegular, Unreadable, check_depth, loads, read_bounded
 
 RUN_JSON = "run.json"
 CASES_JSONL = "cases.jsonl"
@@ -38,6 +38,11 @@ def check_results_root(results_root: Path) -> None:
     """--results-dir must be (or become) a folder, and its `latest` a file: say so before a run."""
     from torchcts.errors import UsageError
 
+    inside_git = [p for p in {os.path.abspath(results_root), os.path.realpath(results_root)}
+                  if ".git" in (part.lower() for part in Path(p).parts)]
+    if inside_git:  # run folders there break the repository (refs/heads/<run> is no ref: git log, gc fail)
+        raise UsageError(f"--results-dir {_shown(results_root)} is inside a .git folder, which belongs to git: "
+                         "pass a results folder outside it (default: results/)")
     for parent in (results_root, *results_root.parents):
         if parent.exists() and not parent.is_dir():
             raise UsageError(f"--results-dir {results_root} cannot be created: {parent} is a file, not a folder; "
@@ -48,6 +53,16 @@ def check_results_root(results_root: Path) -> None:
     if pointer.is_dir() and not pointer.is_symlink():
         raise UsageError(f"{pointer} is a folder, but TorchCTS keeps a link to (or the name of) the newest run "
                          "there: move the folder away or pass another --results-dir")
+
+
+def _shown(path: Path) -> str:
+    """A folder as a refusal names it: as given when relative, else from its `.git` part on (never
+    the absolute path, which names the user's home and host)."""
+    if not path.is_absolute():
+        return str(path)
+    parts = path.parts
+    lowered = [p.lower() for p in parts]
+    return str(Path(*parts[lowered.index(".git"):])) if ".git" in lowered else path.name
 
 
 def new_run_dir(results_root: Path) -> Path:
@@ -87,7 +102,9 @@ def read_run(run_dir: Path) -> RunOutcome:
     from torchcts.errors import UsageError
 
     try:
-        run = loads((run_dir / RUN_JSON).read_bytes())
+        run = loads(read_bounded(run_dir / RUN_JSON))
+    except NotRegular:
+        raise
     except (UnicodeDecodeError, ValueError) as exc:
         why = exc.msg if isinstance(exc, Unreadable) else type(exc).__name__
         raise UsageError(f"{run_dir.name}/{RUN_JSON} is not valid JSON ({why}; truncated or edited): "
@@ -201,26 +218,36 @@ class RecordWriter:
 def _line(record: CaseRecord) -> str:
     """The record's cases.jsonl line, scrubbed; what JSON cannot hold as it is (nesting past
     records.MAX_DEPTH) is written as `CaseRecord.to_text` sends it: never a lost record."""
+    data = record.to_json()
     try:
-        data = record.to_json()
         check_depth(data, MAX_DEPTH)  # the readers (untrusted.loads) refuse deeper lines
-        return json.dumps(scrub_obj(data), sort_keys=True, default=str)
+        line = json.dumps(scrub_obj(data), sort_keys=True, default=str)
     except (TypeError, ValueError, RecursionError):
-        return json.dumps(scrub_obj(plain(record.to_json())), sort_keys=True)
+        line = json.dumps(scrub_obj(plain(data)), sort_keys=True)
+    if len(line) < MAX_LINE:  # ASCII (json.dumps escapes the rest): its length is its bytes
+        return line
+    # The readers take a longer line as unreadable (untrusted.read_lines): keep the verdict and its
+    # first words, never a record no report can read.
+    cut = min(2000, MAX_LINE // 64)  # per text field: the cut line stays far inside the bound
+    kept = {k: (v[:MAX_LINE // 2 if k == "id" else cut] if isinstance(v, str) else v) for k, v in data.items()
+            if isinstance(v, (str, int, float, bool)) or v is None}
+    kept["message"] = (f"[record cut to its verdict: {len(line)} bytes, past the {MAX_LINE}-byte line limit] "
+                       + str(data.get("message") or "")[:cut])
+    return json.dumps(scrub_obj(kept), sort_keys=True, default=str)
 
 
-def scan_records(run_dir: Path) -> tuple[list[CaseRecord], list[str]]:
-    """(every readable record, reruns included; one problem per unreadable line).
+def iter_records(run_dir: Path, problems: list[str]) -> Iterator[CaseRecord]:
+    """Every readable record, reruns included, one at a time as cases.jsonl is read (one line in
+    memory, whatever the file's size); one problem per unreadable line appended to `problems`.
 
     Nothing is dropped silently: a line that is not UTF-8, not JSON (a torn last line of a killed
-    run, a garbled line), not an object or has no case id is reported by line number; a readable
-    one is typed by `CaseRecord.from_json` (which coerces what it cannot trust).
+    run, a garbled line), longer than untrusted.MAX_LINE, not an object or without a case id is
+    reported by line number; a readable one is typed by `CaseRecord.from_json` (which coerces what
+    it cannot trust). A FIFO or a device as cases.jsonl is NotRegular (exit 2), never opened to block.
     """
     path = run_dir / CASES_JSONL
-    records: list[CaseRecord] = []
-    problems: list[str] = []
-    if not path.is_file():
-        return records, problems
+    if not path.exists():  # absent (or a dangling link): no records yet
+        return
     for line in read_jsonl(path):
         rec = line.value
         if line.problem:
@@ -230,17 +257,22 @@ def scan_records(run_dir: Path) -> tuple[list[CaseRecord], list[str]]:
         elif not isinstance(rec.get("id"), str) or not rec["id"]:
             problems.append(f"line {line.number}: no case id")
         else:
-            records.append(CaseRecord.from_json(rec))
-    return records, problems
+            yield CaseRecord.from_json(rec)
+
+
+def scan_records(run_dir: Path) -> tuple[list[CaseRecord], list[str]]:
+    """(every readable record, reruns included; one problem per unreadable line): `iter_records` whole."""
+    problems: list[str] = []
+    return list(iter_records(run_dir, problems)), problems
 
 
 def read_records(run_dir: Path) -> Iterator[CaseRecord]:
     """Every readable record, reruns included (use `final_records` for one per case); unreadable
     lines are counted by `scan_records` and reported by `finalize`."""
-    yield from scan_records(run_dir)[0]
+    yield from iter_records(run_dir, [])
 
 
-def last_per_case(records: list[CaseRecord]) -> list[CaseRecord]:
+def last_per_case(records: Iterable[CaseRecord]) -> list[CaseRecord]:
     """One record per case id: the last one appended wins (reruns, a crash after a case's checks),
     placed where it was appended."""
     last: dict[str, CaseRecord] = {}
@@ -251,4 +283,4 @@ def last_per_case(records: list[CaseRecord]) -> list[CaseRecord]:
 
 
 def final_records(run_dir: Path) -> list[CaseRecord]:
-    return last_per_case(scan_records(run_dir)[0])
+    return last_per_case(iter_records(run_dir, []))

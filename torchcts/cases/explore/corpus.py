@@ -122,11 +122,14 @@ def bounds_problem(sample: Any, max_tensor_mb: float = DEFAULT_MAX_TENSOR_MB) ->
 
     Counted on the JSON before anything is allocated: a tensor's dimensions (at most MAX_DIMS, its
     `expand` shape too) and bytes (its expanded size at 16 bytes an element; all tensors together at
-    most max_tensor_mb); an int argument and the product of a list or tuple of ints (a size such as
-    16,384 x 16,384) at most the elements that fit in max_tensor_mb, a lone int at most their square
-    root (an `n` that makes an n x n result)."""
+    most max_tensor_mb). Every number that can become a size, an int or a finite float alike (an
+    `arange` end of 2e8 as a float, a `linspace` steps): a lone one at most the square root of the
+    elements that fit in max_tensor_mb (an `n` that makes an n x n result), the product of a list or
+    tuple of them at most those elements; a `scale_factor`-like keyword (scale, factor) multiplies the
+    largest tensor by its value once per spatial dimension, and that product is bounded the same way."""
     max_elements = max(1, int(max_tensor_mb * (1 << 20)) // 16)
-    total = 0
+    total, largest, dims = 0, 0, 0
+    scales: list[Any] = []
     stack: list[Any] = [sample]
     while stack:
         item = stack.pop()
@@ -138,24 +141,59 @@ def bounds_problem(sample: Any, max_tensor_mb: float = DEFAULT_MAX_TENSOR_MB) ->
                     return f"a tensor of more than {MAX_DIMS} dimensions"
                 if not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= max_elements for n in shape):
                     return "a tensor size out of range"
-            total += math.prod(shapes[-1]) if shapes else 0
+            elements = math.prod(shapes[-1]) if shapes else 0
+            total, largest, dims = total + elements, max(largest, elements), max(dims, len(shapes[-1]) if shapes else 0)
             if total > max_elements:
                 return f"tensors of more than {max_tensor_mb:g} MB (max_tensor_mb)"
             continue
-        children = list(item.values()) if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            if _int(item) and abs(item) > math.isqrt(max_elements):
-                return f"an int argument of {str(item)[:20]} (a size past max_tensor_mb)"
+        if isinstance(item, dict):  # keyword arguments: a scale multiplies what it resizes
+            scales += [v for k, v in item.items() if isinstance(k, str) and ("scale" in k or "factor" in k)]
+        number = _number(item)
+        if number is not None:
+            if number > math.isqrt(max_elements):
+                return f"a number argument of {number:.4g} (a size past max_tensor_mb)"
             continue
-        ints = [abs(c) for c in children if _int(c)]
-        if len(ints) > 1 and math.prod(ints) > max_elements:
-            return f"int arguments whose product passes max_tensor_mb ({str(ints[:4])[:60]})"
-        stack.extend(c for c in children if not (_int(c) and len(ints) > 1))
+        children = _children(item)
+        if children is None:
+            continue
+        numbers = [n for n in map(_number, children) if n is not None]
+        if len(numbers) > 1 and (math.prod(n for n in numbers if n) > max_elements or max(numbers) > max_elements):
+            return f"number arguments whose product passes max_tensor_mb ({str(numbers[:4])[:60]})"
+        stack.extend(c for c in children if not (len(numbers) > 1 and _number(c) is not None))
+    for scale in scales:
+        one = _number(scale)
+        items = scale.get("tuple") if isinstance(scale, dict) else scale  # a list, or codec's tuple
+        numbers = [one] if one is not None else [n for n in map(_number, _children(items) or []) if n is not None]
+        grown = largest * math.prod(numbers) ** (max(1, dims - 2) if len(numbers) == 1 else 1)
+        if numbers and largest and grown > max_elements:
+            return f"a scale of {str(numbers[:4])[:40]} that grows a tensor past max_tensor_mb"
     return None
 
 
-def _int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _number(value: Any) -> float | None:
+    """The magnitude of a value that can become a size: an int, a finite float, or codec's
+    `{"float": hex}`; None for anything else (an infinity or NaN asks for no size: torch refuses it)."""
+    if isinstance(value, dict) and len(value) == 1 and "float" in value:  # float.hex text (codec._num)
+        text = value["float"]
+        try:
+            value = float.fromhex(text) if isinstance(text, str) else text
+        except (ValueError, OverflowError):
+            return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    # as a float, an int past float's range infinite: products and messages never overflow
+    return abs(float(value)) if abs(value) < 1e300 else math.inf
+
+
+def _children(item: Any) -> list[Any] | None:
+    """The values inside a container of the encoded form (a list, a `{"tuple": [...]}`, an object)."""
+    if isinstance(item, list):
+        return item
+    if isinstance(item, dict):
+        return [v for k, v in item.items() if k != "float"]
+    return None
 
 
 def _entry(data: Any, name: str) -> Entry:
