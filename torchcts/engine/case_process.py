@@ -52,6 +52,7 @@ from torchcts.engine.isolation import (
     TIMEOUT_EXIT,
     child_death_record,
     log_path,
+    mark_fresh_process,
     running_child,
     signal_quietly,
 )
@@ -143,6 +144,7 @@ class CaseProcess:
             # killer): this case did not kill it.
             self.pid = None
             self._close()
+            self._fresh()
         if self.pid is None:
             self._start()
         assert self.channel is not None
@@ -164,7 +166,16 @@ class CaseProcess:
     def _died(self, case: Case, nodeid: str, work_dir: Path | None, worker: str) -> CaseOutcome:
         exit_fields = self._reap()
         record = child_death_record(case, work_dir, worker, nodeid, exit_fields)
+        self._fresh()
         return CaseOutcome(record, FAILED, record.message or "")
+
+    def _fresh(self) -> None:
+        """The log's next cases run in the next child, not with the dead one's (engine/attribution.py)."""
+        if self.log is not None:
+            try:
+                mark_fresh_process(self.log)
+            except OSError:
+                pass
 
     def _start(self) -> None:
         for name in self.imports:  # what the last child imported: the next one inherits it
