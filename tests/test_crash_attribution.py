@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from conftest import latest_run, records, run_cli
 
 from torchcts.cases.model import Case
@@ -48,10 +49,10 @@ def test_an_asynchronous_abort_is_attributed_to_the_case_that_left_it(tmp_path):
     a, b = final[A], final[B]
     assert a["status"] == "crashed" and a["signal"] == "SIGABRT", a
     assert ASSERTION in a["output_tail"] and f"landed in {B}" in a["message"], a
-    assert a["crash_attribution"] == {"landed_in": B, "belongs_to": A, "alone": {A: "crashed", B: "passed"}}
+    assert a["attribution"] == {"landed_in": B, "belongs_to": A, "alone": {A: "crashed", B: "passed"}}
     assert a["repro"].endswith(f"--case {A}")
     assert b["status"] == "passed" and f"the crash belongs to {A}" in b["message"], b
-    assert b["crash_attribution"]["belongs_to"] == A
+    assert b["attribution"]["belongs_to"] == A
     assert final[C]["status"] == "passed"
 
 
@@ -88,9 +89,50 @@ def test_a_crash_is_never_turned_into_a_pass_without_a_culprit():
     crash = CaseRecord.from_case(cases["s/b/float32"], status=Status.CRASHED, signal="SIGABRT", message="died")
     passed = {cid: Alone(cid, CaseOutcome(CaseRecord.from_case(c, status=Status.PASSED))) for cid, c in cases.items()}
     [kept] = attribute([Suspicion("s/b/float32", ["s/a/float32"], crash)], passed, cases)
-    assert kept.status == Status.CRASHED and kept.crash_attribution["belongs_to"] is None
+    assert kept.status == Status.CRASHED and kept.attribution["belongs_to"] is None
     assert "neither it nor s/a/float32 crashed" in kept.message
     again = {**passed, "s/b/float32": Alone("s/b/float32", died={"signal": "SIGABRT", "exit_code": -6})}
     [own] = attribute([Suspicion("s/b/float32", ["s/a/float32"], crash)], again, cases)
-    assert own.status == Status.CRASHED and own.crash_attribution["belongs_to"] == "s/b/float32"
+    assert own.status == Status.CRASHED and own.attribution["belongs_to"] == "s/b/float32"
     assert "it crashed again alone" in own.message
+
+
+POISON_ENV = {**ENV, "TORCHCTS_EXTRA_SUITES": "poison=helpers.planted_poison"}
+
+
+@pytest.mark.parametrize("forked", [False, True], ids=["worker", "forked-child"])
+def test_a_poisoned_device_is_found_by_the_canary_and_its_worker_replaced(tmp_path, forked):
+    """Each case passes, then leaves the sim's device broken (every later op raises): the first failure
+    after it is noted as the poisoned device's and the worker (or, after a crash, its forked child)
+    replaced, so of four cases two pass (without the canary one passed and three failed)."""
+    env = {**POISON_ENV, **({"PLANTED_POISON_FORKED": "1"} if forked else {})}
+    r = run_cli("run", "--device", "sim", "--manifest", "torchcts:sim/manifest.py", "--suite", "poison",
+                "--timeout", "120", "--", "-n", "1", "-p", "no:benchmark", cwd=tmp_path, env=env, timeout=400)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]  # the failures that met the poison stay
+    final = {rec["id"]: rec for rec in records(latest_run(tmp_path))}
+    victims = [final[f"poison/b_victim/{i}/float32"] for i in range(4)]
+    failed = [v for v in victims if v["status"] != "passed"]
+    assert len(failed) == 2, [(v["id"], v["status"], v.get("message")) for v in victims]
+    for bad in failed:
+        assert bad["status"] == "error" and "failed a canary" in bad["message"] and "device lost" in bad["message"]
+        assert bad["attribution"]["process_replaced"] is True and "device lost" in bad["attribution"]["canary"]
+    if forked:  # the retired child's end is no crash of the case after it
+        assert final["poison/a0_segv/float32"]["status"] == "crashed"
+        assert [v["status"] for v in final.values()].count("crashed") == 1
+
+
+def test_the_canary_judges_only_a_device_that_passed_it_first():
+    from torchcts.engine.canary import Canary
+
+    canary = Canary()
+    canary.before("cpu")
+    record = CaseRecord(id="x", status=Status.ERROR, message="boom")
+    canary.after(record, True, "cpu")
+    assert canary.works and canary.poisoned is None and record.message == "boom"  # cpu still adds
+    canary.after(record, True, "no_such_device")  # the canary itself cannot run there: poisoned
+    assert canary.poisoned and "failed a canary" in record.message
+    fresh = Canary()
+    fresh.before("no_such_device")  # never worked: never judges
+    other = CaseRecord(id="y", status=Status.ERROR, message="boom")
+    fresh.after(other, True, "no_such_device")
+    assert fresh.poisoned is None and other.message == "boom"

@@ -17,7 +17,7 @@ up to SUSPECTS_BEFORE cases before it in that process) runs alone in a fresh pro
 - the crashed case ran alone without crashing and an earlier case crashed alone: the crash is that
   earlier case's. The earlier case gets its crash record (signal, its stderr with the driver's text,
   what happened in the run), the innocent case its own verdict from its run alone, each saying so
-  in `crash_attribution`;
+  in `attribution`;
 - the crashed case crashed alone too: its crash stands (and any earlier case's crash alone is
   recorded as well);
 - nothing crashed alone: the crash stands, undetermined (it needs the cases in sequence): a crash is
@@ -165,7 +165,7 @@ def attribute(suspicions: list[Suspicion], alone: dict[str, Alone], plan: dict[s
                 output_tail=f"{STDERR_HEADER}\n{a.stderr}" if a.stderr else None,
                 message=(f"its process died ({how}) when this case ran alone in a fresh one, after its checks "
                          f"(deferred work: a driver thread's abort); in the run this was {where}"),
-                crash_attribution={"landed_in": s.landed_in, "belongs_to": cid, "alone": ran})
+                attribution={"landed_in": s.landed_in, "belongs_to": cid, "alone": ran})
         if s.landed_in is None or s.record is None:
             continue
         if landed is not None and landed.outcome is not None and culprits:
@@ -173,12 +173,12 @@ def attribute(suspicions: list[Suspicion], alone: dict[str, Alone], plan: dict[s
             note = (f"its process died in the run ({s.record.signal or s.record.exit_code}) while it ran; rerun alone "
                     f"it {record.status}: the crash belongs to {culprits[-1]}, which crashed alone (engine/attribution.py)")
             record.message = f"{record.message}; {note}" if record.message else note
-            record.crash_attribution = {"landed_in": s.landed_in, "belongs_to": culprits[-1], "alone": ran}
+            record.attribution = {"landed_in": s.landed_in, "belongs_to": culprits[-1], "alone": ran}
             out[s.landed_in] = record
         elif s.landed_in not in out:
             mine = landed is not None and landed.crashed
             record = s.record.copy()
-            record.crash_attribution = {"landed_in": s.landed_in, "belongs_to": s.landed_in if mine else None,
+            record.attribution = {"landed_in": s.landed_in, "belongs_to": s.landed_in if mine else None,
                                         "alone": ran}
             why = ("it crashed again alone: the crash is its own" if mine else
                    f"rerun alone, neither it nor {', '.join(s.earlier)} crashed: the crash needs them in sequence")

@@ -40,6 +40,7 @@ from torchcts.results.statuses import Status
 CASE_MARK = "@@torchcts-case "
 TIMEOUT_MARK = "@@torchcts-timeout "
 FRESH_MARK = "@@torchcts-fresh-process"  # the cases after it run in a new process
+RETIRED_MARK = "@@torchcts-retired"  # the worker left on purpose: its device was poisoned (engine/canary.py)
 STDERR_HEADER = "--- stderr of the dead process (fd 2, last lines) ---"
 STDERR_LINES = 20
 TIMEOUT_EXIT = 86  # exit code of a worker ended by the watchdog (the marker is what counts)
@@ -64,9 +65,10 @@ def mark_fresh_process(log: Path) -> None:
 class WorkerWatch:
     """Worker side: per-worker log, a marker per case, and a watchdog that ends a hung worker."""
 
-    def __init__(self, work_dir: Path, worker_id: str) -> None:
+    def __init__(self, work_dir: Path, worker_id: str, retiring: Callable[[], bool] = lambda: False) -> None:
         self.log = open(log_path(work_dir, worker_id), "a", encoding="utf-8")  # noqa: SIM115
         self.stderr = stderr_path(work_dir, worker_id)
+        self.retiring = retiring  # the device was found poisoned (engine/canary.py): leave before the next case
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -76,7 +78,14 @@ class WorkerWatch:
         self.log.flush()
         keep_captured_stderr(session.config, self.stderr)
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        if self.retiring():  # before the case's marker: the controller gives it to a fresh worker
+            from torchcts.engine.canary import RETIRED_EXIT
+
+            self.log.write(f"\n{RETIRED_MARK}\n")
+            self.log.flush()
+            os._exit(RETIRED_EXIT)
         self.log.write(f"\n{CASE_MARK}{time.time():.6f} {nodeid}\n")
         self.log.flush()
 

@@ -152,7 +152,8 @@ def _configure_worker(config: pytest.Config, state: RunState) -> None:
     if work_dir:
         from torchcts.engine.isolation import WorkerWatch
 
-        config.pluginmanager.register(WorkerWatch(Path(work_dir), config.workerinput["workerid"]))
+        config.pluginmanager.register(WorkerWatch(Path(work_dir), config.workerinput["workerid"],
+                                                  lambda: state.runner(config).retiring))
         state.work_dir = Path(work_dir)
         # Crash-budget stops bind a first attempt only (a rerun runs its cases); forked cases bind all.
         state.budget = BudgetReader(state.work_dir, bool(state.spec.crash_budget)

@@ -73,9 +73,10 @@ class CaseRecord:
     exit_code: int | None = None  # a crashed worker's exit code (negative: the signal)
     timeout_s: float | None = None  # the time limit a `timeout` record exceeded
     output_tail: str | None = None  # the dead worker's log tail: faulthandler output, timeout stacks
-    # engine/attribution.py: a crash that may have landed in an innocent case, its suspects rerun alone:
-    # {"landed_in": id, "belongs_to": id or None, "alone": {id: status alone}, "note": ...}
-    crash_attribution: dict[str, Any] | None = None
+    # Which case a crash or a poisoned device belongs to. engine/attribution.py: a crash that may have landed
+    # in an innocent case, its suspects rerun alone: {"landed_in", "belongs_to" (id or None), "alone": {id:
+    # status alone}}; engine/canary.py: the device failed a canary after this case: {"canary", "process_replaced"}
+    attribution: dict[str, Any] | None = None
     # The op that raised or produced the wrong value when it is not the op under test: a device op the
     # case needed besides its own (CaseContext.helper_op); triage counts the failure under it.
     failed_op: str | None = None
@@ -244,7 +245,7 @@ _STRS = frozenset({"suite", "dtype", "kind", "oracle", "message", "recorded_stat
                    "dispatch_unobserved", "op", "repro", "repro_script", "signature"})
 _NUMS = frozenset({"duration_s", "timeout_s", "started_at", "cpu_s", "maxrss_mb", "rss_grew_mb", "rss_mb"})
 _INTS = frozenset({"level", "exit_code", "threads", "attempt"})
-_DICTS = frozenset({"mismatch", "precision", "info", "expectation", "first_failure", "crash_attribution"})
+_DICTS = frozenset({"mismatch", "precision", "info", "expectation", "first_failure", "attribution"})
 _LISTS = frozenset({"ops", "requires"})
 
 
