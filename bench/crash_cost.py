@@ -10,7 +10,7 @@ an OpInfo case does (a replacement worker pays that import again). `--path` pick
 replacement starts: `server` (the run's fork server, engine/crash_server.py; the default) or `fresh`
 (TORCHCTS_CRASH_SERVER=0: a new python each time).
 
-    PYTHONPATH=. python3 bench/crash_cost.py [--crashes 6] [--cases 30] [--opinfo] [--path server|fresh]
+    PYTHONPATH=. python3 bench/crash_cost.py [--crashes 6] [--cases 30] [--case-s 1] [--opinfo] [--path server|fresh]
                                              [--pairs 2] [--out bench/results-crash-cost.json]
 """
 
@@ -30,12 +30,12 @@ sys.path.insert(0, str(HERE))
 from crash import autoload_site, children_cpu, statuses  # noqa: E402
 
 SUITE = '''
-import os, signal, torch
+import os, signal, time, torch
 from torchcts.cases.api import CaseSet
 
 SUITE = CaseSet("crashcost")
 cases = SUITE.cases
-N, CRASHES, OPINFO = {cases}, {crashes}, {opinfo}
+N, CRASHES, OPINFO, CASE_S = {cases}, {crashes}, {opinfo}, {case_s}
 CRASHING = set(range(0, N, max(1, N // CRASHES))[:CRASHES])
 
 
@@ -45,6 +45,7 @@ def k(ctx, dtype, **params):
         import torch.testing._internal.common_methods_invocations  # noqa: F401 - as an OpInfo case does
     if os.environ.get("CRASHCOST_CRASH") and int(ctx.case.id.split("/")[2]) in CRASHING:
         os.kill(os.getpid(), signal.SIGSEGV)
+    time.sleep(CASE_S)  # a real case's time: crashes come apart, as in a run
     x = torch.arange(6, dtype=dtype)
     ctx.assert_close((x.to(ctx.device) + 1).cpu(), x + 1)
 '''
@@ -77,6 +78,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--crashes", type=int, default=6)
     p.add_argument("--cases", type=int, default=30)
+    p.add_argument("--case-s", type=float, default=1.0, help="seconds each case takes (crashes come apart)")
     p.add_argument("--opinfo", action="store_true", help="every case imports the OpInfo database first")
     p.add_argument("--path", choices=("server", "fresh"), default="server")
     p.add_argument("--pairs", type=int, default=2)
@@ -85,7 +87,7 @@ def main() -> int:
     a = p.parse_args()
     pairs = []
     with tempfile.TemporaryDirectory() as root:
-        (Path(root) / "crashcost_suite.py").write_text(SUITE.format(cases=a.cases, crashes=a.crashes, opinfo=a.opinfo))
+        (Path(root) / "crashcost_suite.py").write_text(SUITE.format(cases=a.cases, crashes=a.crashes, opinfo=a.opinfo, case_s=a.case_s))
         for i in range(a.pairs):
             clean = one_run(Path(root), False, a.path, a.workers)
             crashing = one_run(Path(root), True, a.path, a.workers)
@@ -95,6 +97,7 @@ def main() -> int:
             print(f"pair {i + 1}: clean {clean['wall_s']} s, {n} crashes {crashing['wall_s']} s: {per} s a crash "
                   f"(load {clean['load_before']} -> {crashing['load_after']})", flush=True)
     a.out.write_text(json.dumps({"path": a.path, "opinfo": a.opinfo, "cases": a.cases, "crashes": a.crashes,
+                                 "case_s": a.case_s,
                                  "workers": a.workers, "pairs": pairs}, indent=1) + "\n")
     print(f"wrote {a.out}")
     return 0

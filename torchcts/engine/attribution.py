@@ -45,7 +45,7 @@ from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
 
 SUSPECTS_BEFORE = 2  # earlier cases of the dead process that are rerun alone
-START_S = 300.0  # a solo process's start-up (a fresh python imports torch and the backend) on a loaded machine
+START_S = 120.0  # a solo process's start-up (a fresh python imports torch and the backend) on a loaded machine
 MAX_PARALLEL = 2
 
 
@@ -108,7 +108,7 @@ def suspicion(record: CaseRecord, log: Path, nodeid: str | None) -> Suspicion | 
 def run_alone(run_dir: Path, case_ids: list[str], timeout_s: float | None, corpus: str | None) -> dict[str, Alone]:
     """Each case in a fresh process of its own (engine/solo.py), MAX_PARALLEL at a time."""
     results: dict[str, Alone] = {}
-    limit = START_S + (timeout_s or 600.0)
+    limit = START_S + (timeout_s or 600.0)  # the case's own limit, then it is undetermined
     with tempfile.TemporaryDirectory(prefix="torchcts-alone-") as scratch:
         pending = list(dict.fromkeys(case_ids))
         running: list[tuple[Alone, subprocess.Popen[bytes], Path, Any, float]] = []

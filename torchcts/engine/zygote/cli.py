@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .protocol import LaunchRequest
 
-USAGE = "usage: zygote launch SOCKET ARGS... | serve SOCKET PROFILE IDLE_S [run]"
-RUN_SCOPED = "run"  # serve's last word: a server of one run (engine/crash_server.py), files removed at exit
+USAGE = "usage: zygote launch SOCKET ARGS... | serve SOCKET PROFILE IDLE_S [run [SPARE]]"
+RUN_SCOPED = "run"  # serve's fifth word: a server of one run (engine/crash_server.py), files removed at exit;
+# its sixth (SPARE): keep a spare worker that imported that backend module ("-": none), server.py
 
 
 def main(argv: list[str]) -> None:
@@ -20,10 +21,11 @@ def main(argv: list[str]) -> None:
         from .launcher import launch
 
         launch(argv[1], argv[2:])
-    elif len(argv) in (4, 5) and argv[0] == "serve" and argv[4:] in ([], [RUN_SCOPED]):
+    elif len(argv) in (4, 5, 6) and argv[0] == "serve" and argv[4:5] in ([], [RUN_SCOPED]):
         if os.fork():  # detach: whoever started us waits for nothing but this exit
             os._exit(0)
-        job = serve(argv[1], argv[2], float(argv[3]), run_scoped=argv[4:] == [RUN_SCOPED])
+        job = serve(argv[1], argv[2], float(argv[3]), run_scoped=argv[4:5] == [RUN_SCOPED],
+                    spare=argv[5] if len(argv) == 6 else None)
         if job is not None:  # a forked child: the server's loop is behind us
             from . import preload, worker
 
@@ -32,7 +34,8 @@ def main(argv: list[str]) -> None:
         sys.exit(USAGE)
 
 
-def serve(sock_path: str, profile: str, idle_s: float, run_scoped: bool = False) -> LaunchRequest | None:
+def serve(sock_path: str, profile: str, idle_s: float, run_scoped: bool = False,
+          spare: str | None = None) -> LaunchRequest | None:
     """Hold the key's lock and serve; None when done (or another server holds the key), or in a
     forked child the launcher's request. A run-scoped server leaves none of its files behind."""
     from . import state
@@ -45,7 +48,7 @@ def serve(sock_path: str, profile: str, idle_s: float, run_scoped: bool = False)
     state.write_status(sock_path, {"pid": server, "profile": profile, "started": started,
                                    "idle_since": started, "preparing": True, "run_scoped": run_scoped})
     try:
-        job = prepare_and_serve(sock_path, profile, idle_s, started)
+        job = prepare_and_serve(sock_path, profile, idle_s, started, spare)
     finally:
         if run_scoped and os.getpid() == server:  # the server, not a forked worker
             state.remove_files(sock_path)  # the lock file last; the lock itself goes with this process
@@ -54,7 +57,8 @@ def serve(sock_path: str, profile: str, idle_s: float, run_scoped: bool = False)
     return job
 
 
-def prepare_and_serve(sock_path: str, profile: str, idle_s: float, started: float) -> LaunchRequest | None:
+def prepare_and_serve(sock_path: str, profile: str, idle_s: float, started: float,
+                      spare: str | None = None) -> LaunchRequest | None:
     """Import the profile as `python -c` in "/" would, freeze that heap, then run the loop."""
     import gc
 
@@ -85,4 +89,4 @@ def prepare_and_serve(sock_path: str, profile: str, idle_s: float, started: floa
     # touch, and so copy, its pages.
     gc.collect()
     gc.freeze()
-    return Server(sock_path, base, idle_s, import_env, started).loop()
+    return Server(sock_path, base, idle_s, import_env, started, spare).loop()
