@@ -87,7 +87,8 @@ def main() -> int:
     a = p.parse_args()
     pairs = []
     with tempfile.TemporaryDirectory() as root:
-        (Path(root) / "crashcost_suite.py").write_text(SUITE.format(cases=a.cases, crashes=a.crashes, opinfo=a.opinfo, case_s=a.case_s))
+        suite = SUITE.format(cases=a.cases, crashes=a.crashes, opinfo=a.opinfo, case_s=a.case_s)
+        (Path(root) / "crashcost_suite.py").write_text(suite)
         for i in range(a.pairs):
             clean = one_run(Path(root), False, a.path, a.workers)
             crashing = one_run(Path(root), True, a.path, a.workers)
