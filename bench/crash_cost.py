@@ -5,7 +5,11 @@ A planted suite of `--cases` cases, `--crashes` of which kill their process (SIG
 crashing run asks, runs twice on the sim loaded as OpenReg is (a backend PyTorch autoloads and not
 known fork-safe, bench/crash.py's `--autoload`: cases never fork, each crash costs a replacement
 worker): clean, then crashing, `--pairs` times alternating. The cost of one crash is the wall
-difference over the crashes. `--opinfo` makes every case import PyTorch's OpInfo database first, as
+difference over the crashes (the run's critical path: the other worker goes on meanwhile), and a
+replacement's latency is the time from the dead worker's last finished case to its replacement's
+first case (`replacement_s`, from cases.jsonl: the k-th crash's worker is replaced by the k-th new
+worker id; what issue 48 measured on OpenReg as 17 s a dead worker). `--crashing-only` skips the
+clean runs. `--opinfo` makes every case import PyTorch's OpInfo database first, as
 an OpInfo case does (a replacement worker pays that import again). `--path` picks how a
 replacement starts: `server` (the run's fork server, engine/crash_server.py; the default) or `fresh`
 (TORCHCTS_CRASH_SERVER=0: a new python each time).
@@ -51,6 +55,26 @@ def k(ctx, dtype, **params):
 '''
 
 
+def replacements(results: Path) -> list[float]:
+    """Seconds from each dead worker's last finished case to its replacement's first case."""
+    sys.path.insert(0, str(HERE.parent))
+    from torchcts.results import rundir
+
+    run = rundir.latest_run(results)
+    assert run is not None, f"no run under {results}"
+    recs = list(rundir.read_records(run))
+    ran = [r for r in recs if r.started_at is not None and r.worker]
+    first = {}
+    last_end = {}
+    for r in sorted(ran, key=lambda r: r.started_at):
+        first.setdefault(r.worker, r.started_at)
+        last_end[r.worker] = max(last_end.get(r.worker, 0.0), r.started_at + (r.duration_s or 0.0))
+    dead = sorted(last_end[r.worker] for r in recs if r.status == "crashed" and r.worker in last_end)
+    originals = sorted(first, key=first.get)[:2]
+    new = sorted((t for w, t in first.items() if w not in originals))
+    return [round(b - a, 2) for a, b in zip(dead, new, strict=False) if b > a]
+
+
 def one_run(root: Path, crash: bool, path: str, workers: str) -> dict[str, object]:
     env = {**os.environ, "CI": "true", "TORCHCTS_EXTRA_SUITES": "crashcost=crashcost_suite",
            "PYTHONPATH": os.pathsep.join([str(root), str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
@@ -67,9 +91,11 @@ def one_run(root: Path, crash: bool, path: str, workers: str) -> dict[str, objec
         r = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
         wall, cpu = time.perf_counter() - start, children_cpu() - cpu0
         counts = statuses(Path(cwd) / "results")
+        latency = replacements(Path(cwd) / "results") if crash else []
     if r.returncode not in (0, 1):
         raise SystemExit(f"run failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
     return {"crash": crash, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "statuses": counts,
+            "replacement_s": latency,
             "crashed": counts.get("crashed", 0), "load_before": round(load0, 2),
             "load_after": round(os.getloadavg()[0], 2)}
 
@@ -82,6 +108,7 @@ def main() -> int:
     p.add_argument("--opinfo", action="store_true", help="every case imports the OpInfo database first")
     p.add_argument("--path", choices=("server", "fresh"), default="server")
     p.add_argument("--pairs", type=int, default=2)
+    p.add_argument("--crashing-only", action="store_true", help="no clean runs (replacement latency only)")
     p.add_argument("--workers", default="2")
     p.add_argument("--out", type=Path, default=HERE / "results-crash-cost.json")
     a = p.parse_args()
@@ -90,13 +117,14 @@ def main() -> int:
         suite = SUITE.format(cases=a.cases, crashes=a.crashes, opinfo=a.opinfo, case_s=a.case_s)
         (Path(root) / "crashcost_suite.py").write_text(suite)
         for i in range(a.pairs):
-            clean = one_run(Path(root), False, a.path, a.workers)
+            clean = None if a.crashing_only else one_run(Path(root), False, a.path, a.workers)
             crashing = one_run(Path(root), True, a.path, a.workers)
             n = int(crashing["crashed"])  # type: ignore[call-overload]
-            per = round((float(crashing["wall_s"]) - float(clean["wall_s"])) / max(1, n), 2)  # type: ignore[arg-type]
+            per = round((float(crashing["wall_s"]) - float(clean["wall_s"])) / max(1, n), 2) if clean else None  # type: ignore[arg-type]
             pairs.append({"clean": clean, "crashing": crashing, "per_crash_s": per})
-            print(f"pair {i + 1}: clean {clean['wall_s']} s, {n} crashes {crashing['wall_s']} s: {per} s a crash "
-                  f"(load {clean['load_before']} -> {crashing['load_after']})", flush=True)
+            print(f"pair {i + 1}: clean {clean['wall_s'] if clean else '-'} s, {n} crashes {crashing['wall_s']} s: "
+                  f"{per} s a crash; replacements {crashing['replacement_s']} s "
+                  f"(load {crashing['load_before']} -> {crashing['load_after']})", flush=True)
     a.out.write_text(json.dumps({"path": a.path, "opinfo": a.opinfo, "cases": a.cases, "crashes": a.crashes,
                                  "case_s": a.case_s,
                                  "workers": a.workers, "pairs": pairs}, indent=1) + "\n")
