@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
+import select
 import selectors
 import signal
 import socket
@@ -36,6 +37,7 @@ WAIT_S = 5.0  # the longest one wait lasts: the tick's resolution
 CHECK_EVERY_S = 10.0  # how often an idle server looks for changed module files
 PEER_TIMEOUT_S = 10.0  # a launcher that takes longer to speak is dropped
 MAX_SPARE_FAILURES = 2  # spares that died before use: then replacements are forked as before
+READY = b"R"  # a spare's word to the server: its imports are done
 
 
 class Server:
@@ -276,8 +278,8 @@ class Server:
     def hand_to_spare(self, conn: Connection, request: LaunchRequest, fds: list[int]) -> bool:
         """Give the launcher's request and stdio to the waiting spare, which becomes its worker;
         False when there is none or it is gone (then the server forks one as before)."""
-        if self.spare is None:
-            return False
+        if self.spare is None or not self.spare_ready():
+            return False  # a spare still importing is slower than a plain fork: it waits for a later crash
         pid, channel = self.spare
         self.spare = None
         try:
@@ -296,6 +298,17 @@ class Server:
             self.drop(conn)
         self.save_status()
         return True
+
+    def spare_ready(self) -> bool:
+        """The spare said it finished importing (one byte, READY, on its socket)."""
+        assert self.spare is not None
+        channel = self.spare[1]
+        if not _readable(channel):
+            return False
+        try:
+            return channel.recv(1, socket.MSG_PEEK) == READY
+        except OSError:
+            return False
 
     def leave_in_child(self, fds: list[int]) -> None:
         """In the forked child: close the server's descriptors (its socket file stays), take the
@@ -363,6 +376,8 @@ def wait_as_spare(sock: socket.socket, profile: str, backend: str, import_env: d
 
     preload.prepare_spare(profile, None if backend == "-" else backend)
     try:
+        print(f"spare {os.getpid()} ready", file=sys.stderr, flush=True)  # the server's log
+        sock.sendall(READY)  # the server hands a launcher only to a spare that is ready
         size = int.from_bytes(_exactly(sock, 8), "big")
         request = protocol.from_json(_exactly(sock, size))
         _, fds, _, _ = socket.recv_fds(sock, 1, 3)  # the one byte the descriptors ride on
@@ -375,6 +390,10 @@ def wait_as_spare(sock: socket.socket, profile: str, backend: str, import_env: d
         os.dup2(fd, target)
         os.close(fd)
     return dataclasses.replace(request, env={**request.env, **import_env})
+
+
+def _readable(sock: socket.socket) -> bool:
+    return bool(select.select([sock], [], [], 0)[0])
 
 
 def _exactly(sock: socket.socket, count: int) -> bytes:
