@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -134,7 +133,7 @@ def test_only_a_crash_starts_the_server_and_the_run_stops_it(monkeypatch):
     assert started == [] and node.gateway.spec.python is None and plugin.path is None
     plugin.pytest_testnodedown(node, "Not properly terminated")
     [(path, profile, kw)] = started
-    assert profile == "bare" and kw == {"idle_s": 5.0, "run_scoped": True, "spare": None}
+    assert profile == "bare" and kw == {"idle_s": 5.0, "run_scoped": True}
     assert Path(path).parent == tmp_path and "-run-" in Path(path).name
     assert node.gateway.spec.python == warm.launcher_command(path)
     other = crash_server.CrashServer("bare", 5.0)
@@ -149,45 +148,6 @@ def test_only_a_crash_starts_the_server_and_the_run_stops_it(monkeypatch):
     assert list(tmp_path.iterdir()) == []
     tmp_path.rmdir()
     settings.reload()
-
-
-SPARE_PROBE = ("import os, sys; print(os.getpid(), 'spare_mark' in sys.modules, "
-               "'torch.testing._internal.common_methods_invocations' in sys.modules, flush=True); "
-               "os.kill(os.getpid(), 11)")
-
-
-def test_a_base_servers_spare_has_imported_the_backend_and_becomes_the_next_worker(monkeypatch, tmp_path):
-    """Issue 48 item 5: a run's "base" server (a backend not known fork-safe) keeps a spare that
-    imported the backend module and the OpInfo database in its own process, and hands it the next
-    launcher: the worker's code finds both imported, its signal reaches the launcher, and the
-    launcher's stdio is not held by the next spare (the launcher's pipes close when it exits). A spare
-    still importing is passed over (a plain fork is faster then): the launch waits for "ready"."""
-    folder = Path(tempfile.mkdtemp(prefix="tc", dir="/tmp"))
-    (tmp_path / "spare_mark.py").write_text("import os\nopen(os.environ['SPARE_MARKS'], 'a').write(f'{os.getpid()}\\n')\n")
-    marks = tmp_path / "marks"
-    monkeypatch.setenv("TORCHCTS_WARM_DIR", str(folder))
-    monkeypatch.setenv("SPARE_MARKS", str(marks))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p))
-    settings.reload()
-    plugin = crash_server.CrashServer("base", 300.0, spare="spare_mark")
-    try:
-        launcher = plugin.launcher()
-        assert launcher is not None and plugin.path is not None
-        deadline = time.monotonic() + 240
-        log = Path(plugin.path + ".log")
-        while not (marks.exists() and log.exists() and " ready" in log.read_text()) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert marks.exists(), log.read_text()
-        r = subprocess.run([*shlex.split(launcher), "-u", "-c", SPARE_PROBE], capture_output=True, text=True,
-                           timeout=200)  # a stdio held by the next spare kept this open 300 s (its idle limit)
-        pid, backend, opinfo = r.stdout.split()
-        assert r.returncode == -11 and backend == opinfo == "True", (r.stdout, r.stderr[-2000:])
-        assert pid in marks.read_text().split(), (pid, marks.read_text())  # imported in the spare, before the launch
-        assert f"handed a launcher to spare {pid}" in log.read_text()
-    finally:
-        plugin.stop()
-        shutil.rmtree(folder, ignore_errors=True)
-        settings.reload()
 
 
 def test_which_runs_get_a_crash_server_and_what_it_imports(monkeypatch):

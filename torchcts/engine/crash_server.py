@@ -27,14 +27,6 @@ runtime initialised at import cannot be used in a forked child, and PyTorch's te
 the PrivateUse1 name at import, so the OpInfo database must come after the backend), unless the
 backend is in FORK_SAFE_BACKENDS: then the backend itself, then the OpInfo database
 ("backend:MODULE", engine/zygote/preload.py).
-
-A spare worker (issue 48 item 5): with the "base" profile each forked replacement still imported the
-backend and PyTorch's OpInfo database itself (9.3 s a crash measured with bench/crash_cost.py on the
-autoloaded sim at load 9; 17 s median on OpenReg). The server keeps one child forked ahead of the
-next crash that has imported both (zygote/preload.py: prepare_spare; its own process, so a device
-runtime it starts is its worker's own), and hands it the next launcher's request and stdio
-(zygote/server.py: hand_to_spare), then forks the next spare. No spare, or one that died, and the
-server forks a replacement as before.
 """
 
 from __future__ import annotations
@@ -94,10 +86,9 @@ def run_socket_path(profile: str, env: dict[str, str] | None = None) -> str:
 class CrashServer:
     """Controller plugin: a crashed worker's replacement starts through this run's fork server."""
 
-    def __init__(self, profile: str, idle_s: float, spare: str | None = None) -> None:
+    def __init__(self, profile: str, idle_s: float) -> None:
         self.profile = profile
         self.idle_s = idle_s
-        self.spare = spare  # the backend module a spare worker imports ahead of a crash ("-": none), or None
         self.path: str | None = None  # the socket, chosen at the first crash
         self.starts = 0
         self.failed: str | None = None  # why no server could be started (said once)
@@ -125,7 +116,7 @@ class CrashServer:
                 if self.starts >= MAX_STARTS:
                     return None
                 self.starts += 1
-                warm.start_server(self.path, self.profile, idle_s=self.idle_s, run_scoped=True, spare=self.spare)
+                warm.start_server(self.path, self.profile, idle_s=self.idle_s, run_scoped=True)
         except (OSError, subprocess.SubprocessError) as exc:
             if self.failed is None:
                 self.failed = str(exc)
@@ -172,10 +163,7 @@ def serving(isolation: bool, warm_plugins: list[Any], device_type: str,
     """The plugins of a run's pytest session for cheap replacements (none or one CrashServer); the
     server, if one was started, is stopped when the block ends, however it ends."""
     profile = wanted(isolation, warm_plugins, device_type, backend_import)
-    # A "base" server cannot import the backend: a spare worker does, with the OpInfo database, ahead
-    # of the next crash (issue 48 item 5: a replacement paid those imports, ~9-17 s a crash).
-    spare = (backend_import or "-") if profile == "base" else None
-    plugin = CrashServer(profile, float(settings.current().crash_server_idle), spare) if profile else None
+    plugin = CrashServer(profile, float(settings.current().crash_server_idle)) if profile else None
     try:
         yield [plugin] if plugin is not None else []
     finally:

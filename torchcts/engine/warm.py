@@ -92,14 +92,13 @@ def listening(path: str) -> bool:
 
 
 def start_server(path: str, profile: str, env: dict[str, str] | None = None,
-                 idle_s: float = IDLE_S, run_scoped: bool = False, spare: str | None = None) -> None:
+                 idle_s: float = IDLE_S, run_scoped: bool = False) -> None:
     """Start a detached server for `path` (it exits at once if another holds the key's lock). It
     starts here, so that relative PYTHONPATH entries resolve as in the workers, then leaves. A
-    run-scoped one (engine/crash_server.py) removes its files when it exits, and with `spare` (a
-    backend module, "-" for none) keeps a spare worker ready for the next crash (zygote/server.py)."""
+    run-scoped one (engine/crash_server.py) removes its files when it exits."""
     with open(path + ".log", "ab") as log:
         subprocess.run([sys.executable, "-u", ZYGOTE, "serve", path, profile, f"{idle_s:g}",
-                        *(["run"] if run_scoped else []), *([spare] if run_scoped and spare else [])],
+                        *(["run"] if run_scoped else [])],
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                        start_new_session=True, close_fds=True, env=env, check=False, timeout=60)
 

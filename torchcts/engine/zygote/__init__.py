@@ -6,10 +6,8 @@ worker per xdist gateway. This package is stdlib-only and runs as a script (its 
 `__main__.py`): it never imports torchcts nor a backend module (each worker imports those after
 the fork, as before).
 
-    python zygote/ serve SOCKET PROFILE IDLE_S [run [SPARE]]   the server (engine/warm.py starts
-                    it detached; `run`: one run's server, engine/crash_server.py, files removed at
-                    exit; SPARE: it keeps a spare worker that imported that backend module, "-" for
-                    none, and the OpInfo database, handed the next launcher: server.py)
+    python zygote/ serve SOCKET PROFILE IDLE_S [run]   the server (engine/warm.py starts it
+                    detached; `run`: one run's server, engine/crash_server.py, files removed at exit)
     python zygote/ launch SOCKET -u -c CODE      what execnet runs instead of `python -u -c CODE`
 
 Modules, each with one job:

@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .protocol import LaunchRequest
 
-USAGE = "usage: zygote launch SOCKET ARGS... | serve SOCKET PROFILE IDLE_S [run [SPARE]]"
-RUN_SCOPED = "run"  # serve's fifth word: a server of one run (engine/crash_server.py), files removed at exit;
-# its sixth (SPARE): keep a spare worker that imported that backend module ("-": none), server.py
+USAGE = "usage: zygote launch SOCKET ARGS... | serve SOCKET PROFILE IDLE_S [run]"
+RUN_SCOPED = "run"  # serve's last word: a server of one run (engine/crash_server.py), files removed at exit
 
 
 def main(argv: list[str]) -> None:
@@ -21,11 +20,10 @@ def main(argv: list[str]) -> None:
         from .launcher import launch
 
         launch(argv[1], argv[2:])
-    elif len(argv) in (4, 5, 6) and argv[0] == "serve" and argv[4:5] in ([], [RUN_SCOPED]):
+    elif len(argv) in (4, 5) and argv[0] == "serve" and argv[4:] in ([], [RUN_SCOPED]):
         if os.fork():  # detach: whoever started us waits for nothing but this exit
             os._exit(0)
-        job = serve(argv[1], argv[2], float(argv[3]), run_scoped=argv[4:5] == [RUN_SCOPED],
-                    spare=argv[5] if len(argv) == 6 else None)
+        job = serve(argv[1], argv[2], float(argv[3]), run_scoped=argv[4:] == [RUN_SCOPED])
         if job is not None:  # a forked child: the server's loop is behind us
             from . import preload, worker
 
@@ -34,8 +32,7 @@ def main(argv: list[str]) -> None:
         sys.exit(USAGE)
 
 
-def serve(sock_path: str, profile: str, idle_s: float, run_scoped: bool = False,
-          spare: str | None = None) -> LaunchRequest | None:
+def serve(sock_path: str, profile: str, idle_s: float, run_scoped: bool = False) -> LaunchRequest | None:
     """Hold the key's lock and serve; None when done (or another server holds the key), or in a
     forked child the launcher's request. A run-scoped server leaves none of its files behind."""
     from . import state
@@ -48,7 +45,7 @@ def serve(sock_path: str, profile: str, idle_s: float, run_scoped: bool = False,
     state.write_status(sock_path, {"pid": server, "profile": profile, "started": started,
                                    "idle_since": started, "preparing": True, "run_scoped": run_scoped})
     try:
-        job = prepare_and_serve(sock_path, profile, idle_s, started, spare)
+        job = prepare_and_serve(sock_path, profile, idle_s, started)
     finally:
         if run_scoped and os.getpid() == server:  # the server, not a forked worker
             state.remove_files(sock_path)  # the lock file last; the lock itself goes with this process
@@ -57,8 +54,7 @@ def serve(sock_path: str, profile: str, idle_s: float, run_scoped: bool = False,
     return job
 
 
-def prepare_and_serve(sock_path: str, profile: str, idle_s: float, started: float,
-                      spare: str | None = None) -> LaunchRequest | None:
+def prepare_and_serve(sock_path: str, profile: str, idle_s: float, started: float) -> LaunchRequest | None:
     """Import the profile as `python -c` in "/" would, freeze that heap, then run the loop."""
     import gc
 
@@ -89,4 +85,4 @@ def prepare_and_serve(sock_path: str, profile: str, idle_s: float, started: floa
     # touch, and so copy, its pages.
     gc.collect()
     gc.freeze()
-    return Server(sock_path, base, idle_s, import_env, started, spare).loop()
+    return Server(sock_path, base, idle_s, import_env, started).loop()

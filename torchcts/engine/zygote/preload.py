@@ -118,44 +118,15 @@ def restore_autoload(previous: str | None) -> None:
         os.environ[AUTOLOAD] = previous
 
 
-def _load_deferred(profile: str) -> None:
+def load_deferred_backends(profile: str) -> None:
+    """In a forked worker of a server that imported torch without autoloading: load the backends the
+    worker's own `import torch` would have loaded (its environment, set from the launcher's)."""
     torch = sys.modules.get("torch")
     if profile not in DEFERS_AUTOLOAD or torch is None or os.environ.get(AUTOLOAD, "1") != "1":
         return
     load = getattr(torch, "_import_device_backends", None)  # PyTorch 2.5+: what `import torch` calls
     if callable(load):
         load()
-
-
-_DEFERRED_LOADED = False  # a spare (server.py) loaded them before it became a worker
-
-
-def load_deferred_backends(profile: str) -> None:
-    """In a forked worker of a server that imported torch without autoloading: load the backends the
-    worker's own `import torch` would have loaded (its environment, set from the launcher's); once."""
-    global _DEFERRED_LOADED
-    if _DEFERRED_LOADED:
-        return
-    _DEFERRED_LOADED = True
-    _load_deferred(profile)
-
-
-OPINFO_DATABASE = "torch.testing._internal.common_methods_invocations"
-
-
-def prepare_spare(profile: str, backend: str | None) -> None:
-    """In a spare (server.py: a child forked ahead of the next crash of a run): what the worker it
-    becomes would import before its cases, in a fresh worker's order: the autoloaded backends, the
-    backend module, then PyTorch's OpInfo database (it reads the PrivateUse1 name at import). The
-    spare is its own process, so a device runtime started here is the worker's own. Failures are
-    left for the worker to meet, as a fresh one would."""
-    try:
-        load_deferred_backends(profile)
-        if backend:
-            importlib.import_module(backend)
-        importlib.import_module(OPINFO_DATABASE)
-    except Exception:  # noqa: BLE001, S110 - the worker imports them again and reports what fails
-        pass
 
 
 def preload(profile: str) -> str | None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
-import select
 import selectors
 import signal
 import socket
@@ -36,22 +35,14 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 WAIT_S = 5.0  # the longest one wait lasts: the tick's resolution
 CHECK_EVERY_S = 10.0  # how often an idle server looks for changed module files
 PEER_TIMEOUT_S = 10.0  # a launcher that takes longer to speak is dropped
-MAX_SPARE_FAILURES = 2  # spares that died before use: then replacements are forked as before
-READY = b"R"  # a spare's word to the server: its imports are done
 
 
 class Server:
     """A listening server: its socket, its launchers' connections and its forked workers."""
 
     def __init__(self, sock_path: str, base: checks.Baseline, idle_s: float,
-                 import_env: dict[str, str], started: float, spare: str | None = None) -> None:
+                 import_env: dict[str, str], started: float) -> None:
         self.sock_path = sock_path
-        # A run's server (engine/crash_server.py) keeps one spare: a child forked ahead of the next
-        # crash that has imported what its worker would (preload.prepare_spare: the backend module
-        # named here, "-" for none, and the OpInfo database), handed the next launcher's request.
-        self.spare_backend = spare
-        self.spare: tuple[int, socket.socket] | None = None  # (pid, the server's end of its socket pair)
-        self.spare_failures = 0
         self.base = base
         self.idle_s = idle_s
         self.import_env = import_env  # what the server's imports set in os.environ
@@ -157,28 +148,21 @@ class Server:
             if why:
                 self.refuse(conn, why)
                 return None
-            if not self.hand_to_spare(conn, request, fds):
-                return self.fork(conn, request, fds)
+            return self.fork(conn, request, fds)
         finally:
             for fd in fds:
                 os.close(fd)
-        return self.make_spare()  # after the launcher's stdio is closed here: the next spare never holds it
 
     def on_child_exit(self) -> None:
         """Hand each exited worker's raw wait status to its launcher."""
-        while self.children or self.spare:
+        while self.children:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 self.children.clear()
-                self.spare = None
                 break
             if pid == 0:
                 break
-            if self.spare is not None and pid == self.spare[0]:  # died waiting: the next tick makes another
-                self.spare[1].close()
-                self.spare, self.spare_failures = None, self.spare_failures + 1
-                continue
             conn = self.children.pop(pid, None)
             if conn is not None:
                 try:
@@ -193,12 +177,8 @@ class Server:
         self.stop()
         self.save_status()
 
-    def on_tick(self) -> LaunchRequest | None:
-        """Idle for idle_s: stop. Every CHECK_EVERY_S: stop if a module file changed. A run's server
-        without a spare makes one (in the spare, once handed a request, that request)."""
-        job = self.make_spare()
-        if job is not None:
-            return job
+    def on_tick(self) -> None:
+        """Idle for idle_s: stop. Every CHECK_EVERY_S: stop if a module file changed."""
         now = time.monotonic()
         if self.children or self.conns:
             self.last_active = now
@@ -208,7 +188,6 @@ class Server:
             self.checked = now
             if self.stale():
                 self.stop()
-        return None
 
     # --- what the handlers do -------------------------------------------------------------------
 
@@ -255,61 +234,6 @@ class Server:
         self.save_status()
         return None
 
-    def make_spare(self) -> LaunchRequest | None:
-        """Fork the spare when there is none (a run's server, not stopping, fewer than MAX_SPARE_FAILURES
-        spares dead before use). In the server None; in the spare, once prepared and handed a launcher's
-        request (`hand_to_spare`), that request, as `fork` returns it in a worker."""
-        if (self.spare_backend is None or self.spare is not None or self.stopping
-                or self.spare_failures >= MAX_SPARE_FAILURES):
-            return None
-        mine, theirs = socket.socketpair()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
-        if pid == 0:
-            mine.close()
-            self.leave_in_child([])
-            return wait_as_spare(theirs, self.base.profile, self.spare_backend, self.import_env)
-        theirs.close()
-        self.spare = (pid, mine)
-        print(f"forked spare {pid}", file=sys.stderr)  # the server's log
-        return None
-
-    def hand_to_spare(self, conn: Connection, request: LaunchRequest, fds: list[int]) -> bool:
-        """Give the launcher's request and stdio to the waiting spare, which becomes its worker;
-        False when there is none or it is gone (then the server forks one as before)."""
-        if self.spare is None or not self.spare_ready():
-            return False  # a spare still importing is slower than a plain fork: it waits for a later crash
-        pid, channel = self.spare
-        self.spare = None
-        try:
-            data = protocol.to_json(request)
-            channel.sendall(len(data).to_bytes(8, "big") + data)
-            socket.send_fds(channel, [b"."], fds)  # last: once it is sent, the spare holds the stdio
-        except OSError:
-            channel.close()
-            return False
-        channel.close()
-        self.children[pid] = conn
-        print(f"handed a launcher to spare {pid}", file=sys.stderr)
-        try:
-            protocol.send(conn, protocol.Accepted(pid))
-        except OSError:
-            self.drop(conn)
-        self.save_status()
-        return True
-
-    def spare_ready(self) -> bool:
-        """The spare said it finished importing (one byte, READY, on its socket)."""
-        assert self.spare is not None
-        channel = self.spare[1]
-        if not _readable(channel):
-            return False
-        try:
-            return channel.recv(1, socket.MSG_PEEK) == READY
-        except OSError:
-            return False
-
     def leave_in_child(self, fds: list[int]) -> None:
         """In the forked child: close the server's descriptors (its socket file stays), take the
         launcher's stdio."""
@@ -340,12 +264,7 @@ class Server:
         conn.close()
 
     def stop(self) -> None:
-        """Stop listening; the loop ends when the last worker has exited (a spare is ended)."""
-        if self.spare is not None:
-            try:
-                os.kill(self.spare[0], signal.SIGKILL)
-            except OSError:
-                pass
+        """Stop listening; the loop ends when the last worker has exited."""
         if self.listener is not None:
             self.sel.unregister(self.listener)
             if self.still_ours():
@@ -367,45 +286,6 @@ class Server:
             "pid": os.getpid(), "key": self.base.key, "profile": self.base.profile, "path": self.base.path,
             "started": self.started, "idle_since": time.time() - idle_for, "workers": len(self.children),
             "stopping": self.stopping, "refusals": self.refusals})
-
-
-def wait_as_spare(sock: socket.socket, profile: str, backend: str, import_env: dict[str, str]) -> LaunchRequest:
-    """In the spare: import what its worker would, then wait for the request and stdio the server
-    hands over; exit when the server is gone first (its end of the pair closes)."""
-    from . import preload
-
-    preload.prepare_spare(profile, None if backend == "-" else backend)
-    try:
-        print(f"spare {os.getpid()} ready", file=sys.stderr, flush=True)  # the server's log
-        sock.sendall(READY)  # the server hands a launcher only to a spare that is ready
-        size = int.from_bytes(_exactly(sock, 8), "big")
-        request = protocol.from_json(_exactly(sock, size))
-        _, fds, _, _ = socket.recv_fds(sock, 1, 3)  # the one byte the descriptors ride on
-    except (OSError, ValueError, EOFError):
-        os._exit(0)  # the server stopped (or died) before a crash needed this spare
-    if not isinstance(request, LaunchRequest) or len(fds) != 3:
-        os._exit(0)
-    sock.close()
-    for target, fd in enumerate(fds):
-        os.dup2(fd, target)
-        os.close(fd)
-    return dataclasses.replace(request, env={**request.env, **import_env})
-
-
-def _readable(sock: socket.socket) -> bool:
-    return bool(select.select([sock], [], [], 0)[0])
-
-
-def _exactly(sock: socket.socket, count: int) -> bytes:
-    """`count` bytes and not one more (the descriptors come on the byte after them); EOFError when
-    the server closed first."""
-    data = b""
-    while len(data) < count:
-        more = sock.recv(count - len(data))
-        if not more:
-            raise EOFError("the server closed the spare's socket")
-        data += more
-    return data
 
 
 def drain(fd: int) -> set[int]:
