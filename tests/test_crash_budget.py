@@ -16,7 +16,7 @@ import pytest
 from conftest import latest_run, records, run_cli
 
 from torchcts.cases.model import Case
-from torchcts.engine.crash_budget import BUDGET_FILE, BudgetReader, CrashBudget, family_of
+from torchcts.engine.crash_budget import BUDGET_FILE, BudgetReader, CrashBudget, family_of, scope_of
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
 
@@ -116,11 +116,29 @@ def test_a_crash_cluster_across_op_families_stops_its_scope(tmp_path):
     assert reader.stops(outs[2]) is None  # one family so far
     budget.crashed(outs[1], _crash(outs[1], "resize"))
     stop = reader.stops(outs[4])
-    assert stop and "crash cluster" in stop and "'opinfo/<op>/float32/out'" in stop and "2 of its 2 cases" in stop
+    assert stop and "crash cluster" in stop and "'opinfo/<op>/<dtype>/out'" in stop and "2 of its 2 cases" in stop
     assert "op0/float32, op1/float32" in stop and "--no-crash-budget" in stop
     assert reader.stops(forwards[0]) is None  # the forward scope: 2 crashes of 7 finished cases
     assert BudgetReader(tmp_path, obey_families=False).stops(outs[4]) is None  # a rerun runs what it reruns
     assert CrashBudget(tmp_path / "x", 0).limit == 0  # --no-crash-budget: nothing is counted
+
+
+def test_one_crash_signature_across_dtypes_and_ops_is_one_storm(tmp_path):
+    """Issue 48 item 5, unit view: OpenReg's out= resize crash was stopped once per dtype (7 storms of
+    3-5 crashes); the scope masks the dtype, so crashes of two ops in two dtypes stop every dtype."""
+    budget, reader = CrashBudget(tmp_path, 3), BudgetReader(tmp_path)
+
+    def out(op: str, dtype: str) -> Case:
+        return Case(id=f"opinfo/{op}/{dtype}/out", suite="opinfo", level=2, runner="m:f", ops=(f"aten::{op}",),
+                    dtype=dtype, kind="out", params={"op": op})
+
+    assert scope_of(out("add", "float64")) == scope_of(out("mul", "int32")) == "opinfo/<op>/<dtype>/out"
+    for case in (out("add", "float32"), out("add", "float64"), out("mul", "int32")):
+        budget.crashed(case, _crash(case, "resize_output"))
+    for dtype in ("float16", "bfloat16", "complex64", "int64"):
+        stop = reader.stops(out("sub", dtype))
+        assert stop and "crash cluster" in stop and "add/float32, add/float64, mul/int32" in stop, stop
+    assert reader.stops(_op_case("sub", "forward")) is None  # another kind of case runs on
 
 
 def test_an_op_that_hung_gets_a_short_limit_for_its_later_cases(tmp_path):
@@ -160,8 +178,14 @@ def test_a_crash_storm_across_ops_is_stopped_and_fails_the_run(tmp_path):
     status = [v["status"] for v in outs]
     assert len(outs) == 8 and set(status) == {"crashed", "not_run"} and 2 <= status.count("crashed") < 8, status
     stopped = [v for v in outs if v["status"] == "not_run"]
-    assert all("crash cluster" in v["message"] and "'storm/out/<op>/float32'" in v["message"] for v in stopped)
+    assert all("crash cluster" in v["message"] and "'storm/out/<op>/<dtype>'" in v["message"] for v in stopped)
     assert all(v["status"] == "passed" for k, v in recs.items() if k.startswith("storm/fine/"))
+    # Issue 48 item 5: the same bug in four dtypes of two ops is one storm, stopped once (it was one
+    # storm per dtype: every one of the eight crashed, two families per dtype).
+    wide = [v for k, v in recs.items() if k.startswith("storm/wide/")]
+    status = [v["status"] for v in wide]
+    assert len(wide) == 8 and status.count("crashed") <= 4 and status.count("not_run") >= 4, status
+    assert all("'storm/wide/<op>/<dtype>'" in v["message"] for v in wide if v["status"] == "not_run")
 
 
 HANG_ENV = {"TORCHCTS_SIM_FAULT": "sub_int16_hang"}

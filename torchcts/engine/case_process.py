@@ -46,12 +46,14 @@ from types import FrameType
 from typing import Any
 
 from torchcts.cases.model import Case
+from torchcts.engine.canary import Canary
 from torchcts.engine.case_messages import CASE_PROTOCOL, CaseDone, CaseRaised, Ready, Refused, RunCase, Stop
 from torchcts.engine.crash_server import case_fork_refusal
 from torchcts.engine.isolation import (
     TIMEOUT_EXIT,
     child_death_record,
     log_path,
+    mark_fresh_process,
     running_child,
     signal_quietly,
 )
@@ -96,23 +98,43 @@ class CaseRunner:
         self.ran_here = False  # a case ran in this process (OpenMP may have started its threads)
         self.refusal: str | None = None  # why cases stay here for this worker's life, once decided
         self.child: CaseProcess | None = None
+        self.canary = Canary()  # engine/canary.py: a poisoned device ends the process that runs cases
 
     def run(self, case: Case, nodeid: str) -> CaseOutcome:
         if self._forking():
             work_dir = self.state.work_dir
             assert work_dir is not None  # a worker's budget reader lives there
             if self.child is None:
-                self.child = CaseProcess(self._run_planned, log_path(work_dir, self.state.worker))
+                self.child = CaseProcess(self._run_planned, log_path(work_dir, self.state.worker),
+                                         lambda: self.canary.poisoned is not None)
             try:
                 return self.child.run(case, nodeid, work_dir, self.state.worker)
             except ForkRefused as exc:  # the case runs here, and every later one
                 self.refusal = str(exc)
         self.ran_here = True
-        return run_one(case, self.state, self.corpus)
+        return self._watched(case)
 
     def _run_planned(self, case_id: str) -> CaseOutcome:
         """In the child: the planned case of that id, as the worker would run it."""
-        return run_one(self.state.plan()[case_id], self.state, self.corpus)
+        return self._watched(self.state.plan()[case_id])
+
+    def _watched(self, case: Case) -> CaseOutcome:
+        """run_one between the canary's baseline and its check after a failure (engine/canary.py)."""
+        device = None
+        try:
+            device = self.state.context_parts()[0]
+            self.canary.before(device)
+        except Exception:  # noqa: BLE001, S110 - the case reports the backend's import error itself
+            pass
+        outcome = run_one(case, self.state, self.corpus)
+        if device is not None:
+            self.canary.after(outcome.record, outcome.kind == FAILED, device)
+        return outcome
+
+    @property
+    def retiring(self) -> bool:
+        """The device of this process (the worker, running cases itself) was found poisoned."""
+        return self.canary.poisoned is not None and self.ran_here
 
     def _forking(self) -> bool:
         budget = self.state.budget  # a worker with a scratch folder has one, read before each case (stops)
@@ -130,8 +152,10 @@ class CaseRunner:
 class CaseProcess:
     """One forked child at a time; a new one after the last died."""
 
-    def __init__(self, execute: Callable[[str], CaseOutcome], log: Path | None = None) -> None:
+    def __init__(self, execute: Callable[[str], CaseOutcome], log: Path | None = None,
+                 retire: Callable[[], bool] = lambda: False) -> None:
         self.execute = execute
+        self.retire = retire  # in the child, after a case: leave (its device was found poisoned)
         self.log = log  # the worker's log (engine/isolation.py): where a timed-out child writes its stack
         self.pid: int | None = None
         self.channel: Channel | None = None  # engine/case_messages.py: CASE_PROTOCOL
@@ -143,6 +167,7 @@ class CaseProcess:
             # killer): this case did not kill it.
             self.pid = None
             self._close()
+            self._fresh()
         if self.pid is None:
             self._start()
         assert self.channel is not None
@@ -159,12 +184,25 @@ class CaseProcess:
             record = CaseRecord.from_case(case, status=Status.ERROR, message=reply.error,
                                           traceback=reply.traceback, worker=worker)
             return CaseOutcome(record, FAILED, record.message or "")
-        return CaseOutcome.from_json(reply.outcome)
+        outcome = CaseOutcome.from_json(reply.outcome)
+        if (outcome.record.attribution or {}).get("process_replaced"):  # its device is poisoned: the child
+            self._reap()  # leaves after this reply (engine/canary.py); the next case forks a fresh one
+            self._fresh()
+        return outcome
 
     def _died(self, case: Case, nodeid: str, work_dir: Path | None, worker: str) -> CaseOutcome:
         exit_fields = self._reap()
         record = child_death_record(case, work_dir, worker, nodeid, exit_fields)
+        self._fresh()
         return CaseOutcome(record, FAILED, record.message or "")
+
+    def _fresh(self) -> None:
+        """The log's next cases run in the next child, not with the dead one's (engine/attribution.py)."""
+        if self.log is not None:
+            try:
+                mark_fresh_process(self.log)
+            except OSError:
+                pass
 
     def _start(self) -> None:
         for name in self.imports:  # what the last child imported: the next one inherits it
@@ -181,7 +219,7 @@ class CaseProcess:
             pid = os.fork()
         if pid == 0:
             mine.close()
-            _serve(theirs, self.execute, self.log)  # never returns
+            _serve(theirs, self.execute, self.log, self.retire)  # never returns
         theirs.close()
         self.pid, self.channel = pid, Channel(mine, CASE_PROTOCOL)
         try:
@@ -245,7 +283,8 @@ class CaseProcess:
         self._reap()
 
 
-def _serve(conn: Connection, execute: Callable[[str], CaseOutcome], log: Path | None) -> None:
+def _serve(conn: Connection, execute: Callable[[str], CaseOutcome], log: Path | None,
+           retire: Callable[[], bool] = lambda: False) -> None:
     """The child: runs the cases the worker sends until it is told to stop or the worker is gone."""
     code = 0
     try:
@@ -280,6 +319,8 @@ def _serve(conn: Connection, execute: Callable[[str], CaseOutcome], log: Path | 
                 except Exception:  # noqa: BLE001, S110 - a closed stream: nothing to flush
                     pass
             channel.send(reply)
+            if retire():  # a poisoned device (engine/canary.py): the worker forks a fresh child
+                break
         atexit._run_exitfuncs()  # the ones its cases registered
     except BaseException:  # noqa: BLE001 - the child never returns into the worker's pytest
         code = 70

@@ -29,12 +29,14 @@ every rerun's, runs its cases in forked children (engine/case_process.py), with 
 
 Crash storms (issue 40 item 2): one native bug (OpenReg's out= resize path) crashes a kind of case
 across every op, one family at a time, so a family budget still pays `limit` crashes per op. The
-crash scope of a case is its id with its op masked (`scope_of`: `opinfo/<op>/float32/out`); once one
-crash cluster (a signature, as triage clusters crashes) has crashed at least `limit` cases of a
-scope across at least two op families, and at least half (CLUSTER_SHARE) of that scope's finished cases,
-the scope's cases that have not started are recorded `not_run` naming the cluster, its count and
-its families (results/crash_frames.py: cluster_reason). A scope where the bug hits a few ops among
-many (a crashing reduction inside 10% of the forward cases) stays below the share and runs on.
+crash scope of a case is its id with its op and dtype masked (`scope_of`: `opinfo/<op>/<dtype>/out`:
+one bug crashes every dtype's kernel the same way, and the dtype in the scope stopped OpenReg's
+out= storm once per dtype, issue 48); once one crash cluster (a signature, as triage clusters
+crashes) has crashed at least `limit` cases of a scope across at least two op families (an op and
+dtype each), and at least half (CLUSTER_SHARE) of that scope's finished cases, the scope's cases
+that have not started are recorded `not_run` naming the cluster, its count and its families
+(results/crash_frames.py: cluster_reason). A scope where the bug hits a few ops among many (a
+crashing reduction inside 10% of the forward cases) stays below the share and runs on.
 
 Hangs (issue 40 item 3): a hang costs its whole timeout, so a backend whose `sort` never returns
 spent 20 s on every sort case. After a case of an op times out (and stays a failure), the op's
@@ -70,13 +72,18 @@ CLUSTER_SHARE = 0.5  # a crash cluster stops a scope when it crashed at least ha
 
 
 def scope_of(case: Case) -> str:
-    """The kind of case a crash storm hits across ops: the case id with its op masked
-    (`opinfo/<op>/float32/out`, `out_variants/<op>/out/float32`), else `suite/kind/dtype`."""
+    """The kind of case a crash storm hits across ops and dtypes: the case id with its op and its
+    dtype masked (`opinfo/<op>/<dtype>/out`, `out_variants/<op>/out/<dtype>`), else `suite/kind`.
+    Issue 48: OpenReg's out= resize crash, one bug, was stopped once per dtype (7 storms of 3-5
+    crashes each) while the dtype was part of the scope."""
     family = family_of(case)
     op = family.rsplit("/", 1)[0] if case.dtype else family
     parts = case.id.split("/")
-    masked = ["<op>" if p == op or p.startswith(op + ".") else p for p in parts]
-    return "/".join(masked) if masked != parts else "/".join(str(p) for p in (case.suite, case.kind, case.dtype) if p)
+    masked = ["<op>" if p == op or p.startswith(op + ".") else "<dtype>" if case.dtype and p == case.dtype else p
+              for p in parts]
+    if any(p == "<op>" for p in masked):
+        return "/".join(masked)
+    return "/".join(str(p) for p in (case.suite, case.kind) if p)
 
 
 def hung_op(case: Case) -> str:

@@ -7,6 +7,13 @@ before it ends the worker. When xdist reports "worker crashed while running X", 
 reads that log: the last marker names the case and its start (so the next cases are not blamed),
 a timeout marker after it makes the status `timeout` instead of `crashed`, the worker's exit code
 or signal comes from its process, and the log's tail becomes the record's output tail.
+
+What C code writes to fd 2 (a driver's assertion before it aborts) goes, under pytest's fd capture,
+to a temporary file that dies with the worker: the worker points that capture at a named file beside
+its log (`stderr_path`, emptied by pytest after every phase), so a dead worker's stderr since its
+last phase is kept in the crash record. A process marker (FRESH_MARK) starts the log and follows
+every forked child's death (engine/case_process.py): the cases between two markers ran in one
+process, which is what crash attribution reruns (engine/attribution.py).
 """
 
 from __future__ import annotations
@@ -32,6 +39,10 @@ from torchcts.results.statuses import Status
 
 CASE_MARK = "@@torchcts-case "
 TIMEOUT_MARK = "@@torchcts-timeout "
+FRESH_MARK = "@@torchcts-fresh-process"  # the cases after it run in a new process
+RETIRED_MARK = "@@torchcts-retired"  # the worker left on purpose: its device was poisoned (engine/canary.py)
+STDERR_HEADER = "--- stderr of the dead process (fd 2, last lines) ---"
+STDERR_LINES = 20
 TIMEOUT_EXIT = 86  # exit code of a worker ended by the watchdog (the marker is what counts)
 TAIL_LINES = 40
 
@@ -40,18 +51,41 @@ def log_path(work_dir: Path, worker_id: str) -> Path:
     return work_dir / f"{worker_id}.log"
 
 
+def stderr_path(work_dir: Path, worker_id: str) -> Path:
+    """Where a worker's captured fd 2 lives (the crashed phase's stderr survives the worker)."""
+    return work_dir / f"{worker_id}.stderr"
+
+
+def mark_fresh_process(log: Path) -> None:
+    """The next cases in this log run in a new process (a forked child after the last one died)."""
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(f"\n{FRESH_MARK}\n")
+
+
 class WorkerWatch:
     """Worker side: per-worker log, a marker per case, and a watchdog that ends a hung worker."""
 
-    def __init__(self, work_dir: Path, worker_id: str) -> None:
+    def __init__(self, work_dir: Path, worker_id: str, retiring: Callable[[], bool] = lambda: False) -> None:
         self.log = open(log_path(work_dir, worker_id), "a", encoding="utf-8")  # noqa: SIM115
+        self.stderr = stderr_path(work_dir, worker_id)
+        self.retiring = retiring  # the device was found poisoned (engine/canary.py): leave before the next case
 
     @pytest.hookimpl(trylast=True)
-    def pytest_sessionstart(self) -> None:
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
         # After pytest's own faulthandler setup, which would send the traceback to the terminal.
         faulthandler.enable(file=self.log, all_threads=False)  # the crashing thread: the case's stack
+        self.log.write(f"\n{FRESH_MARK}\n")
+        self.log.flush()
+        keep_captured_stderr(session.config, self.stderr)
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        if self.retiring():  # before the case's marker: the controller gives it to a fresh worker
+            from torchcts.engine.canary import RETIRED_EXIT
+
+            self.log.write(f"\n{RETIRED_MARK}\n")
+            self.log.flush()
+            os._exit(RETIRED_EXIT)
         self.log.write(f"\n{CASE_MARK}{time.time():.6f} {nodeid}\n")
         self.log.flush()
 
@@ -94,6 +128,68 @@ class WorkerWatch:
         finally:
             if not forked:
                 os._exit(TIMEOUT_EXIT)
+
+
+def keep_captured_stderr(config: pytest.Config, path: Path) -> None:
+    """Point pytest's fd-2 capture at `path` instead of its unnamed temporary file: the same file
+    descriptor, so pytest reads and empties it after each phase as before, but what a dying process
+    wrote last (C code's assertion on fd 2) can be read after it died. Without fd capture (`-s`)
+    fd 2 is the terminal, and nothing changes."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    err = getattr(getattr(capman, "_global_capturing", None), "err", None)
+    tmpfile = getattr(err, "tmpfile", None)
+    if getattr(err, "targetfd", None) != 2 or tmpfile is None:
+        return
+    try:
+        fd = tmpfile.fileno()
+        named = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    except (OSError, ValueError):
+        return
+    try:
+        live = os.path.sameopenfile(2, fd)  # capture is running: fd 2 is the temporary file now
+        os.dup2(named, fd)
+        if live:
+            os.dup2(named, 2)
+    except OSError:
+        pass
+    finally:
+        os.close(named)
+
+
+def read_stderr(path: Path | None, lines: int = STDERR_LINES) -> str:
+    """The last lines a dead process wrote to its captured fd 2, or ''."""
+    if path is None or not path.is_file():
+        return ""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - 64 * 1024))
+            text = fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.strip("\n").splitlines()[-lines:])
+
+
+def with_stderr(tail: str, stderr: str) -> str:
+    """A crash record's output tail: the log's (faulthandler), then the dead process's stderr."""
+    if not stderr:
+        return tail
+    return f"{tail}\n{STDERR_HEADER}\n{stderr}".strip("\n")
+
+
+def earlier_cases(text: str, nodeid: str | None, count: int) -> list[str]:
+    """Node ids of the last `count` cases the same process ran before `nodeid` (its last start
+    marker; `None`: before the log's end), oldest first: the suspects of a crash that may have landed
+    in the next case (engine/attribution.py)."""
+    begin = len(text)
+    if nodeid is not None:
+        start_at = text.rfind(f" {nodeid}\n")
+        if start_at >= 0:
+            begin = text.rfind(CASE_MARK, 0, start_at + 1)
+    before = text[:max(begin, 0)]
+    fresh = before.rfind(FRESH_MARK)
+    ids = [line[len(CASE_MARK):].split(" ", 1)[-1] for line in before[fresh + 1 if fresh >= 0 else 0:].splitlines()
+           if line.startswith(CASE_MARK)]
+    return ids[-count:] if count > 0 else []
 
 
 _running_child: Callable[[], None] | None = None  # how to end the forked child running a case now
@@ -206,8 +302,9 @@ def _death_record(case: Case, work_dir: Path | None, worker_id: str, nodeid: str
     record = CaseRecord.from_case(case, worker=worker_id, **exit_fields)
     if info["start"] is not None:
         record.duration_s = round(time.time() - info["start"], 3)
-    if info["tail"]:
-        record.output_tail = info["tail"]
+    tail = with_stderr(info["tail"], read_stderr(stderr_path(work_dir, worker_id) if work_dir else None))
+    if tail:
+        record.output_tail = tail
     if info["timeout"] is not None:
         record.status, record.timeout_s = Status.TIMEOUT, info["timeout"]
         record.message = f"exceeded the {info['timeout']:g} s timeout; {ended}"

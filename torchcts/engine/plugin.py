@@ -18,6 +18,7 @@ import pytest
 from torchcts import compat
 from torchcts.cases.model import Case
 from torchcts.engine import judge
+from torchcts.engine.attribution import Suspicion, suspicion
 from torchcts.engine.case_process import CaseRunner
 from torchcts.engine.crash_budget import BudgetReader, CrashBudget
 from torchcts.engine.judge import RecordJudge, align_report, record_of
@@ -151,7 +152,8 @@ def _configure_worker(config: pytest.Config, state: RunState) -> None:
     if work_dir:
         from torchcts.engine.isolation import WorkerWatch
 
-        config.pluginmanager.register(WorkerWatch(Path(work_dir), config.workerinput["workerid"]))
+        config.pluginmanager.register(WorkerWatch(Path(work_dir), config.workerinput["workerid"],
+                                                  lambda: state.runner(config).retiring))
         state.work_dir = Path(work_dir)
         # Crash-budget stops bind a first attempt only (a rerun runs its cases); forked cases bind all.
         state.budget = BudgetReader(state.work_dir, bool(state.spec.crash_budget)
@@ -402,6 +404,8 @@ class Recorder:
         self._interrupt: BaseException | None = None
         self._recorded: set[str] = set()
         self._rescheduled: set[str] = set()
+        self.attempt = attempt
+        self.suspicions: list[Suspicion] = []  # crashes that may belong to an earlier case (engine/attribution.py)
 
     def _case(self, case_id: str) -> Case | None:
         return self.state.plan().get(case_id)
@@ -429,6 +433,8 @@ class Recorder:
         if case is None:
             return
         started, record = crash_record(case, self.work_dir, getattr(report, "node", None), crashitem)
+        if not started and record.signal:  # it died between cases: its last cases are suspects
+            self._suspect(record, None)
         if not started and crashitem not in self._rescheduled and hasattr(sched, "mark_test_pending"):
             self._rescheduled.add(crashitem)  # it never ran: not its fault; run it on another worker
             sched.mark_test_pending(crashitem)
@@ -457,12 +463,24 @@ class Recorder:
                     self.budget.hung(case, record)
             self.writer.append(record)
             self._recorded.add(record.id)
+            if record.status == Status.CRASHED:
+                self._suspect(record, report.nodeid)
             self.progress.recorded(record, record.status in FAILURES)
             align_report(report, record, self.state.strict)
             self._counted += report.failed
         yield
         if record is not None:  # written: pytest keeps every report to the end (terminal stats), not its record
             judge.detach(report)
+
+    def _suspect(self, record: CaseRecord, nodeid: str | None) -> None:
+        """A first attempt's crash that may have landed in the wrong case is kept for attribution."""
+        if self.attempt != 1 or self.work_dir is None or not record.worker:
+            return
+        from torchcts.engine.isolation import log_path
+
+        found = suspicion(record, log_path(self.work_dir, record.worker), nodeid)
+        if found is not None:
+            self.suspicions.append(found)
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self._interrupt = excinfo.value

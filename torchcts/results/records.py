@@ -77,6 +77,10 @@ class CaseRecord:
     # What the case printed (a backend's own output: OpenCL sources on a failed build), captured by
     # pytest and kept here, never on the terminal: its line count and last characters (engine/plugin.py)
     case_output: str | None = None
+    # Which case a crash or a poisoned device belongs to. engine/attribution.py: a crash that may have landed
+    # in an innocent case, its suspects rerun alone: {"landed_in", "belongs_to" (id or None), "alone": {id:
+    # status alone}}; engine/canary.py: the device failed a canary after this case: {"canary", "process_replaced"}
+    attribution: dict[str, Any] | None = None
     # The op that raised or produced the wrong value when it is not the op under test: a device op the
     # case needed besides its own (CaseContext.helper_op); triage counts the failure under it.
     failed_op: str | None = None
@@ -261,7 +265,7 @@ _STRS = frozenset({"suite", "dtype", "kind", "oracle", "message", "recorded_stat
 _NUMS = frozenset({"duration_s", "timeout_s", "started_at", "cpu_s", "warmup_s", "maxrss_mb", "rss_grew_mb",
                    "rss_mb"})
 _INTS = frozenset({"level", "exit_code", "threads", "attempt"})
-_DICTS = frozenset({"mismatch", "precision", "info", "expectation", "first_failure"})
+_DICTS = frozenset({"mismatch", "precision", "info", "expectation", "first_failure", "attribution"})
 _LISTS = frozenset({"ops", "requires"})
 
 

@@ -1,0 +1,138 @@
+"""Crash attribution (issue 48 item 5): a crash that lands in the next, innocent case is rerun alone.
+
+The planted suite (tests/helpers/planted_async.py) has a case that passes but leaves a thread that
+writes a driver's assertion to fd 2 and aborts the process from a native thread once the next case
+has started, as PoCL does: the run's crash lands in `b_innocent` with no stack in its tail. Each
+suspect then runs alone in a fresh process: the abort follows `a_async_abort`, which gets the crash
+(with the driver's text), and `b_innocent` gets its own verdict, each record saying so.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import latest_run, records, run_cli
+
+from torchcts.cases.model import Case
+from torchcts.engine.attribution import Alone, Suspicion, ambiguous, attribute
+from torchcts.engine.isolation import CASE_MARK, FRESH_MARK, STDERR_HEADER, earlier_cases
+from torchcts.engine.one_case import CaseOutcome
+from torchcts.results.records import CaseRecord
+from torchcts.results.statuses import Status
+
+TESTS = Path(__file__).resolve().parent
+ENV = {
+    "TORCHCTS_EXTRA_SUITES": "asyncabort=helpers.planted_async",
+    "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS), os.environ.get("PYTHONPATH", "")]),
+}
+ASSERTION = "planted-driver: queue.c:42: flush_queue: Assertion `q->pending == 0' failed."
+A, B, C = (f"asyncabort/{name}/float32" for name in ("a_async_abort", "b_innocent", "c_ok"))
+
+
+def test_an_asynchronous_abort_is_attributed_to_the_case_that_left_it(tmp_path):
+    r = run_cli("run", "--device", "cpu", "--suite", "asyncabort", "--timeout", "120",
+                "--", "-n", "1", "-p", "no:benchmark", cwd=tmp_path, env=ENV, timeout=500)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out[-3000:]  # a crash is a failure, whoever it belongs to
+    lines = records(latest_run(tmp_path))
+    first = {}
+    for rec in lines:
+        first.setdefault(rec["id"], rec)
+    final = {rec["id"]: rec for rec in lines}
+    # In the run the crash landed in the innocent case, its tail with no stack, but the driver's
+    # text on fd 2 is kept in the crashed record.
+    assert first[B]["status"] == "crashed" and first[B]["signal"] == "SIGABRT", first[B]
+    assert ASSERTION in first[B]["output_tail"], first[B]["output_tail"]
+    assert "running 2 suspect(s) alone" in out
+    a, b = final[A], final[B]
+    assert a["status"] == "crashed" and a["signal"] == "SIGABRT", a
+    assert ASSERTION in a["output_tail"] and f"landed in {B}" in a["message"], a
+    assert a["attribution"] == {"landed_in": B, "belongs_to": A, "alone": {A: "crashed", B: "passed"}}
+    assert a["repro"].endswith(f"--case {A}")
+    assert b["status"] == "passed" and f"the crash belongs to {A}" in b["message"], b
+    assert b["attribution"]["belongs_to"] == A
+    assert final[C]["status"] == "passed"
+
+
+def test_ambiguous_tails_are_those_without_the_case_threads_stack():
+    assert ambiguous("") and ambiguous(None)
+    assert ambiguous("Fatal Python error: Aborted\n\n\nExtension modules: torch._C (total: 1)")
+    main = ('Fatal Python error: Segmentation fault\n\nStack (most recent call first):\n'
+            '  File "/x/kernels.py", line 3 in bad_kernel\n  File "/x/runner.py", line 9 in run_case\n')
+    assert not ambiguous(main)  # the case's own code was running: its crash
+    thread = ('Fatal Python error: Aborted\n\nStack (most recent call first):\n'
+              '  File "/x/driver.py", line 3 in <lambda>\n'
+              '  File "/usr/lib/python3.11/threading.py", line 1045 in _bootstrap_inner\n'
+              '  File "/usr/lib/python3.11/threading.py", line 1002 in _bootstrap\n')
+    assert ambiguous(thread)  # another thread's stack: work left behind by an earlier case
+    assert not ambiguous("#0  0x00007f in kernel_foo () at foo.cc:12\n#1  0x00007f in bar () at bar.cc:3")
+    assert ambiguous(f"Fatal Python error: Aborted\n{STDERR_HEADER}\n{main}")  # stderr is not the stack
+
+
+def test_earlier_cases_are_those_of_the_same_process():
+    log = "".join(f"\n{CASE_MARK}{i}.0 torchcts::{name}\n" if name != "-" else f"\n{FRESH_MARK}\n"
+                  for i, name in enumerate(["-", "w", "x", "-", "y", "z", "crashed", "later"]))
+    assert earlier_cases(log, "torchcts::crashed", 2) == ["torchcts::y", "torchcts::z"]
+    assert earlier_cases(log, "torchcts::crashed", 5) == ["torchcts::y", "torchcts::z"]  # x ran in a dead child
+    assert earlier_cases(log, "torchcts::y", 2) == []  # the first case of its process: nothing to blame
+    assert earlier_cases(log, None, 1) == ["torchcts::later"]  # died between cases
+
+
+def _case(name: str) -> Case:
+    return Case(id=f"s/{name}/float32", suite="s", level=1, runner="m:f", ops=("aten::x",), dtype="float32")
+
+
+def test_a_crash_is_never_turned_into_a_pass_without_a_culprit():
+    cases = {c.id: c for c in map(_case, ("a", "b"))}
+    crash = CaseRecord.from_case(cases["s/b/float32"], status=Status.CRASHED, signal="SIGABRT", message="died")
+    passed = {cid: Alone(cid, CaseOutcome(CaseRecord.from_case(c, status=Status.PASSED))) for cid, c in cases.items()}
+    [kept] = attribute([Suspicion("s/b/float32", ["s/a/float32"], crash)], passed, cases)
+    assert kept.status == Status.CRASHED and kept.attribution["belongs_to"] is None
+    assert "neither it nor s/a/float32 crashed" in kept.message
+    again = {**passed, "s/b/float32": Alone("s/b/float32", died={"signal": "SIGABRT", "exit_code": -6})}
+    [own] = attribute([Suspicion("s/b/float32", ["s/a/float32"], crash)], again, cases)
+    assert own.status == Status.CRASHED and own.attribution["belongs_to"] == "s/b/float32"
+    assert "it crashed again alone" in own.message
+
+
+POISON_ENV = {**ENV, "TORCHCTS_EXTRA_SUITES": "poison=helpers.planted_poison"}
+
+
+@pytest.mark.parametrize("forked", [False, True], ids=["worker", "forked-child"])
+def test_a_poisoned_device_is_found_by_the_canary_and_its_worker_replaced(tmp_path, forked):
+    """Each case passes, then leaves the sim's device broken (every later op raises): the first failure
+    after it is noted as the poisoned device's and the worker (or, after a crash, its forked child)
+    replaced, so of four cases two pass (without the canary one passed and three failed)."""
+    env = {**POISON_ENV, **({"PLANTED_POISON_FORKED": "1"} if forked else {})}
+    r = run_cli("run", "--device", "sim", "--manifest", "torchcts:sim/manifest.py", "--suite", "poison",
+                "--timeout", "120", "--", "-n", "1", "-p", "no:benchmark", cwd=tmp_path, env=env, timeout=400)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]  # the failures that met the poison stay
+    final = {rec["id"]: rec for rec in records(latest_run(tmp_path))}
+    victims = [final[f"poison/b_victim/{i}/float32"] for i in range(4)]
+    failed = [v for v in victims if v["status"] != "passed"]
+    assert len(failed) == 2, [(v["id"], v["status"], v.get("message")) for v in victims]
+    for bad in failed:
+        assert bad["status"] == "error" and "failed a canary" in bad["message"] and "device lost" in bad["message"]
+        assert bad["attribution"]["process_replaced"] is True and "device lost" in bad["attribution"]["canary"]
+    if forked:  # the retired child's end is no crash of the case after it
+        assert final["poison/a0_segv/float32"]["status"] == "crashed"
+        assert [v["status"] for v in final.values()].count("crashed") == 1
+
+
+def test_the_canary_judges_only_a_device_that_passed_it_first():
+    from torchcts.engine.canary import Canary
+
+    canary = Canary()
+    canary.before("cpu")
+    record = CaseRecord(id="x", status=Status.ERROR, message="boom")
+    canary.after(record, True, "cpu")
+    assert canary.works and canary.poisoned is None and record.message == "boom"  # cpu still adds
+    canary.after(record, True, "no_such_device")  # the canary itself cannot run there: poisoned
+    assert canary.poisoned and "failed a canary" in record.message
+    fresh = Canary()
+    fresh.before("no_such_device")  # never worked: never judges
+    other = CaseRecord(id="y", status=Status.ERROR, message="boom")
+    fresh.after(other, True, "no_such_device")
+    assert fresh.poisoned is None and other.message == "boom"

@@ -1,0 +1,206 @@
+"""Crash attribution: a crash that may have landed in the wrong case is rerun, suspect by suspect.
+
+Why: a real backend's driver can abort in a thread of its own after the op returned (PoCL: an
+assertion in its queue thread), so the process dies while the *next* case runs, and that innocent
+case was recorded `crashed`, with an empty output tail, while the guilty one passed (issue 48 item 5).
+
+Which crashes: one by a signal whose dead process ran other cases before it (engine/isolation.py:
+earlier_cases, from the worker's log) and whose tail shows no stack of the thread that runs cases
+(`ambiguous`): no frame at all (a native thread's abort: faulthandler prints only "Fatal Python
+error: Aborted") or a Python thread's stack (threading's `_bootstrap` outermost). A crash with the
+case's own stack was that case's code running: it stays the case's, without a rerun. A worker that
+died between cases (its next case never started) makes its last cases suspects too.
+
+How: after the run's first pytest session (engine/execute.py), each suspect (the crashed case and
+up to SUSPECTS_BEFORE cases before it in that process) runs alone in a fresh process
+(engine/solo.py), which lingers after the case so deferred work lands in it. Then:
+- the crashed case ran alone without crashing and an earlier case crashed alone: the crash is that
+  earlier case's. The earlier case gets its crash record (signal, its stderr with the driver's text,
+  what happened in the run), the innocent case its own verdict from its run alone, each saying so
+  in `attribution`;
+- the crashed case crashed alone too: its crash stands (and any earlier case's crash alone is
+  recorded as well);
+- nothing crashed alone: the crash stands, undetermined (it needs the cases in sequence): a crash is
+  never turned into a pass without a culprit.
+Records are appended (the last record of an id wins, results/rundir.py) and judged as any (repro,
+ledger). A first attempt's session only; `--rerun-failures` runs after this.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from torchcts.engine.isolation import STDERR_HEADER, earlier_cases, read_stderr
+from torchcts.engine.one_case import CaseOutcome
+from torchcts.process import exit_fields
+from torchcts.results.crash_frames import native_frames, python_frames
+from torchcts.results.records import CaseRecord
+from torchcts.results.statuses import Status
+
+SUSPECTS_BEFORE = 2  # earlier cases of the dead process that are rerun alone
+START_S = 120.0  # a solo process's start-up (a fresh python imports torch and the backend) on a loaded machine
+MAX_PARALLEL = 2
+
+
+@dataclass
+class Suspicion:
+    """A crash that may belong to an earlier case of its process (`landed_in` None: between cases)."""
+
+    landed_in: str | None
+    earlier: list[str]
+    record: CaseRecord | None = None  # the crash record the run wrote for `landed_in`
+
+
+@dataclass
+class Alone:
+    """One case's run alone in a fresh process: its outcome, or how the process died."""
+
+    case_id: str
+    outcome: CaseOutcome | None = None
+    died: dict[str, Any] = field(default_factory=dict)  # CaseRecord exit fields (signal, exit_code)
+    stderr: str = ""
+    seconds: float = 0.0
+
+    @property
+    def crashed(self) -> bool:
+        return self.outcome is None and bool(self.died)
+
+    @property
+    def status(self) -> str:
+        if self.outcome is not None:
+            return str(self.outcome.record.status)
+        return "crashed" if self.died else "undetermined"
+
+
+def ambiguous(tail: str | None) -> bool:
+    """The crash's tail shows no stack of the thread that runs cases: none at all, or another thread's."""
+    text = str(tail or "").split(STDERR_HEADER, 1)[0]
+    if native_frames(text):
+        return False
+    frames = python_frames(text)
+    return not frames or frames[-1] == "threading.py:_bootstrap"
+
+
+def suspicion(record: CaseRecord, log: Path, nodeid: str | None) -> Suspicion | None:
+    """A Suspicion for a crash record (or, `nodeid` None, a worker that died between cases) when its
+    process ran earlier cases and the tail does not show the case's own stack."""
+    if not record.signal:  # an exit code is the process's own decision (a case's os._exit), not deferred work
+        return None
+    if nodeid is not None and (record.status != Status.CRASHED or not ambiguous(record.output_tail)):
+        return None
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    earlier = [n.split("::", 1)[-1] for n in earlier_cases(text, nodeid, SUSPECTS_BEFORE)]
+    if not earlier:
+        return None
+    return Suspicion(record.id if nodeid is not None else None, earlier, record if nodeid is not None else None)
+
+
+def run_alone(run_dir: Path, case_ids: list[str], timeout_s: float | None, corpus: str | None) -> dict[str, Alone]:
+    """Each case in a fresh process of its own (engine/solo.py), MAX_PARALLEL at a time."""
+    results: dict[str, Alone] = {}
+    limit = START_S + (timeout_s or 600.0)  # the case's own limit, then it is undetermined
+    with tempfile.TemporaryDirectory(prefix="torchcts-alone-") as scratch:
+        pending = list(dict.fromkeys(case_ids))
+        running: list[tuple[Alone, subprocess.Popen[bytes], Path, Any, float]] = []
+        while pending or running:
+            while pending and len(running) < MAX_PARALLEL:
+                case_id = pending.pop(0)
+                index = len(results) + len(running)
+                out, err = Path(scratch) / f"{index}.json", Path(scratch) / f"{index}.stderr"
+                fh = open(err, "wb")  # noqa: SIM115 - closed when the process is reaped
+                cmd = [sys.executable, "-m", "torchcts.engine.solo", str(run_dir), case_id, str(out),
+                       *([corpus] if corpus else [])]
+                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fh)
+                running.append((Alone(case_id), proc, out, (fh, err), time.monotonic()))
+            time.sleep(0.05)
+            for item in list(running):
+                alone, proc, out, (fh, err), began = item
+                code = proc.poll()
+                if code is None and time.monotonic() - began < limit:
+                    continue
+                if code is None:
+                    proc.kill()
+                    proc.wait()
+                fh.close()
+                running.remove(item)
+                alone.seconds = round(time.monotonic() - began, 3)
+                alone.stderr = read_stderr(err)
+                if code == 0 and out.is_file():
+                    try:
+                        alone.outcome = CaseOutcome.from_json(json.loads(out.read_text(encoding="utf-8")))
+                    except (OSError, ValueError, KeyError, TypeError):
+                        alone.outcome = None
+                elif code is not None:
+                    alone.died = exit_fields(code)
+                results[alone.case_id] = alone
+    return results
+
+
+def attribute(suspicions: list[Suspicion], alone: dict[str, Alone], plan: dict[str, Any]) -> list[CaseRecord]:
+    """The records the attribution changes (unjudged): see the module's docstring."""
+    out: dict[str, CaseRecord] = {}
+    for s in suspicions:
+        ran = {cid: alone[cid].status for cid in [*s.earlier, *([s.landed_in] if s.landed_in else [])] if cid in alone}
+        culprits = [cid for cid in s.earlier if cid in alone and alone[cid].crashed]
+        landed = alone.get(s.landed_in) if s.landed_in else None
+        where = f"the crash that landed in {s.landed_in}" if s.landed_in else "a worker that died between cases"
+        for cid in culprits:
+            case = plan.get(cid)
+            if case is None or cid in out:
+                continue
+            a = alone[cid]
+            how = a.died.get("signal") or f"exit code {a.died.get('exit_code')}"
+            out[cid] = CaseRecord.from_case(
+                case, status=Status.CRASHED, worker="alone", **a.died,
+                output_tail=f"{STDERR_HEADER}\n{a.stderr}" if a.stderr else None,
+                message=(f"its process died ({how}) when this case ran alone in a fresh one, after its checks "
+                         f"(deferred work: a driver thread's abort); in the run this was {where}"),
+                attribution={"landed_in": s.landed_in, "belongs_to": cid, "alone": ran})
+        if s.landed_in is None or s.record is None:
+            continue
+        if landed is not None and landed.outcome is not None and culprits:
+            record = landed.outcome.record.copy(worker="alone")
+            note = (f"its process died in the run ({s.record.signal or s.record.exit_code}) while it ran; rerun alone "
+                    f"it {record.status}: the crash belongs to {culprits[-1]}, which crashed alone (engine/attribution.py)")
+            record.message = f"{record.message}; {note}" if record.message else note
+            record.attribution = {"landed_in": s.landed_in, "belongs_to": culprits[-1], "alone": ran}
+            out[s.landed_in] = record
+        elif s.landed_in not in out:
+            mine = landed is not None and landed.crashed
+            record = s.record.copy()
+            record.attribution = {"landed_in": s.landed_in, "belongs_to": s.landed_in if mine else None,
+                                        "alone": ran}
+            why = ("it crashed again alone: the crash is its own" if mine else
+                   f"rerun alone, neither it nor {', '.join(s.earlier)} crashed: the crash needs them in sequence")
+            record.message = f"{record.message}; {why}"
+            out[s.landed_in] = record
+    return list(out.values())
+
+
+def settle(run_dir: Path, suspicions: list[Suspicion], judge: Any, plan: dict[str, Any],
+           timeout_s: float | None, corpus: str | None) -> list[CaseRecord]:
+    """Run every suspect alone, then append the records the attribution changed, judged (repro,
+    ledger) by `judge` (engine/judge.py: RecordJudge of the first attempt)."""
+    from torchcts.results.rundir import RecordWriter
+
+    ids = [cid for s in suspicions for cid in [*s.earlier, *([s.landed_in] if s.landed_in else [])]]
+    print(f"torchcts: {len(suspicions)} crash(es) may have landed in another case than the one that caused "
+          f"them: running {len(set(ids))} suspect(s) alone (engine/attribution.py)", flush=True)
+    records = [judge(r) for r in attribute(suspicions, run_alone(run_dir, ids, timeout_s, corpus), plan)]
+    writer = RecordWriter(run_dir)
+    try:
+        for record in records:
+            writer.append(record)
+    finally:
+        writer.close()
+    return records
