@@ -344,7 +344,7 @@ def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any])
 # A case that runs and finds itself out of scope (or that the crash budget does not run) is a pytest
 # skip; pytest's summary names it by its TorchCTS status ("5 not_applicable", not "5 skipped"), the
 # word the scorecard counts it under.
-NO_VERDICT = ("not_applicable", "pending", "not_run")
+NO_VERDICT = ("not_applicable", "not_claimed", "pending", "not_run")
 
 
 @pytest.hookimpl(tryfirst=True)

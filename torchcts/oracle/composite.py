@@ -35,7 +35,8 @@ def routed_to_composite(device_type: str) -> frozenset[str]:
 
 
 class _Composed(TorchDispatchMode):
-    """CPU, except that the listed overloads run their CompositeExplicitAutograd kernel."""
+    """CPU, except that the listed overloads run their CompositeExplicitAutograd kernel (and so do the
+    listed overloads that kernel calls)."""
 
     def __init__(self, overloads: frozenset[str]) -> None:
         super().__init__()
@@ -46,7 +47,10 @@ class _Composed(TorchDispatchMode):
         name = f"{func._schema.name.removeprefix('aten::')}.{func._overloadname}"
         if name in self.overloads:
             self.used.add(name)
-            return func._op_dk(torch._C.DispatchKey.CompositeExplicitAutograd, *args, **(kwargs or {}))
+            # the composite's own calls dispatch again, as on the device: addr.out's composite calls
+            # addr, which the device runs through its composite too (answering NaN where CPU's gives -inf)
+            with self:
+                return func._op_dk(torch._C.DispatchKey.CompositeExplicitAutograd, *args, **(kwargs or {}))
         return func(*args, **(kwargs or {}))
 
 
