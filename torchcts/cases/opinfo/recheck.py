@@ -11,6 +11,9 @@ not_applicable): neither a pass nor a failure.
 
 The contiguous copy is compared only when the sample holds a non-contiguous tensor and CPU's result
 is no view of an input (a view answers with the input's own strides, as_strided's point).
+
+A failure may also be no claim at all: a reference that computes in a dtype the manifest does not
+claim (`computed_dtypes`) makes the sample unclaimed (cases/opinfo/run.py: UnclaimedSample).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from torchcts.cases.opinfo.samples import leaves_of, rebuilt, tensors_of
 from torchcts.oracle.compare import TolSpec, find_mismatch
@@ -72,3 +76,29 @@ def unstable(first: Any, again: Again, tol: TolSpec, layout_matters: bool) -> st
     if find_mismatch(third, first, tol) is not None:
         return "the CPU reference differs from the same call on a contiguous copy of the sample"
     return None
+
+
+class _Dtypes(TorchDispatchMode):
+    """CPU, noting the dtype of every tensor an aten call takes or gives."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[torch.dtype] = set()
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        self.seen.update(t.dtype for t in tensors_of((args, kwargs, out)))
+        return out
+
+
+def computed_dtypes(call: Callable[[], Any]) -> set[torch.dtype]:
+    """The dtypes of the tensors `call()` (a CPU reference) computes with, intermediates too: stft of
+    float32 returning real pairs computes in complex64, which a backend claiming float32 alone lacks.
+    Asked only where the device failed (check_call), so the passes pay nothing."""
+    mode = _Dtypes()
+    try:
+        with mode:
+            call()
+    except Exception:  # noqa: BLE001 - CPU rejects it now: what it computed so far is all there is
+        pass
+    return mode.seen

@@ -322,14 +322,22 @@ def check_call(ctx: CaseContext, op: Any, fn: Callable[..., Any], sample: Any, c
         dev = transform(dev) if transform else dev
         return dev, call(fn, dev)
 
-    dev_after, actual = device_call()
-    truth = (lambda: truth_of(op, fn, sample, truth_dtype, category)) if truth_dtype is not None else None
-    check_output(ctx, op, actual, expected, sample, lambda: device_call()[1], category, truth, exact,
-                 lambda: composite_answer(lambda: reference(fn, sample, transform), ctx.device_type),
-                 lambda: recheck.unstable(
-                     expected, lambda contiguous: reference_call(fn, sample, recheck.contiguous if contiguous
-                                                                 else transform),
-                     lambda dt: ctx.tolerance(category, dt), transform is not None or recheck.strided(sample)))
+    try:
+        dev_after, actual = device_call()
+        truth = (lambda: truth_of(op, fn, sample, truth_dtype, category)) if truth_dtype is not None else None
+        check_output(ctx, op, actual, expected, sample, lambda: device_call()[1], category, truth, exact,
+                     lambda: composite_answer(lambda: reference(fn, sample, transform), ctx.device_type),
+                     lambda: recheck.unstable(
+                         expected, lambda contiguous: reference_call(fn, sample, recheck.contiguous if contiguous
+                                                                     else transform),
+                         lambda dt: ctx.tolerance(category, dt), transform is not None or recheck.strided(sample)))
+    except SkipSample:
+        raise
+    except Exception:
+        with unobserved():  # a failure where CPU computes in an unclaimed dtype is no claim's failure
+            inside = recheck.computed_dtypes(lambda: reference(fn, sample, transform))
+        require_claimed(ctx, [torch.empty(0, dtype=d) for d in inside])
+        raise
     if cpu_after is not None and _oracle(ctx) == "cpu":
         with unobserved():
             floor = running_stats_atol(op.name, sample)

@@ -1,0 +1,242 @@
+"""Issue 48 item 3: no verdict TorchCTS should not give, each found on a real backend, closed as a class.
+
+1. Exploration within PyTorch's own rules: a placed host operand only where PyTorch's device rule
+   takes one (host_rule.py: index_add's source, cosine_similarity's x2 and bce_with_logits' target
+   are refused, mul's other is not); no in-place call on a self-overlapping input.
+2. A CPU reference that is not one (differs from itself, or from a contiguous copy) drops the sample
+   instead of failing the device (recheck.py).
+3. PyTorch's composite answer, accepted on the functional path, is accepted on out= and in-place too.
+4. Claims honoured: a case whose samples hold an unclaimed dtype (polar of float32: complex64) is
+   not_claimed; OpInfo's memory-format check follows the channels_last claim.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.cases.context import CaseContext
+from torchcts.cases.explore import host_rule
+from torchcts.cases.model import Case, NotClaimed
+from torchcts.cases.opinfo import recheck
+from torchcts.cases.opinfo import run as opinfo_run
+from torchcts.cases.opinfo.run import SkipSample, check_call, check_inplace, check_out, or_composite
+from torchcts.cases.opinfo.samples import HostArg, lookup
+from torchcts.manifest.templates import validation_manifest
+from torchcts.oracle.compare import Mismatch, OracleMismatch
+from torchcts.oracle.tolerances import Tolerance
+
+
+def _case(op: str, kind: str = "forward") -> Case:
+    return Case(id=f"opinfo/{op}/float32/{kind}", suite="opinfo", level=2, runner="torchcts.cases.opinfo.run:run",
+                params={"op": op, "kind": kind, "dtype": "float32"}, dtype="float32", kind=kind)
+
+
+def _ctx(op: str, kind: str = "forward", **claims: object) -> CaseContext:
+    manifest = validation_manifest()
+    if claims:
+        manifest = dataclasses.replace(manifest, **claims)
+    return CaseContext(device=torch.device("cpu"), manifest=manifest, case=_case(op, kind))
+
+
+# --- 1. exploration within PyTorch's rules ------------------------------------------------------
+
+HOST = HostArg(torch.tensor(2.5))
+X, Z, IDX = torch.randn(3), torch.randn(()), torch.zeros((), dtype=torch.long)
+
+
+@pytest.mark.parametrize(("fn", "sample"), [
+    (torch.index_add, SampleInput(Z, args=(0, IDX, HOST))),  # a same-device check (no device_check: NoCheck)
+    (torch.index_reduce, SampleInput(Z, args=(0, IDX, HOST, "prod"))),
+    (torch.nn.functional.cosine_similarity, SampleInput(Z, args=(HOST,), kwargs={"dim": 0})),  # its clamp_min_.Tensor
+    (torch.nn.functional.binary_cross_entropy_with_logits, SampleInput(Z, args=(HOST,))),  # mul_ writes the host tensor
+])
+def test_a_host_operand_pytorch_refuses_is_refused(fn, sample) -> None:
+    assert host_rule.refusal(fn, sample) is not None
+
+
+@pytest.mark.parametrize(("fn", "sample"), [
+    (torch.mul, SampleInput(X, args=(HOST,))),  # TensorIterator: a CPU scalar beside device tensors
+    (torch.where, SampleInput(X > 0, args=(X, HOST))),
+    (torch.lerp, SampleInput(X, args=(X, HOST))),
+    (torch.dist, SampleInput(Z, args=(HOST,))),  # a composite whose calls all take it
+    (torch.index_add, SampleInput(Z, args=(0, IDX, torch.tensor(1.0)))),  # nothing on the host
+])
+def test_a_host_operand_pytorch_takes_is_kept(fn, sample) -> None:
+    assert host_rule.refusal(fn, sample) is None
+
+
+def test_exploration_drops_the_placed_samples_pytorch_refuses() -> None:
+    """index_add's explored samples with the source on the host were index_add's own refusals on the
+    device (pytorch_ocl), recorded as the backend's errors; they are dropped and counted."""
+    from torchcts.cases.explore.run import run
+
+    ctx = _ctx("index_add", "explore")
+    ctx.case = dataclasses.replace(ctx.case, id="opinfo/index_add/float32/explore")
+    ctx.explore = 40
+    run(ctx, op="index_add", dtype=torch.float32)
+    assert ctx.info["explored"].get("host_refused", 0) > 0, ctx.info["explored"]
+
+
+def test_no_in_place_call_on_a_self_overlapping_input() -> None:
+    """tril_ on a stride-0 self: which write lands last is undefined, CPU's answer is no law."""
+    op = lookup("tril")
+    expanded = torch.randn(1, 4).expand(4, 4)
+    with pytest.raises(SkipSample, match="overlaps itself"):
+        check_inplace(_ctx("tril", "inplace"), op, SampleInput(expanded), "elementwise")
+    check_inplace(_ctx("tril", "inplace"), op, SampleInput(torch.randn(4, 4)), "elementwise")  # a plain one runs
+
+
+# --- 2. a reference that is not one -------------------------------------------------------------
+
+def test_median_of_a_stride_0_input_on_cpu_is_no_reference() -> None:
+    """CPU's median(dim) of an expanded input differs from its own answer on a contiguous copy (2.13)."""
+    x = torch.randn(5, 1, 4).expand(5, 3, 4)
+    sample = SampleInput(x, args=(1,))
+
+    def again(contiguous: bool):
+        return opinfo_run.reference_call(torch.median, sample, recheck.contiguous if contiguous else None)
+
+    first = opinfo_run.reference(torch.median, sample)
+    # garbage: it differs from the contiguous copy's answer, and often from itself too
+    assert recheck.unstable(first, again, Tolerance(0.0, 0.0), recheck.strided(sample)) is not None
+    plain = SampleInput(torch.randn(5, 3, 4), args=(1,))
+    assert recheck.unstable(opinfo_run.reference(torch.median, plain),
+                            lambda c: opinfo_run.reference_call(torch.median, plain), Tolerance(0.0, 0.0),
+                            recheck.strided(plain)) is None
+
+
+def test_a_reference_that_differs_from_itself_drops_the_sample_instead_of_failing() -> None:
+    """An op whose CPU answer is uninitialised memory (native_group_norm of a mismatched zero batch,
+    2.14): every call differs. Before the recheck this was the device's failure."""
+    op = lookup("abs")
+    garbage = lambda x: x + torch.rand(())  # noqa: E731 - differs on every call, on CPU too
+    with pytest.raises(SkipSample, match="no reference: the CPU reference differs from itself"):
+        check_call(_ctx("abs"), op, garbage, SampleInput(torch.randn(8)), "elementwise")
+
+
+def test_a_stable_reference_keeps_the_devices_failure() -> None:
+    def cpu() -> None:
+        raise OracleMismatch(Mismatch("differs from CPU"))
+
+    with pytest.raises(OracleMismatch, match="differs from CPU"):
+        or_composite(object(), cpu, lambda other: None, None, lambda: None)
+    with pytest.raises(SkipSample, match="no reference: unstable"):
+        or_composite(object(), cpu, lambda other: None, None, lambda: "unstable")
+
+
+# --- 3. the composite answer on every path ------------------------------------------------------
+
+ADDR = SampleInput(torch.tensor(0.0), args=(torch.tensor([2.938736e-39]), torch.tensor([-5.877472e-39])),
+                   kwargs={"alpha": float("inf")})
+
+
+def _composite_device(monkeypatch) -> None:
+    """CPU playing a device without addr kernels of its own: its calls run addr's composite (NaN
+    here, where CPU's fused kernel gives -inf), as pytorch_ocl does."""
+    import torchcts.oracle.composite as composite
+
+    routed = frozenset({"addr.default", "addr.out"})
+    monkeypatch.setattr(composite, "routed_to_composite", lambda device: routed)
+    plain = opinfo_run.copy_sample
+
+    def copy(sample, device):  # the device's copy (a torch.device; CPU's reference passes "cpu")
+        out = plain(sample, device)
+        if isinstance(device, torch.device):
+            out.input.on_device = True
+        return out
+
+    monkeypatch.setattr(opinfo_run, "copy_sample", copy)
+
+
+def _addr(x, *args, **kwargs):
+    if getattr(x, "on_device", False):
+        with __import__("torchcts.oracle.composite", fromlist=["_Composed"])._Composed(
+                frozenset({"addr.default", "addr.out"})):
+            return torch.addr(x, *args, **kwargs)
+    return torch.addr(x, *args, **kwargs)
+
+
+class _Op:
+    def __init__(self, fn) -> None:
+        self._real, self.op = lookup("addr"), fn
+
+    def __getattr__(self, name: str):
+        return getattr(self._real, name)
+
+
+def test_the_composite_answer_passes_the_out_path_as_it_passes_the_functional_one(monkeypatch) -> None:
+    _composite_device(monkeypatch)
+    ctx = _ctx("addr")
+    check_call(ctx, _Op(_addr), _addr, ADDR, "elementwise")
+    assert ctx.info.get("allowed_answer") == "addr_composite"
+    ctx = _ctx("addr", "out")
+    check_out(ctx, _Op(_addr), ADDR, "elementwise")  # raised "got nan, expected -inf" before
+    assert ctx.info.get("allowed_answer") == "addr_composite"
+
+
+def test_nested_composites_are_routed_like_the_device_routes_them() -> None:
+    """addr.out's composite calls addr: a device without either runs both composites."""
+    from torchcts.oracle.composite import _Composed
+
+    out = torch.zeros(1, 1)
+    with _Composed(frozenset({"addr.default", "addr.out"})):
+        torch.addr(*[ADDR.input, *ADDR.args], out=out, **ADDR.kwargs)
+    assert torch.isnan(out).all()
+
+
+# --- 4. claims ----------------------------------------------------------------------------------
+
+def test_a_case_whose_results_are_of_an_unclaimed_dtype_is_not_claimed() -> None:
+    """polar of float32 returns complex64: on a float32-only backend it was an error, not a claim."""
+    from torchcts.cases.opinfo.run import run
+
+    floats = {"float32": True}
+    with pytest.raises(NotClaimed, match="complex64"):
+        run(_ctx("polar", supported_dtypes=floats), op="polar", kind="forward", dtype=torch.float32)
+    run(_ctx("polar"), op="polar", kind="forward", dtype=torch.float32)  # claimed: it runs
+
+
+def test_memory_format_checks_follow_the_channels_last_claim() -> None:
+    """A device that ignores memory_format=channels_last fails only where channels_last is claimed."""
+    op = lookup("clone")
+    sample = SampleInput(torch.randn(2, 3, 4, 5), kwargs={"memory_format": torch.channels_last})
+    ignores = lambda x, memory_format: x.clone()  # noqa: E731 - a contiguous result
+    expected = x_cl = sample.input.clone(memory_format=torch.channels_last)
+    assert not ignores(sample.input, torch.channels_last).is_contiguous(memory_format=torch.channels_last)
+    capabilities = dict(validation_manifest().capabilities)
+    unclaimed = _ctx("clone", capabilities={**capabilities, "channels_last": False})
+    check_call(unclaimed, op, ignores, sample, "elementwise", expected=expected)
+    with pytest.raises(OracleMismatch, match="layout"):
+        check_call(_ctx("clone", capabilities={**capabilities, "channels_last": True}), op, ignores, sample,
+                   "elementwise", expected=x_cl)
+
+
+def test_a_failure_where_cpu_computes_in_an_unclaimed_dtype_is_no_claims_failure() -> None:
+    """stft of float32 with return_complex=False gives float32 pairs but computes in complex64: a
+    float32-only backend's refusal (pytorch_ocl: 'Unsupported data type:ComplexFloat') is not_claimed."""
+    op = lookup("stft")
+    sample = SampleInput(torch.randn(100), kwargs={"n_fft": 10, "return_complex": False})
+
+    def refuses(x, **kwargs):
+        if getattr(x, "on_device", False):
+            raise RuntimeError("Unsupported data type:ComplexFloat")
+        return torch.stft(x, **kwargs)
+
+    plain = opinfo_run.copy_sample
+
+    def copy(s, device):
+        out = plain(s, device)
+        if isinstance(device, torch.device):
+            out.input.on_device = True
+        return out
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(opinfo_run, "copy_sample", copy)
+        with pytest.raises(opinfo_run.UnclaimedSample, match="complex64"):
+            check_call(_ctx("stft", supported_dtypes={"float32": True}), op, refuses, sample, "elementwise")
+        with pytest.raises(RuntimeError, match="ComplexFloat"):  # claimed: the device's error stands
+            check_call(_ctx("stft"), op, refuses, sample, "elementwise")
