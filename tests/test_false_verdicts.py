@@ -139,8 +139,7 @@ def _composite_device(monkeypatch) -> None:
     here, where CPU's fused kernel gives -inf), as pytorch_ocl does."""
     import torchcts.oracle.composite as composite
 
-    routed = frozenset({"addr.default", "addr.out"})
-    monkeypatch.setattr(composite, "routed_to_composite", lambda device: routed)
+    monkeypatch.setattr(composite, "routed_to_composite", lambda device: ROUTED)
     plain = opinfo_run.copy_sample
 
     def copy(sample, device):  # the device's copy (a torch.device; CPU's reference passes "cpu")
@@ -152,17 +151,26 @@ def _composite_device(monkeypatch) -> None:
     monkeypatch.setattr(opinfo_run, "copy_sample", copy)
 
 
-def _addr(x, *args, **kwargs):
-    if getattr(x, "on_device", False):
-        with __import__("torchcts.oracle.composite", fromlist=["_Composed"])._Composed(
-                frozenset({"addr.default", "addr.out"})):
-            return torch.addr(x, *args, **kwargs)
-    return torch.addr(x, *args, **kwargs)
+ROUTED = frozenset({"addr.default", "addr.out", "addr_.default"})  # pytorch_ocl has no addr kernel of its own
+
+
+def _on_device(fn):
+    def call(x, *args, **kwargs):
+        if getattr(x, "on_device", False):
+            from torchcts.oracle.composite import _Composed
+
+            with _Composed(ROUTED):
+                return fn(x, *args, **kwargs)
+        return fn(x, *args, **kwargs)
+    return call
+
+
+_addr = _on_device(torch.addr)
 
 
 class _Op:
     def __init__(self, fn) -> None:
-        self._real, self.op = lookup("addr"), fn
+        self._real, self.op, self.inplace_variant = lookup("addr"), fn, _on_device(torch.Tensor.addr_)
 
     def __getattr__(self, name: str):
         return getattr(self._real, name)
@@ -176,6 +184,17 @@ def test_the_composite_answer_passes_the_out_path_as_it_passes_the_functional_on
     ctx = _ctx("addr", "out")
     check_out(ctx, _Op(_addr), ADDR, "elementwise")  # raised "got nan, expected -inf" before
     assert ctx.info.get("allowed_answer") == "addr_composite"
+    ctx = _ctx("addr", "inplace")
+    inplace = SampleInput(torch.zeros(1, 1), args=ADDR.args, kwargs=ADDR.kwargs)
+    check_inplace(ctx, _Op(_addr), inplace, "elementwise")  # addr_: the rule covers the in-place overload too
+    assert ctx.info.get("allowed_answer") == "addr_composite"
+
+
+def test_a_composite_rule_covers_the_ops_in_place_and_out_overloads() -> None:
+    from torchcts.oracle.allowed import composite_rules
+
+    rules = composite_rules()
+    assert rules["addr_.default"] == rules["addr.out"] == rules["addr.default"] == "addr_composite"
 
 
 def test_nested_composites_are_routed_like_the_device_routes_them() -> None:
