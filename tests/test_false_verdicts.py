@@ -259,3 +259,42 @@ def test_a_failure_where_cpu_computes_in_an_unclaimed_dtype_is_no_claims_failure
             check_call(_ctx("stft", supported_dtypes={"float32": True}), op, refuses, sample, "elementwise")
         with pytest.raises(RuntimeError, match="ComplexFloat"):  # claimed: the device's error stands
             check_call(_ctx("stft"), op, refuses, sample, "elementwise")
+
+
+# --- 5. a CPU reference that dies ---------------------------------------------------------------
+
+_DIE = """
+import faulthandler, sys, time, torch
+from torch.testing._internal.opinfo.core import SampleInput
+from torchcts.cases.opinfo.run import call, reference_call
+log = open(sys.argv[1], "a")
+log.write("\\n@@torchcts-case %f torchcts::opinfo/sdpa/float32/explore\\n" % time.time()); log.flush()
+faulthandler.enable(file=log, all_threads=False)
+q, k = torch.randn(1, 2, 4, 8), torch.randn(1, 2, 0, 8)  # no keys: CPU's flash attention divides by zero
+sample = SampleInput(q, args=(k, k))
+fn = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+reference_call(fn, sample) if sys.argv[2] == "reference" else call(fn, sample)
+"""
+
+
+@pytest.mark.parametrize("where", ["reference", "device"])
+def test_a_cpu_reference_that_dies_is_never_the_devices_crash(tmp_path, where) -> None:
+    """SIGFPE in _scaled_dot_product_flash_attention_for_cpu (a zero-size dimension) while TorchCTS
+    computes CPU's reference: recorded pending (no reference, no verdict), not crashed; the same
+    death in the device's call stays the device's crash."""
+    import os
+    import subprocess
+    import sys
+
+    from torchcts.engine.isolation import child_death_record, log_path
+
+    log = log_path(tmp_path, "gw0")
+    proc = subprocess.run([sys.executable, "-c", _DIE, str(log), where], capture_output=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert proc.returncode == -8, proc.stderr[-2000:]  # SIGFPE
+    record = child_death_record(_case("nn.functional.scaled_dot_product_attention", "explore"), tmp_path, "gw0",
+                                "torchcts::opinfo/sdpa/float32/explore", {"signal": "SIGFPE"})
+    if where == "reference":
+        assert record.status == "pending" and "run.py:reference_call" in record.message, record.message
+    else:
+        assert record.status == "crashed", record.message
