@@ -298,3 +298,33 @@ def test_a_cpu_reference_that_dies_is_never_the_devices_crash(tmp_path, where) -
         assert record.status == "pending" and "run.py:reference_call" in record.message, record.message
     else:
         assert record.status == "crashed", record.message
+
+
+def test_exploration_puts_no_nan_or_inf_where_ieee754_is_not_claimed() -> None:
+    """pow(-inf, 0.5), gelu(-inf), max(nan) on pytorch_ocl (ieee754 not claimed) were failures of a
+    claim never made; with the claim the same samples run."""
+    from torchcts.cases.explore.run import run
+
+    capabilities = dict(validation_manifest().capabilities)
+    ctx = _ctx("abs", "explore", capabilities={**capabilities, "ieee754": False})
+    ctx.case = dataclasses.replace(ctx.case, id="opinfo/abs/float32/explore")
+    ctx.explore = 12
+    run(ctx, op="abs", dtype=torch.float32)
+    assert ctx.info["explored"].get("not_ieee754", 0) > 0 and ctx.info["explored"]["checks"] > 0, ctx.info
+    claimed = _ctx("abs", "explore")
+    claimed.case, claimed.explore = ctx.case, 12
+    run(claimed, op="abs", dtype=torch.float32)
+    assert "not_ieee754" not in claimed.info["explored"]
+
+
+def test_an_error_input_of_an_unclaimed_dtype_is_not_the_devices_error() -> None:
+    """masked_fill's error input passes a complex64 value: pytorch_ocl refused copying it to the device
+    ('Unsupported data type:ComplexFloat'), an error of a dtype float32 alone does not claim."""
+    from torchcts.cases.opinfo.run import run
+
+    ctx = _ctx("masked_fill", "errors", supported_dtypes={"float32": True})
+    try:
+        run(ctx, op="masked_fill", kind="errors", dtype=torch.float32)
+    except NotClaimed:
+        pass
+    assert any("unclaimed dtype complex" in why for why in ctx.info.get("samples_skipped", {})), ctx.info

@@ -31,7 +31,7 @@ from torchcts.cases.explore.shrink import shrink
 from torchcts.cases.model import NotApplicable, NotClaimed, repro_command
 from torchcts.cases.observe import hand_to_rerun
 from torchcts.cases.opinfo.run import SkipSample, UnclaimedSample, check_backward, check_call, check_inplace, check_out, exact_for
-from torchcts.cases.opinfo.samples import describe_sample, lookup, selected_samples
+from torchcts.cases.opinfo.samples import HostArg, describe_sample, leaves_of, lookup, selected_samples
 from torchcts.oracle.categories import tolerance_category
 from torchcts.oracle.compare import OracleMismatch
 from torchcts.oracle.opfacts import FACTS
@@ -115,7 +115,7 @@ def _run(ctx: CaseContext, op: Any, dtype: torch.dtype, level: int, found: Find 
         ctx.describe(sample_index=i, sample=describe_sample(made.sample), recipe=made.recipe(),
                      repro=repro_command(case_id, ctx.device_type, ctx.validation, sample=i))
         stats["samples"] += 1
-        if _refused(op, made.sample, made.placed, stats, len(checks)):
+        if _refused(ctx, op, made.sample, made.placed, stats, len(checks)):
             continue
         for name, check in checks.items():
             kind = outcome(check, made.sample)
@@ -151,14 +151,27 @@ def _indices(ctx: CaseContext, budget: int) -> Iterator[int]:
         yield i
 
 
-def _refused(op: Any, sample: Any, recipe: str | None, stats: dict[str, int], checks: int) -> bool:
-    """A sample whose host operand (placement.py) PyTorch's own device rule refuses (host_rule.py):
-    dropped like an input CPU rejects, counted in `host_refused`; a device raising there is right."""
-    if not placement.moved(recipe) or host_rule.refusal(op.op, sample) is None:
+def _refused(ctx: CaseContext, op: Any, sample: Any, recipe: str | None, stats: dict[str, int], checks: int) -> bool:
+    """A sample outside what the device must do, dropped like an input CPU rejects and counted: its host
+    operand (placement.py) refused by PyTorch's own device rule (`host_refused`, host_rule.py), or a
+    NaN or an infinity among its inputs where the manifest does not claim `ieee754` (`not_ieee754`: the
+    special_values kind needs that claim too)."""
+    if not ctx.claims("ieee754") and _nonfinite(sample):
+        key = "not_ieee754"
+    elif placement.moved(recipe) and host_rule.refusal(op.op, sample) is not None:
+        key = "host_refused"
+    else:
         return False
     stats["dropped"] += checks
-    stats["host_refused"] = stats.get("host_refused", 0) + 1
+    stats[key] = stats.get(key, 0) + 1
     return True
+
+
+def _nonfinite(sample: Any) -> bool:
+    leaves = leaves_of((sample.input, sample.args, sample.kwargs))
+    tensors = [x.value if isinstance(x, HostArg) else x for x in leaves if isinstance(x, (torch.Tensor, HostArg))]
+    return any((t.is_floating_point() or t.is_complex()) and t.layout == torch.strided and t.numel()
+               and not bool(torch.isfinite(t).all()) for t in tensors)
 
 
 def _replay(ctx: CaseContext, op: Any, case_id: str, checks: dict[str, Check], stats: dict[str, int]) -> None:
@@ -174,7 +187,7 @@ def _replay(ctx: CaseContext, op: Any, case_id: str, checks: dict[str, Check], s
         except (codec.CodecError, RuntimeError, TypeError, OverflowError):
             stats["corpus_unreadable"] = stats.get("corpus_unreadable", 0) + 1
             continue
-        if check is None or _refused(op, sample, entry.recipe, stats, 1):
+        if check is None or _refused(ctx, op, sample, entry.recipe, stats, 1):
             continue
         ctx.describe(sample=describe_sample(sample), recipe=f"corpus entry {entry.name}: {entry.recipe}")
         kind = outcome(check, sample)

@@ -556,6 +556,7 @@ def run_errors(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
             cpu_exc = exc
         else:
             raise SkipSample("CPU does not raise")
+        require_claimed(ctx, (sample.input, sample.args, sample.kwargs))  # masked_fill's complex value
         dev = copy_sample(sample, ctx.device)
         try:
             call(op.op, dev)
