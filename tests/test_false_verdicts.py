@@ -328,3 +328,12 @@ def test_an_error_input_of_an_unclaimed_dtype_is_not_the_devices_error() -> None
     except NotClaimed:
         pass
     assert any("unclaimed dtype complex" in why for why in ctx.info.get("samples_skipped", {})), ctx.info
+
+
+def test_a_non_blocking_copy_to_the_host_needs_the_pinned_memory_claim() -> None:
+    """_to_copy pins a non_blocking device-to-host result: pytorch_ocl (no pinned allocator, not
+    claimed) raised NotImplementedError in transfers/to_host, a claim it never made."""
+    from torchcts.cases.registry import suite_cases
+
+    downloads = [c for c in suite_cases("transfers") if c.id.startswith("transfers/to_host/")]
+    assert downloads and all("pinned_memory" in c.requires for c in downloads)
