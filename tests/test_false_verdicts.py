@@ -337,3 +337,14 @@ def test_a_non_blocking_copy_to_the_host_needs_the_pinned_memory_claim() -> None
 
     downloads = [c for c in suite_cases("transfers") if c.id.startswith("transfers/to_host/")]
     assert downloads and all("pinned_memory" in c.requires for c in downloads)
+
+
+def test_show_skips_counts_a_runtime_not_claimed_under_its_dtype() -> None:
+    """`polar/float32` found at run time to need complex64 is counted under complex64, the claim that runs it."""
+    from torchcts.results.records import CaseRecord
+    from torchcts.results.skips import summarize
+
+    record = CaseRecord.from_case(_case("polar"))
+    record.status = "not_claimed"
+    record.message = "no sample holds only claimed dtypes: 9 x a tensor of the unclaimed dtype complex64"
+    assert summarize([record]).by_dtype == {"complex64": 1}
