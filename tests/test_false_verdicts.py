@@ -367,3 +367,17 @@ def test_an_out_variant_whose_result_is_of_an_unclaimed_dtype_is_not_claimed() -
     with pytest.raises(NotClaimed, match="complex64"):
         out_case(_ctx("fft_rfft", supported_dtypes={"float32": True}), torch.float32, case)
     out_case(_ctx("fft_rfft"), torch.float32, case)  # claimed: it runs (CPU against CPU)
+
+
+def test_dtype_cases_honour_the_dtype_claims_of_their_results() -> None:
+    """dtypes/scalar/complex (float32 + 1j) and default_dtype's complex factory made complex64 on a
+    float32-only pytorch_ocl: errors of a dtype it never claimed."""
+    from torchcts.cases.suites.dtypes import default_dtype, scalar_operands
+
+    floats = {"float32": True, "int64": True, "bool": True}
+    with pytest.raises(NotClaimed, match="complex64"):
+        scalar_operands(_ctx("add", supported_dtypes=floats), torch.float32, "complex")
+    scalar_operands(_ctx("add", supported_dtypes=floats), torch.float32, "float")  # float32 result: runs
+    ctx = _ctx("zeros", supported_dtypes=floats)
+    default_dtype(ctx)
+    assert ctx.info["not_claimed"] == ["tensor complex"]
