@@ -56,15 +56,11 @@ class UnclaimedSample(SkipSample):
     of float32 is complex64); a case none of whose samples is claimed is not_claimed (NotClaimed)."""
 
 
-# PyTorch fixes these dtypes for indices, counts and masks whatever the values' dtype (median's
-# indices, index_add's index, where's condition): a claim of the values' dtype covers them.
-INDEX_DTYPES = (torch.int64, torch.int32, torch.bool)
-
-
 def require_claimed(ctx: CaseContext, *objs: Any) -> None:
-    """UnclaimedSample when a tensor of `objs` has a dtype the manifest does not claim (INDEX_DTYPES aside)."""
+    """UnclaimedSample when a tensor of `objs` has a dtype the manifest does not claim (index dtypes aside:
+    CaseContext.claims_value_dtype)."""
     for t in tensors_of(objs):
-        if t.dtype not in INDEX_DTYPES and not ctx.claims_dtype(t.dtype):
+        if not ctx.claims_value_dtype(t.dtype):
             raise UnclaimedSample(f"a tensor of the unclaimed dtype {str(t.dtype).removeprefix('torch.')}")
 
 

@@ -21,6 +21,7 @@ from torchcts.cases.api import (
     FLOATING,
     CaseContext,
     CaseSet,
+    NotClaimed,
     dtype_of,
     exactness_of,
     expect,
@@ -29,7 +30,6 @@ from torchcts.cases.api import (
     sample,
     sample_for_cast,
 )
-from torchcts.cases.model import NotClaimed
 
 SUITE = CaseSet("dtypes")
 CAST = exactness_of("_to_copy")  # a cast between dtypes is exact (oracle/exactness.py)
