@@ -381,3 +381,12 @@ def test_dtype_cases_honour_the_dtype_claims_of_their_results() -> None:
     ctx = _ctx("zeros", supported_dtypes=floats)
     default_dtype(ctx)
     assert ctx.info["not_claimed"] == ["tensor complex"]
+
+
+def test_an_out_variant_computed_in_an_unclaimed_dtype_is_not_claimed() -> None:
+    """fft_irfft.out of float32 returns float32 but computes in complex64 (pytorch_ocl: an error)."""
+    from torchcts.cases.suites.out_variants import OUT_OPS, out_case
+
+    case = next(k for k, v in OUT_OPS.items() if v[0] == "fft_irfft")
+    with pytest.raises(NotClaimed, match="complex64"):
+        out_case(_ctx("fft_irfft", supported_dtypes={"float32": True}), torch.float32, case)
