@@ -270,7 +270,8 @@ def test_ci_progress_lines_wait_for_pytests_line_of_dots_to_end():
     assert len(out) == 4 and out[3].startswith("[torchcts] ")  # no blank line after our own
 
 
-@pytest.mark.parametrize(("status", "letter"), [("not_applicable", "n"), ("pending", "p"), ("not_run", "-")])
+@pytest.mark.parametrize(("status", "letter"),
+                         [("not_applicable", "n"), ("not_claimed", "c"), ("pending", "p"), ("not_run", "-")])
 def test_a_case_without_a_verdict_has_its_own_letter_not_skips(monkeypatch, status, letter):
     from torchcts.engine import plugin
 

@@ -30,6 +30,11 @@ def dtype_of(name: str) -> torch.dtype:
     return dt
 
 
+# PyTorch fixes these dtypes for indices, counts and masks whatever the values' dtype: a claim of the
+# values' dtype covers them (CaseContext.claims_value_dtype).
+INDEX_DTYPES = (torch.int64, torch.int32, torch.bool)
+
+
 @dataclass
 class CaseContext:
     """Handed to every case function as its first argument."""
@@ -67,6 +72,12 @@ class CaseContext:
     def claims_dtype(self, dtype: str | torch.dtype) -> bool:
         name = dtype if isinstance(dtype, str) else str(dtype).removeprefix("torch.")
         return self.manifest.claims_dtype(name)
+
+    def claims_value_dtype(self, dtype: torch.dtype) -> bool:
+        """Whether a tensor of this dtype met in a case (an input, a result) is within the claims: a
+        claimed dtype, or one PyTorch fixes for indices, counts and masks (INDEX_DTYPES) whatever the
+        values' dtype (median's indices, index_add's index, where's condition)."""
+        return dtype in INDEX_DTYPES or self.claims_dtype(dtype)
 
     @property
     def seed(self) -> int:

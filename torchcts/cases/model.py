@@ -78,6 +78,12 @@ class NotApplicable(Exception):
     """Raised by a case at run time: this build, PyTorch version or device lacks what it needs."""
 
 
+class NotClaimed(NotApplicable):
+    """Raised by a case at run time whose every sample holds a tensor (an input or a result) of a dtype
+    the manifest does not claim (polar of float32 returns complex64): recorded `not_claimed`, as
+    selection records a case of an unclaimed dtype. A NotApplicable, so code that only knows that skips it."""
+
+
 class Pending(NotApplicable):
     """Raised by a generated case that could not reach a verdict (CPU rejected every input the
     generator made, so there is no reference): recorded `pending`, visible, never a pass. A

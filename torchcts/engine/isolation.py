@@ -34,6 +34,7 @@ import pytest
 from torchcts import settings
 from torchcts.cases.model import Case
 from torchcts.process import exit_fields
+from torchcts.results.crash_frames import reference_death
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
 
@@ -234,7 +235,7 @@ def parse_log(text: str, nodeid: str) -> dict[str, Any]:
         except ValueError:
             timeout = 0.0
     tail = _tail(body.replace(TIMEOUT_MARK, "timeout after "))
-    return {"start": start, "timeout": timeout, "tail": tail, "started": True}
+    return {"start": start, "timeout": timeout, "tail": tail, "started": True, "reference": reference_death(body)}
 
 
 # Frames of the harness itself (pytest, pluggy, xdist, execnet) say nothing about the case.
@@ -312,6 +313,10 @@ def _death_record(case: Case, work_dir: Path | None, worker_id: str, nodeid: str
         how = record.signal or (f"exit code {record.exit_code}" if record.exit_code is not None else "unknown cause")
         record.status = Status.CRASHED
         record.message = f"{who} died ({how}) while running this case; {after}"
+        if info.get("reference"):  # CPU's kernel died computing the reference: no verdict, not the device's crash
+            record.status = Status.PENDING
+            record.message = (f"{who} died ({how}) in TorchCTS's CPU reference ({info['reference']}): no reference, "
+                              f"no verdict; not the device's crash; {after}")
     return info["started"], record
 
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import pytest
 
 from torchcts import compat
-from torchcts.cases.model import Case, NotApplicable, Pending
+from torchcts.cases.model import Case, NotApplicable, NotClaimed, Pending
 from torchcts.engine.probe import CaseProbe, release_memory
 from torchcts.errors import first_line
 from torchcts.oracle.mismatch import OracleMismatch
@@ -92,8 +92,9 @@ def run_one(case: Case, state: CaseState, corpus: str | None) -> CaseOutcome:
     try:
         with compat.watch_fallbacks() as fallbacks:
             run_case(case, ctx)
-    except NotApplicable as exc:  # Pending is one: no verdict, shown apart (results/statuses.py)
-        record.status = Status.PENDING if isinstance(exc, Pending) else Status.NOT_APPLICABLE
+    except NotApplicable as exc:  # Pending and NotClaimed are ones: no verdict, shown apart (results/statuses.py)
+        record.status = (Status.PENDING if isinstance(exc, Pending) else Status.NOT_CLAIMED
+                         if isinstance(exc, NotClaimed) else Status.NOT_APPLICABLE)
         record.message = str(exc)
         outcome.kind, outcome.message = SKIPPED, f"{record.status.replace('_', ' ')}: {exc}"
     except OracleMismatch as exc:

@@ -367,7 +367,7 @@ def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any])
 # A case that runs and finds itself out of scope (or that the crash budget does not run) is a pytest
 # skip; pytest's summary names it by its TorchCTS status ("5 not_applicable", not "5 skipped"), the
 # word the scorecard counts it under, and its letter among the dots is its own, not skip's `s`.
-NO_VERDICT_LETTERS = {"not_applicable": "n", "pending": "p", "not_run": "-"}
+NO_VERDICT_LETTERS = {"not_applicable": "n", "not_claimed": "c", "pending": "p", "not_run": "-"}
 NO_VERDICT = tuple(NO_VERDICT_LETTERS)
 
 

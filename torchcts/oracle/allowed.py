@@ -281,5 +281,21 @@ def host_arguments(op: str) -> frozenset[str]:
 
 
 def composite_rules() -> dict[str, str]:
-    """overload ("packet.overload") -> the name of the CompositeRule accepting its composite's answer."""
-    return {o: r.name for r in RULES if isinstance(r, CompositeRule) for o in r.overloads}
+    """overload ("packet.overload") -> the name of the CompositeRule accepting its composite's answer; a
+    rule on `name.default` covers its in-place and out= overloads too (`name_.default`, `name.out`), where
+    this PyTorch has them: a composite answer accepted on one path is accepted on every path."""
+    found = {}
+    for rule in (r for r in RULES if isinstance(r, CompositeRule)):
+        for overload in rule.overloads:
+            found[overload] = rule.name
+            packet = overload.removesuffix(".default")
+            if packet != overload:
+                for other in (f"{packet}_.default", f"{packet}.out"):
+                    if _exists(other):
+                        found.setdefault(other, rule.name)
+    return found
+
+
+def _exists(overload: str) -> bool:
+    packet, _, name = overload.partition(".")
+    return hasattr(getattr(torch.ops.aten, packet, None), name)

@@ -144,3 +144,35 @@ def cluster_reason(scope: str, signature: str, crashes: int, done: int, families
 def stopped_by_budget(record: CaseRecord) -> bool:
     """A `not_run` record the crash budget wrote (reports count these apart from a killed run's)."""
     return record.status == "not_run" and str(record.message or "").startswith(BUDGET_REASON)
+
+
+# TorchCTS's own CPU work on a sample: the reference and its rechecks (cases/opinfo/run.py,
+# recheck.py, truth.py, cases/explore/host_rule.py, oracle/composite.py). The device is never called
+# beneath these frames, so a fatal signal on the crashing thread while one is on its stack is CPU's
+# death (SIGFPE in _scaled_dot_product_flash_attention_for_cpu on a zero-size dimension), never the
+# device's crash. A backend's asynchronous abort lands on its own thread, which has none of them.
+REFERENCE_FRAMES = frozenset({
+    ("cases/opinfo/run.py", "reference_call"), ("cases/opinfo/run.py", "cpu_call"),
+    ("cases/opinfo/recheck.py", "computed_dtypes"), ("cases/opinfo/truth.py", "truth_of"),
+    ("cases/explore/host_rule.py", "refusal"), ("oracle/composite.py", "composite_answer"),
+})
+
+
+def reference_death(log: str) -> str | None:
+    """The TorchCTS reference frame (`run.py:reference_call`) on the Python stack of the thread
+    faulthandler reported dying in `log` (a worker's log from the case's start), None when none is."""
+    lines = log.splitlines()
+    start = next((i for i, line in enumerate(lines) if _PY_HEADER.search(line)), None)
+    if start is None:
+        return None
+    for line in lines[start + 1:]:
+        m = _PY_FRAME.match(line)
+        if m is None:
+            if line.strip():
+                break  # the end of the crashing thread's stack
+            continue
+        path = m["file"].replace("\\", "/")
+        for suffix, func in REFERENCE_FRAMES:
+            if m["func"] == func and path.endswith(f"torchcts/{suffix}"):
+                return f"{_base(path)}:{func}"
+    return None

@@ -19,6 +19,8 @@ SKIPPED = ("not_claimed", "not_applicable")
 # The wording of engine/selection.py: claim_decision (records hold it as `message`).
 _DTYPE = re.compile(r"^dtype (\S+) (not in supported_dtypes|claimed False)$")
 _CAPABILITY = re.compile(r"^capability (.+) not claimed$")
+# The wording of cases/opinfo/run.py: UnclaimedSample (a case found at run time to need another dtype)
+_UNCLAIMED = re.compile(r"the unclaimed dtype (\w+)")
 
 
 @dataclass
@@ -73,7 +75,7 @@ def summarize(records: Iterable[CaseRecord]) -> SkipSummary:
         op = op_label(r)
         out.by_op[op] += 1
         message = str(r.message or "")
-        if status == "not_claimed" and (m := _DTYPE.match(message)):
+        if status == "not_claimed" and (m := _DTYPE.match(message) or _UNCLAIMED.search(message)):
             out.by_dtype[m.group(1)] += 1
         elif status == "not_claimed" and (m := _CAPABILITY.match(message)):
             for cap in re.findall(r"'([^']+)'", m.group(1)):

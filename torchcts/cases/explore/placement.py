@@ -9,7 +9,8 @@ gets one of them as a CPU scalar tensor (a HostArg: it stays on the host when th
 as a Python number. The choice is drawn from the sample's own seed (`f"{case_id}#{index}#place"`), so
 the other axes' draws, and every corpus entry found before this axis, are unchanged. Ops whose tensors
 must all be on one device, a 0-dim one too, never get this axis (op facts of kind `one_device`,
-values.Policy.host_operands).
+values.Policy.host_operands), and a placed sample PyTorch's own device rule refuses (host_rule.py:
+only TensorIterator takes a CPU scalar beside device tensors) is dropped by the runner.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from torchcts.cases.opinfo.samples import HostArg, rebuilt
 
 PLACE_EVERY = 3
 KINDS = ("host", "number")  # a CPU scalar tensor, a Python number
+WORDS = {"host": "a CPU scalar tensor", "number": "a Python number"}  # as recipes name them
 
 
 def place(sample: Any, case_id: str, index: int) -> tuple[Any, str | None]:
@@ -35,14 +37,18 @@ def place(sample: Any, case_id: str, index: int) -> tuple[Any, str | None]:
     at, kind = where[rng.randrange(len(where))], KINDS[rng.randrange(len(KINDS))]
     args, kwargs = list(sample.args), dict(sample.kwargs)
     value = (args[at] if isinstance(at, int) else kwargs[at]).detach()
-    moved = HostArg(value.clone()) if kind == "host" else value.item()
+    off = HostArg(value.clone()) if kind == "host" else value.item()
     if isinstance(at, int):
-        args[at] = moved
+        args[at] = off
     else:
-        kwargs[at] = moved
+        kwargs[at] = off
     label = f"arg{at}" if isinstance(at, int) else at
-    return rebuilt(sample, sample.input, args, kwargs), \
-        f"{label} as {'a CPU scalar tensor' if kind == 'host' else 'a Python number'}"
+    return rebuilt(sample, sample.input, args, kwargs), f"{label} as {WORDS[kind]}"
+
+
+def moved(recipe: str | None) -> bool:
+    """Whether a recipe (Explored.placed, a corpus entry's) moved an operand to the host."""
+    return recipe is not None and any(f" as {w}" in recipe for w in WORDS.values())
 
 
 def _zero_dim(x: Any) -> bool:

@@ -23,15 +23,15 @@ from typing import Any
 import torch
 
 from torchcts.cases.context import CaseContext
-from torchcts.cases.explore import codec, corpus
+from torchcts.cases.explore import codec, corpus, host_rule, placement
 from torchcts.cases.explore.budget import default_depth, samples_for
 from torchcts.cases.explore.find import Find
 from torchcts.cases.explore.generate import Explored, plan, requiring_grad
 from torchcts.cases.explore.shrink import shrink
-from torchcts.cases.model import NotApplicable, repro_command
+from torchcts.cases.model import NotApplicable, NotClaimed, repro_command
 from torchcts.cases.observe import hand_to_rerun
-from torchcts.cases.opinfo.run import SkipSample, check_backward, check_call, check_inplace, check_out, exact_for
-from torchcts.cases.opinfo.samples import describe_sample, lookup, selected_samples
+from torchcts.cases.opinfo.run import SkipSample, UnclaimedSample, check_backward, check_call, check_inplace, check_out, exact_for
+from torchcts.cases.opinfo.samples import HostArg, describe_sample, leaves_of, lookup, selected_samples
 from torchcts.oracle.categories import tolerance_category
 from torchcts.oracle.compare import OracleMismatch
 from torchcts.oracle.opfacts import FACTS
@@ -63,10 +63,12 @@ def variants(ctx: CaseContext, op: Any, dtype: torch.dtype) -> dict[str, Check]:
 
 
 def outcome(check: Check, sample: Any) -> str | None:
-    """None: agrees with CPU; "skip": CPU rejects it; else the failure's kind (mismatch, or the
-    exception type the device raised)."""
+    """None: agrees with CPU; "skip": CPU rejects it ("unclaimed": it holds a tensor of a dtype the
+    manifest does not claim); else the failure's kind (mismatch, or the exception type the device raised)."""
     try:
         check(sample)
+    except UnclaimedSample:
+        return "unclaimed"
     except SkipSample:
         return "skip"
     except OracleMismatch:
@@ -98,7 +100,7 @@ def _run(ctx: CaseContext, op: Any, dtype: torch.dtype, level: int, found: Find 
     if found is not None:
         _confirm(ctx, found, checks)
     if ctx.corpus is not None:
-        _replay(ctx, case_id, checks, stats)
+        _replay(ctx, op, case_id, checks, stats)
     depth = ctx.explore if ctx.explore is not None else default_depth(level)
     if depth == 0 and ctx.sample is None:
         if stats["replayed"]:
@@ -113,10 +115,13 @@ def _run(ctx: CaseContext, op: Any, dtype: torch.dtype, level: int, found: Find 
         ctx.describe(sample_index=i, sample=describe_sample(made.sample), recipe=made.recipe(),
                      repro=repro_command(case_id, ctx.device_type, ctx.validation, sample=i))
         stats["samples"] += 1
+        if _refused(ctx, op, made.sample, made.placed, stats, len(checks)):
+            continue
         for name, check in checks.items():
             kind = outcome(check, made.sample)
-            if kind == "skip":
+            if kind in ("skip", "unclaimed"):
                 stats["dropped"] += 1
+                stats["unclaimed"] = stats.get("unclaimed", 0) + (kind == "unclaimed")
                 continue
             stats["checks"] += 1
             if kind is not None:
@@ -124,6 +129,9 @@ def _run(ctx: CaseContext, op: Any, dtype: torch.dtype, level: int, found: Find 
     for key in ("sample_index", "sample", "recipe", "repro"):  # a pass names no sample
         ctx.info.pop(key, None)
     if stats["checks"] == 0 and not stats["replayed"]:
+        if stats.get("unclaimed"):  # every input CPU accepts holds an unclaimed dtype
+            raise NotClaimed(f"every explored input CPU accepts holds a tensor of an unclaimed dtype "
+                             f"({stats['unclaimed']} of {stats['dropped']} dropped)")
         raise NotApplicable(f"CPU rejected every explored input ({stats['dropped']} dropped)")
 
 
@@ -143,7 +151,30 @@ def _indices(ctx: CaseContext, budget: int) -> Iterator[int]:
         yield i
 
 
-def _replay(ctx: CaseContext, case_id: str, checks: dict[str, Check], stats: dict[str, int]) -> None:
+def _refused(ctx: CaseContext, op: Any, sample: Any, recipe: str | None, stats: dict[str, int], checks: int) -> bool:
+    """A sample outside what the device must do, dropped like an input CPU rejects and counted: its host
+    operand (placement.py) refused by PyTorch's own device rule (`host_refused`, host_rule.py), or a
+    NaN or an infinity among its inputs where the manifest does not claim `ieee754` (`not_ieee754`: the
+    special_values kind needs that claim too)."""
+    if not ctx.claims("ieee754") and _nonfinite(sample):
+        key = "not_ieee754"
+    elif placement.moved(recipe) and host_rule.refusal(op.op, sample) is not None:
+        key = "host_refused"
+    else:
+        return False
+    stats["dropped"] += checks
+    stats[key] = stats.get(key, 0) + 1
+    return True
+
+
+def _nonfinite(sample: Any) -> bool:
+    leaves = leaves_of((sample.input, sample.args, sample.kwargs))
+    tensors = [x.value if isinstance(x, HostArg) else x for x in leaves if isinstance(x, (torch.Tensor, HostArg))]
+    return any((t.is_floating_point() or t.is_complex()) and t.layout == torch.strided and t.numel()
+               and not bool(torch.isfinite(t).all()) for t in tensors)
+
+
+def _replay(ctx: CaseContext, op: Any, case_id: str, checks: dict[str, Check], stats: dict[str, int]) -> None:
     assert ctx.corpus is not None
     limit = ctx.manifest.resource_limits.get("max_tensor_mb", corpus.DEFAULT_MAX_TENSOR_MB)
     entries, bad = corpus.load(ctx.corpus, case_id, limit)
@@ -156,12 +187,12 @@ def _replay(ctx: CaseContext, case_id: str, checks: dict[str, Check], stats: dic
         except (codec.CodecError, RuntimeError, TypeError, OverflowError):
             stats["corpus_unreadable"] = stats.get("corpus_unreadable", 0) + 1
             continue
-        if check is None:
+        if check is None or _refused(ctx, op, sample, entry.recipe, stats, 1):
             continue
         ctx.describe(sample=describe_sample(sample), recipe=f"corpus entry {entry.name}: {entry.recipe}")
         kind = outcome(check, sample)
         stats["replayed"] += 1
-        if kind not in (None, "skip"):
+        if kind not in (None, "skip", "unclaimed"):
             ctx.info["explore"] = {"variant": entry.variant, "replayed": entry.name, "recipe": entry.recipe,
                                    "shrunk": entry.sample, "original": entry.original, "found_as": entry.message}
             ctx.info["original_sample"] = _describe_encoded(entry.original)
@@ -182,7 +213,7 @@ def _confirm(ctx: CaseContext, found: Find, checks: dict[str, Check]) -> None:
     ctx.info.update(explore=record, sample=describe_sample(sample), sample_index=record.get("index"),
                     original_sample=original)
     kind = outcome(check, sample)
-    if kind not in (None, "skip"):
+    if kind not in (None, "skip", "unclaimed"):
         check(sample)
     for key in ("explore", "sample", "sample_index", "original_sample"):
         ctx.info.pop(key, None)

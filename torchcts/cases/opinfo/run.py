@@ -18,9 +18,9 @@ import torch
 from torch.utils import _pytree as pytree
 
 from torchcts.cases.context import CaseContext
-from torchcts.cases.model import NotApplicable, repro_command
+from torchcts.cases.model import NotApplicable, NotClaimed, repro_command
 from torchcts.cases.observe import unobserved
-from torchcts.cases.opinfo import out_layouts
+from torchcts.cases.opinfo import out_layouts, recheck
 from torchcts.cases.opinfo.confined import candidates
 from torchcts.cases.opinfo.effects import Repeat, Retained, check_arguments, recast
 from torchcts.cases.opinfo.error_types import device_class_errors
@@ -49,6 +49,19 @@ from torchcts.oracle.weak import constant_by_definition, weakness
 
 class SkipSample(Exception):
     """This sample cannot be checked (the CPU reference rejects it, or it does not fit the kind)."""
+
+
+class UnclaimedSample(SkipSample):
+    """This sample holds a tensor of a dtype the manifest does not claim (an input, or CPU's result: polar
+    of float32 is complex64); a case none of whose samples is claimed is not_claimed (NotClaimed)."""
+
+
+def require_claimed(ctx: CaseContext, *objs: Any) -> None:
+    """UnclaimedSample when a tensor of `objs` has a dtype the manifest does not claim (index dtypes aside:
+    CaseContext.claims_value_dtype)."""
+    for t in tensors_of(objs):
+        if not ctx.claims_value_dtype(t.dtype):
+            raise UnclaimedSample(f"a tensor of the unclaimed dtype {str(t.dtype).removeprefix('torch.')}")
 
 
 def call(fn: Callable[..., Any], sample: Any, **extra: Any) -> Any:
@@ -91,7 +104,7 @@ def each_sample(ctx: CaseContext, op: Any, dtype: torch.dtype | None, body: Call
                 requires_grad: bool = False, errors: bool = False) -> None:
     """Run body over the op's selected samples (one index, or the first max_samples); body raises
     SkipSample for a sample it cannot check. NotApplicable when no sample could be checked."""
-    ran, skipped = 0, {}
+    ran, skipped, unclaimed = 0, {}, 0
     index = getattr(ctx, "sample", None)
     device = None if errors else ctx.device
     for i, sample in selected_samples(op, dtype, getattr(ctx, "max_samples", None), index,
@@ -102,6 +115,7 @@ def each_sample(ctx: CaseContext, op: Any, dtype: torch.dtype | None, body: Call
             body(sample)
         except SkipSample as why:
             skipped[str(why)] = skipped.get(str(why), 0) + 1
+            unclaimed += isinstance(why, UnclaimedSample)
             continue
         ran += 1
     for key in ("sample_index", "sample", "repro"):  # a pass or a not_applicable names no sample
@@ -111,6 +125,8 @@ def each_sample(ctx: CaseContext, op: Any, dtype: torch.dtype | None, body: Call
         ctx.info["samples_skipped"] = skipped
     if ran == 0:
         detail = "; ".join(f"{n} x {why}" for why, n in skipped.items()) or "the op has no samples"
+        if unclaimed:  # every sample CPU accepts holds an unclaimed dtype
+            raise NotClaimed(f"no sample holds only claimed dtypes: {detail}")
         raise NotApplicable(f"no sample could be checked: {detail}")
 
 
@@ -167,14 +183,18 @@ def _name(dtype: torch.dtype | None) -> str | None:
 
 def check_output(ctx: CaseContext, op: Any, actual: Any, expected: Any, sample: Any, rerun: Callable[[], Any],
                  category: str, truth: Callable[[], Truth] | None = None, exact: Exact | None = None,
-                 composite: Callable[[], tuple[Any, list[str]] | None] | None = None) -> None:
+                 composite: Callable[[], tuple[Any, list[str]] | None] | None = None,
+                 recheck: Callable[[], str | None] | None = None) -> None:
     """Compare by the case's oracle: CPU values (with the sample's conditioning, bit for bit where
     `exact`, and judged by the float64 truth when `truth` computes one and the result is not exact),
     or properties for random/uninitialised outputs. Where CPU's values differ, `composite` gives the
-    other answer PyTorch allows this device (oracle/composite.py), if any."""
+    other answer PyTorch allows this device (oracle/composite.py), if any; `recheck` says why CPU's
+    answer is no reference for the sample (recheck.py), asked only where the device disagrees."""
     check_devices(ctx, actual, sample)
-    if sample.kwargs.get("memory_format") in STRICT_FORMATS and not mentions_device(sample):
-        check_memory_format(actual, expected, sample.kwargs["memory_format"])  # the layout asked for is semantics
+    fmt = sample.kwargs.get("memory_format")
+    if fmt in STRICT_FORMATS and not mentions_device(sample) and (fmt is torch.contiguous_format
+                                                                  or ctx.claims("channels_last")):
+        check_memory_format(actual, expected, fmt)  # the layout asked for is semantics (channels_last: if claimed)
     oracle = _oracle(ctx)
     if oracle == "cpu":
         if category == "linalg":
@@ -192,7 +212,8 @@ def check_output(ctx: CaseContext, op: Any, actual: Any, expected: Any, sample: 
                              allowed=output_alternatives(op.name, sample.input), exact=exact,
                              constant=constant_by_definition(op.name, dtype, variant=op.variant_test_name))
 
-        or_composite(ctx, lambda: compare(expected), lambda other: compare(other, judge_truth=False), composite)
+        or_composite(ctx, lambda: compare(expected), lambda other: compare(other, judge_truth=False), composite,
+                     recheck)
         return
     check_structure(actual, expected)
     if oracle == "property:random":
@@ -226,26 +247,41 @@ def check_memory_format(actual: Any, expected: Any, memory_format: Any) -> None:
 
 
 def or_composite(ctx: CaseContext, compare: Callable[[], None], compare_with: Callable[[Any], None],
-                 composite: Callable[[], tuple[Any, list[str]] | None] | None) -> None:
+                 composite: Callable[[], tuple[Any, list[str]] | None] | None,
+                 recheck: Callable[[], str | None] | None = None) -> None:
     """`compare()` against CPU; where it fails, the device's answer may be that of PyTorch's composite
     kernel for an op the device has none of its own for (`composite()`, oracle/composite.py): it
-    passes when it matches that answer (`info.allowed_answer` names the rules), else CPU's mismatch
-    stands."""
+    passes when it matches that answer (`info.allowed_answer` names the rules); else, where CPU's
+    answer is no reference (`recheck()` says why, recheck.py), the sample is dropped (SkipSample), and
+    otherwise CPU's mismatch stands."""
     try:
         compare()
     except OracleMismatch as mismatch:
         try:
-            with unobserved():
-                other = composite() if composite is not None else None
-        except Exception:  # noqa: BLE001 - CPU rejects the sample that way: no second answer
-            other = None
-        if other is None:
-            raise
-        try:
-            compare_with(other[0])
+            _composite_or_raise(ctx, mismatch, compare_with, composite)
         except OracleMismatch:
-            raise mismatch from None
-        ctx.describe(allowed_answer=", ".join(other[1]))
+            with unobserved():
+                why = recheck() if recheck is not None else None
+            if why is not None:
+                raise SkipSample(f"no reference: {why}") from None
+            raise
+
+
+def _composite_or_raise(ctx: CaseContext, mismatch: OracleMismatch, compare_with: Callable[[Any], None],
+                        composite: Callable[[], tuple[Any, list[str]] | None] | None) -> None:
+    """Pass when the device's answer is PyTorch's composite answer (or_composite), else raise `mismatch`."""
+    try:
+        with unobserved():
+            other = composite() if composite is not None else None
+    except Exception:  # noqa: BLE001 - CPU rejects the sample that way: no second answer
+        other = None
+    if other is None:
+        raise mismatch
+    try:
+        compare_with(other[0])
+    except OracleMismatch:
+        raise mismatch from None
+    ctx.describe(allowed_answer=", ".join(other[1]))
 
 
 def _seeded(ctx: CaseContext, fn: Callable[[], Any]) -> Any:
@@ -275,16 +311,29 @@ def check_call(ctx: CaseContext, op: Any, fn: Callable[..., Any], sample: Any, c
         # Describe the layout the device gets (the transformed CPU copy), not the plain sample.
         seen = (lambda cpu: ctx.describe(sample=describe_sample(cpu))) if transform is not None else None
         cpu_after, expected = reference_call(fn, sample, transform, seen)
+    require_claimed(ctx, (sample.input, sample.args, sample.kwargs), expected)
 
     def device_call() -> tuple[Any, Any]:
         dev = copy_sample(sample, ctx.device)
         dev = transform(dev) if transform else dev
         return dev, call(fn, dev)
 
-    dev_after, actual = device_call()
-    truth = (lambda: truth_of(op, fn, sample, truth_dtype, category)) if truth_dtype is not None else None
-    check_output(ctx, op, actual, expected, sample, lambda: device_call()[1], category, truth, exact,
-                 lambda: composite_answer(lambda: reference(fn, sample, transform), ctx.device_type))
+    try:
+        dev_after, actual = device_call()
+        truth = (lambda: truth_of(op, fn, sample, truth_dtype, category)) if truth_dtype is not None else None
+        check_output(ctx, op, actual, expected, sample, lambda: device_call()[1], category, truth, exact,
+                     lambda: composite_answer(lambda: reference(fn, sample, transform), ctx.device_type),
+                     lambda: recheck.unstable(
+                         expected, lambda contiguous: reference_call(fn, sample, recheck.contiguous if contiguous
+                                                                     else transform),
+                         lambda dt: ctx.tolerance(category, dt), transform is not None or recheck.strided(sample)))
+    except SkipSample:
+        raise
+    except Exception:
+        with unobserved():  # a failure where CPU computes in an unclaimed dtype is no claim's failure
+            inside = recheck.computed_dtypes(lambda: reference(fn, sample, transform))
+        require_claimed(ctx, [torch.empty(0, dtype=d) for d in inside])
+        raise
     if cpu_after is not None and _oracle(ctx) == "cpu":
         with unobserved():
             floor = running_stats_atol(op.name, sample)
@@ -385,17 +434,41 @@ def check_inplace(ctx: CaseContext, op: Any, sample: Any, category: str, exact: 
     fn = op.inplace_variant
     if sample.broadcasts_input or not isinstance(sample.input, torch.Tensor):
         raise SkipSample("input is broadcast or not a tensor")
+    if sample.input.layout == torch.strided and torch._debug_has_internal_overlap(sample.input) == 1:
+        # PyTorch refuses such a `self` for its TensorIterator ops; where an op does not check, which
+        # of the writes to one element lands last is undefined: no answer is CPU's to demand
+        raise SkipSample("input overlaps itself (stride 0): the order of an in-place op's writes is undefined")
+
+    def cpu_call(on: Any) -> Any:
+        cpu = copy_sample(on, "cpu")
+        call(fn, cpu)
+        return cpu.input
+
     with unobserved():
-        cpu = copy_sample(sample, "cpu")
         try:
-            call(fn, cpu)
+            want = cpu_call(sample)
         except Exception as exc:  # noqa: BLE001
             raise SkipSample(f"CPU raises {type(exc).__name__}") from None
+    require_claimed(ctx, (sample.input, sample.args, sample.kwargs), want)
     dev = copy_sample(sample, ctx.device)
     result = call(fn, dev)
     if result is not dev.input:
         fail("in-place variant did not return self", got=type(result).__name__)
-    _compare_written(ctx, op, sample, dev.input, cpu.input, category, exact)
+    _written_or_composite(ctx, op, sample, dev.input, want, category, exact, cpu_call)
+
+
+def _written_or_composite(ctx: CaseContext, op: Any, sample: Any, got: Any, want: Any, category: str,
+                          exact: Exact | None, cpu_call: Callable[[Any], Any]) -> None:
+    """_compare_written against CPU's write, or against PyTorch's composite answer where the device runs
+    the composite (`cpu_call(sample)` recomputed that way, oracle/composite.py): an answer accepted on
+    the functional path is accepted on the in-place and out= paths too. Where the device disagrees
+    with both, CPU's write is rechecked (recheck.py; `cpu_call` of a contiguous copy too)."""
+    or_composite(ctx, lambda: _compare_written(ctx, op, sample, got, want, category, exact),
+                 lambda other: _compare_written(ctx, op, sample, got, other, category, exact),
+                 lambda: composite_answer(lambda: cpu_call(sample), ctx.device_type),
+                 lambda: recheck.unstable(want, lambda contiguous: (sample, cpu_call(
+                     recheck.contiguous(sample) if contiguous else sample)), lambda dt: ctx.tolerance(category, dt),
+                     recheck.strided(sample)))
 
 
 def _compare_written(ctx: CaseContext, op: Any, sample: Any, got: Any, want: Any, category: str,
@@ -437,6 +510,7 @@ def check_out(ctx: CaseContext, op: Any, sample: Any, category: str, exact: Exac
     """One sample of the out= variant: zero-filled out tensors on the device against CPU's; with
     `layouts` (the out kind), also into each other destination once (out_layouts.py)."""
     expected = reference(op.op, sample)
+    require_claimed(ctx, (sample.input, sample.args, sample.kwargs), expected)
     with unobserved():
         cpu_out = _zeros_like_tree(expected, "cpu")
     returns_out = out_layouts.is_out(reference(op.op, sample, out=cpu_out), cpu_out)
@@ -445,7 +519,13 @@ def check_out(ctx: CaseContext, op: Any, sample: Any, category: str, exact: Exac
     result = call(op.op, dev, out=out)
     if returns_out and not out_layouts.is_out(result, out):  # (some out= overloads return nothing)
         fail("out= variant did not return the out tensor(s)", got=type(result).__name__)
-    _compare_written(ctx, op, sample, out, cpu_out, category, exact)
+
+    def cpu_call(on: Any) -> Any:
+        into = _zeros_like_tree(expected, "cpu")
+        reference(op.op, on, out=into)
+        return into
+
+    _written_or_composite(ctx, op, sample, out, cpu_out, category, exact, cpu_call)
     if layouts:  # each other destination once, on the first sample where it can be made
         out_layouts.check(
             expected, ctx.device, returns_out, ctx.info,
@@ -472,9 +552,10 @@ def run_errors(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
             cpu_exc = exc
         else:
             raise SkipSample("CPU does not raise")
-        dev = copy_sample(sample, ctx.device)
+        require_claimed(ctx, (sample.input, sample.args, sample.kwargs))  # masked_fill's complex value
         try:
-            call(op.op, dev)
+            # the copy too: a device refusing to hold the bad input (amax's 65 dimensions) raises for it
+            call(op.op, copy_sample(sample, ctx.device))
         except Exception as exc:  # noqa: BLE001 - the point is comparing exception types
             rule = accepted_exception(exc, cpu_exc, off_cpu.get(ctx.info.get("sample_index", -1)))
             if rule:

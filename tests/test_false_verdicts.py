@@ -1,0 +1,392 @@
+"""Issue 48 item 3: no verdict TorchCTS should not give, each found on a real backend, closed as a class.
+
+1. Exploration within PyTorch's own rules: a placed host operand only where PyTorch's device rule
+   takes one (host_rule.py: index_add's source, cosine_similarity's x2 and bce_with_logits' target
+   are refused, mul's other is not); no in-place call on a self-overlapping input.
+2. A CPU reference that is not one (differs from itself, or from a contiguous copy) drops the sample
+   instead of failing the device (recheck.py).
+3. PyTorch's composite answer, accepted on the functional path, is accepted on out= and in-place too.
+4. Claims honoured: a case whose samples hold an unclaimed dtype (polar of float32: complex64) is
+   not_claimed; OpInfo's memory-format check follows the channels_last claim.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.cases.context import CaseContext
+from torchcts.cases.explore import host_rule
+from torchcts.cases.model import Case, NotClaimed
+from torchcts.cases.opinfo import recheck
+from torchcts.cases.opinfo import run as opinfo_run
+from torchcts.cases.opinfo.run import SkipSample, check_call, check_inplace, check_out, or_composite
+from torchcts.cases.opinfo.samples import HostArg, lookup
+from torchcts.manifest.templates import validation_manifest
+from torchcts.oracle.compare import Mismatch, OracleMismatch
+from torchcts.oracle.tolerances import Tolerance
+
+
+def _case(op: str, kind: str = "forward") -> Case:
+    return Case(id=f"opinfo/{op}/float32/{kind}", suite="opinfo", level=2, runner="torchcts.cases.opinfo.run:run",
+                params={"op": op, "kind": kind, "dtype": "float32"}, dtype="float32", kind=kind)
+
+
+def _ctx(op: str, kind: str = "forward", **claims: object) -> CaseContext:
+    manifest = validation_manifest()
+    if claims:
+        manifest = dataclasses.replace(manifest, **claims)
+    return CaseContext(device=torch.device("cpu"), manifest=manifest, case=_case(op, kind))
+
+
+# --- 1. exploration within PyTorch's rules ------------------------------------------------------
+
+HOST = HostArg(torch.tensor(2.5))
+X, Z, IDX = torch.randn(3), torch.randn(()), torch.zeros((), dtype=torch.long)
+
+
+@pytest.mark.parametrize(("fn", "sample"), [
+    (torch.index_add, SampleInput(Z, args=(0, IDX, HOST))),  # a same-device check (no device_check: NoCheck)
+    (torch.index_reduce, SampleInput(Z, args=(0, IDX, HOST, "prod"))),
+    (torch.nn.functional.cosine_similarity, SampleInput(Z, args=(HOST,), kwargs={"dim": 0})),  # its clamp_min_.Tensor
+    (torch.nn.functional.binary_cross_entropy_with_logits, SampleInput(Z, args=(HOST,))),  # mul_ writes the host tensor
+])
+def test_a_host_operand_pytorch_refuses_is_refused(fn, sample) -> None:
+    assert host_rule.refusal(fn, sample) is not None
+
+
+@pytest.mark.parametrize(("fn", "sample"), [
+    (torch.mul, SampleInput(X, args=(HOST,))),  # TensorIterator: a CPU scalar beside device tensors
+    (torch.where, SampleInput(X > 0, args=(X, HOST))),
+    (torch.lerp, SampleInput(X, args=(X, HOST))),
+    (torch.dist, SampleInput(Z, args=(HOST,))),  # a composite whose calls all take it
+    (torch.index_add, SampleInput(Z, args=(0, IDX, torch.tensor(1.0)))),  # nothing on the host
+])
+def test_a_host_operand_pytorch_takes_is_kept(fn, sample) -> None:
+    assert host_rule.refusal(fn, sample) is None
+
+
+def test_exploration_drops_the_placed_samples_pytorch_refuses() -> None:
+    """index_add's explored samples with the source on the host were index_add's own refusals on the
+    device (pytorch_ocl), recorded as the backend's errors; they are dropped and counted."""
+    from torchcts.cases.explore.run import run
+
+    ctx = _ctx("index_add", "explore")
+    ctx.case = dataclasses.replace(ctx.case, id="opinfo/index_add/float32/explore")
+    ctx.explore = 40
+    run(ctx, op="index_add", dtype=torch.float32)
+    assert ctx.info["explored"].get("host_refused", 0) > 0, ctx.info["explored"]
+
+
+def test_no_in_place_call_on_a_self_overlapping_input() -> None:
+    """tril_ on a stride-0 self: which write lands last is undefined, CPU's answer is no law."""
+    op = lookup("tril")
+    expanded = torch.randn(1, 4).expand(4, 4)
+    with pytest.raises(SkipSample, match="overlaps itself"):
+        check_inplace(_ctx("tril", "inplace"), op, SampleInput(expanded), "elementwise")
+    check_inplace(_ctx("tril", "inplace"), op, SampleInput(torch.randn(4, 4)), "elementwise")  # a plain one runs
+
+
+# --- 2. a reference that is not one -------------------------------------------------------------
+
+def test_median_of_a_stride_0_input_on_cpu_is_no_reference() -> None:
+    """CPU's median(dim) of an expanded input differs from its own answer on a contiguous copy (2.13)."""
+    x = torch.randn(5, 1, 4).expand(5, 3, 4)
+    sample = SampleInput(x, args=(1,))
+
+    def again(contiguous: bool):
+        return opinfo_run.reference_call(torch.median, sample, recheck.contiguous if contiguous else None)
+
+    first = opinfo_run.reference(torch.median, sample)
+    # garbage: it differs from the contiguous copy's answer, and often from itself too
+    assert recheck.unstable(first, again, Tolerance(0.0, 0.0), recheck.strided(sample)) is not None
+    plain = SampleInput(torch.randn(5, 3, 4), args=(1,))
+    assert recheck.unstable(opinfo_run.reference(torch.median, plain),
+                            lambda c: opinfo_run.reference_call(torch.median, plain), Tolerance(0.0, 0.0),
+                            recheck.strided(plain)) is None
+
+
+def test_a_reference_that_differs_from_itself_drops_the_sample_instead_of_failing() -> None:
+    """An op whose CPU answer is uninitialised memory (native_group_norm of a mismatched zero batch,
+    2.14): every call differs. Before the recheck this was the device's failure."""
+    op = lookup("abs")
+    garbage = lambda x: x + torch.rand(())  # noqa: E731 - differs on every call, on CPU too
+    with pytest.raises(SkipSample, match="no reference: the CPU reference differs from itself"):
+        check_call(_ctx("abs"), op, garbage, SampleInput(torch.randn(8)), "elementwise")
+
+
+def test_a_stable_reference_keeps_the_devices_failure() -> None:
+    def cpu() -> None:
+        raise OracleMismatch(Mismatch("differs from CPU"))
+
+    with pytest.raises(OracleMismatch, match="differs from CPU"):
+        or_composite(object(), cpu, lambda other: None, None, lambda: None)
+    with pytest.raises(SkipSample, match="no reference: unstable"):
+        or_composite(object(), cpu, lambda other: None, None, lambda: "unstable")
+
+
+# --- 3. the composite answer on every path ------------------------------------------------------
+
+ADDR = SampleInput(torch.tensor(0.0), args=(torch.tensor([2.938736e-39]), torch.tensor([-5.877472e-39])),
+                   kwargs={"alpha": float("inf")})
+
+
+def _composite_device(monkeypatch) -> None:
+    """CPU playing a device without addr kernels of its own: its calls run addr's composite (NaN
+    here, where CPU's fused kernel gives -inf), as pytorch_ocl does."""
+    import torchcts.oracle.composite as composite
+
+    monkeypatch.setattr(composite, "routed_to_composite", lambda device: ROUTED)
+    plain = opinfo_run.copy_sample
+
+    def copy(sample, device):  # the device's copy (a torch.device; CPU's reference passes "cpu")
+        out = plain(sample, device)
+        if isinstance(device, torch.device):
+            out.input.on_device = True
+        return out
+
+    monkeypatch.setattr(opinfo_run, "copy_sample", copy)
+
+
+ROUTED = frozenset({"addr.default", "addr.out", "addr_.default"})  # pytorch_ocl has no addr kernel of its own
+
+
+def _on_device(fn):
+    def call(x, *args, **kwargs):
+        if getattr(x, "on_device", False):
+            from torchcts.oracle.composite import _Composed
+
+            with _Composed(ROUTED):
+                return fn(x, *args, **kwargs)
+        return fn(x, *args, **kwargs)
+    return call
+
+
+_addr = _on_device(torch.addr)
+
+
+class _Op:
+    def __init__(self, fn) -> None:
+        self._real, self.op, self.inplace_variant = lookup("addr"), fn, _on_device(torch.Tensor.addr_)
+
+    def __getattr__(self, name: str):
+        return getattr(self._real, name)
+
+
+def test_the_composite_answer_passes_the_out_path_as_it_passes_the_functional_one(monkeypatch) -> None:
+    _composite_device(monkeypatch)
+    ctx = _ctx("addr")
+    check_call(ctx, _Op(_addr), _addr, ADDR, "elementwise")
+    assert ctx.info.get("allowed_answer") == "addr_composite"
+    ctx = _ctx("addr", "out")
+    check_out(ctx, _Op(_addr), ADDR, "elementwise")  # raised "got nan, expected -inf" before
+    assert ctx.info.get("allowed_answer") == "addr_composite"
+    ctx = _ctx("addr", "inplace")
+    inplace = SampleInput(torch.zeros(1, 1), args=ADDR.args, kwargs=ADDR.kwargs)
+    check_inplace(ctx, _Op(_addr), inplace, "elementwise")  # addr_: the rule covers the in-place overload too
+    assert ctx.info.get("allowed_answer") == "addr_composite"
+
+
+def test_a_composite_rule_covers_the_ops_in_place_and_out_overloads() -> None:
+    from torchcts.oracle.allowed import composite_rules
+
+    rules = composite_rules()
+    assert rules["addr_.default"] == rules["addr.out"] == rules["addr.default"] == "addr_composite"
+
+
+def test_nested_composites_are_routed_like_the_device_routes_them() -> None:
+    """addr.out's composite calls addr: a device without either runs both composites."""
+    from torchcts.oracle.composite import _Composed
+
+    out = torch.zeros(1, 1)
+    with _Composed(frozenset({"addr.default", "addr.out"})):
+        torch.addr(*[ADDR.input, *ADDR.args], out=out, **ADDR.kwargs)
+    assert torch.isnan(out).all()
+
+
+# --- 4. claims ----------------------------------------------------------------------------------
+
+def test_a_case_whose_results_are_of_an_unclaimed_dtype_is_not_claimed() -> None:
+    """polar of float32 returns complex64: on a float32-only backend it was an error, not a claim."""
+    from torchcts.cases.opinfo.run import run
+
+    floats = {"float32": True}
+    with pytest.raises(NotClaimed, match="complex64"):
+        run(_ctx("polar", supported_dtypes=floats), op="polar", kind="forward", dtype=torch.float32)
+    run(_ctx("polar"), op="polar", kind="forward", dtype=torch.float32)  # claimed: it runs
+
+
+def test_memory_format_checks_follow_the_channels_last_claim() -> None:
+    """A device that ignores memory_format=channels_last fails only where channels_last is claimed."""
+    op = lookup("clone")
+    sample = SampleInput(torch.randn(2, 3, 4, 5), kwargs={"memory_format": torch.channels_last})
+    ignores = lambda x, memory_format: x.clone()  # noqa: E731 - a contiguous result
+    expected = x_cl = sample.input.clone(memory_format=torch.channels_last)
+    assert not ignores(sample.input, torch.channels_last).is_contiguous(memory_format=torch.channels_last)
+    capabilities = dict(validation_manifest().capabilities)
+    unclaimed = _ctx("clone", capabilities={**capabilities, "channels_last": False})
+    check_call(unclaimed, op, ignores, sample, "elementwise", expected=expected)
+    with pytest.raises(OracleMismatch, match="layout"):
+        check_call(_ctx("clone", capabilities={**capabilities, "channels_last": True}), op, ignores, sample,
+                   "elementwise", expected=x_cl)
+
+
+def test_a_failure_where_cpu_computes_in_an_unclaimed_dtype_is_no_claims_failure() -> None:
+    """stft of float32 with return_complex=False gives float32 pairs but computes in complex64: a
+    float32-only backend's refusal (pytorch_ocl: 'Unsupported data type:ComplexFloat') is not_claimed."""
+    op = lookup("stft")
+    sample = SampleInput(torch.randn(100), kwargs={"n_fft": 10, "return_complex": False})
+
+    def refuses(x, **kwargs):
+        if getattr(x, "on_device", False):
+            raise RuntimeError("Unsupported data type:ComplexFloat")
+        return torch.stft(x, **kwargs)
+
+    plain = opinfo_run.copy_sample
+
+    def copy(s, device):
+        out = plain(s, device)
+        if isinstance(device, torch.device):
+            out.input.on_device = True
+        return out
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(opinfo_run, "copy_sample", copy)
+        with pytest.raises(opinfo_run.UnclaimedSample, match="complex64"):
+            check_call(_ctx("stft", supported_dtypes={"float32": True}), op, refuses, sample, "elementwise")
+        with pytest.raises(RuntimeError, match="ComplexFloat"):  # claimed: the device's error stands
+            check_call(_ctx("stft"), op, refuses, sample, "elementwise")
+
+
+# --- 5. a CPU reference that dies ---------------------------------------------------------------
+
+_DIE = """
+import faulthandler, sys, time, torch
+from torch.testing._internal.opinfo.core import SampleInput
+from torchcts.cases.opinfo.run import call, reference_call
+log = open(sys.argv[1], "a")
+log.write("\\n@@torchcts-case %f torchcts::opinfo/sdpa/float32/explore\\n" % time.time()); log.flush()
+faulthandler.enable(file=log, all_threads=False)
+q, k = torch.randn(1, 2, 4, 8), torch.randn(1, 2, 0, 8)  # no keys: CPU's flash attention divides by zero
+sample = SampleInput(q, args=(k, k))
+fn = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+reference_call(fn, sample) if sys.argv[2] == "reference" else call(fn, sample)
+"""
+
+
+@pytest.mark.parametrize("where", ["reference", "device"])
+def test_a_cpu_reference_that_dies_is_never_the_devices_crash(tmp_path, where) -> None:
+    """SIGFPE in _scaled_dot_product_flash_attention_for_cpu (a zero-size dimension) while TorchCTS
+    computes CPU's reference: recorded pending (no reference, no verdict), not crashed; the same
+    death in the device's call stays the device's crash."""
+    import os
+    import subprocess
+    import sys
+
+    from torchcts.engine.isolation import child_death_record, log_path
+
+    log = log_path(tmp_path, "gw0")
+    proc = subprocess.run([sys.executable, "-c", _DIE, str(log), where], capture_output=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert proc.returncode == -8, proc.stderr[-2000:]  # SIGFPE
+    record = child_death_record(_case("nn.functional.scaled_dot_product_attention", "explore"), tmp_path, "gw0",
+                                "torchcts::opinfo/sdpa/float32/explore", {"signal": "SIGFPE"})
+    if where == "reference":
+        assert record.status == "pending" and "run.py:reference_call" in record.message, record.message
+    else:
+        assert record.status == "crashed", record.message
+
+
+def test_exploration_puts_no_nan_or_inf_where_ieee754_is_not_claimed() -> None:
+    """pow(-inf, 0.5), gelu(-inf), max(nan) on pytorch_ocl (ieee754 not claimed) were failures of a
+    claim never made; with the claim the same samples run."""
+    from torchcts.cases.explore.run import run
+
+    capabilities = dict(validation_manifest().capabilities)
+    ctx = _ctx("abs", "explore", capabilities={**capabilities, "ieee754": False})
+    ctx.case = dataclasses.replace(ctx.case, id="opinfo/abs/float32/explore")
+    ctx.explore = 12
+    run(ctx, op="abs", dtype=torch.float32)
+    assert ctx.info["explored"].get("not_ieee754", 0) > 0 and ctx.info["explored"]["checks"] > 0, ctx.info
+    claimed = _ctx("abs", "explore")
+    claimed.case, claimed.explore = ctx.case, 12
+    run(claimed, op="abs", dtype=torch.float32)
+    assert "not_ieee754" not in claimed.info["explored"]
+
+
+def test_an_error_input_of_an_unclaimed_dtype_is_not_the_devices_error() -> None:
+    """masked_fill's error input passes a complex64 value: pytorch_ocl refused copying it to the device
+    ('Unsupported data type:ComplexFloat'), an error of a dtype float32 alone does not claim."""
+    from torchcts.cases.opinfo.run import run
+
+    ctx = _ctx("masked_fill", "errors", supported_dtypes={"float32": True})
+    try:
+        run(ctx, op="masked_fill", kind="errors", dtype=torch.float32)
+    except NotClaimed:
+        pass
+    assert any("unclaimed dtype complex" in why for why in ctx.info.get("samples_skipped", {})), ctx.info
+
+
+def test_a_non_blocking_copy_to_the_host_needs_the_pinned_memory_claim() -> None:
+    """_to_copy pins a non_blocking device-to-host result: pytorch_ocl (no pinned allocator, not
+    claimed) raised NotImplementedError in transfers/to_host, a claim it never made."""
+    from torchcts.cases.registry import suite_cases
+
+    downloads = [c for c in suite_cases("transfers") if c.id.startswith("transfers/to_host/")]
+    assert downloads and all("pinned_memory" in c.requires for c in downloads)
+
+
+def test_show_skips_counts_a_runtime_not_claimed_under_its_dtype() -> None:
+    """`polar/float32` found at run time to need complex64 is counted under complex64, the claim that runs it."""
+    from torchcts.results.records import CaseRecord
+    from torchcts.results.skips import summarize
+
+    record = CaseRecord.from_case(_case("polar"))
+    record.status = "not_claimed"
+    record.message = "no sample holds only claimed dtypes: 9 x a tensor of the unclaimed dtype complex64"
+    assert summarize([record]).by_dtype == {"complex64": 1}
+
+
+def test_an_autogenerated_out_overload_is_not_required_to_refuse_an_out_on_another_device() -> None:
+    """ones_like.out and zeros_like.out are autogenerated (the functional result copied into out, across
+    devices too): pytorch_ocl did as PyTorch does and was failed for not raising."""
+    from torchcts.cases.explore.host_rule import autogenerated
+
+    assert autogenerated("ones_like.out") and autogenerated("zeros_like.out")
+    assert not autogenerated("abs.out") and not autogenerated("add.out")  # their kernels check out's device
+
+
+def test_an_out_variant_whose_result_is_of_an_unclaimed_dtype_is_not_claimed() -> None:
+    """fft_rfft.out of float32 writes complex64: pytorch_ocl's 'Unsupported data type:ComplexFloat' was an error."""
+    from torchcts.cases.suites.out_variants import OUT_OPS, out_case
+
+    case = next(k for k, v in OUT_OPS.items() if v[0] == "fft_rfft")
+    with pytest.raises(NotClaimed, match="complex64"):
+        out_case(_ctx("fft_rfft", supported_dtypes={"float32": True}), torch.float32, case)
+    out_case(_ctx("fft_rfft"), torch.float32, case)  # claimed: it runs (CPU against CPU)
+
+
+def test_dtype_cases_honour_the_dtype_claims_of_their_results() -> None:
+    """dtypes/scalar/complex (float32 + 1j) and default_dtype's complex factory made complex64 on a
+    float32-only pytorch_ocl: errors of a dtype it never claimed."""
+    from torchcts.cases.suites.dtypes import default_dtype, scalar_operands
+
+    floats = {"float32": True, "int64": True, "bool": True}
+    with pytest.raises(NotClaimed, match="complex64"):
+        scalar_operands(_ctx("add", supported_dtypes=floats), torch.float32, "complex")
+    scalar_operands(_ctx("add", supported_dtypes=floats), torch.float32, "float")  # float32 result: runs
+    ctx = _ctx("zeros", supported_dtypes=floats)
+    default_dtype(ctx)
+    assert ctx.info["not_claimed"] == ["tensor complex"]
+
+
+def test_an_out_variant_computed_in_an_unclaimed_dtype_is_not_claimed() -> None:
+    """fft_irfft.out of float32 returns float32 but computes in complex64 (pytorch_ocl: an error)."""
+    from torchcts.cases.suites.out_variants import OUT_OPS, out_case
+
+    case = next(k for k, v in OUT_OPS.items() if v[0] == "fft_irfft")
+    with pytest.raises(NotClaimed, match="complex64"):
+        out_case(_ctx("fft_irfft", supported_dtypes={"float32": True}), torch.float32, case)
