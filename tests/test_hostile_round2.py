@@ -340,7 +340,7 @@ def test_the_replay_counts_a_refused_entry_as_corpus_unreadable(tmp_path):
     _corpus_entry(tmp_path, {"input": _tensor([1] * 100), "args": [], "kwargs": {}}, "big")
     ctx = SimpleNamespace(corpus=tmp_path, manifest=validation_manifest(), info={})
     stats = {"replayed": 0}
-    explore_run._replay(ctx, EXPLORE_CASE, {"forward": lambda sample: pytest.fail("an entry was run")}, stats)
+    explore_run._replay(ctx, None, EXPLORE_CASE, {"forward": lambda sample: pytest.fail("an entry was run")}, stats)
     assert stats == {"replayed": 0, "corpus_unreadable": 1}
 
 
