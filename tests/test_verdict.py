@@ -21,14 +21,15 @@ from torchcts.results.statuses import Status
 # in the record fails the first test until it is given one here and in CaseRecord.take.
 REACHES = {"info": "info", "dispatched": "dispatched", "dispatch_unobserved": "dispatch_unobserved",
            "precision": "precision", "exactness": "exactness", "helper_failures": "failed_op",
-           "weak_reason": "weak", "discriminated": "weak"}
+           "weak_reason": "weak", "discriminated": "weak", "fallback": "fallback"}
 
 
 def _filled() -> tuple[Verdict, BaseException]:
     helper = RuntimeError("no abs kernel")
     verdict = Verdict(info={"sample": "x: (4,)"}, dispatched=["aten::neg"], dispatch_unobserved="why not",
                       precision=Precision(truth="float64", samples=1, max_ulp_vs_cpu=2.0),
-                      helper_failures=[(helper, "aten::abs")], exactness="tolerance", weak_reason="zeros")
+                      helper_failures=[(helper, "aten::abs")], exactness="tolerance", weak_reason="zeros",
+                      fallback=["aten::neg"])
     return verdict, helper
 
 
@@ -42,6 +43,7 @@ def test_every_field_of_a_verdict_reaches_the_record():
     assert data["dispatch_unobserved"] == "why not" and data["exactness"] == "tolerance"
     assert data["precision"] == verdict.precision.to_json() and data["precision"]["max_ulp_vs_cpu"] == 2.0
     assert data["failed_op"] == "aten::abs" and "weak" not in data  # a failure is never weak
+    assert data["fallback"] == ["aten::neg"]
     assert CaseRecord.from_json(data).to_json() == data
     passed = CaseRecord(id="s/c/float32", status=Status.PASSED)
     passed.take(verdict, None)
