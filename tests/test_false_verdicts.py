@@ -411,3 +411,14 @@ def test_an_out_variant_computed_in_an_unclaimed_dtype_is_not_claimed() -> None:
     case = next(k for k, v in OUT_OPS.items() if v[0] == "fft_irfft")
     with pytest.raises(NotClaimed, match="complex64"):
         out_case(_ctx("fft_irfft", supported_dtypes={"float32": True}), torch.float32, case)
+
+
+def test_a_composite_is_followed_through_the_key_it_has_a_kernel_for() -> None:
+    """as_strided_scatter's composite is CompositeExplicitAutogradNonFunctional: calling its empty
+    CompositeExplicitAutograd slot segfaulted torch 2.15.0 (the training template's level-8 slice)."""
+    aten = torch.ops.aten
+    assert host_rule._composite_key(aten.as_strided_scatter.default) == \
+        torch._C.DispatchKey.CompositeExplicitAutogradNonFunctional
+    for op in (aten.as_strided_scatter.default, aten.mul.Tensor, aten.dist.default):
+        key = host_rule._composite_key(op)
+        assert key is None or torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), key.name), op

@@ -118,6 +118,19 @@ def _key(func: Any) -> tuple[str, str]:
 _FOLLOW = object()  # the call's composite decides: follow it
 
 
+_FOLLOW_KEYS = ("CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional", "CompositeImplicitAutograd")
+
+
+def _composite_key(func: Any) -> Any:
+    """The composite dispatch key `func` has a kernel for, None if none: calling a key without a kernel
+    is undefined (as_strided_scatter's is CompositeExplicitAutogradNonFunctional; calling its
+    CompositeExplicitAutograd slot segfaulted on torch 2.15.0). With none, the call is not judged."""
+    for name in _FOLLOW_KEYS:
+        if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), name):
+            return getattr(torch._C.DispatchKey, name)
+    return None
+
+
 def _judge(func: Any, args: tuple, kwargs: dict, host: list[torch.Tensor]) -> Any:
     """None: PyTorch's rule accepts the call's host tensors; _FOLLOW: its composite decides; else why not."""
     base, name = _key(func)
@@ -159,12 +172,13 @@ class _Residence(TorchDispatchMode):
         on_device = bool(tensors) and len(host) < len(tensors)
         if host and on_device and self.refused is None:
             why = _judge(func, args, kwargs, host)
-            if why is _FOLLOW:
+            key = _composite_key(func) if why is _FOLLOW else None
+            if key is not None:
                 with self:  # the composite's own calls come back here
-                    out = func._op_dk(torch._C.DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
+                    out = func._op_dk(key, *args, **kwargs)
                 self._mark(out)
                 return out
-            self.refused = why
+            self.refused = None if why is _FOLLOW else why
         out = func(*args, **kwargs)
         if on_device or not tensors:  # computed on the device (a factory: from the device's options)
             self._mark(out)
