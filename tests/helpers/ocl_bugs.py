@@ -43,22 +43,23 @@ def logical_and_0d_is_empty() -> tuple[Any, Any]:
     return _both(lambda d: list(torch.logical_and(torch.tensor(True).to(d), torch.tensor(False).to(d)).shape))
 
 
-def out_not_resized() -> tuple[Any, Any]:
-    """out= of another shape is not resized: sin(x, out=empty(1)) leaves out with shape [1]."""
+def _out_shape(op: Any, size: int) -> tuple[Any, Any]:
+    """The shape `op(ones(2, 2), out=empty(size))` leaves its destination with, on the device and CPU."""
     def run(d: str) -> list[int]:
-        out = torch.empty(1, device=d)
-        torch.sin(torch.ones(2, 2).to(d), out=out)
+        out = torch.empty(size, device=d)
+        op(torch.ones(2, 2).to(d), out=out)
         return list(out.shape)
     return _both(run)
+
+
+def out_not_resized() -> tuple[Any, Any]:
+    """out= of another shape is not resized: sin(x, out=empty(1)) leaves out with shape [1]."""
+    return _out_shape(torch.sin, 1)
 
 
 def out_of_wrong_shape_raises() -> tuple[Any, Any]:
     """abs into a non-empty out= of the wrong shape raises (a dlprimitives assertion) instead of resizing."""
-    def run(d: str) -> list[int]:
-        out = torch.empty(3, device=d)
-        torch.abs(torch.ones(2, 2).to(d), out=out)
-        return list(out.shape)
-    return _both(run)
+    return _out_shape(torch.abs, 3)
 
 
 def out_offset_ignored() -> tuple[Any, Any]:
