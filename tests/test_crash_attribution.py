@@ -77,6 +77,7 @@ def test_earlier_cases_are_those_of_the_same_process():
     assert earlier_cases(log, "torchcts::crashed", 2) == ["torchcts::y", "torchcts::z"]
     assert earlier_cases(log, "torchcts::crashed", 5) == ["torchcts::y", "torchcts::z"]  # x ran in a dead child
     assert earlier_cases(log, "torchcts::y", 2) == []  # the first case of its process: nothing to blame
+    assert earlier_cases(log, "torchcts::never_started", 2) == []  # not in the log: no one is blamed
     assert earlier_cases(log, None, 1) == ["torchcts::later"]  # died between cases
 
 

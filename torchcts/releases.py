@@ -94,10 +94,6 @@ def family_range(family: str) -> tuple[tuple[int, int] | None, tuple[int, int] |
     return (None if first == min(RELEASES) else first), (None if last == max(RELEASES) else last)
 
 
-def line_of(version: str) -> ReleaseLine | None:
-    return RELEASES.get(parse_version(version)[:2])
-
-
 # --- the stored snapshot of the newest validated release (coverage release-diff, manifest dtypes) ---
 
 SNAPSHOT_FOLDER = Path(__file__).with_name("release_data")

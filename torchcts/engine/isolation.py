@@ -184,8 +184,9 @@ def earlier_cases(text: str, nodeid: str | None, count: int) -> list[str]:
     begin = len(text)
     if nodeid is not None:
         start_at = text.rfind(f" {nodeid}\n")
-        if start_at >= 0:
-            begin = text.rfind(CASE_MARK, 0, start_at + 1)
+        if start_at < 0:  # the case never started in this log: no case of it is a suspect
+            return []
+        begin = text.rfind(CASE_MARK, 0, start_at + 1)
     before = text[:max(begin, 0)]
     fresh = before.rfind(FRESH_MARK)
     ids = [line[len(CASE_MARK):].split(" ", 1)[-1] for line in before[fresh + 1 if fresh >= 0 else 0:].splitlines()

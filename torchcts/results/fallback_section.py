@@ -10,7 +10,6 @@ to implement next). Torch-free, from the records alone: the scorecard, summary.m
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 from torchcts.results.quoting import html_text as _e
@@ -118,15 +117,11 @@ def render_html(records: list[CaseRecord]) -> str:
         return ""
     rows = "".join(f"<tr><td><code>{_e(o.op)}</code></td><td class='num'>{o.cases}</td>"
                    f"<td class='num'>{o.passed}</td><td class='num'>{o.failing}</td></tr>" for o in s.ops)
-    by_id = {r.id: fallback_names(r) for r in records if r.id in set(s.passes_on_fallback)}
+    on_fallback = set(s.passes_on_fallback)
+    by_id = {r.id: fallback_names(r) for r in records if r.id in on_fallback}
     passes = "".join(f"<li><code>{_e(i)}</code>: {_e(', '.join(by_id.get(i, [])))}</li>" for i in s.passes_on_fallback)
     return (f"<p>{_e(head)}.</p>"
             "<table id='fallback-ops'><thead><tr><th>fallback op</th><th>cases</th><th>passed</th><th>failing</th>"
             f"</tr></thead><tbody>{rows}</tbody></table>"
             f"<details><summary>passes resting on the fallback ({len(s.passes_on_fallback)})</summary>"
             f"<ul id='fallback-passes'>{passes}</ul></details>")
-
-
-def op_counts(records: list[CaseRecord]) -> Counter[str]:
-    """Fallback op -> executed cases that ran it (for `coverage report RUN`)."""
-    return Counter({o.op: o.cases for o in summarize(records).ops})

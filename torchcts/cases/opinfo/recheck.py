@@ -94,7 +94,8 @@ class _Dtypes(TorchDispatchMode):
 def computed_dtypes(call: Callable[[], Any]) -> set[torch.dtype]:
     """The dtypes of the tensors `call()` (a CPU reference) computes with, intermediates too: stft of
     float32 returning real pairs computes in complex64, which a backend claiming float32 alone lacks.
-    Asked only where the device failed (check_call), so the passes pay nothing."""
+    Asked where the device failed (check_call), so its passes pay nothing, and by out_variants in the
+    one CPU call that sizes its outs."""
     mode = _Dtypes()
     try:
         with mode:

@@ -127,18 +127,19 @@ def out_case(ctx: CaseContext, dtype: torch.dtype, case: str) -> None:
     def result(dev: torch.device) -> torch.Tensor:
         return fn(*made(dev))
 
-    try:
-        with unobserved():  # CPU's result sizes the outs: TorchCTS's work, not the device's
-            like: torch.Tensor | None = result(torch.device("cpu"))
-            # an elementwise predicate (not the reduction all/any): inputs that make it answer both ways
-            mixed = mixed or isinstance(like, torch.Tensor) and like.dtype == torch.bool and like.shape == (4, 5)
-    except Exception:  # noqa: BLE001 - "functional" below compares CPU's exception
-        like = None
+    # CPU's result sizes the outs (TorchCTS's work, not the device's), and the dtypes it computes in
+    # are watched in the same call. Where CPU raises, `got` stays empty: "functional" below compares
+    # CPU's exception.
+    got: list[Any] = []
+    with unobserved():
+        used = computed_dtypes(lambda: got.append(result(torch.device("cpu"))))
+    like: torch.Tensor | None = got[0] if got else None
+    # an elementwise predicate (not the reduction all/any): inputs that make it answer both ways
+    mixed = mixed or isinstance(like, torch.Tensor) and like.dtype == torch.bool and like.shape == (4, 5)
     if isinstance(like, torch.Tensor):
         # fft_rfft.out of float32 is complex64, fft_irfft's float32 is computed in complex64: no claim
         # of the manifest covers that result or that computation
-        with unobserved():
-            used = computed_dtypes(lambda: result(torch.device("cpu"))) | {like.dtype}
+        used |= {like.dtype}
         unclaimed = sorted(str(d).removeprefix("torch.") for d in used if not ctx.claims_value_dtype(d))
         if unclaimed:
             raise NotClaimed(f"the result is of (or computed in) the unclaimed dtype {', '.join(unclaimed)}")
