@@ -51,8 +51,9 @@ def first_line(exc: BaseException, limit: int | None = None) -> str:
     return text.splitlines()[0][:limit] if text else ""
 
 
-def did_you_mean(word: str, known: Iterable[str], otherwise: str) -> str:
+def did_you_mean(word: str, known: Iterable[str], otherwise: str, prefix: str = "") -> str:
     """The fix for an unknown name, to end a UsageError: ": did you mean 'X'?" for the closest known
-    name, else "; " + `otherwise` (where the names are listed). Seventy names in one line hide the fix."""
+    name (`prefix` before it, as a key path), else "; " + `otherwise` (where the names are listed).
+    Seventy names in one line hide the fix."""
     close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
-    return f": did you mean '{close[0]}'?" if close else f"; {otherwise}"
+    return f": did you mean '{prefix}{close[0]}'?" if close else f"; {otherwise}"

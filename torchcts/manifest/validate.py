@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
+from torchcts.errors import did_you_mean
 from torchcts.manifest.expectations import normalise_entries, validate_entries
 from torchcts.manifest.schema import (
     CAPABILITIES,
@@ -23,8 +23,7 @@ from torchcts.manifest.schema import (
 
 def suggest(word: str, choices: list[str] | tuple[str, ...], prefix: str = "") -> str:
     """The fix for an unknown name: the closest known one, or the list of known names."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f": did you mean '{prefix}{close[0]}'?" if close else f"; known: {', '.join(sorted(choices))}"
+    return did_you_mean(word, choices, f"known: {', '.join(sorted(choices))}", prefix)
 
 
 def _is_int(v: Any) -> bool:
