@@ -137,3 +137,17 @@ def test_the_canary_judges_only_a_device_that_passed_it_first():
     other = CaseRecord(id="y", status=Status.ERROR, message="boom")
     fresh.after(other, True, "no_such_device")
     assert fresh.poisoned is None and other.message == "boom"
+
+
+def test_a_storm_of_suspicions_settles_at_most_the_cap(monkeypatch, tmp_path, capsys):
+    """Each suspicion costs fresh processes: past MAX_SUSPICIONS the crashes keep their records."""
+    from torchcts.engine import attribution
+
+    asked: list[list[str]] = []
+    monkeypatch.setattr(attribution, "run_alone", lambda run_dir, ids, timeout_s, corpus: asked.append(ids) or {})
+    monkeypatch.setattr(attribution, "attribute", lambda suspicions, alone, plan: [])
+    many = [attribution.Suspicion(f"torchcts::c{i}", [f"torchcts::e{i}"]) for i in range(attribution.MAX_SUSPICIONS + 3)]
+    assert attribution.settle(tmp_path, many, judge=lambda r: r, plan={}, timeout_s=1, corpus=None) == []
+    assert len(asked) == 1 and len(asked[0]) == 2 * attribution.MAX_SUSPICIONS
+    assert "torchcts::c0" in asked[0] and f"torchcts::c{attribution.MAX_SUSPICIONS}" not in asked[0]
+    assert "3 more kept as recorded" in capsys.readouterr().out

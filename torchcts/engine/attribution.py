@@ -47,6 +47,10 @@ from torchcts.results.statuses import Status
 SUSPECTS_BEFORE = 2  # earlier cases of the dead process that are rerun alone
 START_S = 120.0  # a solo process's start-up (a fresh python imports torch and the backend) on a loaded machine
 MAX_PARALLEL = 2
+# Suspicions settled per run: each costs up to 1 + SUSPECTS_BEFORE fresh processes (torch and the backend
+# imported), so a storm of native crashes would cost more than the run. The rest keep their crash as
+# recorded (a failure either way: never forgiven, only possibly misplaced), and the line says so.
+MAX_SUSPICIONS = 8
 
 
 @dataclass
@@ -193,9 +197,13 @@ def settle(run_dir: Path, suspicions: list[Suspicion], judge: Any, plan: dict[st
     ledger) by `judge` (engine/judge.py: RecordJudge of the first attempt)."""
     from torchcts.results.rundir import RecordWriter
 
+    left = len(suspicions) - MAX_SUSPICIONS
+    suspicions = suspicions[:MAX_SUSPICIONS]
     ids = [cid for s in suspicions for cid in [*s.earlier, *([s.landed_in] if s.landed_in else [])]]
     print(f"torchcts: {len(suspicions)} crash(es) may have landed in another case than the one that caused "
-          f"them: running {len(set(ids))} suspect(s) alone (engine/attribution.py)", flush=True)
+          f"them: running {len(set(ids))} suspect(s) alone (engine/attribution.py)"
+          + (f"; {left} more kept as recorded (at most {MAX_SUSPICIONS} settled a run)" if left > 0 else ""),
+          flush=True)
     records = [judge(r) for r in attribute(suspicions, run_alone(run_dir, ids, timeout_s, corpus), plan)]
     writer = RecordWriter(run_dir)
     try:
