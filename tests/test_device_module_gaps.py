@@ -68,6 +68,9 @@ def test_compat_refuses_a_device_that_cannot_allocate(monkeypatch):
     monkeypatch.setattr(compat, "device_module", lambda name: None)
     monkeypatch.setattr(compat, "privateuse1_name", lambda: "nosuchaccel")
     assert compat.device_available("nosuchaccel") is False  # torch.empty raised: not usable
+    asked: list[str] = []  # the answer is the allocation's, whichever way it goes
+    monkeypatch.setattr(compat, "_allocates", lambda device_type: asked.append(device_type) or True)
+    assert compat.device_available("nosuchaccel") is True and asked == ["nosuchaccel"]
     assert compat.module_gaps("nosuchaccel") == ["is_available", "device_count"]
     assert compat.module_gaps("cpu") == [] and compat.module_gaps_note("cpu") is None
 
