@@ -79,7 +79,7 @@ def compare_runs(old_dir: Path, new_dir: Path, new_records: list[CaseRecord] | N
     new = new_records if new_records is not None else rundir.final_records(new_dir)
     old = rundir.final_records(old_dir)
     c = compare_records(old, new, **kw)
-    c.upgrade = upgrade_view(old_run, new_run, old, new)
+    c.upgrade = upgrade_view(old_run, new_run, old, new, (x.id for x in c.new_failures))
     for key in ("device", "gate", "manifest_hash", "validation", "selection"):  # RunOutcome's fields
         if getattr(old_run, key) != getattr(new_run, key):
             c.notes.append(difference(key, getattr(old_run, key), getattr(new_run, key)))

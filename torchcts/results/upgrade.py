@@ -12,12 +12,12 @@ whose samples changed, follows the upgrade (still a failure; the upgrade brought
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import FAILURES
 
 
 def torch_release(run: RunOutcome) -> str | None:
@@ -48,8 +48,12 @@ class Upgrade:
 
 
 def upgrade_view(old_run: RunOutcome, new_run: RunOutcome, old: list[CaseRecord],
-                 new: list[CaseRecord]) -> Upgrade | None:
-    """None unless the two runs ran different torch releases."""
+                 new: list[CaseRecord], new_failures: Iterable[str]) -> Upgrade | None:
+    """None unless the two runs ran different torch releases.
+
+    `new_failures`: the ids `compare` found failing now and not before (`Comparison.new_failures`),
+    which this view only divides into the backend's regressions and what follows the upgrade.
+    """
     a, b = torch_release(old_run), torch_release(new_run)
     if a is None or b is None or a == b:
         return None
@@ -66,11 +70,8 @@ def upgrade_view(old_run: RunOutcome, new_run: RunOutcome, old: list[CaseRecord]
         if was is not None and now is not None and was != now:
             up.changed_samples.append((cid, was, now))
             changed.add(cid)
-    for cid, r in sorted(after.items()):
-        prev = before.get(cid)
-        if r.status not in FAILURES or (prev is not None and prev.status in FAILURES):
-            continue
-        (up.follows_upgrade if prev is None or cid in changed else up.regressions).append(cid)
+    for cid in sorted(new_failures):
+        (up.follows_upgrade if cid not in before or cid in changed else up.regressions).append(cid)
     return up
 
 
