@@ -87,3 +87,15 @@ def test_out_not_resized_is_one_cluster_on_every_op():
     assert titles["mismatch: out= into a resized destination: it kept its shape (the backend does not resize out=)"] == 3
     assert titles["mismatch: out= into a resized destination: shape mismatch"] == 1  # resized, to the wrong shape
     assert titles["mismatch: out= into a offset destination: values differ"] == 1
+
+
+def test_a_mismatch_naming_the_device_both_ways_joins_the_device_index_cluster():
+    """The root cause comes before the mismatch's own cluster: a result on `ocl` where CPU's answer is
+    moved to `ocl:0` is the same device-index bug as the errors, not one structural cluster per op."""
+    mismatch = CaseRecord.from_json({
+        "id": "opinfo/new_zeros/float32/forward", "suite": "opinfo", "status": "failed", "op": "new_zeros",
+        "dtype": "float32", "message": "device mismatch: got ocl, expected ocl:0",
+        "mismatch": {"what": "device mismatch: got ocl, expected ocl:0"}})
+    found = clusters(DEVICE_INDEX + [mismatch, _values("tril")])
+    assert [c.count for c in found] == [7, 1]
+    assert found[0].title.startswith("device index:") and found[0].ops["new_zeros"] == 1
