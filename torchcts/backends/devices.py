@@ -171,9 +171,8 @@ def resolve_device(name: str, backend_import: str | None = None) -> DeviceInfo:
     reject_rocm_name(name)
     if name == "cpu" and not backend_import:
         return DeviceInfo("cpu", "cpu", 1, _cpu_model())
-    import torch
 
-    from torchcts.compat import device_available, device_count, device_model, module_gaps_note
+    from torchcts.compat import device_count, device_model, module_gaps_note
 
     import_backend(backend_import)
     if name == "cpu":
@@ -181,19 +180,32 @@ def resolve_device(name: str, backend_import: str | None = None) -> DeviceInfo:
     problem = registration_problem(name, backend_import)
     if problem is not None:
         raise UsageError(f"unknown device '{name}': {problem}; available here: {', '.join(available_devices())}")
-    try:
-        ok = device_available(name)
-    except Exception as exc:  # noqa: BLE001
-        raise UsageError(f"torch.{name}.is_available() raised {type(exc).__name__}: {exc}") from None
-    if not ok:
-        raise UsageError(
-            f"device '{name}' is not available in this build ({torch.__version__}); "
-            f"available here: {', '.join(available_devices())}; see 'torchcts backends' and 'torchcts install'"
-        )
+    problem = availability_problem(name)
+    if problem is not None:
+        raise UsageError(problem)
     note = module_gaps_note(name)
     if note:
         print(f"torchcts: note: {note}", file=sys.stderr)
     return DeviceInfo(name, derive_gate(name), device_count(name), device_model(name), note)
+
+
+def availability_problem(name: str) -> str | None:
+    """Why a registered device cannot be run here (the refusal `run` gives), None where it can.
+
+    One wording for `run`, which refuses with it, and `check-manifest`, which reports it.
+    """
+    import torch
+
+    from torchcts.compat import device_available
+
+    try:
+        ok = device_available(name)
+    except Exception as exc:  # noqa: BLE001 - a broken device module is the backend's problem, said in one line
+        return f"torch.{name}.is_available() raised {type(exc).__name__}: {exc}"
+    if ok:
+        return None
+    return (f"device '{name}' is not available in this build ({torch.__version__}); "
+            f"available here: {', '.join(available_devices())}; see 'torchcts backends' and 'torchcts install'")
 
 
 def split_device_index(spelling: str) -> str:

@@ -86,15 +86,11 @@ def check_device(manifest: Manifest, imports: bool) -> list[str]:
 
 def device_notes(device: str) -> list[str]:
     """What `run` would say about a registered PrivateUse1 device: its module's gaps, its availability."""
-    from torchcts.compat import device_available, module_gaps_note
+    from torchcts.backends.devices import availability_problem
+    from torchcts.compat import module_gaps_note
 
     notes = [n for n in [module_gaps_note(device)] if n]
-    try:
-        available = device_available(device)
-    except Exception as exc:  # noqa: BLE001 - the same refusal a run would give
-        available, why = False, f"torch.{device}.is_available() raised {type(exc).__name__}"
-    else:
-        why = "it cannot allocate a tensor" if not available else ""
-    if not available:
-        notes.append(f"device '{device}' is not available here ({why or 'is_available() is False'}): a run refuses it")
+    problem = availability_problem(device)
+    if problem is not None:
+        notes.append(f"a run refuses it: {problem}")
     return notes
