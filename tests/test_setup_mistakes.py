@@ -80,7 +80,7 @@ CONFIG_ERRORS = {
     "dtype_flag_typo": (None, ["run", "--validation", "--dtype", "float23"],
                         "unknown dtype 'float23' for --dtype: did you mean 'float32'?"),
     "suite_flag_typo": (None, ["run", "--validation", "--suite", "opinf"],
-                        "unknown suite 'opinf' for --suite: did you mean 'opinfo'? (known: opinfo, "),
+                        "unknown suite 'opinf' for --suite: did you mean 'opinfo'?"),
     "manifest_dtype_typo_run": (TYPO_MANIFEST, ["run", "--device", "cpu"], "did you mean 'torch.int64'?"),
     "manifest_dtype_typo_check": (TYPO_MANIFEST, ["check-manifest"], "unknown dtype 'torch.int46' at line"),
     "manifest_device_typo": (good_py(device_name='"cdua"'), ["check-manifest"],

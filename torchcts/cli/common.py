@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchcts import settings
-from torchcts.errors import UsageError
+from torchcts.errors import UsageError, did_you_mean
 
 if TYPE_CHECKING:
     from torchcts.engine.selection import Selection
@@ -254,8 +254,5 @@ def check_suite_names(names: list[str]) -> None:
 
     for s in names:
         if s not in KNOWN_SUITE_NAMES:
-            import difflib
-
-            close = difflib.get_close_matches(s, KNOWN_SUITE_NAMES, n=1, cutoff=0.6)
-            hint = f": did you mean '{close[0]}'? (known: " if close else "; known: "
-            raise UsageError(f"unknown suite '{s}' for --suite{hint}{', '.join(KNOWN_SUITE_NAMES)}{')' if close else ''}")
+            raise UsageError(f"unknown suite '{s}' for --suite"
+                             + did_you_mean(s, KNOWN_SUITE_NAMES, f"known: {', '.join(KNOWN_SUITE_NAMES)}"))
