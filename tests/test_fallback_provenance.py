@@ -96,5 +96,5 @@ def test_coverage_report_lists_fallback_ops_by_name_without_a_manifest(cli, work
     assert fb["passes_on_fallback"] == 2 and [o["op"] for o in fb["ops"]] == ["aten::sin.out", "aten::cumsum.out"]
     assert cli(["coverage", "report", str(run)]) == 0
     text = capsys.readouterr().out
-    assert "## Ran on the backend's CPU fallback: 2 ops" in text and "| aten::sin.out | 3 | 2 | 1 |" in text
+    assert "## Ran on the backend's CPU fallback: 2 ops" in text and "| `aten::sin.out` | 3 | 2 | 1 |" in text
     assert "CPU fallback" in (run / "summary.md").read_text() and "id='fallback-ops'" in (run / "report.html").read_text()

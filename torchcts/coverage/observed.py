@@ -33,6 +33,7 @@ from torchcts.coverage.surfaces import (
 )
 from torchcts.results.coverage_section import dispatched_names, is_pending
 from torchcts.results.fallback_section import FallbackSummary
+from torchcts.results.fallback_section import ops_table as fallback_table
 from torchcts.results.fallback_section import summarize as summarize_fallback
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import STATUSES
@@ -209,8 +210,7 @@ def render_markdown(summary: dict[str, Any], run_name: str, list_unobserved: boo
         lines += ["", f"## Ran on the backend's CPU fallback: {len(fb['ops'])} ops", "",
                   f"{fb['cases_on_fallback']} executed cases ran at least one of these ops on the fallback; "
                   f"{fb['passes_on_fallback']} of {fb['passes']} passes rest on it. By the cases they carry "
-                  "(implement the top ones first):", "", "| op | cases | passed | failing |", "| --- | ---: | ---: | ---: |"]
-        lines += [f"| {o['op']} | {o['cases']} | {o['passed']} | {o['failing']} |" for o in fb["ops"]]
+                  "(implement the top ones first):", "", *fallback_table(fb["ops"])]
     if summary.get("unobserved_by_reason"):
         lines += ["", f"## Why {len(summary['unobserved'])} implementable surfaces were not observed", "",
                   "| reason | surfaces | meaning |", "| --- | ---: | --- |"]

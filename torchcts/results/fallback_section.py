@@ -10,7 +10,9 @@ to implement next). Torch-free, from the records alone: the scorecard, summary.m
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from torchcts.results.quoting import html_text as _e
 from torchcts.results.quoting import md_code
@@ -93,14 +95,20 @@ def scorecard_lines(records: list[CaseRecord], top: int = 5) -> list[str]:
     return [head, f"  implement next (fallback ops by cases they carry): {ranked}{more}"]
 
 
+def ops_table(ops: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The markdown table of fallback ops (`FallbackOp.to_json` rows): summary.md's and `coverage
+    report`'s, which reads them back from the run's coverage summary."""
+    return ["| op | cases | passed | failing |", "| --- | ---: | ---: | ---: |",
+            *(f"| {md_code(str(o.get('op')))} | {o.get('cases')} | {o.get('passed')} | {o.get('failing')} |" for o in ops)]
+
+
 def markdown_lines(records: list[CaseRecord], top: int = 30, listed: int = 50) -> list[str]:
     s = summarize(records)
     head = headline(s)
     if head is None:
         return []
     lines = ["## CPU fallback", "", head + ".", "", "Fallback ops by the cases they carry (implement the top ones first):",
-             "", "| op | cases | passed | failing |", "| --- | ---: | ---: | ---: |"]
-    lines += [f"| {md_code(o.op)} | {o.cases} | {o.passed} | {o.failing} |" for o in s.ops[:top]]
+             "", *ops_table([o.to_json() for o in s.ops[:top]])]
     if len(s.ops) > top:
         lines.append(f"| ... {len(s.ops) - top} more (report.html lists all) | | | |")
     lines += ["", f"Passes resting on the fallback ({len(s.passes_on_fallback)}):", ""]
