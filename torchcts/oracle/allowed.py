@@ -26,9 +26,11 @@ Four kinds, each consulted where a comparison would otherwise fail or a call wou
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import torch
 
@@ -280,7 +282,8 @@ def host_arguments(op: str) -> frozenset[str]:
     return frozenset(r.argument for r in RULES if isinstance(r, HostArgument) and r.op == op)
 
 
-def composite_rules() -> dict[str, str]:
+@functools.cache
+def composite_rules() -> Mapping[str, str]:
     """overload ("packet.overload") -> the name of the CompositeRule accepting its composite's answer; a
     rule on `name.default` covers its in-place and out= overloads too (`name_.default`, `name.out`), where
     this PyTorch has them: a composite answer accepted on one path is accepted on every path."""
@@ -293,7 +296,7 @@ def composite_rules() -> dict[str, str]:
                 for other in (f"{packet}_.default", f"{packet}.out"):
                     if _exists(other):
                         found.setdefault(other, rule.name)
-    return found
+    return MappingProxyType(found)  # once per process (RULES and this torch's overloads are fixed); read-only, as shared
 
 
 def _exists(overload: str) -> bool:
