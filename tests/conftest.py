@@ -26,6 +26,20 @@ def pytest_configure(config: pytest.Config) -> None:
     register(config)
 
 
+QUICK = Path(__file__).with_name("quick.txt")  # the `-m quick` tier, chosen by scripts/quick-tier
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the inner loop's tier `quick` (`pytest -m quick`): the ids tests/quick.txt lists, measured
+    cheap in a whole run; a listed id that no longer exists is simply not marked."""
+    if not QUICK.is_file():
+        return
+    quick = {line.strip() for line in QUICK.read_text().splitlines() if line.strip() and not line.startswith("#")}
+    for item in items:
+        if item.nodeid in quick:
+            item.add_marker(pytest.mark.quick)
+
+
 @pytest.fixture(autouse=True)
 def fresh_settings(monkeypatch: pytest.MonkeyPatch):
     """A process reads torchcts.settings once; a test that changes a variable with monkeypatch
