@@ -1,0 +1,105 @@
+"""Field cases of the crash, hang and error classes (docs/bug-classes.md C1..C3): the input that
+aborted a process, the kernel that never completed, and the call where CPU raises and the device
+did not (or the reverse).
+
+A crash or a hang is the runner's verdict (status crashed or timeout, never a skip): the case only
+has to reach the report's call with its input, and then compares the result with CPU so that a
+backend that survives with a wrong answer fails too. Error parity uses `run_both`: where CPU raises,
+the device must raise the same exception type.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from torchcts.cases.api import CaseContext, CaseSet, run_both, sample
+
+SUITE = CaseSet("field")
+cases = SUITE.cases
+
+GH = "https://github.com/"
+
+
+# --- C1 hard crash -----------------------------------------------------------------------------
+
+@SUITE.case("C1/pytorch-pytorch-96113", level=3, dtypes=(("float16", "float32"),), ops=("aten::native_layer_norm",),
+            cite=GH + "pytorch/pytorch/issues/96113")
+def layer_norm_half_input(ctx: CaseContext, dtype: torch.dtype, dtypes: list[str]) -> None:
+    """MPS nn.LayerNorm((768,)) (float32 parameters) of a float16 randn(1, 77, 768) crashed."""
+    x = sample((1, 77, 768), dtype, ctx.seed)
+    torch.manual_seed(ctx.seed)
+    ln = torch.nn.LayerNorm((768,), elementwise_affine=True)
+    with torch.no_grad():
+        ln.weight.uniform_(0.5, 1.5)
+        ln.bias.uniform_(-0.5, 0.5)
+    w, b = ln.weight.detach(), ln.bias.detach()
+    run_both(ctx, lambda t, ww, bb: F.layer_norm(t, (768,), ww, bb, ln.eps), x, w, b, category="normalization")
+
+
+@SUITE.case("C1/pytorch-pytorch-190054", level=4, dtypes=(("float16", "float32"), ("bfloat16", "float32")),
+            ops=("aten::native_layer_norm", "aten::native_layer_norm_backward"), requires=("autograd|training",),
+            cite=GH + "pytorch/pytorch/issues/190054")
+def layer_norm_mixed_affine(ctx: CaseContext, dtype: torch.dtype, dtypes: list[str]) -> None:
+    """MPS layer_norm of a float16/bfloat16 (4, 8) input with float32 weight and bias read the float32
+    bits as the input's dtype (error inf, 1e31), and its backward aborted the process (an MLIR
+    verifier assertion). Forward, then the gradients of the three."""
+    x = sample((4, 8), dtype, ctx.seed)
+    w = sample((8,), torch.float32, ctx.seed + 1)
+    b = sample((8,), torch.float32, ctx.seed + 2)
+    run_both(ctx, lambda t, ww, bb: F.layer_norm(t, (8,), ww, bb), x, w, b, category="normalization")
+
+    def grads(t: torch.Tensor, ww: torch.Tensor, bb: torch.Tensor) -> list[torch.Tensor]:
+        t, ww, bb = (v.detach().requires_grad_() for v in (t, ww, bb))
+        out = F.layer_norm(t, (8,), ww, bb)
+        out.backward(torch.ones_like(out))
+        return [t.grad, ww.grad, bb.grad]
+
+    run_both(ctx, grads, x, w, b, category="backward")
+
+
+@SUITE.case("C1/intel-torch-xpu-ops-2473", level=3, dtypes=("int32",), ops=("aten::index_add_",),
+            cite=GH + "intel/torch-xpu-ops/issues/2473")
+def index_add_empty(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """XPU x.index_add_(0, idx, src) of an int32 zeros(4) with an empty int32 index and an empty
+    source aborted the process (CPU leaves x unchanged)."""
+    x = torch.arange(4, dtype=dtype)
+    idx = torch.tensor([], dtype=torch.int32)
+    src = torch.tensor([], dtype=dtype)
+    run_both(ctx, lambda t, i, s: t.clone().index_add_(0, i, s), x, idx, src)
+
+
+# --- C2 hang -----------------------------------------------------------------------------------
+
+@SUITE.case("C2/ROCm-hip-625", level=2, dtypes=("float32",), ops=("aten::take",), cite=GH + "ROCm/hip/issues/625")
+def take_never_completes(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """ROCm torch.take(FloatTensor([1, 2, 3, 4]), LongTensor([[0]])) never completed: the kernel's
+    completion signal was never set (the runner reports a hang as status timeout)."""
+    src = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=dtype)
+    run_both(ctx, torch.take, src, torch.tensor([[0]]))
+    run_both(ctx, torch.take, src, torch.tensor([[3, 1], [0, 2]]))
+
+
+# --- C3 error parity ---------------------------------------------------------------------------
+
+@SUITE.case("C3/intel-torch-xpu-ops-3445", level=3, dtypes=("float32",), ops=("aten::index_select",),
+            cite=GH + "intel/torch-xpu-ops/issues/3445")
+def index_select_empty_source(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """XPU index_select of an empty (0, 3) source with out-of-range indices raised another error than
+    CPU (dim 0, [0, 1]) or returned successfully (dim 1, [0, 5]); a valid index on the non-empty dim
+    still returns a (0, 2) result."""
+    src = torch.randn(0, 3, dtype=dtype)
+    for dim, idx in ((0, [0, 1]), (1, [0, 5]), (1, [0, 2])):
+        ctx.describe(dim=dim, index=idx)
+        run_both(ctx, lambda t, i, d=dim: torch.index_select(t, d, i), src, torch.tensor(idx))
+
+
+@SUITE.case("C3/pytorch-pytorch-169779", level=3, dtypes=("float32",), ops=("aten::index_select",),
+            cite=GH + "pytorch/pytorch/issues/169779")
+def index_select_negative(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """Eager MPS index_select(randn(5, 10), 0, tensor([-1])) passed silently where CPU raises "index
+    out of range in self" (and CUDA asserts); also an index one past the end."""
+    x = sample((5, 10), dtype, ctx.seed)
+    for idx in ([-1], [5], [0, 4]):
+        ctx.describe(index=idx)
+        run_both(ctx, lambda t, i: torch.index_select(t, 0, i), x, torch.tensor(idx))
