@@ -22,6 +22,12 @@ GH = "https://github.com/"
 AUTOGRAD = ("autograd|training",)
 
 
+def _leaf(t: torch.Tensor, device: torch.device, grad: bool = True) -> torch.Tensor:
+    """A fresh leaf copy of a CPU input on `device`: never the input itself (on --device cpu `.to`
+    would alias it, and the two runs would share one tensor and one accumulated .grad)."""
+    return t.detach().to(device, copy=True).requires_grad_(grad)
+
+
 def _grads(ctx: CaseContext, build: Callable[[torch.device], dict[str, torch.Tensor]], what: str) -> None:
     """`build(device)` runs the computation on `device` and returns named gradients (or outputs):
     each device tensor is compared with the CPU run's."""
@@ -44,7 +50,7 @@ def einsum_grad(ctx: CaseContext, dtype: torch.dtype) -> None:
     xs0, w0, b0 = (sample(s, dtype, ctx.seed + i) for i, s in enumerate(((5, 3, 4), (3, 4, 6), (3, 6))))
 
     def build(device: torch.device) -> dict[str, torch.Tensor]:
-        xs, w, b = (t.to(device).requires_grad_() for t in (xs0, w0, b0))
+        xs, w, b = (_leaf(t, device) for t in (xs0, w0, b0))
         hs = torch.einsum("bij,ijk->bik", xs, w) + b[None]
         (hs.tanh() * torch.arange(hs.numel(), dtype=dtype, device=device).view_as(hs)).sum().backward()
         return {"xs": xs.grad, "weight": w.grad, "bias": b.grad}
@@ -61,7 +67,7 @@ def linalg_solve_grad(ctx: CaseContext, dtype: torch.dtype) -> None:
     b0 = sample((3, 4, 2), dtype, ctx.seed + 1)
 
     def build(device: torch.device) -> dict[str, torch.Tensor]:
-        a, b = (t.to(device).requires_grad_() for t in (a0, b0))
+        a, b = (_leaf(t, device) for t in (a0, b0))
         torch.linalg.solve(a, b).sum().backward()
         return {"A": a.grad, "B": b.grad}
 
@@ -101,7 +107,7 @@ def grads_above_32k_after_other_batch(ctx: CaseContext, dtype: torch.dtype) -> N
         model = _Residual(vocab, dim).to(device=device, dtype=dtype)
         for ids in (first, second):
             model.zero_grad()
-            ids = ids.to(device)
+            ids = ids.to(device, copy=True)
             logits = model(ids)
             loss = F.cross_entropy(logits.reshape(-1, vocab), ids.roll(1, 1).reshape(-1))
             loss.backward()
@@ -126,9 +132,9 @@ def layer_norm_frozen_input(ctx: CaseContext, dtype: torch.dtype) -> None:
 
     for x_grad in (False, True):
         def build(device: torch.device, x_grad: bool = x_grad) -> dict[str, torch.Tensor]:
-            x = x0.to(device).requires_grad_(x_grad)
-            w, b = (t.to(device).requires_grad_() for t in (w0, b0))
-            F.layer_norm(x, (4,), w, b, 1e-5).backward(upstream.to(device))
+            x = _leaf(x0, device, x_grad)
+            w, b = (_leaf(t, device) for t in (w0, b0))
+            F.layer_norm(x, (4,), w, b, 1e-5).backward(upstream.to(device, copy=True))
             return {"weight": w.grad, "bias": b.grad, **({"x": x.grad} if x_grad else {})}
 
         _grads(ctx, build, f"layer_norm, x.requires_grad={x_grad}")
@@ -151,7 +157,7 @@ def batch_norm_frozen_params(ctx: CaseContext, dtype: torch.dtype) -> None:
             net = torch.nn.Sequential(conv, bn, torch.nn.ReLU()).to(device=device, dtype=dtype).train()
             for p in bn.parameters():
                 p.requires_grad_(not frozen)
-            x = x0.to(device).requires_grad_()
+            x = _leaf(x0, device)
             net(x).square().sum().backward()
             out = {"x": x.grad, "conv.weight": conv.weight.grad, "running_mean": bn.running_mean}
             return out if frozen else {**out, "bn.weight": bn.weight.grad, "bn.bias": bn.bias.grad}
@@ -168,8 +174,8 @@ def grad_of_sum_expanded(ctx: CaseContext, dtype: torch.dtype) -> None:
     w1, b1, w2, b2 = (sample(s, dtype, ctx.seed + i + 1) / 2 for i, s in enumerate(((16, 3), (16,), (1, 16), (1,))))
 
     def build(device: torch.device) -> dict[str, torch.Tensor]:
-        x = x0.to(device).requires_grad_()
-        p1, q1, p2, q2 = (t.to(device) for t in (w1, b1, w2, b2))
+        x = _leaf(x0, device)
+        p1, q1, p2, q2 = (t.to(device, copy=True) for t in (w1, b1, w2, b2))
 
         def y() -> torch.Tensor:
             return (torch.sin(x @ p1.T + q1) @ p2.T + q2).squeeze(-1)

@@ -26,7 +26,7 @@ COMPILE = ("compile",)
 def _against_eager(ctx: CaseContext, fn: Callable[..., Any], args: list[torch.Tensor], category: str) -> None:
     """fn compiled on the device vs fn eager on the device and eager on CPU."""
     want = on_cpu(fn, *args)
-    dev = [a.to(ctx.device) for a in args]
+    dev = [a.to(ctx.device, copy=True) for a in args]
     got = compiled(ctx, fn)(*dev).cpu()
     ctx.describe(step="compiled vs eager on the device")
     ctx.assert_close(got, fn(*dev).cpu(), category="compile")
