@@ -1,7 +1,11 @@
-"""Field cases of the mixed-precision class P2 (docs/bug-classes.md): non-finite gradients under a
-GradScaler must skip the optimizer step.
+"""Field cases of the mixed-precision classes (docs/bug-classes.md P1, P2): the ops of an autocast
+region, and non-finite gradients under a GradScaler that must skip the optimizer step.
 
-A GradScaler hands fused optimizers its scale and found-inf flag as the attributes `grad_scale`
+P1 (claim `autocast`, level 4 as the amp suite's autocast cases): the device's autocast policy may
+run an op in the low dtype or in float32, but it must run it, and the result must be the op's in the
+dtype it chose (compared with CPU computing the op in that dtype).
+
+P2: a GradScaler hands fused optimizers its scale and found-inf flag as the attributes `grad_scale`
 and `found_inf` (torch.optim reads them in step()): the fused kernel divides the gradients by the
 scale and leaves parameters and state untouched when found_inf is 1. Level 4 and the claims of the
 foreach suite's fused cases (`training`, `foreach`); each step on the device is compared with the
@@ -11,6 +15,7 @@ same fused step on CPU: parameter, step count and moment buffers.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from torchcts.cases.api import CaseContext, CaseSet, expect, on_cpu, sample
 
@@ -19,6 +24,26 @@ cases = SUITE.cases
 
 GH = "https://github.com/"
 FUSED = ("training", "foreach")
+
+
+@SUITE.case("P1/pytorch-pytorch-160332", level=4, dtypes=("float16", "bfloat16"), requires=("autocast",),
+            ops=("aten::conv_transpose3d.input",), cite=GH + "pytorch/pytorch/issues/160332")
+def autocast_conv_transpose3d(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS autocast ran nn.ConvTranspose3d(16, 33, 3, stride=2) in half precision, which its kernel
+    refuses ("ConvTranspose 3D with BF16 or FP16 types is not supported on MPS"): the autocast list
+    named an op the backend cannot run in that dtype. A smaller ConvTranspose3d in an autocast region
+    must run, in the low dtype or float32."""
+    x = sample((2, 4, 3, 4, 5), torch.float32, ctx.seed)
+    w = sample((4, 5, 3, 3, 3), torch.float32, ctx.seed + 1) / 8
+    b = sample((5,), torch.float32, ctx.seed + 2)
+    dx, dw, db = (t.to(ctx.device, copy=True) for t in (x, w, b))
+    with torch.autocast(device_type=ctx.device_type, dtype=dtype):
+        got = F.conv_transpose3d(dx, dw, db, stride=2)
+    expect(got.dtype in (dtype, torch.float32), "autocast's conv_transpose3d returned neither the autocast dtype "
+           "nor float32", got=str(got.dtype))
+    want = on_cpu(lambda: F.conv_transpose3d(x.to(got.dtype), w.to(got.dtype), b.to(got.dtype), stride=2))
+    ctx.describe(step=f"conv_transpose3d under autocast({dtype}), computed in {got.dtype}")
+    ctx.assert_close(got.cpu(), want, category="conv")
 
 
 def _fused_step(device: torch.device, opt_cls: type[torch.optim.Optimizer], param: torch.Tensor, grad: torch.Tensor,

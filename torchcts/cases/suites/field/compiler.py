@@ -60,6 +60,24 @@ def compiled_layer_norm(ctx: CaseContext, dtype: torch.dtype) -> None:
                        "normalization")
 
 
+@SUITE.case("K2/pytorch-pytorch-89219", level=6, dtypes=("float32",), requires=COMPILE,
+            ops=("compile::add_", "aten::add_.Tensor"), cite=GH + "pytorch/pytorch/issues/89219")
+def compiled_inplace_add_on_input(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """`def fn(x, y): x += y; return x` compiled with dynamo and NNC returned 6 for ones(1) + ones(1)
+    (the in-place op on a graph input replayed); the result is 2 and x itself becomes 2."""
+    def fn(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        x += y
+        return x
+
+    x = torch.ones(1, dtype=dtype, device=ctx.device)
+    out = compiled(ctx, fn)(x, torch.ones(1, dtype=dtype, device=ctx.device))
+    want = torch.full((1,), 2.0, dtype=dtype)
+    ctx.describe(step="compiled result")
+    ctx.assert_close(out.cpu(), want, category="compile")
+    ctx.describe(step="the caller's x after the compiled call")
+    ctx.assert_close(x.cpu(), want, category="compile")
+
+
 @SUITE.case("K2/torch-spyre-torch-spyre-4411", level=6, dtypes=("float32", "bfloat16"), requires=COMPILE,
             ops=("compile::index_put_", "aten::index_put_"), cite=GH + "torch-spyre/torch-spyre/issues/4411")
 def compiled_index_put_accumulate(ctx: CaseContext, dtype: torch.dtype) -> None:

@@ -80,6 +80,28 @@ def take_never_completes(ctx: CaseContext, dtype: torch.dtype) -> None:
     run_both(ctx, torch.take, src, torch.tensor([[3, 1], [0, 2]]))
 
 
+@SUITE.case("C2/pytorch-pytorch-136007", level=4, dtypes=("float32",), ops=("aten::native_batch_norm_backward",),
+            requires=("autograd|training",), cite=GH + "pytorch/pytorch/issues/136007")
+def batch_norm_channels_last_backward(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """An XPU test (huggingface levit) hung in BatchNormBackwardReduceChannelsLastKernel: threads past
+    the end exited early, before a barrier the others then waited on forever. Training-mode batch_norm
+    backward on channels_last inputs whose sizes leave partial groups (odd N*H*W, channels not a
+    multiple of a vector width); gradients of input, weight and bias."""
+    for shape in ((2, 3, 5, 7), (3, 24, 7, 9), (1, 13, 1, 1)):
+        x = sample(shape, dtype, ctx.seed).contiguous(memory_format=torch.channels_last)
+        w = sample((shape[1],), dtype, ctx.seed + 1)
+        b = sample((shape[1],), dtype, ctx.seed + 2)
+        upstream = sample(shape, dtype, ctx.seed + 3).contiguous(memory_format=torch.channels_last)
+
+        def grads(t: torch.Tensor, ww: torch.Tensor, bb: torch.Tensor, g: torch.Tensor) -> list[torch.Tensor]:
+            t, ww, bb = (v.detach().requires_grad_() for v in (t, ww, bb))
+            F.batch_norm(t, None, None, ww, bb, training=True).backward(g)
+            return [t.grad, ww.grad, bb.grad]
+
+        ctx.describe(shape=list(shape))
+        run_both(ctx, grads, x, w, b, upstream, category="backward")
+
+
 # --- C3 error parity ---------------------------------------------------------------------------
 
 @SUITE.case("C3/intel-torch-xpu-ops-3445", level=3, dtypes=("float32",), ops=("aten::index_select",),

@@ -93,3 +93,24 @@ def multinomial_not_always_zero(ctx: CaseContext, dtype: torch.dtype) -> None:
     expect_stat(chi_square_check(counts, torch.tensor([0.5, 0.5]), ALPHA), "4000 draws of [0.5, 0.5]")
     draws = torch.multinomial(zero_first, 4000, True).cpu()
     expect(bool((draws == 1).all()), "draws of [0, 0.5] gave index 0 (probability 0)", zeros=int((draws == 0).sum()))
+
+
+@SUITE.case("R2/pytorch-pytorch-136623", level=3, dtypes=("float32",), ops=("aten::multinomial",), requires=RNG,
+            cite=GH + "pytorch/pytorch/issues/136623")
+def multinomial_stays_in_support(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS multinomial(p, 100000000, True) of the report's 10-category p (one 0.9935, the rest down to
+    4.6e-8) sometimes drew index 11: rounding let two buckets match a draw and their indices were
+    summed. 2,000,000 draws of the same p: every index below 10, and the frequencies of the
+    categories expected at least 50 times follow p (chi-square)."""
+    p = torch.tensor([4.3330236804e-04, 1.6706718498e-07, 5.6105983504e-07, 2.5240040486e-05, 5.4649823142e-05,
+                      5.5108112283e-03, 9.9348586798e-01, 4.5977579077e-08, 4.8896443332e-04, 3.4132514770e-07],
+                     dtype=dtype)
+    torch.manual_seed(ctx.seed)
+    n = 2_000_000
+    draws = torch.multinomial(p.to(ctx.device), n, True).cpu()
+    expect(int(draws.min()) >= 0 and int(draws.max()) < p.numel(), "multinomial drew an index outside the distribution",
+           lowest=int(draws.min()), highest=int(draws.max()))
+    counts = torch.bincount(draws, minlength=p.numel()).double()
+    probs = p.double() / p.double().sum()
+    kept = probs * n >= 50  # the chi-square approximation holds where expected counts are large
+    expect_stat(chi_square_check(counts[kept], probs[kept], ALPHA), f"{n} draws of the report's distribution")
