@@ -60,6 +60,28 @@ def compiled_layer_norm(ctx: CaseContext, dtype: torch.dtype) -> None:
                        "normalization")
 
 
+@SUITE.case("K1/pytorch-pytorch-169738", level=6, dtypes=("float32",), requires=COMPILE,
+            ops=("compile::adaptive_max_pool", "aten::adaptive_max_pool2d"), cite=GH + "pytorch/pytorch/issues/169738")
+def compiled_adaptive_max_pool(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS inductor's adaptive_max_pool1d(randn(4, 10, 8), output_size=3) differed from eager by 2.4
+    (adaptive_max_pool2d likewise): windows of uneven length."""
+    x = sample((4, 10, 8), dtype, ctx.seed)
+    _against_eager(ctx, lambda t: torch.nn.functional.adaptive_max_pool1d(t, 3), [x], "elementwise")
+    y = sample((2, 3, 7, 9), dtype, ctx.seed + 1)
+    _against_eager(ctx, lambda t: torch.nn.functional.adaptive_max_pool2d(t, (3, 4)), [y], "elementwise")
+
+
+@SUITE.case("K1/pytorch-pytorch-150629", level=6, dtypes=("float32",), requires=COMPILE,
+            ops=("compile::rms_norm", "aten::rms_norm"), cite=GH + "pytorch/pytorch/issues/150629")
+def compiled_rms_norm(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """torch.compile of nn.RMSNorm(1024) on MPS returned zeros for randn(1024): the generated code
+    allocated the output and never called the fused rms_norm kernel."""
+    x = sample((1024,), dtype, ctx.seed)
+    w = on_cpu(lambda: 1 + sample((1024,), dtype, ctx.seed + 1) / 8)
+    with torch.no_grad():
+        _against_eager(ctx, lambda t, ww: torch.nn.functional.rms_norm(t, (1024,), ww), [x, w], "normalization")
+
+
 @SUITE.case("K2/pytorch-pytorch-89219", level=6, dtypes=("float32",), requires=COMPILE,
             ops=("compile::add_", "aten::add_.Tensor"), cite=GH + "pytorch/pytorch/issues/89219")
 def compiled_inplace_add_on_input(ctx: CaseContext, dtype: torch.dtype) -> None:

@@ -48,11 +48,8 @@ def _device_type_name(device_type: str) -> str | None:
     return "PrivateUse1" if device_type == compat.privateuse1_name() else None
 
 
-@SUITE.case("X2/intel-torch-xpu-ops-2547", level=6, dtypes=("int32",), requires=("profiler", "profiler_device"),
-            ops=("aten::zero_",), cite=GH + "intel/torch-xpu-ops/issues/2547")
-def profiler_device_events_typed(ctx: CaseContext, dtype: torch.dtype) -> None:
-    """XPU profiler events of `cache.zero_()` on an int32 buffer, profiled with the XPU activity, carried
-    device_type DeviceType.CUDA. Every event that is not CPU's must carry the device's DeviceType."""
+def _device_activity(ctx: CaseContext) -> tuple[torch.profiler.ProfilerActivity, torch.autograd.DeviceType]:
+    """The device's ProfilerActivity and event DeviceType; not_applicable where PyTorch has none."""
     name = _device_type_name(ctx.device_type)
     if name is None:
         ctx.not_applicable(f"'{ctx.device_type}' has no device-side profiler activity" if ctx.device_type == "cpu"
@@ -60,13 +57,39 @@ def profiler_device_events_typed(ctx: CaseContext, dtype: torch.dtype) -> None:
     activity = getattr(torch.profiler.ProfilerActivity, name, None)
     expect(activity is not None and activity in torch.profiler.supported_activities(),
            f"ProfilerActivity.{name} is not among torch.profiler.supported_activities()")
+    return activity, getattr(torch.autograd.DeviceType, name)
+
+
+@SUITE.case("X2/intel-torch-xpu-ops-2547", level=6, dtypes=("int32",), requires=("profiler", "profiler_device"),
+            ops=("aten::zero_",), cite=GH + "intel/torch-xpu-ops/issues/2547")
+def profiler_device_events_typed(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """XPU profiler events of `cache.zero_()` on an int32 buffer, profiled with the XPU activity, carried
+    device_type DeviceType.CUDA. Every event that is not CPU's must carry the device's DeviceType."""
+    activity, want = _device_activity(ctx)
     cache = torch.empty(1 << 16, dtype=dtype, device=ctx.device)
     with torch.profiler.profile(activities=[activity]) as prof:
         for _ in range(10):
             cache.zero_()
         synchronize(ctx.device_type)
-    want = getattr(torch.autograd.DeviceType, name)
     device_events = [e for e in prof.events() if e.device_type != torch.autograd.DeviceType.CPU]
     expect(device_events, "no device-side events recorded for 10 zero_() calls")
     wrong = sorted({str(e.device_type) for e in device_events if e.device_type != want})
     expect(not wrong, f"device events carry another device type than {want}", got=wrong)
+
+
+@SUITE.case("X2/intel-torch-xpu-ops-3985", level=6, dtypes=("float32",), requires=("profiler", "profiler_device"),
+            ops=("aten::add.Tensor", "aten::relu", "aten::mm"), cite=GH + "intel/torch-xpu-ops/issues/3985")
+def profiler_compute_kernels(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """On Battlemage the XPU profiler recorded device kernels for copies and fills but none for compute
+    ops (add, relu, matmul): self_xpu_time_total was 0. Each of the three must have device time."""
+    activity, _ = _device_activity(ctx)
+    a = torch.randn(64, 64).to(dtype).to(ctx.device)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, activity]) as prof:
+        out = torch.relu(a + a) @ a
+        synchronize(ctx.device_type)
+    events = prof.events()
+    for op in ("aten::add", "aten::relu", "aten::mm"):
+        found = [e for e in events if e.name == op]
+        expect(bool(found) and any(e.device_time_total > 0 for e in found),
+               f"{op} has no device time (no device kernel recorded for it)", events=len(found))
+    ctx.assert_close(out.cpu(), torch.relu(a.cpu() + a.cpu()) @ a.cpu(), category="matmul")

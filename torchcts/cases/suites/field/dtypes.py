@@ -131,6 +131,16 @@ def argmax_int64_rows(ctx: CaseContext, dtype: torch.dtype) -> None:
     _equal(ctx, torch.argmax(to_device(ctx, t)[0], dim=1), torch.argmax(t, dim=1), "argmax over rows")
 
 
+@SUITE.case("D2/pytorch-pytorch-92311", level=2, dtypes=("float32",), ops=("aten::argmax",),
+            cite=GH + "pytorch/pytorch/issues/92311")
+def argmax_float_rows(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS (on an Intel Mac's AMD GPU) argmax over dim 1 of a float32 randn(10, 2) returned
+    -9223372036854775808 for every row: the int64 result the kernel could not produce."""
+    t = sample((10, 2), dtype, ctx.seed)
+    _equal(ctx, torch.argmax(to_device(ctx, t)[0], dim=1), torch.argmax(t, dim=1), "argmax over dim 1")
+    _equal(ctx, torch.argmax(to_device(ctx, t)[0]), torch.argmax(t), "argmax of all")
+
+
 @SUITE.case("D2/microsoft-DirectML-398", level=4, dtypes=("float64",), ops=("aten::mm",),
             cite=GH + "microsoft/DirectML/issues/398")
 def float64_matmul_precision(ctx: CaseContext, dtype: torch.dtype) -> None:
