@@ -42,20 +42,43 @@ def _grads(ctx: CaseContext, build: Callable[[torch.device], dict[str, torch.Ten
 
 # --- A1 wrong gradient kernels -----------------------------------------------------------------
 
-@SUITE.case("A1/pytorch-pytorch-117826", level=4, dtypes=("float32",), ops=("aten::einsum", "aten::bmm"),
-            requires=AUTOGRAD, cite=GH + "pytorch/pytorch/issues/117826")
-def einsum_grad(ctx: CaseContext, dtype: torch.dtype) -> None:
-    """A multi-head linear layer `einsum('bij,ijk->bik', xs, weight) + bias[None]` trained to other
-    parameters on MPS than on CPU: its einsum gradient was wrong. Gradients of xs, weight, bias."""
-    xs0, w0, b0 = (sample(s, dtype, ctx.seed + i) for i, s in enumerate(((5, 3, 4), (3, 4, 6), (3, 6))))
+@SUITE.case("A1/pytorch-pytorch-96225", level=4, dtypes=("float32",), ops=("aten::convolution_backward",),
+            requires=AUTOGRAD, cite=GH + "pytorch/pytorch/issues/96225")
+def conv_grad_minibatch_2_16(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS F.conv1d and F.conv2d gave wrong weight gradients from a minibatch of 65,536 (2^16) on: a
+    1x1 convolution of ones(N) viewed as N single-pixel samples with weight ones(1), loss the mean
+    (weight.grad is 1). N = 65,535 and 65,536, both ops."""
+    for n in (65_535, 65_536):
+        for dims, op in ((1, F.conv1d), (2, F.conv2d)):
+            view = (-1,) + (1,) * (dims + 1)
 
-    def build(device: torch.device) -> dict[str, torch.Tensor]:
-        xs, w, b = (_leaf(t, device) for t in (xs0, w0, b0))
-        hs = torch.einsum("bij,ijk->bik", xs, w) + b[None]
-        (hs.tanh() * torch.arange(hs.numel(), dtype=dtype, device=device).view_as(hs)).sum().backward()
-        return {"xs": xs.grad, "weight": w.grad, "bias": b.grad}
+            def build(device: torch.device, n: int = n, view: tuple[int, ...] = view,
+                      op: Callable[..., torch.Tensor] = op) -> dict[str, torch.Tensor]:
+                x = torch.ones(n, dtype=dtype, device=device)
+                w = _leaf(torch.ones(1, dtype=dtype), device)
+                out = op(x.view(view), w.view(view)).mean()
+                out.backward()
+                return {"out": out.detach(), "weight": w.grad}
 
-    _grads(ctx, build, "einsum bij,ijk->bik")
+            _grads(ctx, build, f"conv{dims}d, minibatch {n}")
+
+
+@SUITE.case("A1/pytorch-pytorch-135447", level=4, dtypes=("float32",), ops=("aten::replication_pad1d_backward",),
+            requires=AUTOGRAD, cite=GH + "pytorch/pytorch/issues/135447")
+def replication_pad1d_grad(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS nn.ReplicationPad1d((3, 4)) backward was wrong for an input of shape [65736, 2, 4] (right for
+    [2, 65736, 4]): the forward matched CPU. Both shapes, gradient of the input."""
+    for shape in ((2, 65736, 4), (65736, 2, 4)):
+        x0 = sample(shape, dtype, ctx.seed)
+        g0 = sample((shape[0], shape[1], shape[2] + 7), dtype, ctx.seed + 1)
+
+        def build(device: torch.device, x0: torch.Tensor = x0, g0: torch.Tensor = g0) -> dict[str, torch.Tensor]:
+            x = _leaf(x0, device)
+            out = torch.nn.ReplicationPad1d((3, 4))(x)
+            out.backward(g0.to(device, copy=True))
+            return {"out": out.detach(), "x": x.grad}
+
+        _grads(ctx, build, f"ReplicationPad1d((3, 4)) of {list(shape)}")
 
 
 @SUITE.case("A1/pytorch-pytorch-175192", level=5, dtypes=("float32", "float64"), ops=("aten::linalg_solve",),
