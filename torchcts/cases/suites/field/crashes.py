@@ -69,6 +69,22 @@ def index_add_empty(ctx: CaseContext, dtype: torch.dtype) -> None:
     run_both(ctx, lambda t, i, s: t.clone().index_add_(0, i, s), x, idx, src)
 
 
+@SUITE.case("C1/intel-torch-xpu-ops-4391", level=3, dtypes=("float32",), ops=("aten::index_add_", "aten::index_reduce_"),
+            cite=GH + "intel/torch-xpu-ops/pull/4391")
+def index_add_reduce_bad_index(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """XPU index_add_ and index_reduce_ with an out-of-range index (past the end, or -1) reached the
+    kernel and tripped SYCL_KERNEL_ASSERT, aborting the process; CPU raises a catchable IndexError.
+    The device must raise it too."""
+    x = sample((4, 3), dtype, ctx.seed)
+    src = sample((1, 3), dtype, ctx.seed + 1)
+    for idx in ([4], [-1], [0, 7]):
+        index = torch.tensor(idx)
+        source = src.expand(len(idx), 3).contiguous()
+        ctx.describe(index=idx)
+        run_both(ctx, lambda t, i, s: t.clone().index_add_(0, i, s), x, index, source)
+        run_both(ctx, lambda t, i, s: t.clone().index_reduce_(0, i, s, "amax"), x, index, source)
+
+
 # --- C2 hang -----------------------------------------------------------------------------------
 
 @SUITE.case("C2/ROCm-hip-625", level=2, dtypes=("float32",), ops=("aten::take",), cite=GH + "ROCm/hip/issues/625")
