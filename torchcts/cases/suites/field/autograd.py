@@ -63,24 +63,6 @@ def conv_grad_minibatch_2_16(ctx: CaseContext, dtype: torch.dtype) -> None:
             _grads(ctx, build, f"conv{dims}d, minibatch {n}")
 
 
-@SUITE.case("A1/pytorch-pytorch-135447", level=4, dtypes=("float32",), ops=("aten::replication_pad1d_backward",),
-            requires=AUTOGRAD, cite=GH + "pytorch/pytorch/issues/135447")
-def replication_pad1d_grad(ctx: CaseContext, dtype: torch.dtype) -> None:
-    """MPS nn.ReplicationPad1d((3, 4)) backward was wrong for an input of shape [65736, 2, 4] (right for
-    [2, 65736, 4]): the forward matched CPU. Both shapes, gradient of the input."""
-    for shape in ((2, 65736, 4), (65736, 2, 4)):
-        x0 = sample(shape, dtype, ctx.seed)
-        g0 = sample((shape[0], shape[1], shape[2] + 7), dtype, ctx.seed + 1)
-
-        def build(device: torch.device, x0: torch.Tensor = x0, g0: torch.Tensor = g0) -> dict[str, torch.Tensor]:
-            x = _leaf(x0, device)
-            out = torch.nn.ReplicationPad1d((3, 4))(x)
-            out.backward(g0.to(device, copy=True))
-            return {"out": out.detach(), "x": x.grad}
-
-        _grads(ctx, build, f"ReplicationPad1d((3, 4)) of {list(shape)}")
-
-
 @SUITE.case("A1/pytorch-pytorch-175192", level=5, dtypes=("float32", "float64"), ops=("aten::linalg_solve",),
             requires=AUTOGRAD, cite=GH + "pytorch/pytorch/issues/175192")
 def linalg_solve_grad(ctx: CaseContext, dtype: torch.dtype) -> None:

@@ -10,6 +10,8 @@ products) it is compared bit for bit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from torchcts.cases.api import CaseContext, CaseSet, expect, on_cpu, run_both, sample, to_device
@@ -141,19 +143,6 @@ def argmax_float_rows(ctx: CaseContext, dtype: torch.dtype) -> None:
     _equal(ctx, torch.argmax(to_device(ctx, t)[0]), torch.argmax(t), "argmax of all")
 
 
-@SUITE.case("D2/microsoft-DirectML-398", level=4, dtypes=("float64",), ops=("aten::mm",),
-            cite=GH + "microsoft/DirectML/issues/398")
-def float64_matmul_precision(ctx: CaseContext, dtype: torch.dtype) -> None:
-    """torch-directml computed a float64 matmul with float32's rounding errors (the same error for
-    both dtypes). Integer-valued float64 operands below 2^20 make every product and sum exact in
-    float64 (below 2^53) but not in float32: the result has one right answer."""
-    g = torch.Generator().manual_seed(ctx.seed)
-    a = torch.randint(0, 1 << 20, (64, 64), generator=g).to(dtype)
-    b = torch.randint(0, 1 << 20, (64, 64), generator=g).to(dtype)
-    da, db = to_device(ctx, a, b)
-    _equal(ctx, da @ db, a @ b, "integer-valued float64 matmul")
-
-
 @SUITE.case("D2/pytorch-pytorch-197715", level=3, dtypes=(("float32", "float64"), ("float32", "complex128")),
             ops=("aten::copy_",), cite=GH + "pytorch/pytorch/issues/197715")
 def copy_into_cpu_wide_dtype(ctx: CaseContext, dtype: torch.dtype, dtypes: list[str]) -> None:
@@ -247,17 +236,25 @@ def mul_cpu_scalar_tensor(ctx: CaseContext, dtype: torch.dtype) -> None:
 
 # --- D4 dtype= arguments -----------------------------------------------------------------------
 
-@SUITE.case("D4/pytorch-pytorch-90635", level=3, dtypes=(("int64", "int32", "int16", "int8"),), ops=("aten::cumsum",),
-            cite=GH + "pytorch/pytorch/issues/90635")
-def cumsum_integer_dtype(ctx: CaseContext, dtype: torch.dtype, dtypes: list[str]) -> None:
-    """MPS cumsum of the int64 [1, 1, 1, 1] returned [1, 1, 1, 1] without dtype= and with
-    dtype=torch.int16 or torch.int8 (only int32 gave [1, 2, 3, 4])."""
-    t = torch.tensor([1, 1, 1, 1], dtype=dtype)
-    d = to_device(ctx, t)[0]
-    _equal(ctx, d.cumsum(0), t.cumsum(0), "cumsum(0)")
-    for name in dtypes[1:]:
-        out = getattr(torch, name)
-        _equal(ctx, d.cumsum(0, dtype=out), t.cumsum(0, dtype=out), f"cumsum(0, dtype={name})")
+@SUITE.case("D4/pytorch-pytorch-30572", level=4, dtypes=(("float16", "float32"), ("bfloat16", "float32")),
+            ops=("aten::_softmax", "aten::_softmax_backward_data"), requires=("autograd|training",),
+            cite=GH + "pytorch/pytorch/issues/30572")
+def softmax_dtype_float32_of_half(ctx: CaseContext, dtype: torch.dtype, dtypes: list[str]) -> None:
+    """CUDA F.softmax(a, dim=1, dtype=torch.float32) of a half rand(2, 2, 2, 2) failed in backward
+    ("expected scalar type Float but found Half"); dim=-1 worked. Forward and the input's gradient,
+    softmax and log_softmax, over every dim."""
+    a = on_cpu(lambda: torch.rand(2, 2, 2, 2, generator=torch.Generator().manual_seed(ctx.seed)).to(dtype))
+    for fn in (torch.nn.functional.softmax, torch.nn.functional.log_softmax):
+        for dim in (1, -1, 0):
+            ctx.describe(op=fn.__name__, dim=dim)
+            run_both(ctx, lambda t, f=fn, d=dim: f(t, dim=d, dtype=torch.float32), a)
+
+            def grad(t: torch.Tensor, f: Callable[..., torch.Tensor] = fn, d: int = dim) -> torch.Tensor:
+                t = t.detach().requires_grad_()
+                f(t, dim=d, dtype=torch.float32)[0, 0, 0, 0].backward()
+                return t.grad
+
+            run_both(ctx, grad, a, category="backward")
 
 
 @SUITE.case("D4/pytorch-pytorch-179415", level=3, dtypes=("uint8",), ops=("aten::sum.dim_IntList",),
