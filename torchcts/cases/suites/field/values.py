@@ -359,3 +359,58 @@ def neg_view_matmul_xpu_1893(ctx: CaseContext, dtype: torch.dtype) -> None:
     for name, call in calls.items():
         ctx.describe(op=name, neg_views=True)
         ctx.assert_close(call(d), on_cpu(lambda c=call: c([x.clone() for x in t])), category="matmul")
+
+
+# --- V12: division and remainder semantics -------------------------------------------------------------
+
+
+@SUITE.case("V12/pytorch-pytorch-84995", level=2, dtypes=("int64", "int32"), ops=("aten::div",),
+            requires=("inference",), cite=GH + "pytorch/pytorch/issues/84995")
+def div_int_rounding_mode_pytorch_84995(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS torch.div(tensor([1, 2, 3, 4], int64), 400, rounding_mode="floor") aborted the process
+    (floorOp_i64 not found); with negative dividends the floor and trunc modes differ."""
+    x = torch.tensor([1, 2, 3, 4, -1, -399, -400, -401, 801], dtype=dtype)
+    d = to_device(ctx, x)[0]
+    for mode in ("floor", "trunc"):
+        ctx.describe(divisor=400, rounding_mode=mode)
+        identical(torch.div(d, 400, rounding_mode=mode), torch.div(x, 400, rounding_mode=mode),
+                  f"div(x, 400, rounding_mode={mode!r})")
+
+
+@SUITE.case("V12/pytorch-pytorch-189243", level=2, dtypes=("float32",), ops=("aten::div", "aten::floor_divide"),
+            requires=NAN_REQ, cite=GH + "pytorch/pytorch/issues/189243")
+def div_floor_nonfinite_pytorch_189243(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS div(rounding_mode="floor") gave other answers than CPU for inf / 1, -inf / 1, x / 0 and a
+    finite value over an infinity of the other sign (CPU: nan, nan, +-inf, -1)."""
+    nan, inf = float("nan"), float("inf")
+    a = torch.tensor([nan, inf, -inf, inf, -inf, 1.0, -1.0, 1.0, -1.0, 0.0, 7.0, -7.0], dtype=dtype)
+    b = torch.tensor([1.0, 1.0, 1.0, 0.0, -0.0, inf, -inf, -inf, inf, -inf, -2.0, 2.0], dtype=dtype)
+    da, db = to_device(ctx, a, b)
+    ctx.describe(a=[str(v) for v in a.tolist()], b=[str(v) for v in b.tolist()])
+    identical(torch.div(da, db, rounding_mode="floor"), torch.div(a, b, rounding_mode="floor"), "div floor")
+    identical(torch.floor_divide(da, db), torch.floor_divide(a, b), "floor_divide")
+
+
+@SUITE.case("V12/pytorch-pytorch-152758", level=3, dtypes=(("float16", "bfloat16"),), ops=("aten::div",),
+            requires=("inference",), cite=GH + "pytorch/pytorch/pull/152758")
+def div_trunc_mixed_half_pytorch_152758(ctx: CaseContext, dtype: torch.dtype, dtypes: list[str]) -> None:
+    """MPS div(rounding_mode="trunc") of float16 [-7.4688, -3.1289] by bfloat16 [-0.2988, -0.8789] must give
+    CPU's [24, 3]: the port that computed the quotient in a wider opmath truncated it to 25."""
+    a = torch.tensor([[-7.4688, -3.1289]], dtype=torch.float16)
+    b = torch.tensor([-0.2988, -0.8789], dtype=torch.bfloat16)
+    da, db = to_device(ctx, a, b)
+    ctx.describe(a=a.tolist(), b=b.tolist(), rounding_mode="trunc")
+    identical(da.div(db, rounding_mode="trunc"), a.div(b, rounding_mode="trunc"), "div trunc")
+    identical(da.div(db, rounding_mode="floor"), a.div(b, rounding_mode="floor"), "div floor")
+
+
+@SUITE.case("V2/kulinseth-pytorch-243", level=2, dtypes=("int32", "int16"), ops=("aten::floor_divide",),
+            requires=("inference",), cite=GH + "kulinseth/pytorch/pull/243")
+def floor_divide_fast_math_kulinseth_243(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS floor_divide(-616, 28) of int32 gave -23 with Metal fast math on (integers cast to float,
+    divided approximately, floored); exact quotients must stay exact."""
+    a = torch.tensor([-616, 616, -28, 27, -27, 28 * 1000, -(28 * 1001)], dtype=dtype)
+    b = torch.full_like(a, 28)
+    da, db = to_device(ctx, a, b)
+    ctx.describe(a=a.tolist(), b=28)
+    identical(da.floor_divide(db), a.floor_divide(b), "floor_divide by 28")
