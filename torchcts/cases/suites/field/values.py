@@ -414,3 +414,129 @@ def floor_divide_fast_math_kulinseth_243(ctx: CaseContext, dtype: torch.dtype) -
     da, db = to_device(ctx, a, b)
     ctx.describe(a=a.tolist(), b=28)
     identical(da.floor_divide(db), a.floor_divide(b), "floor_divide by 28")
+
+
+# --- V3: vector or tile tails ----------------------------------------------------------------------
+
+
+@SUITE.case("V3/ROCm-rocBLAS-340", level=2, dtypes=("float16",), ops=("aten::mm",),
+            requires=("inference",), cite=GH + "ROCm/rocBLAS/issues/340")
+def hgemm_last_column_rocblas_340(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """rocblas_hgemm with (m, n, k) = (3, 1, 5), A = 1..15 column-major and B = [5, 4, 3, 2, 1] gave
+    C = [75, 90, 90] instead of [75, 90, 105] (the last element of the tile wrong); (3, 3, 1) too. Small
+    integers: exact in float16."""
+    a = torch.arange(1, 16, dtype=dtype).reshape(5, 3).t()  # A column-major, as the report's buffer
+    b = torch.tensor([[5.0], [4.0], [3.0], [2.0], [1.0]], dtype=dtype)
+    c = torch.arange(1, 4, dtype=dtype).reshape(3, 1)
+    r = torch.arange(1, 4, dtype=dtype).reshape(1, 3)
+    da, db, dc, dr = to_device(ctx, a, b, c, r)
+    ctx.describe(shapes={"3x5 @ 5x1": [3, 1, 5], "3x1 @ 1x3": [3, 3, 1]})
+    identical(da @ db, on_cpu(lambda: a @ b), "(3, 5) @ (5, 1)")
+    identical(dc @ dr, on_cpu(lambda: c @ r), "(3, 1) @ (1, 3)")
+
+
+@SUITE.case("V3/torch-spyre-torch-spyre-3851", level=2, dtypes=("float16",), ops=("aten::index_select",),
+            requires=("inference",), cite=GH + "torch-spyre/torch-spyre/issues/3851")
+def index_select_table_row_spyre_3851(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """Spyre index_select(src, 0, table[0]) with a 64-entry row of a 2-D int32 table gathered only the
+    first 32 rows right (one 128-byte stick of int32); rows of the table at other offsets worked."""
+    blocks, block, heads, head = 8, 64, 8, 128
+
+    def inputs() -> tuple[torch.Tensor, torch.Tensor]:
+        g = torch.Generator().manual_seed(ctx.seed)
+        src = torch.randn((blocks * block, heads, head), generator=g).to(dtype)
+        pages = torch.tensor([3, 7, 1, 5, 0, 2, 6, 4], dtype=torch.int32)
+        return src, pages.unsqueeze(1) * block + torch.arange(block, dtype=torch.int32)
+
+    src, table = on_cpu(inputs)
+    dsrc, dtable = to_device(ctx, src, table)
+    for row in (0, 1):
+        ctx.describe(index=f"table[{row}]", index_len=block)
+        identical(torch.index_select(dsrc, 0, dtable[row]), on_cpu(lambda r=row: torch.index_select(src, 0, table[r])),
+                  f"index_select(src, 0, table[{row}])")
+
+
+# --- V4: algorithm switch at a size threshold ---------------------------------------------------------
+
+
+@SUITE.case("V4/pytorch-pytorch-193487", level=4, dtypes=("float32",), ops=("aten::mm",),
+            requires=("inference",), cite=GH + "pytorch/pytorch/issues/193487")
+def mm_long_k_overread_pytorch_193487(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS mm with K > 32768 and both output dims >= 16 was wrong by 10-30% depending on what the
+    allocator left after the operands: the last K tile was not clipped, so memory past the end was
+    summed in. Operands here are the fronts of larger buffers whose tails hold 1e6."""
+    m, k, n = 16, 32768 + 48, 16
+
+    def operands() -> tuple[torch.Tensor, torch.Tensor]:
+        g = torch.Generator().manual_seed(ctx.seed)
+        return torch.rand((m, k), generator=g, dtype=dtype), torch.rand((k, n), generator=g, dtype=dtype)
+
+    a, b = on_cpu(operands)
+    ctx.describe(shapes=[[m, k], [k, n]], tail_value=1e6)
+    pad = torch.full((4096,), 1e6, dtype=dtype)
+    buf_a, buf_b = to_device(ctx, torch.cat([a.flatten(), pad]), torch.cat([b.flatten(), pad]))
+    da, db = buf_a[: m * k].view(m, k), buf_b[: k * n].view(k, n)
+    expected = on_cpu(lambda: a @ b)
+    ctx.assert_close(da @ db, expected, category="matmul")
+    fa, fb = to_device(ctx, a, b)  # freshly allocated operands too
+    ctx.assert_close(fa @ fb, expected, category="matmul")
+
+
+@SUITE.case("V4/pytorch-pytorch-189495", level=4, dtypes=("float32",), ops=("aten::linear", "aten::addmm"),
+            requires=("inference",), cite=GH + "pytorch/pytorch/issues/189495")
+def linear_bias_batch_past_2_16_pytorch_189495(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS F.linear with a bias on a 3-D input whose batch dim exceeds 2^16 wrote batch b to b mod 65536:
+    input (65540, 2, 32), weight (32, 32)."""
+    def inputs() -> tuple[torch.Tensor, ...]:
+        g = torch.Generator().manual_seed(ctx.seed)
+        return (torch.randn((65540, 2, 32), generator=g, dtype=dtype), torch.randn((32, 32), generator=g, dtype=dtype),
+                torch.randn((32,), generator=g, dtype=dtype))
+
+    x, w, bias = on_cpu(inputs)
+    ctx.describe(shapes=[[65540, 2, 32], [32, 32], [32]])
+    lin = torch.nn.functional.linear
+    dx, dw, db = to_device(ctx, x, w, bias)
+    ctx.assert_close(lin(dx, dw, db), on_cpu(lambda: lin(x, w, bias)), category="matmul")
+
+
+@SUITE.case("V4/pytorch-pytorch-116769", level=8, dtypes=("float32",), ops=("aten::linear", "aten::mm"),
+            requires=("inference",), cite=GH + "pytorch/pytorch/issues/116769")
+def linear_wide_output_pytorch_116769(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS nn.Linear(1, 32769, bias=False) of a (1025, 1) input: in each row only the first 1024 columns
+    were right (the output has 33.6M elements)."""
+    need = 1025 * 32769 * 4 / 2**20
+    if budget_mb(ctx, need) < need:
+        ctx.not_applicable(f"needs a {need:.0f} MB tensor; the manifest's resource limits allow less")
+
+    def inputs() -> tuple[torch.Tensor, torch.Tensor]:
+        g = torch.Generator().manual_seed(ctx.seed)
+        return torch.rand((1025, 1), generator=g, dtype=dtype), torch.randn((32769, 1), generator=g, dtype=dtype)
+
+    x, w = on_cpu(inputs)
+    ctx.describe(shapes=[[1025, 1], [32769, 1]])
+    dx, dw = to_device(ctx, x, w)
+    lin = torch.nn.functional.linear
+    ctx.assert_close(lin(dx, dw), on_cpu(lambda: lin(x, w)), category="matmul")
+
+
+@SUITE.case("V4/pytorch-xla-9242", level=4, dtypes=("float32",), ops=("aten::bmm", "aten::matmul"),
+            requires=("inference",), cite=GH + "pytorch/xla/issues/9242")
+def batched_rotation_matmul_xla_9242(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """torch_xla on GPU: matmul(xy, rotation_t) of (b, i, 2) points by (b, 2, 2) rotations gave, at
+    [403, 1952], another value than the same product of the slice xy[403, 1952:1954]. Both the whole
+    batch and the slice must match CPU."""
+    def inputs() -> tuple[torch.Tensor, torch.Tensor]:
+        g = torch.Generator().manual_seed(ctx.seed)
+        xy = torch.randn((404, 1954, 2), generator=g, dtype=dtype) * 100
+        theta = torch.rand((404,), generator=g, dtype=torch.float64) * 6.283185307179586
+        c, s = theta.cos(), theta.sin()
+        rot = torch.stack([torch.stack([c, -s], -1), torch.stack([s, c], -1)], -2).to(dtype)
+        return xy, rot
+
+    xy, rot = on_cpu(inputs)
+    ctx.describe(shapes=[[404, 1954, 2], [404, 2, 2]], slice="[403, 1952:1954]")
+    dxy, drot = to_device(ctx, xy, rot)
+    big = torch.matmul(dxy, drot)
+    ctx.assert_close(big, on_cpu(lambda: torch.matmul(xy, rot)), category="matmul")
+    small = torch.matmul(dxy[403, 1952:1954], drot[403])
+    ctx.assert_close(small, on_cpu(lambda: torch.matmul(xy[403, 1952:1954], rot[403])), category="matmul")
