@@ -29,14 +29,16 @@ def _with_nan(n: int, at: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
     return x
 
 
-def identical(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:
-    """Bit for bit (NaN equal to NaN, -0.0 unequal to 0.0 only through the values): for results with
-    exactly one right answer, where a float tolerance would hide the reported error."""
+def identical(actual: torch.Tensor, expected: torch.Tensor, what: str, signed_zero: bool = False) -> None:
+    """Bit for bit (NaN equal to NaN; -0.0 unequal to 0.0 where `signed_zero`): for results with exactly
+    one right answer, where a float tolerance would hide the reported error."""
     actual = actual.cpu()
     expect(actual.shape == expected.shape and actual.dtype == expected.dtype,
            f"{what}: got {actual.dtype}{list(actual.shape)}, expected {expected.dtype}{list(expected.shape)}")
     same = (actual == expected) | (actual.isnan() & expected.isnan()) if expected.is_floating_point() or \
         expected.is_complex() else actual == expected
+    if signed_zero and expected.is_floating_point():
+        same &= actual.signbit() == expected.signbit()
     if not bool(same.all()):
         bad = (~same).nonzero()[0].tolist()
         expect(False, f"{what}: {int((~same).sum())} of {same.numel()} elements differ, first at {bad}: "
@@ -540,3 +542,149 @@ def batched_rotation_matmul_xla_9242(ctx: CaseContext, dtype: torch.dtype) -> No
     ctx.assert_close(big, on_cpu(lambda: torch.matmul(xy, rot)), category="matmul")
     small = torch.matmul(dxy[403, 1952:1954], drot[403])
     ctx.assert_close(small, on_cpu(lambda: torch.matmul(xy[403, 1952:1954], rot[403])), category="matmul")
+
+
+# --- V7: subnormals flushed (judged under the manifest's `subnormals` claim) ---------------------------------
+
+
+def _preserves_subnormals(ctx: CaseContext) -> None:
+    """These reports are wrong only for a backend that keeps subnormals; one that declares `flush`
+    (docs/oracles.md) is judged by the subnormals suite instead."""
+    if ctx.manifest.subnormals != "preserve":
+        ctx.not_applicable(f"the manifest claims subnormals {ctx.manifest.subnormals!r}: the report's expected "
+                           "subnormal results are the claim's to judge (subnormals suite)")
+
+
+@SUITE.case("V7/pytorch-pytorch-150027", level=5, dtypes=("float32", "float64"), ops=("aten::nextafter",),
+            requires=("inference",), cite=GH + "pytorch/pytorch/issues/150027")
+def nextafter_from_zero_pytorch_150027(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS nextafter(0, 1) returned 0 instead of the smallest subnormal 1.4013e-45 (Apple GPUs flush
+    float32 subnormals)."""
+    _preserves_subnormals(ctx)
+    a, b = torch.zeros(4, dtype=dtype), torch.tensor([1.0, -1.0, float("inf"), 0.0], dtype=dtype)
+    da, db = to_device(ctx, a, b)
+    ctx.describe(a=[0.0] * 4, b=["1", "-1", "inf", "0"], subnormals="preserve")
+    identical(torch.nextafter(da, db), torch.nextafter(a, b), "nextafter(0, b)", signed_zero=True)
+
+
+@SUITE.case("V7/pytorch-pytorch-125051", level=5, dtypes=("float32",), ops=("aten::gt", "aten::lt"),
+            requires=("inference",), cite=GH + "pytorch/pytorch/issues/125051")
+def subnormal_compare_pytorch_125051(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS compared [1.4013e-45, -1.4013e-45] > [0, 0] as [False, False] (CPU: [True, False]): subnormal
+    inputs treated as zero by the comparison."""
+    _preserves_subnormals(ctx)
+    tiny = torch.finfo(dtype).smallest_normal
+    x = torch.tensor([1.4013e-45, -1.4013e-45, tiny / 2, -tiny / 4, tiny], dtype=dtype)
+    z = torch.zeros_like(x)
+    dx, dz = to_device(ctx, x, z)
+    ctx.describe(values=[float(v) for v in x], subnormals="preserve")
+    identical(dx > dz, x > z, "x > 0")
+    identical(dx < dz, x < z, "x < 0")
+
+
+@SUITE.case("V7/pytorch-pytorch-190740", level=5, dtypes=("bfloat16",), ops=("aten::nextafter",),
+            requires=("inference",), cite=GH + "pytorch/pytorch/issues/190740")
+def nextafter_bfloat16_subnormal_pytorch_190740(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS bfloat16 nextafter(0, 1) returned 0 instead of the smallest bfloat16 subnormal (9.1835e-41), and
+    a subnormal input stepped to zero: the float -> bfloat16 convert flushed, and comparisons saw zero."""
+    _preserves_subnormals(ctx)
+    sub = torch.tensor([9.1835e-41], dtype=dtype).item()
+    a = torch.tensor([0.0, 0.0, sub, sub, -sub, 3 * sub], dtype=dtype)
+    b = torch.tensor([1.0, -1.0, 1.0, 0.0, -1.0, 0.0], dtype=dtype)
+    da, db = to_device(ctx, a, b)
+    ctx.describe(a=[float(v) for v in a], b=b.tolist(), subnormals="preserve")
+    identical(torch.nextafter(da, db), torch.nextafter(a, b), "bfloat16 nextafter", signed_zero=True)
+
+
+# --- V8: rounding of ties -------------------------------------------------------------------------------
+
+
+@SUITE.case("V8/pytorch-pytorch-17442", level=2, dtypes=("float32", "float16", "bfloat16", "float64"),
+            ops=("aten::round",), requires=("inference",), cite=GH + "pytorch/pytorch/pull/17442")
+def round_half_even_pytorch_17442(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """CUDA torch.round rounded halfway values away from zero (std::round) until it was converted to
+    round half to even, as CPU does: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -2.5 -> -2."""
+    x = torch.tensor([0.5, 1.5, 2.5, 3.5, -0.5, -1.5, -2.5, 4.5, 126.5, 0.49999997, 1.0, -7.25], dtype=dtype)
+    ctx.describe(values=[float(v) for v in x])
+    identical(torch.round(to_device(ctx, x)[0]), torch.round(x), "round", signed_zero=True)
+
+
+# --- V9: float -> bfloat16 conversion rounding ---------------------------------------------------------
+
+
+@SUITE.case("V9/tenstorrent-tt-metal-19882", level=2, dtypes=("float32",), ops=("aten::_to_copy",),
+            requires=("inference",), cite=GH + "tenstorrent/tt-metal/issues/19882")
+def bfloat16_cast_rounds_tt_metal_19882(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """The host float32 -> bfloat16 conversion truncated the low 16 bits instead of rounding to nearest
+    even. Values just above, at and below a bfloat16 halfway point, converted on the device and on the
+    way to it."""
+    def inputs() -> torch.Tensor:
+        g = torch.Generator().manual_seed(ctx.seed)
+        bits = torch.randint(0, 2**31 - 2**24, (4096,), generator=g, dtype=torch.int64).to(torch.int32)
+        halves = torch.tensor([0x3F808000, 0x3F818000, 0x3F807FFF, 0x3F808001, 0x3E89CCD5], dtype=torch.int32)
+        x = torch.cat([bits, halves]).view(torch.float32)
+        return torch.cat([x, -x])[torch.cat([x, -x]).isfinite()]
+
+    x = on_cpu(inputs)
+    expected = on_cpu(lambda: x.to(torch.bfloat16))
+    ctx.describe(values=x.numel(), halfway=["1 + 2^-8", "1 + 3 * 2^-8"])
+    identical(to_device(ctx, x)[0].to(torch.bfloat16), expected, "device float32 -> bfloat16", signed_zero=True)
+    identical(x.to(ctx.device, dtype=torch.bfloat16), expected, "host float32 -> device bfloat16", signed_zero=True)
+
+
+# --- V10: signed zero --------------------------------------------------------------------------------------
+
+
+@SUITE.case("V10/shibatch-sleef-1", level=2, dtypes=("float32", "float64"),
+            ops=("aten::sin", "aten::tan", "aten::log1p", "aten::expm1", "aten::asin", "aten::atan", "aten::sinh",
+                 "aten::tanh", "aten::asinh", "aten::atanh", "aten::erf", "aten::sqrt"),
+            requires=("inference",), cite=GH + "shibatch/sleef/issues/1")
+def odd_functions_negative_zero_sleef_1(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """SLEEF (PyTorch's CPU vector math) returned +0 for sin, tan and log1p of -0.0: an odd function of
+    -0.0 is -0.0 (IEEE 754); a vectorised device kernel can lose the sign the same way."""
+    x = torch.tensor([-0.0, 0.0, -0.0, 1e-30], dtype=dtype).repeat(9)  # vector-width and tail lanes
+    dx = to_device(ctx, x)[0]
+    for name in ("sin", "tan", "log1p", "expm1", "asin", "atan", "sinh", "tanh", "asinh", "atanh", "erf", "sqrt"):
+        fn = getattr(torch, name)
+        ctx.describe(op=name, inputs="[-0.0, 0.0, -0.0, 1e-30] x 9")
+        identical(fn(dx), on_cpu(lambda f=fn: f(x)), f"{name} of signed zeros", signed_zero=True)
+
+
+# --- V16: SKU-, driver- or library-version-specific kernels ------------------------------------------------
+
+
+@SUITE.case("V16/microsoft-DirectML-234", level=2, dtypes=("float32",), ops=("aten::convolution", "aten::conv2d"),
+            requires=("inference",), cite=GH + "microsoft/DirectML/issues/234")
+def depthwise_conv2d_directml_234(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """DirectML 1.7.0 and 1.8.0 (not 1.5.1 or 1.6.0) gave wrong values for a depthwise conv2d, groups = 4,
+    NCHW input, OIHW filter (expected [6010, 7046, 11000, 9000]). Integer-valued: exact in float32."""
+    def inputs() -> tuple[torch.Tensor, ...]:
+        g = torch.Generator().manual_seed(ctx.seed)
+        return (torch.randint(0, 100, (1, 4, 2, 2), generator=g).to(dtype),
+                torch.randint(0, 100, (4, 1, 2, 2), generator=g).to(dtype),
+                torch.randint(0, 10000, (4,), generator=g).to(dtype),
+                torch.randint(-20, 20, (2, 4, 9, 7), generator=g).to(dtype),
+                torch.randint(-5, 5, (8, 1, 3, 3), generator=g).to(dtype))
+
+    x, w, b, x2, w2 = on_cpu(inputs)
+    conv = torch.nn.functional.conv2d
+    dx, dw, db, dx2, dw2 = to_device(ctx, x, w, b, x2, w2)
+    ctx.describe(shapes={"report": [[1, 4, 2, 2], [4, 1, 2, 2]], "multiplier 2": [[2, 4, 9, 7], [8, 1, 3, 3]]},
+                 groups=4)
+    identical(conv(dx, dw, db, groups=4), on_cpu(lambda: conv(x, w, b, groups=4)), "depthwise conv2d, 1x4x2x2")
+    identical(conv(dx2, dw2, groups=4, padding=1), on_cpu(lambda: conv(x2, w2, groups=4, padding=1)),
+              "depthwise conv2d, depth multiplier 2, padding 1")
+
+
+# --- V1 (continued) ------------------------------------------------------------------------------------------
+
+
+@SUITE.case("V1/ROCm-MIOpen-2109", level=2, dtypes=("float16",), ops=("aten::avg_pool2d",),
+            requires=("inference",), cite=GH + "ROCm/MIOpen/issues/2109")
+def avg_pool_fp16_window_miopen_2109(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MIOpen float16 average pooling of a 1x3x255x255 input with a 255x255 window gave 0.0315 where the
+    mean is 0.5010: the window's 65025 values were summed in a float16 accumulator."""
+    x = on_cpu(lambda: torch.rand((1, 3, 255, 255), generator=torch.Generator().manual_seed(ctx.seed)).to(dtype))
+    ctx.describe(shape=[1, 3, 255, 255], kernel=[255, 255])
+    pool = torch.nn.functional.avg_pool2d
+    ctx.assert_close(pool(to_device(ctx, x)[0], 255), on_cpu(lambda: pool(x, 255)), category="reduction")
