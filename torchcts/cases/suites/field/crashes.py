@@ -10,10 +10,12 @@ the device must raise the same exception type.
 
 from __future__ import annotations
 
+import io
+
 import torch
 import torch.nn.functional as F
 
-from torchcts.cases.api import CaseContext, CaseSet, run_both, sample
+from torchcts.cases.api import CaseContext, CaseSet, compat, expect, expect_raises, run_both, sample
 
 SUITE = CaseSet("field")
 cases = SUITE.cases
@@ -141,3 +143,26 @@ def index_select_negative(ctx: CaseContext, dtype: torch.dtype) -> None:
     for idx in ([-1], [5], [0, 4]):
         ctx.describe(index=idx)
         run_both(ctx, lambda t, i: torch.index_select(t, 0, i), x, torch.tensor(idx))
+
+
+@SUITE.case("C3/pytorch-pytorch-194584", level=3, dtypes=("float32",), ops=("torch.load",),
+            requires=("serialization", "device_api"), cite=GH + "pytorch/pytorch/issues/194584")
+def load_to_missing_device_index(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """torch.load(map_location="mps:N") with N >= torch.mps.device_count() was not validated (MPS's
+    deserializer skipped the check every other backend runs) and silently landed on the default
+    device, where CUDA raises. A device-saved tensor loaded onto the first index past device_count
+    must raise RuntimeError."""
+    if ctx.device_type == "cpu":
+        ctx.not_applicable("the host has no device indices to run past")
+    module = compat.device_module(ctx.device_type)
+    expect(module is not None and hasattr(module, "device_count"), f"torch.{ctx.device_type}.device_count is missing")
+    missing = f"{ctx.device_type}:{module.device_count()}"
+    buf = io.BytesIO()
+    torch.save(sample((2, 3), dtype, ctx.seed).to(ctx.device), buf)
+
+    def load() -> torch.Tensor:
+        buf.seek(0)
+        return torch.load(buf, map_location=missing)
+
+    ctx.describe(map_location=missing)
+    expect_raises(load, f"torch.load(map_location={missing!r}), an index past device_count()", RuntimeError)
