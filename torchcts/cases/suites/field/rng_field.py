@@ -10,10 +10,11 @@ outside it.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
-from torchcts.cases.api import ALPHA, CaseContext, CaseSet, chi_square_check, expect, expect_stat
+from torchcts.cases.api import ALPHA, CaseContext, CaseSet, chi_square_check, compat, expect, expect_stat
 
 SUITE = CaseSet("field")
 cases = SUITE.cases
@@ -54,6 +55,42 @@ def normal_state_advances(ctx: CaseContext, dtype: torch.dtype) -> None:
                      ("rand", lambda: torch.rand(100, dtype=dtype, device=ctx.device))):
         first, second = fn().cpu(), fn().cpu()
         expect(not torch.equal(first, second), f"two consecutive {name} draws are identical", values=first[:5].tolist())
+
+
+def _rng_state_api(ctx: CaseContext) -> tuple[Any, Any]:
+    """(get_rng_state, set_rng_state) of the device's default generator: torch.<device>'s, CPU's own."""
+    if ctx.device_type == "cpu":
+        return torch.get_rng_state, torch.set_rng_state
+    module = compat.device_module(ctx.device_type)
+    expect(module is not None and hasattr(module, "get_rng_state") and hasattr(module, "set_rng_state"),
+           f"torch.{ctx.device_type} has no get_rng_state/set_rng_state")
+    return module.get_rng_state, module.set_rng_state
+
+
+@SUITE.case("R1/pytorch-pytorch-130613", level=3, dtypes=("float32",), ops=("aten::exponential_",),
+            requires=(*RNG, "device_api"), cite=GH + "pytorch/pytorch/issues/130613")
+def rng_state_restores(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS Generator.set_state did not restore the state get_state returned: after seeding 42 and two
+    exponential_(1) draws of a 3x3 tensor, the draw after set_state repeated the first draw instead
+    of the third. Seed, two draws, get_rng_state, draw, set_rng_state, draw: the two last equal, and
+    so do the draws after them."""
+    get_state, set_state = _rng_state_api(ctx)
+    torch.manual_seed(42)
+
+    def draw() -> torch.Tensor:
+        return torch.empty(3, 3, dtype=dtype, device=ctx.device).exponential_(1).cpu()
+
+    first, second = draw(), draw()
+    state = get_state()
+    third, fourth = draw(), draw()
+    set_state(state)
+    again, after = draw(), draw()
+    expect(torch.equal(third, again), "the draw after set_rng_state differs from the draw after get_rng_state",
+           after_get=third[0].tolist(), after_set=again[0].tolist(),
+           repeats_first=torch.equal(again, first))
+    expect(torch.equal(fourth, after), "the second draw after set_rng_state differs", expected=fourth[0].tolist(),
+           got=after[0].tolist())
+    expect(not torch.equal(first, second), "two consecutive exponential_ draws are identical")
 
 
 # --- R2 sampling distribution wrong --------------------------------------------------------------
