@@ -74,3 +74,32 @@ def all_reduce_min_max(ctx: CaseContext, dtype: torch.dtype) -> None:
         for op, value in want.items():
             ctx.describe(step=f"rank {rank}: all_reduce {op}")
             ctx.assert_close(values[op], value, category="reduction")
+
+
+def _rank_labels(seed: int, rank: int) -> torch.Tensor:
+    """Rank `rank`'s int64 predicted labels (0 and 1, as in the report's classification example)."""
+    g = torch.Generator().manual_seed(seed * 1000 + rank)
+    return torch.randint(0, 2, (32,), generator=g)
+
+
+def _rank_all_gather_int64(env: RankEnv, seed: int) -> list[torch.Tensor]:
+    import torch.distributed as dist
+
+    x = env.to(_rank_labels(seed, env.rank))
+    out = [torch.empty_like(x) for _ in range(env.world_size)]
+    dist.all_gather(out, x)
+    return [t.cpu() for t in out]
+
+
+@SUITE.case("DI1/huggingface-accelerate-3563", level=7, dtypes=("int64",), requires=DIST, ops=("c10d::allgather_",),
+            cite=GH + "huggingface/accelerate/pull/3563")
+def all_gather_int64(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """oneCCL on XPU gathered INT64 tensors wrongly: accelerate's gather of each rank's int64 predicted
+    labels (0 or 1) came back with values like -4763119552675512320 for the other ranks' part.
+    all_gather of 32 int64 labels per rank: every rank holds every rank's labels exactly."""
+    got = on_ranks(ctx, f"{_HERE}:_rank_all_gather_int64", seed=ctx.seed)
+    want = [_rank_labels(ctx.seed, r) for r in range(len(got))]
+    for rank, parts in enumerate(got):
+        for src, (part, expected) in enumerate(zip(parts, want, strict=True)):
+            expect(torch.equal(part, expected), f"rank {rank}: all_gather's part from rank {src} differs",
+                   got=part[:8].tolist(), expected=expected[:8].tolist())
