@@ -175,20 +175,6 @@ def cpu_scalar_view_offset(ctx: CaseContext, dtype: torch.dtype) -> None:
         run_both(ctx, lambda t, v=v: t.clone().add_(v), a)  # a clone: the CPU run must not change a
 
 
-@SUITE.case("D3/pytorch-pytorch-182822", level=3, dtypes=("bool",),
-            ops=("aten::bitwise_and.Tensor", "aten::bitwise_or.Tensor", "aten::bitwise_xor.Tensor"),
-            cite=GH + "pytorch/pytorch/issues/182822")
-def bool_bitwise_zero_dim_view(ctx: CaseContext, dtype: torch.dtype) -> None:
-    """MPS bitwise_and/or/xor on bool with a 0-dim operand base[1] (storage offset 1) read base[0]:
-    [True, False, True] & False gave [True, False, True]."""
-    base = torch.tensor([True, False])
-    a = torch.tensor([True, False, True])
-    dbase, da = to_device(ctx, base, a)
-    for op in (torch.bitwise_and, torch.bitwise_or, torch.bitwise_xor):
-        _equal(ctx, op(da, dbase[1]), op(a, base[1]), f"{op.__name__}(a, base[1])")
-        _equal(ctx, op(dbase[1], da), op(base[1], a), f"{op.__name__}(base[1], a)")
-
-
 @SUITE.case("D3/pytorch-pytorch-82543", level=3, dtypes=("float32", "float16", "bfloat16"),
             ops=("aten::rsub.Scalar", "aten::add.Tensor", "aten::sub.Tensor"),
             cite=GH + "pytorch/pytorch/issues/82543")

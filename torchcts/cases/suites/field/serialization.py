@@ -100,25 +100,6 @@ def map_location_device_object(ctx: CaseContext, dtype: torch.dtype) -> None:
         ctx.assert_close(fresh(x).cpu(), model(x).cpu())
 
 
-@SUITE.case("S1/pytorch-pytorch-86052", level=3, dtypes=("int64", "float32"), ops=(*OPS, "aten::_to_copy"),
-            requires=REQUIRES, cite=GH + "pytorch/pytorch/issues/86052")
-def loaded_views_to_device(ctx: CaseContext, dtype: torch.dtype) -> None:
-    """A checkpoint loaded with map_location='cpu' held views into one shared storage (a 0-dim token id,
-    265, at an offset); moving them to MPS gave other contents (the storage's start). Views of one
-    base saved together, loaded on CPU, then moved to the device element for element."""
-    base = torch.arange(300).to(dtype)
-    views = {"token": base[265], "row": base[10:20], "strided": base[5:100:7], "block": base.view(30, 10)[3:6, 2:5]}
-    loaded = _round_trip({"base": base, **views}, map_location="cpu")
-    for key, want in views.items():
-        got = loaded[key]
-        ctx.describe(step=key, storage_offset=got.storage_offset())
-        moved = got.to(ctx.device)
-        expect(torch.equal(moved.cpu(), want), f"the loaded view {key!r} moved to the device has other values",
-               got=moved.cpu().flatten()[:6].tolist(), expected=want.flatten()[:6].tolist())
-    expect(loaded["token"].to(ctx.device).item() == 265, "the loaded 0-dim token moved to the device is not 265",
-           got=loaded["token"].to(ctx.device).item())
-
-
 @SUITE.case("S1/pytorch-pytorch-90532", level=3, dtypes=("float32",), ops=OPS, requires=REQUIRES,
             cite=GH + "pytorch/pytorch/issues/90532")
 def save_tensor_requiring_grad(ctx: CaseContext, dtype: torch.dtype) -> None:
