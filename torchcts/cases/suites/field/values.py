@@ -277,18 +277,23 @@ def topk_repeatable_pytorch_196177(ctx: CaseContext, dtype: torch.dtype) -> None
         return torch.randn((256, 257), generator=g).to(dtype)
 
     x = on_cpu(inputs)
-    ctx.describe(shape=[256, 257], k=8)
+    cpu = on_cpu(lambda: torch.topk(x, 8, dim=-1))
+    w = on_cpu(lambda: torch.topk(x.float(), 9, dim=-1).values)
+    distinct = on_cpu(lambda: w[:, 7] != w[:, 8])  # rows where the 8 selected elements are unambiguous
+    ctx.describe(shape=[256, 257], k=8, unambiguous_rows=int(distinct.sum()))
     dx = to_device(ctx, x)[0]
+
+    def selected(indices: torch.Tensor) -> torch.Tensor:
+        """The set of selected indices of each unambiguous row (ties inside the 8 may come in any order)."""
+        return on_cpu(lambda: indices.cpu().sort(dim=-1).values[distinct])
+
     first = torch.topk(dx, 8, dim=-1)
+    identical(first.values, cpu.values, "topk values")
+    identical(selected(first.indices), selected(cpu.indices), "topk's selected indices, call 1 against CPU")
     for call in (2, 3):
         again = torch.topk(dx, 8, dim=-1)
-        identical(again.indices, first.indices.cpu(), f"topk indices, call {call} against call 1")
-    cpu = on_cpu(lambda: torch.topk(x, 8, dim=-1))
-    identical(first.values, cpu.values, "topk values")
-    w = on_cpu(lambda: torch.topk(x.float(), 9, dim=-1).values)
-    distinct = on_cpu(lambda: w[:, 7] != w[:, 8])  # rows where the 8 selected are unambiguous
-    got = first.indices.cpu().sort(dim=-1).values[distinct]
-    identical(got, on_cpu(lambda: cpu.indices.sort(dim=-1).values[distinct]), "topk's selected indices")
+        identical(again.values, cpu.values, f"topk values, call {call}")
+        identical(selected(again.indices), selected(first.indices), f"topk's selected indices, call {call} against 1")
 
 
 # --- V14: normalization statistics ------------------------------------------------------------------
@@ -642,11 +647,11 @@ def bfloat16_cast_rounds_tt_metal_19882(ctx: CaseContext, dtype: torch.dtype) ->
 def odd_functions_negative_zero_sleef_1(ctx: CaseContext, dtype: torch.dtype) -> None:
     """SLEEF (PyTorch's CPU vector math) returned +0 for sin, tan and log1p of -0.0: an odd function of
     -0.0 is -0.0 (IEEE 754); a vectorised device kernel can lose the sign the same way."""
-    x = torch.tensor([-0.0, 0.0, -0.0, 1e-30], dtype=dtype).repeat(9)  # vector-width and tail lanes
+    x = torch.tensor([-0.0, 0.0, -0.0, -0.0, 0.0], dtype=dtype).repeat(7)  # vector-width and tail lanes
     dx = to_device(ctx, x)[0]
     for name in ("sin", "tan", "log1p", "expm1", "asin", "atan", "sinh", "tanh", "asinh", "atanh", "erf", "sqrt"):
         fn = getattr(torch, name)
-        ctx.describe(op=name, inputs="[-0.0, 0.0, -0.0, 1e-30] x 9")
+        ctx.describe(op=name, inputs="[-0.0, 0.0, -0.0, -0.0, 0.0] x 7")
         identical(fn(dx), on_cpu(lambda f=fn: f(x)), f"{name} of signed zeros", signed_zero=True)
 
 
@@ -657,7 +662,8 @@ def odd_functions_negative_zero_sleef_1(ctx: CaseContext, dtype: torch.dtype) ->
             requires=("inference",), cite=GH + "microsoft/DirectML/issues/234")
 def depthwise_conv2d_directml_234(ctx: CaseContext, dtype: torch.dtype) -> None:
     """DirectML 1.7.0 and 1.8.0 (not 1.5.1 or 1.6.0) gave wrong values for a depthwise conv2d, groups = 4,
-    NCHW input, OIHW filter (expected [6010, 7046, 11000, 9000]). Integer-valued: exact in float32."""
+    NCHW input, OIHW filter (expected [6010, 7046, 11000, 9000]). Integer-valued inputs, compared within
+    the conv tolerance (a Winograd or FFT kernel need not be exact)."""
     def inputs() -> tuple[torch.Tensor, ...]:
         g = torch.Generator().manual_seed(ctx.seed)
         return (torch.randint(0, 100, (1, 4, 2, 2), generator=g).to(dtype),
@@ -671,9 +677,8 @@ def depthwise_conv2d_directml_234(ctx: CaseContext, dtype: torch.dtype) -> None:
     dx, dw, db, dx2, dw2 = to_device(ctx, x, w, b, x2, w2)
     ctx.describe(shapes={"report": [[1, 4, 2, 2], [4, 1, 2, 2]], "multiplier 2": [[2, 4, 9, 7], [8, 1, 3, 3]]},
                  groups=4)
-    identical(conv(dx, dw, db, groups=4), on_cpu(lambda: conv(x, w, b, groups=4)), "depthwise conv2d, 1x4x2x2")
-    identical(conv(dx2, dw2, groups=4, padding=1), on_cpu(lambda: conv(x2, w2, groups=4, padding=1)),
-              "depthwise conv2d, depth multiplier 2, padding 1")
+    ctx.assert_close((conv(dx, dw, db, groups=4), conv(dx2, dw2, groups=4, padding=1)),
+                     on_cpu(lambda: (conv(x, w, b, groups=4), conv(x2, w2, groups=4, padding=1))), category="conv")
 
 
 # --- V1 (continued) ------------------------------------------------------------------------------------------
