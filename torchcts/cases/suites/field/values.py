@@ -117,6 +117,21 @@ def nextafter_negative_pytorch_124985(ctx: CaseContext, dtype: torch.dtype) -> N
     identical(torch.nextafter(da, db), torch.nextafter(a, b), "nextafter(a, b)")
 
 
+@SUITE.case("V6/intel-torch-xpu-ops-1169", level=2, dtypes=("bfloat16",), ops=("aten::nextafter",),
+            requires=("inference",), cite=GH + "intel/torch-xpu-ops/issues/1169")
+def nextafter_bfloat16_xpu_1169(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """XPU bfloat16 nextafter(a, b) of randn(5) pairs returned `a` unchanged (CPU steps one bfloat16 ulp
+    towards b: 1.5391 -> 1.5312), a regression from IPEX."""
+    def inputs() -> tuple[torch.Tensor, torch.Tensor]:
+        g = torch.Generator().manual_seed(ctx.seed)
+        return torch.randn(64, generator=g).to(dtype), torch.randn(64, generator=g).to(dtype)
+
+    a, b = on_cpu(inputs)
+    da, db = to_device(ctx, a, b)
+    ctx.describe(pairs=64)
+    identical(torch.nextafter(da, db), on_cpu(lambda: torch.nextafter(a, b)), "bfloat16 nextafter", signed_zero=True)
+
+
 # --- V11: integer extremes, integers through float ---------------------------------------------------
 
 _ABS_INPUTS = {
@@ -693,3 +708,20 @@ def avg_pool_fp16_window_miopen_2109(ctx: CaseContext, dtype: torch.dtype) -> No
     ctx.describe(shape=[1, 3, 255, 255], kernel=[255, 255])
     pool = torch.nn.functional.avg_pool2d
     ctx.assert_close(pool(to_device(ctx, x)[0], 255), on_cpu(lambda: pool(x, 255)), category="reduction")
+
+
+@SUITE.case("V16/intel-compute-runtime-1000", level=4, dtypes=("float16", "bfloat16"), ops=("aten::mm", "aten::matmul"),
+            requires=("inference",), cite=GH + "intel/compute-runtime/issues/1000")
+def half_gemm_battlemage_compute_runtime_1000(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """On Arc Pro B70 (Battlemage) float16/bfloat16 GEMM through oneDNN gave NaN or ~1e38 garbage for
+    (40, 2048) @ (8192, 2048).T (a * 8, b * 0.08) and for 512 x 512 x 512, while 64 x 64 and 40 x 128 and
+    float32 were right: the report's own shapes and scales."""
+    def inputs() -> tuple[torch.Tensor, ...]:
+        g = torch.Generator().manual_seed(ctx.seed)
+        return (torch.randn((40, 2048), generator=g) * 8, torch.randn((8192, 2048), generator=g) * 0.08,
+                torch.randn((512, 512), generator=g), torch.randn((512, 512), generator=g))
+
+    a, b, c, d = (t.to(dtype) for t in on_cpu(inputs))
+    ctx.describe(shapes=[[40, 2048], [8192, 2048], [512, 512], [512, 512]], scales=[8, 0.08])
+    da, db, dc, dd = to_device(ctx, a, b, c, d)
+    ctx.assert_close((da @ db.T, dc @ dd), on_cpu(lambda: (a @ b.T, c @ d)), category="matmul")
