@@ -311,6 +311,27 @@ def topk_repeatable_pytorch_196177(ctx: CaseContext, dtype: torch.dtype) -> None
         identical(selected(again.indices), selected(first.indices), f"topk's selected indices, call {call} against 1")
 
 
+@SUITE.case("V13/pytorch-xla-2525", level=2, dtypes=("bfloat16", "float32"), ops=("aten::argmax", "aten::_softmax"),
+            requires=("inference",), cite=GH + "pytorch/xla/issues/2525")
+def argmax_after_softmax_ties_xla_2525(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """On TPU, argmax of softmax(T) with T = bfloat16 uniform(-10, 10) of shape (5, 5) gave other indices
+    than CPU: in bfloat16 the softmax rounds neighbours to equal values, and argmax must return the first
+    maximal one (documented), as CPU does."""
+    def inputs() -> torch.Tensor:
+        g = torch.Generator().manual_seed(ctx.seed)
+        t = (torch.rand((64, 5), generator=g) * 20 - 10).to(dtype)
+        t[:8] = torch.tensor([3.0, 7.0, 7.0, 1.0, 7.0], dtype=dtype)  # exact ties, first at 1
+        return t
+
+    t = on_cpu(inputs)
+    sm = on_cpu(lambda: torch.softmax(t, dim=1))
+    ctx.describe(shape=[64, 5], tied_rows=8)
+    ds, dt = to_device(ctx, sm, t)
+    identical(torch.argmax(ds, dim=1), on_cpu(lambda: torch.argmax(sm, dim=1)), "argmax(softmax(t), dim=1)")
+    identical(torch.argmax(dt, dim=1), on_cpu(lambda: torch.argmax(t, dim=1)), "argmax(t, dim=1) with ties")
+    ctx.assert_close(torch.softmax(dt, dim=1), sm, category="reduction")
+
+
 # --- V14: normalization statistics ------------------------------------------------------------------
 
 
