@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 
 from torchcts.cases.api import CaseContext, CaseSet, expect, on_cpu, run_both, sample, to_device
 
@@ -230,7 +231,7 @@ def softmax_dtype_float32_of_half(ctx: CaseContext, dtype: torch.dtype, dtypes: 
     ("expected scalar type Float but found Half"); dim=-1 worked. Forward and the input's gradient,
     softmax and log_softmax, over every dim."""
     a = on_cpu(lambda: torch.rand(2, 2, 2, 2, generator=torch.Generator().manual_seed(ctx.seed)).to(dtype))
-    for fn in (torch.nn.functional.softmax, torch.nn.functional.log_softmax):
+    for fn in (F.softmax, F.log_softmax):
         for dim in (1, -1, 0):
             ctx.describe(op=fn.__name__, dim=dim)
             run_both(ctx, lambda t, f=fn, d=dim: f(t, dim=d, dtype=torch.float32), a)
@@ -266,11 +267,11 @@ def gelu_tanh(ctx: CaseContext, dtype: torch.dtype) -> None:
     x = sample((6, 7), dtype, ctx.seed)
     for approximate in ("tanh", "none"):
         ctx.describe(approximate=approximate)
-        run_both(ctx, lambda t, a=approximate: torch.nn.functional.gelu(t, approximate=a), x)
+        run_both(ctx, lambda t, a=approximate: F.gelu(t, approximate=a), x)
 
         def grad(t: torch.Tensor, a: str = approximate) -> torch.Tensor:
             t = t.detach().requires_grad_()
-            torch.nn.functional.gelu(t, approximate=a).backward(torch.ones_like(t))
+            F.gelu(t, approximate=a).backward(torch.ones_like(t))
             return t.grad
 
         run_both(ctx, grad, x, category="backward")
@@ -282,4 +283,20 @@ def gelu_tanh_large_inputs(ctx: CaseContext, dtype: torch.dtype) -> None:
     """MPS gelu(approximate='tanh') of bfloat16 arange(8, 16, 0.5) gave NaN from 10.5 on (the fast tanh
     of the cubic term overflowed); the report's inputs and their negatives up to 30."""
     x = torch.cat([torch.arange(8, 16, 0.5), torch.arange(-30, 30, 2.5)]).to(dtype)
-    run_both(ctx, lambda t: torch.nn.functional.gelu(t, approximate="tanh"), x)
+    run_both(ctx, lambda t: F.gelu(t, approximate="tanh"), x)
+
+
+@SUITE.case("D5/pytorch-pytorch-144245", level=3, dtypes=("float32", "float16"),
+            ops=("aten::upsample_linear1d", "aten::upsample_bilinear2d"), cite=GH + "pytorch/pytorch/issues/144245")
+def interpolate_align_corners_single_pixel(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS F.interpolate(x, 3, mode='linear', align_corners=True) of x = [[1], [2], [4]] unsqueezed to
+    (3, 1, 1) returned all NaN (a one-sample input scaled by 0/0); CPU repeats each value. Both
+    align_corners values, 1-D linear and 2-D bilinear of one pixel and of a few."""
+    x = torch.tensor([[1.0], [2.0], [4.0]], dtype=dtype).unsqueeze(1)
+    img = sample((2, 3, 1, 1), dtype, ctx.seed)
+    small = sample((2, 3, 2, 3), dtype, ctx.seed + 1)
+    for align in (True, False):
+        ctx.describe(align_corners=align)
+        run_both(ctx, lambda t, a=align: F.interpolate(t, 3, mode="linear", align_corners=a), x)
+        run_both(ctx, lambda t, a=align: F.interpolate(t, (4, 5), mode="bilinear", align_corners=a), img)
+        run_both(ctx, lambda t, a=align: F.interpolate(t, (5, 4), mode="bilinear", align_corners=a), small)
