@@ -119,6 +119,7 @@ class _Entry:
     requires: tuple[str, ...]
     oracle: str
     params: Mapping[str, Mapping[str, Any]] | None
+    cite: str | None
 
 
 @dataclass
@@ -136,11 +137,14 @@ class CaseSet:
         requires: Iterable[str] = (),
         oracle: str = "cpu",
         params: Mapping[str, Mapping[str, Any]] | None = None,
+        cite: str | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register `fn` as a case (one per dtype and params entry). `cite`: the URL of the real bug
+        report the case replays (the field suite); the record and the reports link it."""
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             self._entries.append(
                 _Entry(fn, name, level, tuple(ops), tuple(dtypes) if dtypes is not None else None,
-                       tuple(requires), oracle, params)
+                       tuple(requires), oracle, params, cite)
             )
             return fn
 
@@ -184,6 +188,7 @@ class CaseSet:
                             requires=e.requires,
                             oracle=e.oracle,
                             kind=e.name.split("/")[0],
+                            cite=e.cite,
                         )
                     )
         return out

@@ -30,6 +30,8 @@ class Case:
     kind: str = ""
     # Known at collection: the build or PyTorch version lacks what the case needs.
     not_applicable: str | None = None
+    # The URL of the real bug report the case replays (the field suite, docs/bug-classes.md); None elsewhere.
+    cite: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -45,6 +47,7 @@ class Case:
             "oracle": self.oracle,
             "kind": self.kind,
             "not_applicable": self.not_applicable,
+            "cite": self.cite,
         }
 
     @classmethod

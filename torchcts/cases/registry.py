@@ -82,6 +82,10 @@ SUITES: dict[str, Suite] = {
               "torch.profiler: the device's op events by name, order and shapes, device kernels, memory events (level 6)"),
         Suite("distributed", "torchcts.cases.suites.distributed",
               "c10d collectives, send/recv, barrier, async handles, object collectives and DDP on 2 local ranks (level 7)"),
+        # issue 50: the bugs real backends shipped, one case per report (docs/bug-classes.md)
+        Suite("field", "torchcts.cases.suites.field",
+              "one case per real report of a backend bug (MPS, XPU, ROCm, Ascend, XLA, DirectML...), id "
+              "field/<class>/<owner>-<repo>-<number>, the report linked (levels 2-7 by area)"),
         Suite("capabilities", "torchcts.cases.suites.capabilities",
               "what the backend reports (torch.accelerator, the device module) and which dtypes basically work"),
         Suite("generated", "torchcts.cases.schema",

@@ -218,6 +218,8 @@ RESERVED_SUITE_NAMES = (
     "amp", "capabilities", "data_loading", "profiler", "distributed",
     # issue 39: the subnormals claim (docs/oracles.md), magnitudes past 2^16
     "subnormals", "magnitude", "transfers",
+    # issue 50: one case per real report of a backend bug (docs/bug-classes.md)
+    "field",
 )
 EXTRA_SUITES_ENV = settings.env_name("extra_suites")
 

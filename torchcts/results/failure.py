@@ -7,9 +7,14 @@ dtypes, kwargs), taken from the record's `info` as the case described it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from torchcts.results.records import CaseRecord
+
+# A citation shown as a link: an http(s) URL of plain URL characters only. The record is untrusted
+# (cases.jsonl): anything else (javascript:, quotes, spaces, markup) is shown as text, never linked.
+_SAFE_URL = re.compile(r"https?://[A-Za-z0-9.-]+(?::[0-9]+)?(?:/[A-Za-z0-9._~%/+=&?#:@!,;-]*)?")
 
 
 def context_line(record: CaseRecord) -> str:
@@ -72,9 +77,23 @@ def output_line(record: CaseRecord) -> str:
     return f"the case printed {lines} lines (kept in cases.jsonl: case_output)"
 
 
-def details(record: CaseRecord) -> list[str]:
+def cite_url(record: CaseRecord) -> str | None:
+    """The report a field case replays (`CaseRecord.cite`) when it is a plain http(s) URL, to be
+    linked; None otherwise (no citation, or one that is not safe to link: `cite_line` shows it)."""
+    cite = record.cite
+    return cite if isinstance(cite, str) and len(cite) <= 300 and _SAFE_URL.fullmatch(cite) else None
+
+
+def cite_line(record: CaseRecord) -> str:
+    """`replays the report https://github.com/...`; '' for a case that cites none."""
+    return f"replays the report {str(record.cite)[:300]}" if record.cite else ""
+
+
+def details(record: CaseRecord, cite: bool = True) -> list[str]:
+    """The lines beside a failure's message; `cite=False` where the report links the citation itself."""
     return [line for line in (failed_op_line(record), context_line(record), sample_line(record),
-                                          original_line(record), output_line(record)) if line]
+                              original_line(record), output_line(record), cite_line(record) if cite else "")
+            if line]
 
 
 def rel_error_text(mismatch: dict[str, Any]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from torchcts.results.failure import details, rel_error_text
+from torchcts.results.failure import cite_url, details, rel_error_text
 from torchcts.results.quoting import html_text as _e  # None reads as ''
 from torchcts.results.records import CaseRecord
 from torchcts.results.triage import Cluster, clusters, top_counts
@@ -75,10 +75,19 @@ def _repro(r: CaseRecord, scripts: Collection[str]) -> str:
     return out
 
 
+def _cite(r: CaseRecord) -> str:
+    """A field case's report, linked (text when the record's URL is not safe to link)."""
+    if not r.cite:
+        return ""
+    url = cite_url(r)
+    shown = f"<a class='cite' href='{_e(url)}' rel='noopener noreferrer'>{_e(url)}</a>" if url else _e(r.cite)
+    return f"<div class='ctx'>replays the report {shown}</div>"
+
+
 def failure_row(r: CaseRecord, scripts: Collection[str]) -> str:
     status = str(r.status or "")
     detail = r.output_tail or r.traceback or ""
-    context = "".join(f"<div class='ctx'>{_e(line)}</div>" for line in details(r))
+    context = "".join(f"<div class='ctx'>{_e(line)}</div>" for line in details(r, cite=False)) + _cite(r)
     output = f"<details><summary>output</summary><pre>{_e(detail)}</pre></details>" if detail else ""
     seconds = f"<div class='ctx'>{_fmt(r.duration_s)} s</div>" if r.duration_s is not None else ""
     return (f"<tr data-status='{_e(status)}'><td style='color:{COLORS.get(status, '#000')}'><b>{_e(status)}</b></td>"

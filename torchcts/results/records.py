@@ -49,6 +49,7 @@ class CaseRecord:
     kind: str | None = None  # what it checks (elementwise, forward, backward, ...)
     oracle: str | None = None  # what it is compared with (cpu, ...)
     requires: list[str] = field(default_factory=list)  # the capabilities it needs
+    cite: str | None = None  # the URL of the real bug report a field case replays (Case.cite); None elsewhere
     # -- the verdict --
     status: Status | None = None  # statuses.py; from_json always gives a Status
     message: str | None = None  # one line saying why (the exception, the mismatch, the skip reason)
@@ -125,7 +126,7 @@ class CaseRecord:
     @classmethod
     def from_case(cls, case: Case, **values: Any) -> CaseRecord:
         return cls(id=case.id, suite=case.suite, level=case.level, ops=list(case.ops), dtype=case.dtype,
-                   kind=case.kind, oracle=case.oracle, requires=list(case.requires), **values)
+                   kind=case.kind, oracle=case.oracle, requires=list(case.requires), cite=case.cite, **values)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CaseRecord:
@@ -215,7 +216,8 @@ class CaseRecord:
         cause = f"{type(exc).__name__}: {first_line(exc, 300)}"
         found = f"{self.status}: {str(self.message or '')[:300]}" if self.status is not None else "no verdict yet"
         return CaseRecord(id=self.id, suite=self.suite, level=self.level, ops=list(self.ops), dtype=self.dtype,
-                          kind=self.kind, oracle=self.oracle, requires=list(self.requires), status=Status.ERROR,
+                          kind=self.kind, oracle=self.oracle, requires=list(self.requires), cite=self.cite,
+                          status=Status.ERROR,
                           message=f"TorchCTS internal error while {where} (not the backend's): {cause}; "
                                   f"the case had found: {found}",
                           exception=type(exc).__name__, internal_error=f"{where}: {cause}",
@@ -259,7 +261,7 @@ def _key_set(keys: Any) -> frozenset[str]:
         return _KEY_SETS.setdefault(found, found)
     return _KEY_SETS.get(found, found)
 _FIELD_SET = frozenset(_FIELDS)
-_STRS = frozenset({"suite", "dtype", "kind", "oracle", "message", "recorded_status", "exactness", "weak", "exception",
+_STRS = frozenset({"suite", "dtype", "kind", "oracle", "cite", "message", "recorded_status", "exactness", "weak", "exception",
                    "traceback", "signal", "output_tail", "case_output", "failed_op", "internal_error", "worker",
                    "dispatch_unobserved", "op", "repro", "repro_script", "signature"})
 _NUMS = frozenset({"duration_s", "timeout_s", "started_at", "cpu_s", "warmup_s", "maxrss_mb", "rss_grew_mb",

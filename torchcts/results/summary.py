@@ -6,7 +6,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 
 from torchcts.results.crash_frames import stopped_by_budget
-from torchcts.results.failure import details
+from torchcts.results.failure import cite_url, details
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import md_code, md_text, one_line
 from torchcts.results.records import CaseRecord
@@ -113,7 +113,10 @@ def render_markdown(run: RunOutcome, records: list[CaseRecord], first_failures: 
         lines += ["## First failures", ""]
         for r in fails[:first_failures]:
             lines.append(f"- **{md_text(r.status)}** {md_code(r.id)}: {md_text(str(r.message or '')[:400])}")
-            lines += [f"  - {md_text(line)}" for line in details(r)]
+            lines += [f"  - {md_text(line)}" for line in details(r, cite=False)]
+            if r.cite:  # a field case: the real report it replays (an unsafe URL stays text)
+                url = cite_url(r)
+                lines.append(f"  - replays the report: <{url}>" if url else f"  - replays the report: {md_code(r.cite)}")
             if r.repro:
                 lines.append(f"  - repro: {md_code(r.repro)}")
             if r.repro_script:
