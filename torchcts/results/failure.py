@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from torchcts.results.records import CaseRecord
+from torchcts.results.repeat_rate import repeated
 
 
 def context_line(record: CaseRecord) -> str:
@@ -72,8 +73,14 @@ def output_line(record: CaseRecord) -> str:
     return f"the case printed {lines} lines (kept in cases.jsonl: case_output)"
 
 
+def repeat_line(record: CaseRecord) -> str:
+    """`passed 8 of 10 repeats (--repeat)`: a case run N times (results/repeats.py); '' otherwise."""
+    found = repeated(record)
+    return f"passed {found[0]} of {found[1]} repeats (--repeat)" if found else ""
+
+
 def details(record: CaseRecord) -> list[str]:
-    return [line for line in (failed_op_line(record), context_line(record), sample_line(record),
+    return [line for line in (repeat_line(record), failed_op_line(record), context_line(record), sample_line(record),
                                           original_line(record), output_line(record)) if line]
 
 

@@ -28,6 +28,7 @@ from torchcts import settings
 from torchcts.errors import UsageError, did_you_mean
 from torchcts.sim import device, faults_amp, faults_data, faults_distributed, faults_effects, faults_unlisted, state, tensor
 from torchcts.sim.fault_model import Fault, Hook, on_op
+from torchcts.sim.faults_flaky import FAULTS as FLAKY_FAULTS  # wrong only sometimes: caught under --repeat
 
 __all__ = ["FAULTS", "Fault", "Hook", "activate", "active", "on_op"]
 
@@ -521,6 +522,7 @@ FAULTS: dict[str, Fault] = {
               "memory", 6, ("memory/stats/*",), _memory_never_freed),
         *faults_amp.FAULTS,
         *faults_effects.FAULTS,
+        *FLAKY_FAULTS,
         *faults_data.FAULTS,
         *faults_distributed.FAULTS,
         *faults_unlisted.FAULTS,
