@@ -4,8 +4,9 @@ Each repeat is the same `run_one` call: the same case, so the same inputs (a cas
 samples: cases/opinfo/samples.py, cases/helpers.py). Between repeats the process's state that a
 previous run could leave behind and that TorchCTS can reset is reset (`fresh_state`): the global
 and device generators reseeded, dynamo's compiled code and caches dropped (when a case imported
-dynamo), the garbage collector run and the device's caching allocator emptied, the device
-synchronised. What no engine can reset from Python stays: the backend's own caches (compiled
+dynamo), the young garbage generations collected (a full collection costs about a second once the
+OpInfo database is imported: a --repeat 10 run spent most of its time there) and the device's
+caching allocator emptied, the device synchronised. What no engine can reset from Python stays: the backend's own caches (compiled
 kernels, autotuning tables) and the driver's state, which is where a fault that shows once in k
 runs usually lives. A fresh process per repeat would cost an import of torch and the backend each.
 
@@ -62,7 +63,7 @@ def fresh_state(device: Any = None) -> None:
     torch.manual_seed(SEED)  # the CPU generator and every device generator the backend registered
     if "torch._dynamo" in sys.modules:  # only when a case compiled: importing dynamo costs seconds
         sys.modules["torch._dynamo"].reset()
-    gc.collect()
+    gc.collect(1)  # cycles a case just made (a full collection: ~1 s per repeat, see above)
     if device is None:
         return
     module = getattr(torch, str(getattr(device, "type", device)), None)
