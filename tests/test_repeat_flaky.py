@@ -24,6 +24,7 @@ from torchcts.results.repeats import combine, flaky_under_repeat
 from torchcts.results.scorecard import print_scorecard
 from torchcts.results.statuses import FAILURES, Status
 from torchcts.results.summary import render_markdown, totals
+from torchcts.results.triage import cluster_key
 
 SIM = ["--device", "sim", "--manifest", str(SIM_MANIFEST)]
 FAULT = "hypot_stale_every_64th"
@@ -153,6 +154,10 @@ def test_reports_list_flaky_cases_with_their_rates(tmp_path):
     print_scorecard(tmp_path, run, out, records=recs)
     assert "flaky under --repeat (1): opinfo/hypot/float32/forward 8/10" in out.getvalue()
     assert flaky_under_repeat(recs) == recs[:1]
+    # a --rerun-failures pass in a --repeat run (every repeat of the rerun passed): not flaky under --repeat
+    rerun = recs[1].copy(status=Status.FLAKY, attempt=2)
+    assert flaky_under_repeat([rerun]) == [] and cluster_key(rerun)[0].startswith("flaky (passed on rerun)")
+    assert cluster_key(recs[0])[0].startswith("flaky under --repeat: ")
 
 
 def test_run_spec_carries_repeat_through_run_json(tmp_path):

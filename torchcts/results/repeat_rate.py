@@ -22,6 +22,13 @@ def repeated(record: Any) -> tuple[int, int] | None:
     return passes, n
 
 
+def flaky_in_repeats(record: Any) -> bool:
+    """The case failed some of its repeats and passed others (a rerun's flaky record in a --repeat
+    run passed every repeat of its rerun: not this)."""
+    found = repeated(record)
+    return bool(found) and record.status == Status.FLAKY and 0 < found[0] < found[1]
+
+
 def pass_rate(record: Any) -> str:
     """`8/10` (passes/repeats) of a record made under --repeat; '' for any other."""
     found = repeated(record)

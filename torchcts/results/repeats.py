@@ -17,7 +17,7 @@ from __future__ import annotations
 from torchcts.results.failure import repeat_line
 from torchcts.results.quoting import html_text, md_code, md_text
 from torchcts.results.records import CaseRecord
-from torchcts.results.repeat_rate import pass_rate, repeated
+from torchcts.results.repeat_rate import flaky_in_repeats, pass_rate, repeated
 from torchcts.results.signatures import signature_of
 from torchcts.results.statuses import Status
 
@@ -49,7 +49,7 @@ def combine(runs: list[CaseRecord]) -> CaseRecord:
 
 def flaky_under_repeat(records: list[CaseRecord]) -> list[CaseRecord]:
     """The cases that failed some repeats and passed others, lowest pass rate first."""
-    found = [r for r in records if r.status == Status.FLAKY and repeated(r)]
+    found = [r for r in records if flaky_in_repeats(r)]
     return sorted(found, key=lambda r: (_fraction(r), r.id))
 
 
