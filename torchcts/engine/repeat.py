@@ -1,14 +1,14 @@
 """`run --repeat N`: one case run N times in the process that runs it, its outcomes made one.
 
 Each repeat is the same `run_one` call: the same case, so the same inputs (a case seeds its own
-samples: cases/opinfo/samples.py, cases/helpers.py). Between repeats the process's state that a
-previous run could leave behind and that TorchCTS can reset is reset (`fresh_state`): the global
-and device generators reseeded, dynamo's compiled code and caches dropped (when a case imported
-dynamo), the young garbage generations collected (a full collection costs about a second once the
-OpInfo database is imported: a --repeat 10 run spent most of its time there) and the device's
-caching allocator emptied, the device synchronised. What no engine can reset from Python stays: the backend's own caches (compiled
-kernels, autotuning tables) and the driver's state, which is where a fault that shows once in k
-runs usually lives. A fresh process per repeat would cost an import of torch and the backend each.
+samples: cases/opinfo/samples.py, cases/helpers.py). Between repeats, what a previous run could
+leave behind and TorchCTS can reset is reset (`fresh_state`): the global and device generators
+reseeded, dynamo's compiled code and caches dropped (when a case imported dynamo), the young garbage
+generations collected (a full collection costs about a second once the OpInfo database is imported:
+a --repeat 10 run spent most of its time there), the device synchronised and its caching allocator
+emptied. What no engine can reset from Python stays: the backend's own caches (compiled kernels,
+autotuning tables) and the driver's state, which is where a fault that shows once in k runs usually
+lives. A fresh process per repeat would cost an import of torch and the backend each.
 
 The repeats stop early at an outcome that is no verdict (not applicable, not claimed, pending: the
 same every time) or that pytest raised (an in-process timeout, Ctrl-C): that one is the case's
