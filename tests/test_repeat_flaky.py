@@ -263,3 +263,14 @@ def test_a_crash_in_any_repeat_is_the_case_crash(tmp_path):
                 env={ENV: "mul_complex128_segv"})
     assert r.returncode == ExitCode.FAILURES, r.stdout[-3000:] + r.stderr[-2000:]
     assert _statuses(tmp_path)[case]["status"] == "crashed"
+
+
+def test_a_hang_in_a_repeat_is_the_case_timeout_its_limit_per_repeat(tmp_path):
+    """A repeat past the time limit is the case's `timeout`; --timeout is per repeat, so the case's
+    one pytest item may take N times it (engine/plugin.py: pytest_runtest_protocol)."""
+    case = "operators/elementwise/sub/int16"
+    r = run_cli("run", *SIM, "--case", case, "--repeat", "2", "--timeout", "3", "--", "-q", cwd=tmp_path,
+                env={ENV: "sub_int16_hang"})
+    assert r.returncode == ExitCode.FAILURES, r.stdout[-3000:] + r.stderr[-2000:]
+    rec = _statuses(tmp_path)[case]
+    assert rec["status"] == "timeout" and rec["timeout_s"] == 6, rec
