@@ -206,11 +206,13 @@ def _dirs(tmp_path, *names):
 @pytest.mark.timeout(900)
 def test_fault_wrong_once_in_64_launches_is_flaky_under_repeat_and_missed_without(tmp_path):
     """The plain `--op` run passes with the fault planted (no configuration reaches its 64th launch);
-    the same run with --repeat 10 records cases flaky with their rates and exits 1. Exploration is
-    off (--explore 0) only to keep the test short: the full command catches it too (docs/sim.md)."""
+    the run with --repeat 10 records cases flaky with their rates and exits 1. That run leaves
+    exploration off (--explore 0) only to keep the test short: the full command catches it too
+    (tests/test_sim_faults.py: test_fault_is_caught_by_its_case runs the fault's selection,
+    `--op hypot --repeat 10`; docs/sim.md has its measurement)."""
     env = {ENV: FAULT}
     _dirs(tmp_path, "plain", "rep")
-    plain = run_cli("run", *SIM, "--op", "hypot", "--explore", "0", "--", "-q", cwd=tmp_path / "plain", env=env)
+    plain = run_cli("run", *SIM, "--op", "hypot", "--", "-q", cwd=tmp_path / "plain", env=env)
     assert plain.returncode == 0, plain.stdout[-3000:] + plain.stderr[-2000:]
     assert {r["status"] for r in _statuses(tmp_path / "plain").values()} <= {"passed", "not_applicable"}
 
