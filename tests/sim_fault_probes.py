@@ -294,6 +294,13 @@ def p_cumsum_order_alternates() -> bool:
     return not torch.equal(torch.cumsum(x, 0).cpu(), torch.cumsum(x, 0).cpu())
 
 
+def p_hypot_stale_every_64th() -> bool:
+    a, b = torch.randn(7), torch.randn(7)
+    want = torch.hypot(a, b)
+    got = [torch.hypot(a.to(S), b.to(S)).cpu() for _ in range(64)]  # wrong only at the 64th launch
+    return [i for i, g in enumerate(got) if not torch.equal(g, want)] == [63]
+
+
 def p_subnormals_flushed() -> bool:
     x = torch.tensor([torch.finfo(torch.float32).tiny, 1.0])
     return (x.to(S) * 0.25).cpu()[0].item() == 0.0

@@ -24,7 +24,7 @@ OPEN_KEYS = {
     "manifest_hash", "manifest_source", "manifest_arg", "command", "selection", "started", "ended",
     "status", "filtered", "sharded_out", "planned", "strict_expectations", "rerun_failures",
     "compat_fallbacks", "isolation", "timeout_s", "threads", "crash_budget", "explore",
-    "expectations_outside_selection",
+    "expectations_outside_selection", "repeat",
 }
 
 

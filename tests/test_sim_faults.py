@@ -63,6 +63,8 @@ def test_fault_registry_is_well_formed():
         assert all(g.split("/")[0] in (f["suite"], "opinfo", "operators") for g in f["catches"]), f["name"]
         if f["unlisted"]:  # found by exploration: the plain `--op` run a user types (sim/fault_model.py)
             assert f["selection"] == ["--op", f["op"]], f["name"]
+        elif f["repeat"]:  # wrong only sometimes (sim/faults_flaky.py): that run, each case repeated
+            assert f["selection"] == ["--op", f["op"], "--repeat", str(f["repeat"])], f["name"]
         else:
             assert f["selection"][:4] == ["--suite", f["suite"], "--level-exact", str(f["level"])]
 

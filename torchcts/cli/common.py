@@ -71,6 +71,11 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
     rerun_failures = getattr(args, "rerun_failures", 0)  # `run` only
     if rerun_failures < 0:
         raise UsageError("--rerun-failures must be 0 or a positive number of reruns")
+    repeat = getattr(args, "repeat", 1)  # `run` only
+    from torchcts.results.repeat_rate import MAX_REPEAT
+
+    if not 1 <= repeat <= MAX_REPEAT:
+        raise UsageError(f"--repeat must be a whole number of runs per case from 1 to {MAX_REPEAT}, not {repeat}")
     crash_budget = crash_budget_from_args(args)
     selection = selection_from_args(args)
     explore, corpus = explore_from_args(args)
@@ -86,6 +91,7 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
         validation=bool(args.validation),
         strict_expectations=bool(getattr(args, "strict_expectations", False)),
         rerun_failures=rerun_failures,
+        repeat=repeat,
         timeout_s=timeout or None,
         crash_budget=crash_budget,
         isolation=not getattr(args, "no_isolation", False),

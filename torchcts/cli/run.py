@@ -6,6 +6,7 @@ import argparse
 
 from torchcts.cli.common import add_selection_args, folder_arg, run_spec
 from torchcts.engine.crash_budget import DEFAULT_LIMIT
+from torchcts.results.repeat_rate import MAX_REPEAT
 
 HELP = "run the conformance suite on a device (anything after -- goes to pytest)"
 
@@ -19,8 +20,12 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="also fail on expired or unmatched ledger entries, xpassed and flaky cases")
     p.add_argument("--rerun-failures", type=int, default=0, metavar="N",
                    help="rerun failing cases up to N times in fresh processes; a pass on rerun is flaky")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help=f"run each case N times (1 to {MAX_REPEAT}) with the same inputs, seeds and caches reset "
+                        "between runs; a case failing some runs is flaky with its pass rate, a failure of the run")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
-                   help=f"per-case time limit; a case past it is recorded timeout (default {DEFAULT_TIMEOUT_S:g}, 0: none)")
+                   help=f"per-case time limit (per repeat under --repeat); a case past it is recorded timeout "
+                        f"(default {DEFAULT_TIMEOUT_S:g}, 0: none)")
     p.add_argument("--crash-budget", type=int, default=None, metavar="N",
                    help=f"after N crashes with the same signature in one op family (op and dtype), record the "
                         f"family's other cases not_run instead of crashing on them (default {DEFAULT_LIMIT})")

@@ -58,6 +58,7 @@ from torchcts.engine.isolation import (
     signal_quietly,
 )
 from torchcts.engine.one_case import FAILED, CaseOutcome, CaseState, run_one
+from torchcts.engine.repeat import run_repeated
 from torchcts.engine.zygote.preload import accelerator_hazard
 from torchcts.errors import first_line
 from torchcts.process import Channel, ChannelTimeout, PeerGone, ProtocolError, die_with_parent, exit_fields
@@ -119,14 +120,15 @@ class CaseRunner:
         return self._watched(self.state.plan()[case_id])
 
     def _watched(self, case: Case) -> CaseOutcome:
-        """run_one between the canary's baseline and its check after a failure (engine/canary.py)."""
+        """run_one (each of its --repeat runs: engine/repeat.py) between the canary's baseline and its
+        check after a failure (engine/canary.py)."""
         device = None
         try:
             device = self.state.context_parts()[0]
             self.canary.before(device)
         except Exception:  # noqa: BLE001, S110 - the case reports the backend's import error itself
             pass
-        outcome = run_one(case, self.state, self.corpus)
+        outcome = run_repeated(lambda: run_one(case, self.state, self.corpus), self.state.spec.repeat, device)
         if device is not None:
             self.canary.after(outcome.record, outcome.kind == FAILED, device)
         return outcome

@@ -241,7 +241,7 @@ def exit_code(code: int, finished: RunOutcome) -> int:
         return ExitCode.USAGE
     if code == pytest.ExitCode.INTERNAL_ERROR:
         return ExitCode.INTERNAL
-    return verdict_exit(finished)  # failures; under --strict-expectations also ledger problems and flaky
+    return verdict_exit(finished)  # failures; flaky under --repeat; under --strict-expectations also ledger problems
 
 
 def execute(setup: RunSetup) -> int:

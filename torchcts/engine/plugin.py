@@ -287,12 +287,15 @@ class CaseItem(pytest.Item):
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  # noqa: ANN201
     """Before pytest-timeout reads the case's limit: a case of an op that hung earlier in the run gets
-    a short one (engine/crash_budget.py: BudgetReader.hang_limit)."""
+    a short one (engine/crash_budget.py: BudgetReader.hang_limit); under --repeat N the item runs the
+    case N times, so its limit is N times the per-case one (engine/repeat.py)."""
     state = _state(item.config)
-    if isinstance(item, CaseItem) and state is not None and state.budget is not None:
-        short = state.budget.hang_limit(item.case, state.spec.timeout_s)
-        if short is not None:
-            item.add_marker(pytest.mark.timeout(short))
+    if isinstance(item, CaseItem) and state is not None:
+        limit = state.budget.hang_limit(item.case, state.spec.timeout_s) if state.budget is not None else None
+        if state.spec.repeat > 1 and (limit or state.spec.timeout_s):
+            limit = (limit or state.spec.timeout_s) * state.spec.repeat
+        if limit is not None:
+            item.add_marker(pytest.mark.timeout(limit))
     yield
 
 

@@ -43,6 +43,9 @@ class RunSpec:
     strict_expectations: bool = False
     # --rerun-failures N: rerun failing cases up to N times in fresh pytest processes (engine/rerun.py).
     rerun_failures: int = 0
+    # --repeat N: each case runs N times in its process, a case failing some is `flaky` with its pass rate
+    # (engine/repeat.py, results/repeats.py); 1: once. run.json "repeat".
+    repeat: int = 1
     # --timeout: the per-case limit in seconds, None for none (the flag's 0). run.json "timeout_s".
     timeout_s: float | None = None
     # --crash-budget N: after N crashes with one signature in an op family, the family's other cases
@@ -114,6 +117,7 @@ class RunSpec:
             planned=self.planned,
             strict_expectations=self.strict_expectations,
             rerun_failures=self.rerun_failures,
+            repeat=self.repeat,
             isolation=self.isolation,
             timeout_s=self.timeout_s,
             crash_budget=self.crash_budget,
@@ -142,6 +146,7 @@ class RunSpec:
                 validation=bool(run.validation),
                 strict_expectations=bool(run.strict_expectations),
                 rerun_failures=run.rerun_failures or 0,
+                repeat=_repeat(run.repeat),
                 timeout_s=run.timeout_s,
                 explore=_depth(run.explore),
                 isolation=run.isolation is not False,  # an older run.json without it ran isolated
@@ -166,13 +171,20 @@ class RunSpec:
 _TYPED_KEYS = frozenset({
     "name", "device", "gate", "validation", "manifest", "manifest_hash", "manifest_source", "manifest_arg",
     "command", "selection", "started", "filtered", "sharded_out", "planned", "strict_expectations",
-    "rerun_failures", "isolation", "timeout_s", "crash_budget", "explore", "expectations_outside_selection",
+    "rerun_failures", "repeat", "isolation", "timeout_s", "crash_budget", "explore", "expectations_outside_selection",
 })
 
 
 def _crash_budget(value: Any) -> int | None:
     """run.json's crash_budget: a positive count, else none (a run.json from before the budget: none)."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _repeat(value: Any) -> int:
+    """run.json's "repeat": 1 to MAX_REPEAT runs per case; anything else (an older run, an edit) once."""
+    from torchcts.results.repeat_rate import MAX_REPEAT
+
+    return value if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_REPEAT else 1
 
 
 def _depth(value: Any) -> int | None:

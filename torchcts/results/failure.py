@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from torchcts.results.records import CaseRecord
+from torchcts.results.repeat_rate import repeated
 
 # A citation shown as a link: an http(s) URL of plain URL characters only. The record is untrusted
 # (cases.jsonl): anything else (javascript:, quotes, spaces, markup) is shown as text, never linked.
@@ -89,9 +90,15 @@ def cite_line(record: CaseRecord) -> str:
     return f"replays the report {str(record.cite)[:300]}" if record.cite else ""
 
 
+def repeat_line(record: CaseRecord) -> str:
+    """`passed 8 of 10 repeats (--repeat)`: a case run N times (results/repeats.py); '' otherwise."""
+    found = repeated(record)
+    return f"passed {found[0]} of {found[1]} repeats (--repeat)" if found else ""
+
+
 def details(record: CaseRecord, cite: bool = True) -> list[str]:
     """The lines beside a failure's message; `cite=False` where the report links the citation itself."""
-    return [line for line in (failed_op_line(record), context_line(record), sample_line(record),
+    return [line for line in (repeat_line(record), failed_op_line(record), context_line(record), sample_line(record),
                               original_line(record), output_line(record), cite_line(record) if cite else "")
             if line]
 

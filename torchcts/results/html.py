@@ -24,6 +24,7 @@ from torchcts.results.html_precision import render_precision
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import html_text as _e  # None reads as ''
 from torchcts.results.records import CaseRecord
+from torchcts.results.repeats import render_html as render_flaky
 from torchcts.results.statuses import EXECUTED, ORDER
 from torchcts.results.strength import render_html as strength_section
 from torchcts.results.summary import NOT_RUN_NOTE, by, failures, filtered_note, not_run, slowest, totals, warmup_line
@@ -239,6 +240,7 @@ SECTIONS: list[Section] = [
     Section("levels", "By level", lambda report: _status_table(report.records, "level")),
     Section("strength-section", "Strength of the passes: weak and exact comparisons per suite",
             lambda report: strength_section(report.records)),
+    Section("flaky-section", "Flaky under --repeat", lambda report: render_flaky(report.records)),
     Section("not-run-section", "Not run", _not_run),
     Section("capabilities", "Capabilities: claimed, reported, observed",
             lambda report: render_capabilities(report.run, report.records)),

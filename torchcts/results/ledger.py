@@ -239,10 +239,12 @@ def report_for_run(run: RunOutcome, records: list[CaseRecord]) -> dict[str, Any]
 
 
 def gate_failures(run: RunOutcome) -> list[str]:
-    """Why the run fails (empty: exit 0). Flaky fails only a strict run: its rerun passed."""
+    """Why the run fails (empty: exit 0). Flaky fails a strict run, and a run with --repeat (a case that
+    failed some of its repeats: results/repeats.py); otherwise it is a rerun's pass, which does not."""
     strict = bool(run.strict_expectations)
     totals = run.totals or {}
-    reasons = [f"{totals[s]} {s}" for s in FAILURES if totals.get(s) and (strict or s != "flaky")]
+    flaky_fails = strict or (isinstance(run.repeat, int) and run.repeat > 1)
+    reasons = [f"{totals[s]} {s}" for s in FAILURES if totals.get(s) and (flaky_fails or s != "flaky")]
     if totals.get("not_run"):  # planned cases without a result: never a clean run
         reasons.append(f"{totals['not_run']} not_run")
     if run.unreadable_records:

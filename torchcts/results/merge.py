@@ -16,7 +16,7 @@ from torchcts.results.finalize import finalize
 from torchcts.results.outcome import RunOutcome
 
 # run.json fields (RunOutcome's) that must agree between shards.
-_SAME = ("manifest_hash", "torchcts", "torch", "device", "gate", "validation")
+_SAME = ("manifest_hash", "torchcts", "torch", "device", "gate", "validation", "repeat")  # repeat: flaky fails or not
 
 
 def _selection_sans_shard(run: RunOutcome) -> dict[str, Any]:

@@ -57,6 +57,7 @@ class RunOutcome:
     timeout_s: float | None = None
     crash_budget: int | None = None
     explore: int | None = None
+    repeat: int | None = None  # --repeat N: each case ran N times (absent in older runs: once)
     # --- what it opened with (RunSpec.facts; engine/execute.py: opening_facts) ---
     torchcts: str | None = None  # TorchCTS's version
     torch: dict[str, Any] | None = None  # compat.build_info(): torch's version and build
@@ -147,7 +148,7 @@ TYPES: dict[str, tuple[type, ...]] = {
     "name": _TEXT, "gate": _TEXT, "validation": _BOOL, "manifest_hash": _TEXT, "manifest_source": _TEXT,
     "manifest_arg": _TEXT, "command": _LIST, "started": _TEXT, "planned": _INT, "filtered": _INT,
     "sharded_out": _INT, "strict_expectations": _BOOL, "rerun_failures": _INT, "isolation": _BOOL,
-    "timeout_s": (int, float), "crash_budget": _INT, "explore": _INT, "torchcts": _TEXT, "torch": _DICT,
+    "timeout_s": (int, float), "crash_budget": _INT, "explore": _INT, "repeat": _INT, "torchcts": _TEXT, "torch": _DICT,
     "compat_fallbacks": (dict, list), "sim_env": _DICT, "status": _TEXT, "ended": _TEXT, "totals": _DICT,
     "ledger": _DICT, "unreadable_records": _INT, "internal_errors": _INT, "record_problems": _LIST,
     "plan_missing": _BOOL, "missing_records": _INT, "merged_from": _LIST, "missing_shards": _INT, "reruns": _LIST,

@@ -25,6 +25,7 @@ from torchcts.cases.verdict import Verdict
 from torchcts.errors import first_line
 from torchcts.results import sim_env
 from torchcts.results.outcome import RunOutcome
+from torchcts.results.repeat_rate import repro_repeat
 from torchcts.results.scrub import scrub
 from torchcts.results.statuses import STATUSES, Status
 from torchcts.untrusted import check_depth, loads
@@ -114,6 +115,9 @@ class CaseRecord:
                                                # (entry, status, reason, tracker, expires, expired, note, original_status)
     first_failure: dict[str, Any] | None = None  # a flaky record's first failure
                                                  # (status, message, signature, mismatch, exception)
+    # --repeat N (results/repeats.py: combine): how many times the case ran, and how many of those passed
+    repeats: int | None = None
+    repeat_passes: int | None = None
     # -- fields no TorchCTS writes (a newer or foreign record): kept, written back unchanged --
     extra: dict[str, Any] = field(default_factory=dict)
     # Which fields the source held: these are written even when None or empty (exact round trip).
@@ -266,7 +270,7 @@ _STRS = frozenset({"suite", "dtype", "kind", "oracle", "cite", "message", "recor
                    "dispatch_unobserved", "op", "repro", "repro_script", "signature"})
 _NUMS = frozenset({"duration_s", "timeout_s", "started_at", "cpu_s", "warmup_s", "maxrss_mb", "rss_grew_mb",
                    "rss_mb"})
-_INTS = frozenset({"level", "exit_code", "threads", "attempt"})
+_INTS = frozenset({"level", "exit_code", "threads", "attempt", "repeats", "repeat_passes"})
 _DICTS = frozenset({"mismatch", "precision", "info", "expectation", "first_failure", "attribution"})
 _LISTS = frozenset({"ops", "requires"})
 
@@ -326,9 +330,11 @@ def record_repro(record: CaseRecord, run: RunOutcome, manifest: str | None) -> s
     level = record.level
     claimed = (run.manifest or {}).get("semantic_level")
     above = isinstance(level, int) and isinstance(claimed, int) and level > claimed
+    repeat = repro_repeat(record)  # a flaky case under --repeat: one run would most likely pass
     return sim_env.shell_prefix(run) + repro_command(
         record.id, str((run.device or {}).get("type", "DEVICE")), bool(run.validation),
-        manifest=manifest, sample=failing_sample(record.info), level=level if above else None, quote_path=shell_path)
+        manifest=manifest, sample=failing_sample(record.info), level=level if above else None,
+        quote_path=shell_path) + (f" --repeat {repeat}" if repeat else "")
 
 
 def repro_script_command(case_id: str, run_dir: str) -> str:

@@ -13,6 +13,8 @@ from torchcts.results.fallback_section import scorecard_lines as fallback_lines
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import TerminalOut, one_field
 from torchcts.results.records import CaseRecord
+from torchcts.results.repeat_rate import pass_rate
+from torchcts.results.repeats import flaky_under_repeat
 from torchcts.results.statuses import ORDER
 from torchcts.results.strength import weak_lines
 from torchcts.results.summary import by, failures, filtered_note, ordered, warmup_line
@@ -113,6 +115,10 @@ def print_scorecard(
                 print(one_field(f"           {label}: {getattr(r, key)}"), file=out)
     if len(fails) > first:
         print(f"  ... and {len(fails) - first} more (see summary.md / report.html)", file=out)
+    flaky = flaky_under_repeat(records)
+    if flaky:  # results/repeats.py: each a failure of the run, lowest pass rate first
+        print(one_field(f"flaky under --repeat ({len(flaky)}): " + ", ".join(
+            f"{r.id} {pass_rate(r)}" for r in flaky[:first])), file=out)
     slow = slowest_records(records, slowest)
     if slow:
         print(one_field("slowest: " + ", ".join(f"{r.id} {float(r.duration_s):.2f}s" for r in slow)), file=out)

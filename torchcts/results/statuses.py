@@ -42,7 +42,8 @@ class Status(str, Enum):
 
     @property
     def is_failure(self) -> bool:
-        """Listed as a failure and counts against the exit status (flaky only under --strict-expectations)."""
+        """Listed as a failure and counts against the exit status (flaky only under --strict-expectations
+        or --repeat)."""
         return self.info.failure
 
     @property
@@ -64,7 +65,7 @@ class Status(str, Enum):
 class StatusInfo:
     name: str
     # Listed as a failure (reports, triage) and counts against the exit status; `flaky` fails only
-    # a --strict-expectations run, since its rerun passed (results/ledger.py: gate_failures).
+    # a --strict-expectations or --repeat run, since its rerun passed (results/ledger.py: gate_failures).
     failure: bool
     executed: bool  # the case ran (or tried to)
     description: str
@@ -83,7 +84,7 @@ STATUSES: dict[str, StatusInfo] = {
         StatusInfo("timeout", True, True, "the case exceeded its time limit", forgivable=True, crash_like=True),
         StatusInfo("xfailed", False, True, "failed as the expectations ledger says", passing=True),
         StatusInfo("xpassed", False, True, "passed although the ledger expects a failure", passing=True),
-        StatusInfo("flaky", True, True, "failed, then passed on a rerun"),
+        StatusInfo("flaky", True, True, "failed, then passed on a rerun; or failed some of its --repeat runs"),
         StatusInfo("not_claimed", False, False, "the manifest does not claim the dtype or capability"),
         StatusInfo("filtered", False, False, "deselected by the user's selection"),
         StatusInfo("not_applicable", False, False, "this build, PyTorch version or device lacks it"),

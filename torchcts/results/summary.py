@@ -10,6 +10,7 @@ from torchcts.results.failure import cite_url, details
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import md_code, md_text, one_line
 from torchcts.results.records import CaseRecord
+from torchcts.results.repeats import markdown_lines as flaky_markdown
 from torchcts.results.skips import render_markdown as skip_summary
 from torchcts.results.statuses import FAILURES, ORDER, STATUSES
 from torchcts.results.strength import render_markdown as strength_markdown
@@ -122,6 +123,7 @@ def render_markdown(run: RunOutcome, records: list[CaseRecord], first_failures: 
             if r.repro_script:
                 lines.append(f"  - standalone script: {md_code(r.repro_script)}")
         lines.append("")
+    lines += flaky_markdown(records)  # results/repeats.py: flaky under --repeat, with pass rates
     missing = not_run(records)
     if missing:
         lines += [f"## Not run ({len(missing)})", "", f"{NOT_RUN_NOTE}:", ""]

@@ -22,6 +22,7 @@ from typing import Any
 from torchcts.results.crash_frames import crash_signature
 from torchcts.results.quoting import md_code, md_text, one_field
 from torchcts.results.records import CaseRecord
+from torchcts.results.repeat_rate import flaky_in_repeats
 from torchcts.results.root_causes import message_shape, root_cause, structural_mismatch
 from torchcts.results.shared_args import shared
 from torchcts.results.signatures import bucket_of, signature_of
@@ -65,7 +66,8 @@ def cluster_key(record: CaseRecord) -> tuple[str, str]:
     """(title, bucket) of the cluster a failing record belongs to."""
     if record.status == "flaky":
         first = record.first_failure or {}
-        return f"flaky (passed on rerun): {first.get('signature') or first.get('status', '?')}", "flaky"
+        how = "under --repeat" if flaky_in_repeats(record) else "(passed on rerun)"
+        return f"flaky {how}: {first.get('signature') or first.get('status', '?')}", "flaky"
     bucket = bucket_of(record) or "error"
     sig = record.signature or signature_of(record) or "?"
     if bucket in ("crash", "timeout"):

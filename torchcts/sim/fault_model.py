@@ -33,17 +33,23 @@ class Fault:
     # (tests/test_sim_faults_unlisted.py); `suite` is the input exploration meant to find it,
     # and selftest lists the fault "awaiting exploration" while that suite is not in the build
     unlisted: bool = False
+    # N: the bug shows once in many calls (sim/faults_flaky.py), so its catching run is the plain
+    # `--op` run repeated N times (`run --repeat N`), which records the case `flaky`; None: one run
+    repeat: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "suite": self.suite, "level": self.level,
                 "catches": list(self.catches), "dtype": self.dtype, "op": self.op, "selection": self.selection(),
-                "case_timeout": self.case_timeout, "unlisted": self.unlisted}
+                "case_timeout": self.case_timeout, "unlisted": self.unlisted, "repeat": self.repeat}
 
     def selection(self) -> list[str]:
         """`torchcts run` flags of the focused selection: the catching suite at its level. An
-        unlisted fault's is the plain `--op` run a user types (the sim's default level and depth)."""
+        unlisted fault's is the plain `--op` run a user types (the sim's default level and depth),
+        a fault wrong only sometimes the same run with `--repeat N`."""
         if self.unlisted and self.op:
             return ["--op", self.op]
+        if self.repeat and self.op:  # wrong only sometimes: the plain op run, each case repeated
+            return ["--op", self.op, "--repeat", str(self.repeat)]
         args = ["--suite", self.suite, "--level-exact", str(self.level)]
         args += ["--dtype", self.dtype] if self.dtype else []
         return [*args, "--op", self.op] if self.op else args
