@@ -121,16 +121,21 @@ def run_both(ctx: CaseContext, fn: Callable[..., Any], *args: Any, category: str
     what is an error too), except a missing kernel (compat.is_missing_kernel, whatever exception
     class this PyTorch uses for it): no reference, the case is not_applicable. Returns the device
     result (None when both raised).
+
+    The device copies are made before CPU's run: fn may write into its arguments (an in-place op, an
+    out=, a view's base), and copies taken after would carry CPU's writes to the device, where an op
+    that writes nothing would then pass.
     """
+    moved = _move(ctx, args)
     try:
         with unobserved():
             expected = fn(*args)
     except Exception as cpu_exc:  # noqa: BLE001 - CPU's verdict is the reference
         if is_missing_kernel(cpu_exc):  # CPU lacks the kernel: no reference, not an error rule
             ctx.not_applicable(f"CPU has no kernel for this ({first_line(cpu_exc, 120)}); no reference")
-        expect_raises(lambda: fn(*_move(ctx, args)), "CPU raises for these inputs", type(cpu_exc))
+        expect_raises(lambda: fn(*moved), "CPU raises for these inputs", type(cpu_exc))
         return None
-    actual = fn(*_move(ctx, args))
+    actual = fn(*moved)
     ctx.assert_close(actual, expected, category=category)
     return actual
 

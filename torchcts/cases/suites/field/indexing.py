@@ -1,0 +1,267 @@
+"""Field cases of the indexing and magnitude classes I1-I5 (docs/bug-classes.md): tensors past 2^31
+elements, sizes past 2^16, index values at and past the bounds, indexed writes with duplicates and
+masks, and data-dependent output shapes, each the input situation of one real backend bug report
+(the `cite=` URL).
+
+Sizes follow the reports. What cannot fit is not_applicable, never shrunk into a case that no longer
+triggers the bug: past 2^31 elements (gigabytes) a case runs only where the manifest's
+resource_limits allow it, as the magnitude suite's `huge/*` cases do, and is judged against exact
+values computed without a CPU copy; the ~130 MB cases take the budget of `budget_mb`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from torchcts.cases.api import (
+    MB,
+    CaseContext,
+    CaseSet,
+    budget_mb,
+    expect,
+    expect_raises,
+    on_cpu,
+    run_both,
+    sample,
+    to_device,
+)
+
+SUITE = CaseSet("field")
+cases = SUITE.cases
+F32 = ("float32",)
+MAGNITUDE = 5  # the magnitude suite's level
+VALUES = 3  # indexing ops on ordinary sizes: the errors and aliasing level
+PERIOD = 251  # pattern values: element i holds i mod PERIOD (a prime: no power-of-two stride repeats it)
+
+
+def _needs(ctx: CaseContext, tensor_mb: float, device_mb: float, what: str) -> None:
+    """not_applicable unless the manifest's resource_limits allow a tensor of tensor_mb and device_mb in
+    all (a manifest without limits gets none of these: gigabytes are never assumed)."""
+    limits = ctx.manifest.resource_limits
+    if (limits.get("max_tensor_mb") or 0) < tensor_mb or (limits.get("max_device_memory_mb") or 0) < device_mb:
+        ctx.not_applicable(f"{what} needs resource_limits.max_tensor_mb >= {math.ceil(tensor_mb)} and "
+                           f"max_device_memory_mb >= {math.ceil(device_mb)}; the manifest's: {limits}")
+
+
+def _budget(ctx: CaseContext, mb: float, what: str) -> None:
+    """not_applicable when the case's allocation budget (budget_mb) is below mb."""
+    if budget_mb(ctx, mb) < mb:
+        ctx.not_applicable(f"{what} needs {mb:.0f} MB per tensor; the budget is {budget_mb(ctx, mb):.0f} MB")
+
+
+def _pattern(n: int, device: torch.device | str) -> torch.Tensor:
+    """n uint8 elements on `device`, element i = i mod PERIOD, made there (no host copy)."""
+    return torch.arange(PERIOD, dtype=torch.uint8, device=device).repeat(-(-n // PERIOD))[:n]
+
+
+# ---- I1: 32-bit index arithmetic past 2^31 elements ---------------------------------------------
+
+@SUITE.case("I1/pytorch-pytorch-189960", level=MAGNITUDE, ops=("aten::cat", "aten::full"),
+            cite="https://github.com/pytorch/pytorch/issues/189960")
+def cat_past_2_31(ctx: CaseContext) -> None:
+    """MPS cat of two int8 (32769, 32768) tensors along dim 1 (2^31 + 65536 output elements, every dim
+    below 2^31) left the rows past 2^31 unwritten and wrote before the output: the first row, the first
+    row past 2^31 and the last row, exactly."""
+    rows, half = 32769, 32768
+    mb = rows * half * 2 / MB
+    _needs(ctx, mb + 1, 2 * mb + 64, "cat with 2^31 + 65536 output elements")
+    a = torch.full((rows, half), 1, dtype=torch.int8, device=ctx.device)
+    b = torch.full((rows, half), 2, dtype=torch.int8, device=ctx.device)
+    out = torch.cat([a, b], dim=1)
+    del a, b
+    want = torch.cat([torch.ones(half, dtype=torch.int8), torch.full((half,), 2, dtype=torch.int8)])
+    for r in (0, (1 << 31) // (2 * half), rows - 1):
+        got = out[r].cpu()
+        wrong = int((got != want).sum())
+        expect(wrong == 0, f"row {r} of cat's (32769, 65536) output is wrong (the output passes 2^31 elements)",
+               wrong=wrong, first=got[:4].tolist(), last=got[-4:].tolist())
+
+
+@SUITE.case("I1/pytorch-pytorch-188756", level=MAGNITUDE, ops=("aten::index_select", "aten::repeat"),
+            cite="https://github.com/pytorch/pytorch/issues/188756")
+def index_select_source_past_2_31(ctx: CaseContext) -> None:
+    """MPS index_select / F.embedding returned all-zero rows for every index whose row starts past 2^31
+    elements of the source: a uint8 (2^25 + 16, 64) source (2^31 + 1024 elements), rows on both sides
+    of 2^31 / 64, against their exact values."""
+    width = 64
+    rows = (1 << 25) + 16
+    mb = rows * width / MB
+    _needs(ctx, mb + 1, 2 * mb + 64, "index_select from 2^31 + 1024 elements")
+    src = _pattern(rows * width, ctx.device).view(rows, width)
+    picks = [0, (1 << 25) - 1, 1 << 25, (1 << 25) + 1, rows - 1]
+    (idx,) = to_device(ctx, torch.tensor(picks))
+    got = torch.index_select(src, 0, idx).cpu()
+    want = ((torch.tensor(picks).unsqueeze(1) * width + torch.arange(width)) % PERIOD).to(torch.uint8)
+    expect(torch.equal(got, want), "index_select of rows past 2^31 source elements differs",
+           rows=picks, got=got[:, :4].tolist(), expected=want[:, :4].tolist())
+
+
+# ---- I2: 2^16-class limits ----------------------------------------------------------------------
+
+@SUITE.case("I2/pytorch-pytorch-116769", level=MAGNITUDE, dtypes=F32, ops=("aten::mm", "aten::linear"),
+            cite="https://github.com/pytorch/pytorch/issues/116769")
+def matmul_32769_columns(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS matmul (and nn.Linear) of a (1025, 1) input with a (32769, 1) weight: in each row the first
+    1024 columns were right and every later one wrong. K = 1, so each element is one product: compared
+    bit for bit."""
+    _budget(ctx, 1025 * 32769 * 4 / MB + 1, "a (1025, 32769) float32 result")
+    x, w = sample((1025, 1), dtype, ctx.seed), sample((32769, 1), dtype, ctx.seed + 1)
+    want = on_cpu(lambda: x @ w.t())
+    dx, dw = to_device(ctx, x, w)
+    for name, got in (("matmul", dx @ dw.t()), ("linear", F.linear(dx, dw))):
+        got = got.cpu()
+        if not torch.equal(got, want):
+            bad = (got != want).nonzero()
+            expect(False, f"{name} of (1025, 1) and (1, 32769) differs from CPU's", wrong=int(bad.shape[0]),
+                   first_wrong=bad[:4].tolist(), columns_right_before=int(bad[:, 1].min()))
+
+
+@SUITE.case("I2/pytorch-pytorch-111634", level=MAGNITUDE, dtypes=F32, ops=("aten::bmm", "aten::matmul"),
+            cite="https://github.com/pytorch/pytorch/issues/111634")
+def batched_matmul_32769(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS `zeros(911, 9, 1) @ ones(1, 32769)` (the minimal sizes: any smaller was right) gave 50 million
+    ones where every element is 0, and another count when run again: the result (1.1 GB) counted on the
+    device, twice."""
+    numel = 911 * 9 * 32769
+    _needs(ctx, numel * 4 / MB + 1, 2 * numel * 4 / MB + 64, "a (911, 9, 32769) float32 result")
+    zeros = torch.zeros(911, 9, 1, dtype=dtype, device=ctx.device)
+    ones = torch.ones(1, 32769, dtype=dtype, device=ctx.device)
+    for run in (1, 2):
+        with ctx.helper_op("aten::count_nonzero"):
+            nonzero = int(torch.count_nonzero(zeros @ ones))
+        expect(nonzero == 0, "zeros @ ones has non-zero elements", run=run, nonzero=nonzero)
+
+
+@SUITE.case("I2/pytorch-pytorch-139823", level=MAGNITUDE, dtypes=F32, ops=("aten::constant_pad_nd",),
+            cite="https://github.com/pytorch/pytorch/issues/139823")
+def pad_past_2_16(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS F.pad returned a broken tensor for inputs of 2^16 elements or more: constant padding of a
+    65537-element vector and of a (3, 70000) tensor on both sides."""
+    run_both(ctx, lambda x: F.pad(x, (1, 2), value=-1.0), sample((65537,), dtype, ctx.seed))
+    run_both(ctx, lambda x: F.pad(x, (3, 1, 1, 0)), sample((3, 70000), dtype, ctx.seed + 1))
+
+
+# ---- I3: index values at and past the bounds ----------------------------------------------------
+
+def _both_raise(ctx: CaseContext, fn, what: str, *args: torch.Tensor) -> None:  # noqa: ANN001
+    """fn raises on CPU's tensors and on their device copies (any exception type: an asynchronous device
+    reports a RuntimeError where CPU raises IndexError, as the errors suite accepts)."""
+    expect_raises(lambda: fn(*args), f"CPU reference: {what}")
+    dargs = to_device(ctx, *args)
+    expect_raises(lambda: fn(*dargs), what)
+
+
+@SUITE.case("I3/pytorch-pytorch-189971", level=VALUES, dtypes=F32, ops=("aten::_embedding_bag",),
+            cite="https://github.com/pytorch/pytorch/issues/189971")
+def embedding_bag_index_equal_to_size(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS embedding_bag's bound check was `> num_weights`: index 5 of a 5-row table (the first rows of a
+    6-row buffer) read the row past it ([15, 16, 17]) where CPU raises; index 4 is valid."""
+    big = on_cpu(lambda: torch.arange(18.0).reshape(6, 3).to(dtype))
+    offsets = torch.tensor([0])
+    _both_raise(ctx, lambda b, i, o: F.embedding_bag(i, b[:5], o, mode="sum"), "embedding_bag at index 5 of 5 rows",
+                big, torch.tensor([5]), offsets)
+    run_both(ctx, lambda b, i, o: F.embedding_bag(i, b[:5], o, mode="sum"), big, torch.tensor([4, 0]), offsets)
+
+
+@SUITE.case("I3/pytorch-pytorch-169201", level=VALUES, dtypes=F32, ops=("aten::_embedding_bag",),
+            cite="https://github.com/pytorch/pytorch/issues/169201")
+def embedding_bag_negative_index(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS nn.EmbeddingBag silently returned zeros for index -1 where CPU raises (out of bounds)."""
+    weight = sample((10, 4), dtype, ctx.seed)
+    _both_raise(ctx, lambda w, i: F.embedding_bag(i, w, mode="sum"), "embedding_bag at index -1", weight,
+                torch.tensor([[-1]]))
+    run_both(ctx, lambda w, i: F.embedding_bag(i, w, mode="sum"), weight, torch.tensor([[9, 0, 3]]))
+
+
+@SUITE.case("I3/pytorch-pytorch-123119", level=VALUES, dtypes=F32, ops=("aten::embedding",),
+            cite="https://github.com/pytorch/pytorch/issues/123119")
+def embedding_index_equal_to_size(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS nn.Embedding(10, 3) returned zero rows for index 10 (and larger) where CPU raises IndexError
+    (pytorch/pytorch#144824 saw the same for a 0-dim index)."""
+    weight = sample((10, 3), dtype, ctx.seed)
+    _both_raise(ctx, lambda w, i: F.embedding(i, w), "embedding at index 10 of 10 rows", weight,
+                torch.tensor([[1, 2, 4, 5], [4, 3, 2, 10]]))
+    _both_raise(ctx, lambda w, i: F.embedding(i, w), "embedding at a 0-dim index 10", weight, torch.tensor(10))
+    run_both(ctx, lambda w, i: F.embedding(i, w), weight, torch.tensor([[1, 2, 4, 5], [4, 3, 2, 9]]))
+
+
+# ---- I4: indexed writes: duplicates, masks, accumulation ----------------------------------------
+
+@SUITE.case("I4/pytorch-pytorch-124206", level=VALUES, dtypes=("float32", "float16"), ops=("aten::index_put_",),
+            cite="https://github.com/pytorch/pytorch/issues/124206")
+def masked_assign_inf(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS `t[t < v] = -inf` wrote v instead of -inf: a boolean-mask write of -inf (and of a 0-dim tensor
+    value) into the elements below a threshold."""
+    def fn(t: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        t[t < 0.5] = float("-inf")
+        t[t > 2.0] = v
+        return t
+    x, v = sample((6, 7), dtype, ctx.seed), torch.tensor(3.25, dtype=dtype)
+    dargs = to_device(ctx, x, v)
+    expected = on_cpu(fn, x.clone(), v)
+    ctx.assert_close(fn(*dargs), expected)
+
+
+@SUITE.case("I4/intel-torch-xpu-ops-3530", level=VALUES, dtypes=("float32", "bfloat16"), ops=("aten::index_add",),
+            cite="https://github.com/intel/torch-xpu-ops/issues/3530")
+def index_add_alpha_duplicates(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """XPU index_add_ was inaccurate for float32 with a non-default alpha and for bfloat16 (2-D, indices
+    repeating): an (80, 40) destination, 200 source rows onto random rows, alpha 2.5, in and out of place."""
+    g = torch.Generator().manual_seed(ctx.seed)
+    dst, src = sample((80, 40), dtype, ctx.seed), sample((200, 40), dtype, ctx.seed + 1)
+    idx = torch.randint(0, 80, (200,), generator=g)
+    run_both(ctx, lambda d, i, s: torch.index_add(d, 0, i, s, alpha=2.5), dst, idx, src, category="reduction")
+    run_both(ctx, lambda d, i, s: d.clone().index_add_(0, i, s), dst, idx, src, category="reduction")
+
+
+@SUITE.case("I4/torch-spyre-torch-spyre-4411", level=VALUES, dtypes=("float32", "bfloat16"), ops=("aten::index_put_",),
+            cite="https://github.com/torch-spyre/torch-spyre/issues/4411")
+def index_put_accumulate_duplicates(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """Spyre index_put_(accumulate=True) kept one update per duplicated index instead of their sum (a KV
+    cache written at slots [5, 5, 5, 7]): the cache against CPU's."""
+    values = torch.zeros(4, 8, 16, dtype=dtype)
+    values[0] = torch.arange(1, 1 + 8 * 16).reshape(8, 16).to(dtype)
+    values[1], values[2], values[3] = 64, 128, 192
+
+    def fn(cache: torch.Tensor, slots: torch.Tensor, vals: torch.Tensor) -> torch.Tensor:
+        return cache.index_put_((slots,), vals, accumulate=True)
+    dargs = to_device(ctx, torch.zeros(32, 8, 16, dtype=dtype), torch.tensor([5, 5, 5, 7]), values)
+    expected = on_cpu(fn, torch.zeros(32, 8, 16, dtype=dtype), torch.tensor([5, 5, 5, 7]), values)
+    ctx.assert_close(fn(*dargs), expected, category="reduction")
+
+
+# ---- I5: data-dependent output shapes -----------------------------------------------------------
+
+@SUITE.case("I5/pytorch-pytorch-104879", level=VALUES, dtypes=("int64", "float32"), ops=("aten::_unique2",),
+            cite="https://github.com/pytorch/pytorch/issues/104879")
+def unique_of_3d(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS unique of tensor([[[0, 1]]]) (a (1, 1, 2) tensor) returned [0]; a flat [0, 1] was right."""
+    x = on_cpu(lambda: torch.tensor([[[0, 1]]]).to(dtype))
+    run_both(ctx, lambda t: torch.unique(t, return_inverse=True, return_counts=True), x)
+    run_both(ctx, lambda t: torch.unique(t, return_inverse=True, return_counts=True),
+             on_cpu(lambda: torch.tensor([[[3, 1], [1, 2]], [[0, 3], [2, 2]]]).to(dtype)))
+
+
+@SUITE.case("I5/intel-torch-xpu-ops-4396", level=VALUES, dtypes=("bool", "float32"), ops=("aten::nonzero",),
+            cite="https://github.com/intel/torch-xpu-ops/issues/4396")
+def nonzero_truncated(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """XPU (torch 2.13.0+xpu) nonzero of [0, 1, 0, 1, 0] dropped elements (expected [1, 3]); sglang saw
+    nonzero and unique truncated or empty."""
+    run_both(ctx, torch.nonzero, on_cpu(lambda: torch.tensor([0, 1, 0, 1, 0]).to(dtype)))
+    run_both(ctx, torch.nonzero, on_cpu(lambda: (sample((9, 13), torch.float32, ctx.seed) > 0.5).to(dtype)))
+
+
+@SUITE.case("I5/pytorch-pytorch-111173", level=VALUES, dtypes=("int64",), ops=("aten::_unique2",),
+            cite="https://github.com/pytorch/pytorch/issues/111173")
+def unique_counts_million(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS unique(return_counts=True) of 1M unsorted randint(0, 2) values failed (a command buffer error,
+    or counts too small or zero past the first ones), not every time: the values and counts, twice."""
+    g = torch.Generator().manual_seed(ctx.seed)
+    x = torch.randint(0, 2, (1_000_000,), generator=g).to(dtype)
+    for _ in range(2):
+        got = run_both(ctx, lambda t: torch.unique(t, return_counts=True), x)
+        expect(got is not None and int(got[1].cpu().sum()) == x.numel(), "unique's counts do not add up to the input's size",
+               got=None if got is None else got[1].tolist())
