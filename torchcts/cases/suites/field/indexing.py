@@ -135,13 +135,29 @@ def batched_matmul_32769(ctx: CaseContext, dtype: torch.dtype) -> None:
         expect(nonzero == 0, "zeros @ ones has non-zero elements", run=run, nonzero=nonzero)
 
 
-@SUITE.case("I2/pytorch-pytorch-139823", level=MAGNITUDE, dtypes=F32, ops=("aten::constant_pad_nd",),
-            cite="https://github.com/pytorch/pytorch/issues/139823")
-def pad_past_2_16(ctx: CaseContext, dtype: torch.dtype) -> None:
-    """MPS F.pad returned a broken tensor for inputs of 2^16 elements or more: constant padding of a
-    65537-element vector and of a (3, 70000) tensor on both sides."""
-    run_both(ctx, lambda x: F.pad(x, (1, 2), value=-1.0), sample((65537,), dtype, ctx.seed))
-    run_both(ctx, lambda x: F.pad(x, (3, 1, 1, 0)), sample((3, 70000), dtype, ctx.seed + 1))
+@SUITE.case("I2/pytorch-pytorch-194922", level=MAGNITUDE, dtypes=F32, ops=("aten::constant_pad_nd",),
+            cite="https://github.com/pytorch/pytorch/issues/194922")
+def pad_rank5_frame_2_16(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS F.pad(mode="constant") of a rank-5 tensor along its temporal axis wrote the fill value over
+    2/3 of the input once the per-channel frame H*W reached 2^16 exactly (clean at 65472): (1, 1, 4, 64,
+    1024) and (1, 1, 4, 256, 256) padded by (0, 0, 0, 0, 2, 0), and the clean (1, 1, 4, 64, 1023)."""
+    for shape in ((1, 1, 4, 64, 1024), (1, 1, 4, 256, 256), (1, 1, 4, 64, 1023)):
+        run_both(ctx, lambda x: F.pad(x, (0, 0, 0, 0, 2, 0), value=0.5), sample(shape, dtype, ctx.seed))
+
+
+@SUITE.case("I2/pytorch-pytorch-135447", level=MAGNITUDE, dtypes=F32, requires=("autograd",),
+            ops=("aten::replication_pad1d", "aten::replication_pad1d_backward"),
+            cite="https://github.com/pytorch/pytorch/issues/135447")
+def replication_pad_backward_2_16(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS ReplicationPad1d's backward returned zeros when the third dimension from the end was 2^16 or
+    more (worked around in pytorch/pytorch#152094): a (65739, 2, 4) input padded (1, 1), the input's
+    gradient for a random output gradient against CPU's."""
+    def grad(x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+        x = x.detach().requires_grad_()
+        torch.nn.ReplicationPad1d((1, 1))(x).backward(g)
+        return x.grad
+    run_both(ctx, grad, sample((65739, 2, 4), dtype, ctx.seed), sample((65739, 2, 6), dtype, ctx.seed + 1),
+             category="backward")
 
 
 # ---- I3: index values at and past the bounds ----------------------------------------------------

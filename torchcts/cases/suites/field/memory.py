@@ -233,6 +233,26 @@ def interleaved_ops_same_shape(ctx: CaseContext, dtype: torch.dtype) -> None:
             ctx.assert_close(op(da.double(), db.double()), op(a.double(), b.double()))
 
 
+@SUITE.case("M5/tenstorrent-tt-metal-53963", level=ERRORS, dtypes=F32,
+            ops=("aten::exp.out", "aten::sqrt.out", "aten::sigmoid.out", "aten::tanh.out", "aten::reciprocal.out",
+                 "aten::rsqrt.out"),
+            cite="https://github.com/tenstorrent/tt-metal/issues/53963")
+def unary_out_dtype_cache(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """tt-metal's unary program cache key omitted the preallocated output's dtype: neg of float32 1.5
+    into a float32 out, then into a bfloat16 out, was served the first packer (512 of 1024 zeros; the
+    other order gave -1.50585). Six of the report's twelve ops (those whose out may have another dtype
+    in PyTorch: neg's and abs's must match), float32 into float32 and bfloat16 outs in both orders."""
+    x = on_cpu(lambda: sample((32, 32), dtype, ctx.seed).abs() + 1.5)
+    (dx,) = to_device(ctx, x)
+    for name in ("exp", "sqrt", "sigmoid", "tanh", "reciprocal", "rsqrt"):
+        op = getattr(torch, name)
+        for outs in ((torch.float32, torch.bfloat16), (torch.bfloat16, torch.float32)):
+            for out_dtype in outs:
+                ctx.describe(op=name, order=[str(d) for d in outs], out_dtype=str(out_dtype))
+                got = op(dx, out=torch.empty(32, 32, dtype=out_dtype, device=ctx.device))
+                ctx.assert_close(got, on_cpu(lambda o=op, d=out_dtype: o(x, out=torch.empty(32, 32, dtype=d))))
+
+
 # ---- M6: run-to-run nondeterminism --------------------------------------------------------------
 
 @SUITE.case("M6/pytorch-pytorch-183825", level=4, dtypes=F32, requires=("autograd", "deterministic"),
