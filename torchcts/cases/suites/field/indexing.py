@@ -281,3 +281,37 @@ def unique_counts_million(ctx: CaseContext, dtype: torch.dtype) -> None:
         got = run_both(ctx, lambda t: torch.unique(t, return_counts=True), x)
         expect(got is not None and int(got[1].cpu().sum()) == x.numel(), "unique's counts do not add up to the input's size",
                got=None if got is None else got[1].tolist())
+
+
+@SUITE.case("I5/pytorch-pytorch-125100", level=VALUES, dtypes=("int64", "float32"),
+            ops=("aten::index.Tensor", "aten::masked_select"),
+            cite="https://github.com/pytorch/pytorch/issues/125100")
+def boolean_index_2d(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS `x[mask]` of a (2, 7) tensor with a (2, 7) mask (both on the device) gave [-100, 0, 2, 0, 1, 0,
+    2, 0] for [1, 0, 2, 0, 1, 0, 2, 0]; a 1-D x or a CPU mask was right. masked_select as well."""
+    x = on_cpu(lambda: torch.tensor([[1, 0, 2, 0, -100, -100, -100], [1, 0, 2, 0, -100, -100, -100]]).to(dtype))
+    mask = torch.tensor([[True, True, True, True, False, False, False]] * 2)
+    run_both(ctx, lambda t, m: (t[m], torch.masked_select(t, m)), x, mask)
+    run_both(ctx, lambda t, m: t[m], on_cpu(lambda: sample((5, 9), dtype, ctx.seed)),
+             on_cpu(lambda: sample((5, 9), torch.float32, ctx.seed + 1) > 0))
+
+
+@SUITE.case("I5/pytorch-pytorch-181867", level=VALUES, dtypes=F32, ops=("aten::index.Tensor",),
+            cite="https://github.com/pytorch/pytorch/issues/181867")
+def boolean_index_size_repeated(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS `x[mask]` of an 11,842,339-element x with 6,054,691 randomly placed True returned a different
+    number of elements on some of repeated calls (x[mask].numel() must be mask.sum()): the report's sizes,
+    where the budget allows 48 MB, indexed three times, each result against CPU's."""
+    n = 11_842_339
+    _budget(ctx, n * 4 / MB + 1, "an 11.8M-element float32 tensor")
+    g = torch.Generator().manual_seed(ctx.seed)
+    mask = torch.rand(n, generator=g) < 6_054_691 / n  # about the report's count of True, spread at random
+    m = int(mask.sum())
+    x = torch.rand(n, generator=g).to(dtype)
+    want = on_cpu(lambda: x[mask])
+    dx, dmask = to_device(ctx, x, mask)
+    for step in range(3):
+        got = dx[dmask]
+        expect(got.numel() == m, "x[mask] has another number of elements than mask.sum()", step=step,
+               got=got.numel(), expected=m)
+        expect(torch.equal(got.cpu(), want), "x[mask] differs from CPU's", step=step)

@@ -143,10 +143,10 @@ def addmv_out_strided(ctx: CaseContext, dtype: torch.dtype) -> None:
 @SUITE.case("L3/pytorch-pytorch-86052", level=VALUES, dtypes=F32, ops=("aten::_to_copy", "aten::copy_"),
             cite="https://github.com/pytorch/pytorch/issues/86052")
 def transfer_offset_row(ctx: CaseContext, dtype: torch.dtype) -> None:
-    """`x[1].detach().to("mps")` gave x[0]: a CPU view with a storage offset copied to the device; then
-    a slice from row 1 on, and the way back."""
+    """`torch.arange(2)[1].detach().to("mps")` gave tensor(0): a CPU view with a storage offset (the
+    report's 0-dim one, a row, the rows from 1 on, a column) copied to the device, and the way back."""
     x = sample((3, 4), dtype, ctx.seed)
-    for view in (lambda t: t[1].detach(), lambda t: t[1:], lambda t: t[:, 1]):
+    for view in (lambda t: t.reshape(-1)[1].detach(), lambda t: t[1].detach(), lambda t: t[1:], lambda t: t[:, 1]):
         src = view(x)
         got = src.to(ctx.device, copy=True)
         expect(torch.equal(got.cpu(), src), "a CPU view with a storage offset copied to the device differs",
@@ -192,6 +192,38 @@ def three_sliced_dims(ctx: CaseContext, dtype: torch.dtype) -> None:
     base = sample((4, 5, 6), dtype, ctx.seed)
     for view in (lambda t: t[1:3, 1:4, 2:5], lambda t: t[3:, 2:, 1:4]):
         run_both(ctx, lambda b, v=view: (v(b).clone(), v(b) * 2), base)
+
+
+@SUITE.case("L3/pytorch-pytorch-183631", level=VALUES, dtypes=("bool", "uint8"), ops=("aten::fill_.Scalar",),
+            cite="https://github.com/pytorch/pytorch/issues/183631")
+def fill_offset_view_bool(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS `x[1:].fill_(True)` on a 16-element bool x (a view at storage offset 1) wrote position 0 and
+    skipped position 12 (a regression in 2.12; 1-D bool only): the whole base after fill_."""
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        x[1:].fill_(True)
+        x[3:9:2].fill_(False)
+        return x
+    run_both(ctx, fn, torch.zeros(16, dtype=dtype))
+
+
+@SUITE.case("L3/pytorch-pytorch-182822", level=VALUES, dtypes=("bool",),
+            ops=("aten::bitwise_and.Tensor", "aten::bitwise_or.Tensor", "aten::bitwise_xor.Tensor"),
+            cite="https://github.com/pytorch/pytorch/issues/182822")
+def bitwise_zero_dim_offset_operand(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS bitwise_and/or/xor on bool read byte 0 of a 0-dim operand's storage instead of its offset
+    (`base[1]` of [True, False]): [True, False, True] & base[1] gave [True, False, True]."""
+    base, a = torch.tensor([True, False]), torch.tensor([True, False, True])
+    for op in (torch.bitwise_and, torch.bitwise_or, torch.bitwise_xor):
+        run_both(ctx, lambda x, b, f=op: (f(x, b[1]), f(b[1], x), f(x, b[0])), a, base)
+
+
+@SUITE.case("L3/pytorch-pytorch-84364", level=VALUES, dtypes=F32, ops=("aten::div.Tensor", "aten::unsqueeze"),
+            cite="https://github.com/pytorch/pytorch/issues/84364")
+def divide_by_offset_new_axis(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS `tensor(1.) / tensor([2., 2.])[1][None]` gave inf (index 0 was right; .detach() hid it), so
+    k-diffusion's samplers made black images: a 0-dim dividend over an offset element given a new axis."""
+    run_both(ctx, lambda one, t: (one / t[1][None], one / t[0][None], t[1][None] * 3), torch.tensor(1.0, dtype=dtype),
+             on_cpu(lambda: torch.tensor([2.0, 4.0], dtype=dtype)))
 
 
 # ---- L4: channels_last inputs -------------------------------------------------------------------

@@ -53,6 +53,17 @@ def transpose_rank5(ctx: CaseContext, dtype: torch.dtype) -> None:
     run_both(ctx, lambda t, u: (t.transpose(1, 3).contiguous(), t.transpose(1, 3) + u), x, y)
 
 
+@SUITE.case("L8/pytorch-pytorch-121685", level=LEVEL, dtypes=("bool", "uint8"), ops=("aten::copy_", "aten::clone"),
+            cite="https://github.com/pytorch/pytorch/pull/121685")
+def copy_bool_rank6(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS copies of bool tensors with more than 5 dims were wrong (pytorch/pytorch#121439): a rank-6 bool
+    tensor to the device and back, and a permuted rank-6 view materialized on the device."""
+    x = on_cpu(lambda: (sample((2, 3, 2, 2, 3, 2), torch.float32, ctx.seed) > 0).to(dtype))
+    got = x.to(ctx.device, copy=True).cpu()
+    expect(torch.equal(got, x), "a rank-6 tensor copied to the device and back differs", wrong=int((got != x).sum()))
+    run_both(ctx, lambda t: t.permute(5, 1, 0, 3, 2, 4).contiguous(), x)
+
+
 # ---- L9: 0-dim tensors --------------------------------------------------------------------------
 
 @SUITE.case("L9/pytorch-pytorch-174381", level=LEVEL, dtypes=F32, ops=("aten::masked_scatter",),
