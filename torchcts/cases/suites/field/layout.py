@@ -303,6 +303,19 @@ def mm_expanded_operand(ctx: CaseContext, dtype: torch.dtype) -> None:
     run_both(ctx, grad, sample((40, 6), dtype, ctx.seed + 3), w, category="backward")
 
 
+@SUITE.case("L6/flagos-ai-FlagGems-6404", level=VALUES, dtypes=("float32", "bfloat16"),
+            ops=("aten::clamp.Tensor", "aten::lt.Tensor", "aten::add.Tensor", "aten::sub.Tensor", "aten::mul.Tensor"),
+            cite="https://github.com/flagos-ai/FlagGems/pull/6404")
+def pointwise_stride_zero_operands(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """FlagGems on Ascend 910C passed the stride-0 dims of broadcast operands into its pointwise kernels,
+    and the compiler rejected them ('strides must not be zero'; clamp, lt, add, sub and mul hit it in
+    sglang): each op with an expanded (stride-0) operand in 3-, 4- and 5-D, against CPU's."""
+    for shape, small in (((4, 5, 6), (4, 1, 6)), ((2, 3, 4, 5), (1, 3, 1, 5)), ((2, 2, 3, 2, 4), (2, 1, 3, 1, 4))):
+        x, y = sample(shape, dtype, ctx.seed), sample(small, dtype, ctx.seed + 1)
+        run_both(ctx, lambda a, b, s=shape: (torch.clamp(a, min=b.expand(s)), torch.lt(a, b.expand(s)),
+                                             a + b.expand(s), b.expand(s) - a, b.expand(s) * a), x, y)
+
+
 # ---- L7: views, copies and writes through them --------------------------------------------------
 
 @SUITE.case("L7/pytorch-pytorch-189961", level=VALUES, dtypes=F32, ops=("aten::copy_",),
