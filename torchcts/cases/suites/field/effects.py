@@ -34,9 +34,8 @@ def batch_norm_strided_running_stats(ctx: CaseContext, dtype: torch.dtype) -> No
     def fn(x: torch.Tensor, mean_store: torch.Tensor, var_store: torch.Tensor) -> tuple[torch.Tensor, ...]:
         out = F.batch_norm(x, mean_store[::2], var_store[::2], training=True, momentum=0.3)
         return out, mean_store, var_store
-    x = sample((4, 3, 5), dtype, ctx.seed)
-    run_both(ctx, fn, x, torch.full((6,), 0.5, dtype=torch.float32 if dtype == torch.float16 else dtype),
-              torch.full((6,), 2.0, dtype=torch.float32 if dtype == torch.float16 else dtype), category="normalization")
+    run_both(ctx, fn, sample((4, 3, 5), dtype, ctx.seed), torch.full((6,), 0.5, dtype=dtype),
+             torch.full((6,), 2.0, dtype=dtype), category="normalization")
 
 
 @SUITE.case("E1/kulinseth-pytorch-239", level=LEVEL, dtypes=F32, requires=("training",),
