@@ -105,16 +105,22 @@ def histc_out_dtype_rejected(ctx: CaseContext, dtype: torch.dtype) -> None:
     run_both(ctx, lambda a, o: torch.histc(a, bins=6, min=-8, max=8, out=o), x, torch.empty(6, dtype=dtype))
 
 
-@SUITE.case("E3/pytorch-pytorch-166272", level=LEVEL, dtypes=("complex64",), ops=("aten::fft_fft.out",),
-            cite="https://github.com/pytorch/pytorch/issues/166272")
+@SUITE.case("E3/pytorch-pytorch-166272", level=LEVEL, dtypes=("complex64",), ops=("aten::_fft_c2r.out", "aten::_fft_c2c.out"),
+            cite="https://github.com/pytorch/pytorch/pull/166272")
 def fft_out_unexpected(ctx: CaseContext, dtype: torch.dtype) -> None:
-    """MPS FFT crashed for an out of an unexpected size or dtype instead of resizing it or raising: a
-    too-small complex out is resized and written, a real out raises as on CPU."""
-    x = sample((8,), torch.float32, ctx.seed)
-    run_both(ctx, lambda a, o: (torch.fft.fft(a, out=o), o), x, torch.empty(3, dtype=dtype), category="fft")
-    cpu_exc = expect_raises(lambda: torch.fft.fft(x, out=torch.empty(8)), "CPU reference: fft into a real out")
+    """MPS FFT crashed ('Invalid KernelDAG, equalShape for destination failed') for an out of an
+    unexpected size (test_out_warning_fft_hfft) and for an out of an unexpected dtype, where it must
+    resize the out or raise: hfft and fft into too-small outs are resized and written, hfft into a
+    complex or an integer out raises as on CPU."""
+    x = sample((5,), dtype, ctx.seed)
+    run_both(ctx, lambda a, o: (torch.fft.hfft(a, out=o), o), x, torch.empty(3), category="fft")
+    run_both(ctx, lambda a, o: (torch.fft.fft(a, out=o), o), x, torch.empty(2, dtype=dtype), category="fft")
     (dx,) = to_device(ctx, x)
-    expect_raises(lambda: torch.fft.fft(dx, out=torch.empty(8, device=ctx.device)), "fft into a real out", type(cpu_exc))
+    for bad in (dtype, torch.int64):
+        cpu_exc = expect_raises(lambda b=bad: torch.fft.hfft(x, out=torch.empty(8, dtype=b)),
+                                f"CPU reference: hfft into a {bad} out")
+        expect_raises(lambda b=bad: torch.fft.hfft(dx, out=torch.empty(8, dtype=b, device=ctx.device)),
+                      f"hfft into a {bad} out", type(cpu_exc))
 
 
 @SUITE.case("E3/pytorch-pytorch-150024", level=LEVEL, dtypes=F32, ops=("aten::add.out", "aten::mul.out"),

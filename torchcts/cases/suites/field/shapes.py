@@ -64,6 +64,17 @@ def copy_bool_rank6(ctx: CaseContext, dtype: torch.dtype) -> None:
     run_both(ctx, lambda t: t.permute(5, 1, 0, 3, 2, 4).contiguous(), x)
 
 
+@SUITE.case("L8/pytorch-pytorch-186885", level=LEVEL, dtypes=("complex64",), ops=("aten::_fft_c2c",),
+            cite="https://github.com/pytorch/pytorch/issues/186885")
+def fftn_rank6_partial_dims(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """MPS fftn of a rank-6 complex64 input over a subset of its dims ((2, 1, 1, 1, 2, 2), dim=(1, 2),
+    norm='forward') killed the process (MPSGraph verification assert): that input, and a
+    (2, 3, 2, 2, 3, 2) one over dims (1, 4), against CPU's."""
+    run_both(ctx, lambda x: torch.fft.fftn(x, dim=(1, 2), norm="forward"), sample((2, 1, 1, 1, 2, 2), dtype, ctx.seed),
+             category="fft")
+    run_both(ctx, lambda x: torch.fft.fftn(x, dim=(1, 4)), sample((2, 3, 2, 2, 3, 2), dtype, ctx.seed + 1), category="fft")
+
+
 # ---- L9: 0-dim tensors --------------------------------------------------------------------------
 
 @SUITE.case("L9/pytorch-pytorch-174381", level=LEVEL, dtypes=F32, ops=("aten::masked_scatter",),
