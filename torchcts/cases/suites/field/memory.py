@@ -253,6 +253,20 @@ def unary_out_dtype_cache(ctx: CaseContext, dtype: torch.dtype) -> None:
                 ctx.assert_close(got, on_cpu(lambda o=op, d=out_dtype: o(x, out=torch.empty(32, 32, dtype=d))))
 
 
+@SUITE.case("M5/tenstorrent-tt-metal-17975", level=ERRORS, dtypes=("bfloat16", "float32"), ops=("aten::add.Tensor",),
+            cite="https://github.com/tenstorrent/tt-metal/issues/17975")
+def broadcast_add_cached(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """tt-metal: with the program cache on, `x + y` of zeros (64, 1, 256, 384) and a broadcast
+    (1, 1, 256, 384) y gave wrong slices from the second iteration on (cache off was right): the same
+    add, fresh tensors each time, twice (the cache serves the second); each of the 64 slices must be y."""
+    y = sample((1, 1, 256, 384), dtype, ctx.seed)
+    for step in range(2):
+        dx, dy = to_device(ctx, torch.zeros(64, 1, 256, 384, dtype=dtype), y)
+        z = (dx + dy).cpu()
+        wrong = [i for i in range(64) if not torch.equal(z[i:i + 1], y)]
+        expect(not wrong, "slices of zeros + a broadcast y differ from y", step=step, wrong_slices=wrong[:8])
+
+
 # ---- M6: run-to-run nondeterminism --------------------------------------------------------------
 
 @SUITE.case("M6/pytorch-pytorch-183825", level=4, dtypes=F32, requires=("autograd", "deterministic"),
