@@ -257,8 +257,8 @@ def unary_out_dtype_cache(ctx: CaseContext, dtype: torch.dtype) -> None:
             cite="https://github.com/tenstorrent/tt-metal/issues/17975")
 def broadcast_add_cached(ctx: CaseContext, dtype: torch.dtype) -> None:
     """tt-metal: with the program cache on, `x + y` of zeros (64, 1, 256, 384) and a broadcast
-    (1, 1, 256, 384) y gave wrong slices from the second iteration on (cache off was right): the same
-    add, fresh tensors each time, twice (the cache serves the second); each of the 64 slices must be y."""
+    (1, 1, 256, 384) y, repeated in a loop, gave slices other than y (cache off was right): the same add
+    on fresh tensors twice (the second served from a cache); each of the 64 slices must be y exactly."""
     y = sample((1, 1, 256, 384), dtype, ctx.seed)
     for step in range(2):
         dx, dy = to_device(ctx, torch.zeros(64, 1, 256, 384, dtype=dtype), y)
