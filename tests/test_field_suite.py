@@ -63,6 +63,8 @@ def test_cite_round_trips_case_record_and_jsonl():
     case = Case(id="field/V5/pytorch-pytorch-1/float32", suite="field", level=2, runner="m:f",
                 cite="https://github.com/pytorch/pytorch/issues/1")
     assert Case.from_json(case.to_json()) == case
+    uncited = Case(id="operators/x", suite="operators", level=1, runner="m:f")
+    assert "cite" not in uncited.to_json() and Case.from_json(uncited.to_json()) == uncited
     rec = CaseRecord.from_case(case, status=Status.FAILED, message="differs")
     assert rec.cite == case.cite
     back = CaseRecord.from_text(rec.to_text())
