@@ -154,6 +154,29 @@ def index_select_table_row_spyre_3851(ctx: CaseContext, dtype: torch.dtype) -> N
                   f"index_select(src, 0, table[{row}])")
 
 
+@SUITE.case("V3/ROCm-composable_kernel-512", level=2, dtypes=("float16",), ops=("aten::mm",),
+            requires=("inference",), cite=GH + "ROCm/composable_kernel/issues/512")
+def half_gemm_small_k_composable_kernel_512(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """composable_kernel float16 GEMM was wrong (max error 1.4) for TT m=128 n=1024 k=3, TT m=1024 n=128
+    k=1 and NT m=128 n=1024 k=133: a K that is not a multiple of the kernel's K tile, with transposed
+    operands."""
+    shapes = {"TT 128x1024x3": (128, 1024, 3, True, True), "TT 1024x128x1": (1024, 128, 1, True, True),
+              "NT 128x1024x133": (128, 1024, 133, False, True)}
+
+    def operands(m: int, n: int, k: int, ta: bool, tb: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        g = torch.Generator().manual_seed(ctx.seed)
+        a = torch.randn((k, m) if ta else (m, k), generator=g).to(dtype)
+        b = torch.randn((n, k) if tb else (k, n), generator=g).to(dtype)
+        return (a.t() if ta else a), (b.t() if tb else b)  # transposed views, as the layouts say
+
+    for name, shape in shapes.items():
+        a, b = on_cpu(lambda s=shape: operands(*s))
+        da, db = (t.t().to(ctx.device, copy=True).t() if t.stride(0) == 1 else t.to(ctx.device, copy=True)
+                  for t in (a, b))
+        ctx.describe(layout=name)
+        ctx.assert_close(da @ db, on_cpu(lambda a=a, b=b: a @ b), category="matmul")
+
+
 # --- V4: algorithm switch at a size threshold ---------------------------------------------------------
 
 
@@ -264,3 +287,16 @@ def depthwise_conv2d_directml_234(ctx: CaseContext, dtype: torch.dtype) -> None:
                  groups=4)
     ctx.assert_close((conv(dx, dw, db, groups=4), conv(dx2, dw2, groups=4, padding=1)),
                      on_cpu(lambda: (conv(x, w, b, groups=4), conv(x2, w2, groups=4, padding=1))), category="conv")
+
+
+@SUITE.case("V4/pytorch-pytorch-40022", level=2, dtypes=("float32",), ops=("aten::argmin", "aten::argmax"),
+            requires=("inference",), cite=GH + "pytorch/pytorch/issues/40022")
+def argmin_size1_dim_long_pytorch_40022(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """CUDA argmin/argmax along dim 1 of an (N, 1) tensor returned nonzero indices once N > 32767 (the
+    reduced dim has one element: every index must be 0): N = 32767, 32768 and 40000."""
+    for n in (32767, 32768, 40000):
+        a = on_cpu(lambda n=n: torch.randn((n, 1), generator=torch.Generator().manual_seed(ctx.seed), dtype=dtype))
+        da = to_device(ctx, a)[0]
+        ctx.describe(shape=[n, 1], dim=1)
+        expect_identical(torch.argmin(da, dim=1), torch.zeros(n, dtype=torch.int64), f"argmin(({n}, 1), dim=1)")
+        expect_identical(torch.argmax(da, dim=1), torch.zeros(n, dtype=torch.int64), f"argmax(({n}, 1), dim=1)")

@@ -88,6 +88,28 @@ def max_pool3d_nan_pytorch_39846(ctx: CaseContext, dtype: torch.dtype) -> None:
     ctx.assert_close((pool(dx), pool(dm)), on_cpu(lambda: (pool(x), pool(mixed))))
 
 
+@SUITE.case("V5/pytorch-pytorch-39044", level=2, dtypes=("float32",), ops=("aten::fractional_max_pool2d",),
+            requires=NAN_REQ, cite=GH + "pytorch/pytorch/issues/39044")
+def fractional_max_pool_nan_pytorch_39044(ctx: CaseContext, dtype: torch.dtype) -> None:
+    """CUDA FractionalMaxPool2d(3, output_size=(4, 4)) of randn(2, 2, 30, 30) with inp[0, 0, 0, 0] = NaN
+    returned no NaN, and of a tensor filled with -inf returned finfo.min. The pooling regions are given
+    (`_random_samples`), so device and CPU pool the same windows."""
+    def inputs() -> tuple[torch.Tensor, ...]:
+        g = torch.Generator().manual_seed(ctx.seed)
+        x = torch.randn((2, 2, 30, 30), generator=g, dtype=dtype)
+        x[0, 0, 0, 0] = float("nan")
+        return x, torch.full((2, 2, 30, 30), float("-inf"), dtype=dtype), torch.rand((2, 2, 2), generator=g, dtype=dtype)
+
+    x, ninf, samples = on_cpu(inputs)
+    pool = torch.nn.functional.fractional_max_pool2d
+    dx, dninf, dsamples = to_device(ctx, x, ninf, samples)
+    ctx.describe(shape=[2, 2, 30, 30], kernel=3, output_size=[4, 4], nan_at=[0, 0, 0, 0])
+    for name, dev, cpu in (("nan at [0, 0, 0, 0]", dx, x), ("all -inf", dninf, ninf)):
+        got = pool(dev, 3, output_size=(4, 4), _random_samples=dsamples)
+        expect_identical(got, on_cpu(lambda c=cpu: pool(c, 3, output_size=(4, 4), _random_samples=samples)),
+                         f"fractional_max_pool2d, {name}")
+
+
 # --- V6: special-function edges ------------------------------------------------------------------
 
 
