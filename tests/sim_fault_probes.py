@@ -310,6 +310,21 @@ def p_non_blocking_drops_offset() -> bool:
     return not torch.equal(base[4:7].to(S, non_blocking=True).cpu(), base[4:7])
 
 
+def p_mm_long_k_overread() -> bool:
+    a, b = torch.ones(16, 32768 + 48), torch.ones(32768 + 48, 16)
+    return not torch.equal((a.to(S) @ b.to(S)).cpu(), a @ b)
+
+
+def p_pow_float16_ulp() -> bool:
+    x, y = torch.tensor([0.6094], dtype=torch.float16), torch.tensor([0.5024], dtype=torch.float16)
+    return not torch.equal((x.to(S) ** y.to(S)).cpu(), x**y)
+
+
+def p_index_select_int32_first_32() -> bool:
+    table, index = torch.arange(100.0), torch.arange(40, dtype=torch.int32)
+    return not torch.equal(torch.index_select(table.to(S), 0, index.to(S)).cpu(), table[:40])
+
+
 PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }

@@ -174,6 +174,15 @@ GROUPS: dict[str, dict[str, object]] = {
                      "magnitude/index/gather/float32", "transfers/to_device/offset/copy/int64",
                      "transfers/to_host/offset/int64"),
     },
+    # issue 50: faults shaped as real reports, caught by the field case replaying each report; the
+    # controls are field cases of the same ops' other reports (tests/test_field_suite.py: OpInfo misses them).
+    "field": {
+        "caught": {"mm_long_k_overread": "field/V4/pytorch-pytorch-193487/float32",
+                   "pow_float16_ulp": "field/V2/microsoft-DirectML-370/float16",
+                   "index_select_int32_first_32": "field/V3/torch-spyre-torch-spyre-3851/float16"},
+        "controls": ("field/V1/microsoft-DirectML-398/float64", "field/V3/ROCm-rocBLAS-340/float16",
+                     "field/V4/pytorch-pytorch-189495/float32"),
+    },
     # issue 20: a fault in an op only the generated suite names (cases/schema/); the control is
     # another generated case.
     "generated": {
