@@ -215,22 +215,6 @@ def index_add_alpha_duplicates(ctx: CaseContext, dtype: torch.dtype) -> None:
     run_both(ctx, lambda d, i, s: d.clone().index_add_(0, i, s), dst, idx, src, category="reduction")
 
 
-@SUITE.case("I4/torch-spyre-torch-spyre-4411", level=VALUES, dtypes=("float32", "bfloat16"), ops=("aten::index_put_",),
-            cite="https://github.com/torch-spyre/torch-spyre/issues/4411")
-def index_put_accumulate_duplicates(ctx: CaseContext, dtype: torch.dtype) -> None:
-    """Spyre index_put_(accumulate=True) kept one update per duplicated index instead of their sum (a KV
-    cache written at slots [5, 5, 5, 7]): the cache against CPU's."""
-    values = torch.zeros(4, 8, 16, dtype=dtype)
-    values[0] = torch.arange(1, 1 + 8 * 16).reshape(8, 16).to(dtype)
-    values[1], values[2], values[3] = 64, 128, 192
-
-    def fn(cache: torch.Tensor, slots: torch.Tensor, vals: torch.Tensor) -> torch.Tensor:
-        return cache.index_put_((slots,), vals, accumulate=True)
-    dargs = to_device(ctx, torch.zeros(32, 8, 16, dtype=dtype), torch.tensor([5, 5, 5, 7]), values)
-    expected = on_cpu(fn, torch.zeros(32, 8, 16, dtype=dtype), torch.tensor([5, 5, 5, 7]), values)
-    ctx.assert_close(fn(*dargs), expected, category="reduction")
-
-
 # ---- I5: data-dependent output shapes -----------------------------------------------------------
 
 @SUITE.case("I5/pytorch-pytorch-104879", level=VALUES, dtypes=("int64", "float32"), ops=("aten::_unique2",),

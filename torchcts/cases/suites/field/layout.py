@@ -288,21 +288,6 @@ def maxpool_channels_last_result(ctx: CaseContext, dtype: torch.dtype) -> None:
 
 # ---- L6: stride-0 (expanded) operands -----------------------------------------------------------
 
-@SUITE.case("L6/pytorch-pytorch-180201", level=VALUES, dtypes=F32, requires=("autograd",),
-            ops=("aten::mm", "aten::sum"), cite="https://github.com/pytorch/pytorch/issues/180201")
-def mm_expanded_operand(ctx: CaseContext, dtype: torch.dtype) -> None:
-    """MPS mm with a stride-0 (expanded) operand computed only every 16th row (the rest zero): sum's
-    backward hands mm an expanded gradient, so autograd.grad(y.sum(), x) had zero rows."""
-    run_both(ctx, lambda g, w: torch.mm(g.expand(40, 8), w), sample((1, 8), dtype, ctx.seed),
-             sample((8, 6), dtype, ctx.seed + 1), category="matmul")
-    w = sample((6, 8), dtype, ctx.seed + 2)
-
-    def grad(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        x = x.detach().requires_grad_()
-        return torch.autograd.grad((x @ weight).sum(), x)[0]
-    run_both(ctx, grad, sample((40, 6), dtype, ctx.seed + 3), w, category="backward")
-
-
 @SUITE.case("L6/flagos-ai-FlagGems-6404", level=VALUES, dtypes=("float32", "bfloat16"),
             ops=("aten::clamp.Tensor", "aten::lt.Tensor", "aten::add.Tensor", "aten::sub.Tensor", "aten::mul.Tensor"),
             cite="https://github.com/flagos-ai/FlagGems/pull/6404")
