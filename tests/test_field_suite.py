@@ -63,6 +63,8 @@ def test_cite_round_trips_case_record_and_jsonl():
     case = Case(id="field/V5/pytorch-pytorch-1/float32", suite="field", level=2, runner="m:f",
                 cite="https://github.com/pytorch/pytorch/issues/1")
     assert Case.from_json(case.to_json()) == case
+    uncited = Case(id="operators/x", suite="operators", level=1, runner="m:f")
+    assert "cite" not in uncited.to_json() and Case.from_json(uncited.to_json()) == uncited
     rec = CaseRecord.from_case(case, status=Status.FAILED, message="differs")
     assert rec.cite == case.cite
     back = CaseRecord.from_text(rec.to_text())
@@ -193,3 +195,22 @@ def test_the_clean_sim_passes_what_the_faults_fail(tmp_path: Path):
     recs = records(latest_run(tmp_path))
     assert {rec["id"]: rec["status"] for rec in recs} == dict.fromkeys(FIELD_FAULTS.values(), "passed")
     assert all(json.dumps(rec).count("github.com") == 1 for rec in recs)  # the cite, once
+
+
+def test_expect_identical_is_bit_for_bit():
+    """The field cases' exact comparison: NaN equals NaN, a one-ulp difference fails where any float
+    tolerance would pass, -0.0 against 0.0 fails only when the sign is defined, dtype and shape must match."""
+    import torch
+
+    from torchcts.cases.api import expect_identical
+    from torchcts.oracle.compare import OracleMismatch
+
+    x = torch.tensor([1.0, float("nan"), -0.0], dtype=torch.float16)
+    expect_identical(x.clone(), x, "same")
+    expect_identical(torch.tensor([1.0, float("nan"), 0.0], dtype=torch.float16), x, "zeros' sign not asked")
+    with pytest.raises(OracleMismatch, match="1 of 3 elements differ, first at \\[2\\]"):
+        expect_identical(torch.tensor([1.0, float("nan"), 0.0], dtype=torch.float16), x, "signed", signed_zero=True)
+    with pytest.raises(OracleMismatch, match="first at \\[0\\]: got 1.0009765625, expected 1.0"):
+        expect_identical(torch.nextafter(x, torch.full_like(x, 2.0)), x, "one ulp")
+    with pytest.raises(OracleMismatch, match="got torch.float32\\[3\\], expected torch.float16\\[3\\]"):
+        expect_identical(x.float(), x, "dtype")

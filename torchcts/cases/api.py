@@ -42,6 +42,7 @@ from torchcts.cases.helpers import (
     contiguous_strides,
     cpu_reference,
     expect,
+    expect_identical,
     expect_raises,
     not_on_host,
     on_cpu,
@@ -87,7 +88,8 @@ __all__ = [
     "ALL_DTYPES", "BOOL", "COMPLEX", "FLOATING", "INTEGRAL", "Case", "CaseContext", "CaseSet", "NotApplicable",
     "NotClaimed", "OracleMismatch", "dtype_of",
     # cases/helpers.py: inputs, property checks, CPU-vs-device runs, compile, allocation budget
-    "MB", "budget_mb", "compiled", "contiguous_strides", "cpu_reference", "expect", "expect_raises", "not_on_host",
+    "MB", "budget_mb", "compiled", "contiguous_strides", "cpu_reference", "expect", "expect_identical", "expect_raises",
+    "not_on_host",
     "on_cpu", "run_both", "same_storage", "sample", "sample_for_cast", "synced", "synchronize", "to_device",
     # cases/: networks, aten overloads by schema, OpInfo samples, random-op checks, rank processes, the observer
     "ALPHA", "MODELS", "OPTIMIZERS", "STAT_ORACLE", "EmbeddingLSTM", "RankEnv", "TrainPlan", "TransformerBlock",

@@ -18,8 +18,8 @@ from torchcts.errors import first_line
 from torchcts.oracle.compare import Mismatch, OracleMismatch
 
 __all__ = [
-    "MB", "budget_mb", "compiled", "contiguous_strides", "cpu_reference", "dtype_of", "expect", "expect_raises",
-    "not_on_host", "on_cpu", "run_both", "same_storage", "sample", "sample_for_cast", "synced", "synchronize",
+    "MB", "budget_mb", "compiled", "contiguous_strides", "cpu_reference", "dtype_of", "expect", "expect_identical",
+    "expect_raises", "not_on_host", "on_cpu", "run_both", "same_storage", "sample", "sample_for_cast", "synced", "synchronize",
     "to_device",
 ]
 
@@ -65,6 +65,26 @@ def expect(cond: bool, what: str, /, **extra: object) -> None:
     """A property check: fail with a structured mismatch when cond is false."""
     if not cond:
         raise OracleMismatch(Mismatch(what, extra=dict(extra)))
+
+
+@unobserved()  # the comparison is TorchCTS's work, not the device's
+def expect_identical(actual: torch.Tensor, expected: torch.Tensor, what: str, signed_zero: bool = False) -> None:
+    """Bit for bit (NaN equal to NaN; -0.0 unequal to 0.0 where `signed_zero`), shape and dtype too: for a
+    result with exactly one right answer (a rounding, a cast, integers, an exact sum), where a float
+    tolerance would hide a one-ulp error. The mismatch names the first differing element."""
+    actual = actual.cpu()
+    expect(actual.shape == expected.shape and actual.dtype == expected.dtype,
+           f"{what}: got {actual.dtype}{list(actual.shape)}, expected {expected.dtype}{list(expected.shape)}")
+    floating = expected.is_floating_point() or expected.is_complex()
+    same = (actual == expected) | (actual.isnan() & expected.isnan()) if floating else actual == expected
+    if signed_zero and expected.is_floating_point():
+        same &= actual.signbit() == expected.signbit()
+    if not bool(same.all()):
+        first = tuple((~same).nonzero()[0].tolist())
+        expect(False, f"{what}: {int((~same).sum())} of {same.numel()} elements differ, first at {list(first)}: "
+                      f"got {actual[first].item()!r}, expected {expected[first].item()!r}",
+               first_index=list(first), first_actual=repr(actual[first].item()),
+               first_expected=repr(expected[first].item()))
 
 
 def to_device(ctx: CaseContext, *tensors: torch.Tensor) -> list[torch.Tensor]:
@@ -121,16 +141,21 @@ def run_both(ctx: CaseContext, fn: Callable[..., Any], *args: Any, category: str
     what is an error too), except a missing kernel (compat.is_missing_kernel, whatever exception
     class this PyTorch uses for it): no reference, the case is not_applicable. Returns the device
     result (None when both raised).
+
+    The device copies are made before CPU's run: fn may write into its arguments (an in-place op, an
+    out=, a view's base), and copies taken after would carry CPU's writes to the device, where an op
+    that writes nothing would then pass.
     """
+    moved = _move(ctx, args)
     try:
         with unobserved():
             expected = fn(*args)
     except Exception as cpu_exc:  # noqa: BLE001 - CPU's verdict is the reference
         if is_missing_kernel(cpu_exc):  # CPU lacks the kernel: no reference, not an error rule
             ctx.not_applicable(f"CPU has no kernel for this ({first_line(cpu_exc, 120)}); no reference")
-        expect_raises(lambda: fn(*_move(ctx, args)), "CPU raises for these inputs", type(cpu_exc))
+        expect_raises(lambda: fn(*moved), "CPU raises for these inputs", type(cpu_exc))
         return None
-    actual = fn(*_move(ctx, args))
+    actual = fn(*moved)
     ctx.assert_close(actual, expected, category=category)
     return actual
 

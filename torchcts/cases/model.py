@@ -47,7 +47,8 @@ class Case:
             "oracle": self.oracle,
             "kind": self.kind,
             "not_applicable": self.not_applicable,
-            "cite": self.cite,
+            # only where set: the plan of a run without field cases stays as it was
+            **({"cite": self.cite} if self.cite is not None else {}),
         }
 
     @classmethod

@@ -64,6 +64,19 @@ class SimTensor(torch.Tensor):
     def untyped_storage(self) -> torch.UntypedStorage:
         return self._cpu.untyped_storage()
 
+    # `t.data = new` (set_data) swaps the TensorImpl's storage in C++ and never dispatches, so the
+    # wrapper's `_cpu` must follow by hand; else t keeps reading its old data (pytorch/xla#3392 is the
+    # same bug on a backend whose data also lives outside the TensorImpl).
+    @property
+    def data(self) -> torch.Tensor:
+        return torch._C.TensorBase.data.__get__(self)
+
+    @data.setter
+    def data(self, new: torch.Tensor) -> None:
+        torch._C.TensorBase.data.__set__(self, new)
+        if isinstance(new, SimTensor):
+            self._cpu = new._cpu
+
     def tolist(self) -> Any:
         """Tensor.tolist refuses subclasses; a device backend copies to the host and converts."""
         return self.cpu().tolist()
