@@ -55,11 +55,15 @@ MAX_SUSPICIONS = 8
 
 @dataclass
 class Suspicion:
-    """A crash that may belong to an earlier case of its process (`landed_in` None: between cases)."""
+    """A crash that may belong to an earlier case of its process."""
 
-    landed_in: str | None
     earlier: list[str]
-    record: CaseRecord | None = None  # the crash record the run wrote for `landed_in`
+    record: CaseRecord | None = None  # the crash record the run wrote for the case it landed in; None: between cases
+
+    @property
+    def landed_in(self) -> str | None:
+        """The case the crash landed in (None: the worker died between cases)."""
+        return self.record.id if self.record is not None else None
 
 
 @dataclass
@@ -92,21 +96,18 @@ def ambiguous(tail: str | None) -> bool:
     return not frames or frames[-1] == "threading.py:_bootstrap"
 
 
-def suspicion(record: CaseRecord, log: Path, nodeid: str | None) -> Suspicion | None:
+def suspicion(record: CaseRecord, log: str, nodeid: str | None) -> Suspicion | None:
     """A Suspicion for a crash record (or, `nodeid` None, a worker that died between cases) when its
-    process ran earlier cases and the tail does not show the case's own stack."""
+    process ran earlier cases (`log`: the worker's log, as the death's handler read it once) and the
+    tail does not show the case's own stack."""
     if not record.signal:  # an exit code is the process's own decision (a case's os._exit), not deferred work
         return None
     if nodeid is not None and (record.status != Status.CRASHED or not ambiguous(record.output_tail)):
         return None
-    try:
-        text = log.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    earlier = [n.split("::", 1)[-1] for n in earlier_cases(text, nodeid, SUSPECTS_BEFORE)]
+    earlier = [n.split("::", 1)[-1] for n in earlier_cases(log, nodeid, SUSPECTS_BEFORE)]
     if not earlier:
         return None
-    return Suspicion(record.id if nodeid is not None else None, earlier, record if nodeid is not None else None)
+    return Suspicion(earlier, record if nodeid is not None else None)
 
 
 def run_alone(run_dir: Path, case_ids: list[str], timeout_s: float | None, corpus: str | None) -> dict[str, Alone]:

@@ -157,10 +157,10 @@ def run_pytest(run: OpenedRun) -> tuple[int, Recorder]:
         argv = pytest_argv(run.run_dir, spec.results_dir, run.pytest_args, Path(work_dir), spec.manifest_arg,
                            spec.corpus)
         code, recorder = run_session(argv, [*warm_plugins, *crash_plugins])
-        if recorder.suspicions and code != pytest.ExitCode.INTERRUPTED:
+        if recorder.deaths.suspicions and code != pytest.ExitCode.INTERRUPTED:
             from torchcts.engine.attribution import settle  # a crash that landed in an innocent case
 
-            settle(run.run_dir, recorder.suspicions, recorder.judge, recorder.state.plan(), spec.timeout_s,
+            settle(run.run_dir, recorder.deaths.suspicions, recorder.judge, recorder.state.plan(), spec.timeout_s,
                    spec.corpus)
         if spec.rerun_failures and code != pytest.ExitCode.INTERRUPTED:
             from torchcts.engine.rerun import rerun_failures

@@ -278,11 +278,33 @@ def signal_quietly(pid: int, signum: int) -> None:
         pass
 
 
-def crash_record(case: Case, work_dir: Path | None, worker: Any, nodeid: str) -> tuple[bool, CaseRecord]:
+def read_log(work_dir: Path | None, worker_id: str) -> str | None:
+    """A worker's log, read once per death by whoever handles it (None without isolation or a log)."""
+    if work_dir is None:
+        return None
+    try:
+        return log_path(work_dir, worker_id).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def retired(text: str | None, exit_fields: dict[str, Any]) -> bool:
+    """The worker left on purpose before its next case, its device poisoned (engine/canary.py): the
+    log ends with RETIRED_MARK, or, the log unreadable, the process exited with RETIRED_EXIT. The
+    caller asks only for a case that never started: a case's own exit code 87 is its crash."""
+    from torchcts.engine.canary import RETIRED_EXIT
+
+    if text and text.strip():
+        return text.rstrip().endswith(RETIRED_MARK)
+    return exit_fields.get("exit_code") == RETIRED_EXIT and not exit_fields.get("signal")
+
+
+def crash_record(case: Case, log: str | None, work_dir: Path | None, worker_id: str, nodeid: str,
+                 exit_fields: dict[str, Any]) -> tuple[bool, CaseRecord]:
     """(whether the case had started on the dead worker, its `crashed` or `timeout` record with the
-    evidence: signal or exit code, duration since its start marker, the log's tail)."""
-    worker_id = getattr(getattr(worker, "gateway", None), "id", "?")
-    return _death_record(case, work_dir, worker_id, nodeid, worker_exit(worker),
+    evidence: signal or exit code, duration since its start marker, the log's tail). `log` is the
+    worker's log as read_log read it: one read per death, also for attribution's suspects."""
+    return _death_record(case, log, work_dir, worker_id, nodeid, exit_fields,
                          who=f"worker {worker_id}", after="it was replaced", ended=f"worker {worker_id} was replaced")
 
 
@@ -291,16 +313,15 @@ def child_death_record(case: Case, work_dir: Path | None, worker_id: str, nodeid
     """The record of a case whose forked child (engine/case_process.py) died: crashed, or timeout
     when the watchdog ended it; the same evidence as a worker's death, from the same log."""
     who = f"its process (forked from worker {worker_id})"
-    return _death_record(case, work_dir, worker_id, nodeid, exit_fields, who=who,
+    return _death_record(case, read_log(work_dir, worker_id), work_dir, worker_id, nodeid, exit_fields, who=who,
                          after="the worker went on", ended=f"{who} was ended; the worker went on")[1]
 
 
-def _death_record(case: Case, work_dir: Path | None, worker_id: str, nodeid: str, exit_fields: dict[str, Any], *,
-                  who: str, after: str, ended: str) -> tuple[bool, CaseRecord]:
+def _death_record(case: Case, log: str | None, work_dir: Path | None, worker_id: str, nodeid: str,
+                  exit_fields: dict[str, Any], *, who: str, after: str, ended: str) -> tuple[bool, CaseRecord]:
     info: dict[str, Any] = {"start": None, "timeout": None, "tail": "", "started": True}
-    path = log_path(work_dir, worker_id) if work_dir else None
-    if path is not None and path.is_file():
-        info = parse_log(path.read_text(encoding="utf-8", errors="replace"), nodeid)
+    if log is not None:
+        info = parse_log(log, nodeid)
     record = CaseRecord.from_case(case, worker=worker_id, **exit_fields)
     if info["start"] is not None:
         record.duration_s = round(time.time() - info["start"], 3)

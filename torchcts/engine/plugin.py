@@ -18,7 +18,6 @@ import pytest
 from torchcts import compat
 from torchcts.cases.model import Case
 from torchcts.engine import judge
-from torchcts.engine.attribution import Suspicion, suspicion
 from torchcts.engine.case_process import CaseRunner
 from torchcts.engine.crash_budget import BudgetReader, CrashBudget
 from torchcts.engine.judge import RecordJudge, align_report, record_of
@@ -27,6 +26,7 @@ from torchcts.engine.probe import worker_name
 from torchcts.engine.progress import ProgressPlugin
 from torchcts.engine.spec import RunSpec
 from torchcts.engine.terminal_guard import TerminalGuard
+from torchcts.engine.worker_deaths import RESCHEDULED, WorkerDeaths
 from torchcts.results.plan import read_plan
 from torchcts.results.records import CaseRecord, record_repro, skip_record
 from torchcts.results.rundir import RecordWriter, read_run
@@ -373,6 +373,8 @@ NO_VERDICT = tuple(NO_VERDICT_LETTERS)
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
+    if report.outcome == RESCHEDULED:  # a crash item that never started runs again (engine/worker_deaths.py)
+        return RESCHEDULED, "R", RESCHEDULED.upper()
     if report.when != "call" or not report.skipped or hasattr(report, "wasxfail"):
         return None
     record = record_of(report)
@@ -403,9 +405,9 @@ class Recorder:
         self._counted = 0  # reports pytest counts as failed (what -x / --maxfail stop on)
         self._interrupt: BaseException | None = None
         self._recorded: set[str] = set()
-        self._rescheduled: set[str] = set()
         self.attempt = attempt
-        self.suspicions: list[Suspicion] = []  # crashes that may belong to an earlier case (engine/attribution.py)
+        # What each dead worker means: its case's record, a reschedule, attribution's suspects (engine/worker_deaths.py)
+        self.deaths = WorkerDeaths(work_dir, attempt, state.plan, self.judge, self.budget, self.progress.forget)
 
     def _case(self, case_id: str) -> Case | None:
         return self.state.plan().get(case_id)
@@ -426,27 +428,10 @@ class Recorder:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
-        """xdist: a worker died running `crashitem`; record it crashed or timeout, with its evidence."""
-        from torchcts.engine.isolation import crash_record
-
-        case = self._case(crashitem.split("::", 1)[-1])
-        if case is None:
-            return
-        started, record = crash_record(case, self.work_dir, getattr(report, "node", None), crashitem)
-        if not started and record.signal:  # it died between cases: its last cases are suspects
-            self._suspect(record, None)
-        if not started and crashitem not in self._rescheduled and hasattr(sched, "mark_test_pending"):
-            self._rescheduled.add(crashitem)  # it never ran: not its fault; run it on another worker
-            sched.mark_test_pending(crashitem)
-            self.progress.forget(case.id)
-            return
-        if case.id in self._recorded:  # last record per id wins: this one replaces its earlier result
-            record.message = (f"{record.message}; its checks had finished, "
-                              "so the crash came after them (teardown or deferred work)")
-        record = self.judge(record)
-        if self.budget is not None:
-            self.budget.worker_died()
-        judge.attach(report, record)
+        """xdist: a worker died before finishing `crashitem`; engine/worker_deaths.py decides what it means."""
+        record = self.deaths.crash_item(crashitem, report, sched, crashitem.split("::", 1)[-1] in self._recorded)
+        if record is not None:
+            judge.attach(report, record)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport):  # noqa: ANN201
@@ -463,24 +448,13 @@ class Recorder:
                     self.budget.hung(case, record)
             self.writer.append(record)
             self._recorded.add(record.id)
-            if record.status == Status.CRASHED:
-                self._suspect(record, report.nodeid)
+            self.deaths.recorded(record, report.nodeid)
             self.progress.recorded(record, record.status in FAILURES)
             align_report(report, record, self.state.strict)
             self._counted += report.failed
         yield
         if record is not None:  # written: pytest keeps every report to the end (terminal stats), not its record
             judge.detach(report)
-
-    def _suspect(self, record: CaseRecord, nodeid: str | None) -> None:
-        """A first attempt's crash that may have landed in the wrong case is kept for attribution."""
-        if self.attempt != 1 or self.work_dir is None or not record.worker:
-            return
-        from torchcts.engine.isolation import log_path
-
-        found = suspicion(record, log_path(self.work_dir, record.worker), nodeid)
-        if found is not None:
-            self.suspicions.append(found)
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self._interrupt = excinfo.value
