@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,43 +113,34 @@ def suspicion(record: CaseRecord, log: str, nodeid: str | None) -> Suspicion | N
 
 def run_alone(run_dir: Path, case_ids: list[str], timeout_s: float | None, corpus: str | None) -> dict[str, Alone]:
     """Each case in a fresh process of its own (engine/solo.py), MAX_PARALLEL at a time."""
-    results: dict[str, Alone] = {}
     limit = START_S + (timeout_s or 600.0)  # the case's own limit, then it is undetermined
-    with tempfile.TemporaryDirectory(prefix="torchcts-alone-") as scratch:
-        pending = list(dict.fromkeys(case_ids))
-        running: list[tuple[Alone, subprocess.Popen[bytes], Path, Any, float]] = []
-        while pending or running:
-            while pending and len(running) < MAX_PARALLEL:
-                case_id = pending.pop(0)
-                index = len(results) + len(running)
-                out, err = Path(scratch) / f"{index}.json", Path(scratch) / f"{index}.stderr"
-                fh = open(err, "wb")  # noqa: SIM115 - closed when the process is reaped
-                cmd = [sys.executable, "-m", "torchcts.engine.solo", str(run_dir), case_id, str(out),
-                       *([corpus] if corpus else [])]
-                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fh)
-                running.append((Alone(case_id), proc, out, (fh, err), time.monotonic()))
-            time.sleep(0.05)
-            for item in list(running):
-                alone, proc, out, (fh, err), began = item
-                code = proc.poll()
-                if code is None and time.monotonic() - began < limit:
-                    continue
-                if code is None:
-                    proc.kill()
-                    proc.wait()
-                fh.close()
-                running.remove(item)
-                alone.seconds = round(time.monotonic() - began, 3)
-                alone.stderr = read_stderr(err)
-                if code == 0 and out.is_file():
-                    try:
-                        alone.outcome = CaseOutcome.from_json(json.loads(out.read_text(encoding="utf-8")))
-                    except (OSError, ValueError, KeyError, TypeError):
-                        alone.outcome = None
-                elif code is not None:
-                    alone.died = exit_fields(code)
-                results[alone.case_id] = alone
-    return results
+    ids = list(dict.fromkeys(case_ids))
+    with tempfile.TemporaryDirectory(prefix="torchcts-alone-") as scratch, ThreadPoolExecutor(MAX_PARALLEL) as pool:
+        runs = pool.map(lambda i: _alone(run_dir, ids[i], Path(scratch) / str(i), limit, corpus), range(len(ids)))
+        return {alone.case_id: alone for alone in runs}
+
+
+def _alone(run_dir: Path, case_id: str, base: Path, limit: float, corpus: str | None) -> Alone:
+    """One case in a fresh process, killed past `limit` seconds (then undetermined: no outcome, no death)."""
+    alone, out, err = Alone(case_id), base.with_suffix(".json"), base.with_suffix(".stderr")
+    cmd = [sys.executable, "-m", "torchcts.engine.solo", str(run_dir), case_id, str(out), *([corpus] if corpus else [])]
+    began = time.monotonic()
+    with open(err, "wb") as fh:
+        try:
+            code: int | None = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fh,
+                                              timeout=limit, check=False).returncode
+        except subprocess.TimeoutExpired:  # killed and reaped by subprocess.run
+            code = None
+    alone.seconds = round(time.monotonic() - began, 3)
+    alone.stderr = read_stderr(err)
+    if code == 0 and out.is_file():
+        try:
+            alone.outcome = CaseOutcome.from_json(json.loads(out.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            alone.outcome = None
+    elif code is not None:
+        alone.died = exit_fields(code)
+    return alone
 
 
 def attribute(suspicions: list[Suspicion], alone: dict[str, Alone], plan: dict[str, Any]) -> list[CaseRecord]:
