@@ -17,11 +17,11 @@ import pytest
 from conftest import latest_run, records, run_cli
 
 from torchcts.cases.model import Case
-from torchcts.engine.attribution import Alone, Suspicion, ambiguous, attribute
-from torchcts.engine.isolation import CASE_MARK, FRESH_MARK, STDERR_HEADER, earlier_cases
-from torchcts.engine.one_case import CaseOutcome
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
+from torchcts.workers.attribution import Alone, Suspicion, ambiguous, attribute
+from torchcts.workers.isolation import CASE_MARK, FRESH_MARK, STDERR_HEADER, earlier_cases
+from torchcts.workers.outcome import CaseOutcome
 
 TESTS = Path(__file__).resolve().parent
 ENV = {
@@ -179,7 +179,7 @@ def test_a_device_poisoned_again_and_again_retires_workers_and_crashes_no_case(t
 
 
 def test_the_canary_judges_only_a_device_that_passed_it_first():
-    from torchcts.engine.canary import Canary
+    from torchcts.workers.canary import Canary
 
     canary = Canary()
     canary.before("cpu")
@@ -197,14 +197,15 @@ def test_the_canary_judges_only_a_device_that_passed_it_first():
 
 def test_a_storm_of_suspicions_settles_at_most_the_cap(monkeypatch, tmp_path, capsys):
     """Each suspicion costs fresh processes: past MAX_SUSPICIONS the crashes keep their records."""
-    from torchcts.engine import attribution
+    from torchcts.workers import attribution
 
     asked: list[list[str]] = []
-    monkeypatch.setattr(attribution, "run_alone", lambda run_dir, ids, timeout_s, corpus: asked.append(ids) or {})
+    monkeypatch.setattr(attribution, "run_alone", lambda run_dir, ids, timeout_s, corpus, solo: asked.append(ids) or {})
     monkeypatch.setattr(attribution, "attribute", lambda suspicions, alone, plan: [])
     many = [attribution.Suspicion([f"torchcts::e{i}"], CaseRecord(id=f"torchcts::c{i}"))
             for i in range(attribution.MAX_SUSPICIONS + 3)]
-    assert attribution.settle(tmp_path, many, judge=lambda r: r, plan={}, timeout_s=1, corpus=None) == []
+    assert attribution.settle(tmp_path, many, judge=lambda r: r, plan={}, timeout_s=1, corpus=None,
+                              solo="torchcts.engine.solo") == []
     assert len(asked) == 1 and len(asked[0]) == 2 * attribution.MAX_SUSPICIONS
     assert "torchcts::c0" in asked[0] and f"torchcts::c{attribution.MAX_SUSPICIONS}" not in asked[0]
     assert "3 more kept as recorded" in capsys.readouterr().out

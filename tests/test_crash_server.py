@@ -1,4 +1,4 @@
-"""Crashed workers' replacements in runs without warm workers (engine/crash_server.py, issue 30
+"""Crashed workers' replacements in runs without warm workers (workers/crash_server.py, issue 30
 item 1): the run's first crash starts a run-scoped fork server, later replacements are forked from
 it, a crash stays a crash, and the server never outlives its run."""
 
@@ -19,8 +19,8 @@ import pytest
 from conftest import latest_run, records, run_cli
 
 from torchcts import settings
-from torchcts.engine import crash_server, warm
-from torchcts.engine.zygote import checks, keys, preload
+from torchcts.workers import crash_server, warm
+from torchcts.workers.zygote import checks, keys, preload
 
 pytestmark = pytest.mark.skipif(warm.unavailable() is not None, reason=f"fork servers: {warm.unavailable()}")
 TESTS = Path(__file__).resolve().parent
@@ -31,7 +31,7 @@ def run_env(tmp_path):
     """The planted respawn suite on one worker, a private socket folder short enough for AF_UNIX;
     any server left in it is killed (and fails the test that left it). Cases stay in their worker
     after a crash (TORCHCTS_CASE_PROCESSES=0), so each crash needs a replacement, as on a backend
-    that is not fork-safe (engine/case_process.py)."""
+    that is not fork-safe (workers/case_process.py)."""
     folder = Path(tempfile.mkdtemp(prefix="tc", dir="/tmp"))
     env = {"CI": "true", "TORCHCTS_WARM_DIR": str(folder), "PLANTED_WORKERS_LOG": str(tmp_path / "workers.jsonl"),
            "TORCHCTS_CASE_PROCESSES": "0",
@@ -172,7 +172,7 @@ def test_which_runs_get_a_crash_server_and_what_it_imports(monkeypatch):
     assert crash_server.wanted(True, [], "npu", "torch_npu") == "base"
     monkeypatch.delenv("TORCHCTS_CASE_PROCESSES")
     settings.reload()
-    # Cases fork after the first crash (engine/case_process.py): a worker dies once at most.
+    # Cases fork after the first crash (workers/case_process.py): a worker dies once at most.
     assert crash_server.wanted(True, [], "cpu", None) is None
     assert crash_server.wanted(True, [], "sim", "torchcts.sim") is None
     assert crash_server.wanted(True, [], "npu", "torch_npu") == "base"  # not fork-safe: its crashes replace workers

@@ -1,6 +1,6 @@
-"""The controller's worker-death policy (engine/worker_deaths.py): what a dead worker means.
+"""The controller's worker-death policy (workers/deaths.py): what a dead worker means.
 
-A worker that left on purpose, its device poisoned (engine/canary.py), is no crash: the case it
+A worker that left on purpose, its device poisoned (workers/canary.py), is no crash: the case it
 would have run next is rescheduled however often that happens, never recorded `crashed` with the
 retirement's exit code 87, never counted against the crash budget. The end-to-end proof on the
 sim's planted sticky error is tests/test_crash_attribution.py.
@@ -14,11 +14,11 @@ from types import SimpleNamespace
 import pytest
 
 from torchcts.cases.model import Case
-from torchcts.engine.crash_budget import CrashBudget
-from torchcts.engine.isolation import CASE_MARK, FRESH_MARK, RETIRED_MARK, log_path, retired
-from torchcts.engine.worker_deaths import RESCHEDULED, WorkerDeaths
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
+from torchcts.workers.crash_budget import CrashBudget
+from torchcts.workers.deaths import RESCHEDULED, WorkerDeaths
+from torchcts.workers.isolation import CASE_MARK, FRESH_MARK, RETIRED_MARK, log_path, retired
 
 A, B = (Case(id=f"s/{n}/float32", suite="s", level=1, runner="m:f", ops=("aten::x",), dtype="float32") for n in "ab")
 PLAN = {A.id: A, B.id: B}
@@ -92,7 +92,7 @@ def test_retirement_is_the_log_mark_or_without_a_log_the_exit_code():
 def test_a_crash_reads_its_workers_log_once(tmp_path, monkeypatch):
     """The crash item's handler reads the log once (its record and its suspects); logging that record
     reads nothing more. A forked child's crash, a plain report, is read when it is logged."""
-    from torchcts.engine import worker_deaths
+    from torchcts.workers import deaths as worker_deaths
 
     reads: list[str] = []
 

@@ -350,7 +350,7 @@ def _abs_illegal_address_sticky(func, args, kwargs, call):
     """The abs kernel reads past its input (an illegal address): the call raises, and the device's
     context is lost for the process, so every later device op raises the same error, as CUDA's
     illegal memory access does. Every case after it in the process fails for a state it did not
-    cause: the device canary (engine/canary.py) must find the poisoned device and replace the process."""
+    cause: the device canary (workers/canary.py) must find the poisoned device and replace the process."""
     if _LOST:
         raise RuntimeError(_LOST[0])
     if func._overloadpacket.__name__ in ("abs", "abs_"):

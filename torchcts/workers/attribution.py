@@ -4,7 +4,7 @@ Why: a real backend's driver can abort in a thread of its own after the op retur
 assertion in its queue thread), so the process dies while the *next* case runs, and that innocent
 case was recorded `crashed`, with an empty output tail, while the guilty one passed (issue 48 item 5).
 
-Which crashes: one by a signal whose dead process ran other cases before it (engine/isolation.py:
+Which crashes: one by a signal whose dead process ran other cases before it (workers/isolation.py:
 earlier_cases, from the worker's log) and whose tail shows no stack of the thread that runs cases
 (`ambiguous`): no frame at all (a native thread's abort: faulthandler prints only "Fatal Python
 error: Aborted") or a Python thread's stack (threading's `_bootstrap` outermost). A crash with the
@@ -38,12 +38,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from torchcts.engine.isolation import STDERR_HEADER, earlier_cases, read_stderr
-from torchcts.engine.one_case import CaseOutcome
 from torchcts.process import exit_fields
 from torchcts.results.crash_frames import native_frames, python_frames
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
+from torchcts.workers.isolation import STDERR_HEADER, earlier_cases, read_stderr
+from torchcts.workers.outcome import CaseOutcome
 
 SUSPECTS_BEFORE = 2  # earlier cases of the dead process that are rerun alone
 START_S = 120.0  # a solo process's start-up (a fresh python imports torch and the backend) on a loaded machine
@@ -111,19 +111,21 @@ def suspicion(record: CaseRecord, log: str, nodeid: str | None) -> Suspicion | N
     return Suspicion(earlier, record if nodeid is not None else None)
 
 
-def run_alone(run_dir: Path, case_ids: list[str], timeout_s: float | None, corpus: str | None) -> dict[str, Alone]:
-    """Each case in a fresh process of its own (engine/solo.py), MAX_PARALLEL at a time."""
+def run_alone(run_dir: Path, case_ids: list[str], timeout_s: float | None, corpus: str | None,
+              solo: str) -> dict[str, Alone]:
+    """Each case in a fresh process of its own (`python -m SOLO`: engine/solo.py, which runs a case
+    as a worker would, so the engine hands its name in), MAX_PARALLEL at a time."""
     limit = START_S + (timeout_s or 600.0)  # the case's own limit, then it is undetermined
     ids = list(dict.fromkeys(case_ids))
     with tempfile.TemporaryDirectory(prefix="torchcts-alone-") as scratch, ThreadPoolExecutor(MAX_PARALLEL) as pool:
-        runs = pool.map(lambda i: _alone(run_dir, ids[i], Path(scratch) / str(i), limit, corpus), range(len(ids)))
+        runs = pool.map(lambda i: _alone(run_dir, ids[i], Path(scratch) / str(i), limit, corpus, solo), range(len(ids)))
         return {alone.case_id: alone for alone in runs}
 
 
-def _alone(run_dir: Path, case_id: str, base: Path, limit: float, corpus: str | None) -> Alone:
+def _alone(run_dir: Path, case_id: str, base: Path, limit: float, corpus: str | None, solo: str) -> Alone:
     """One case in a fresh process, killed past `limit` seconds (then undetermined: no outcome, no death)."""
     alone, out, err = Alone(case_id), base.with_suffix(".json"), base.with_suffix(".stderr")
-    cmd = [sys.executable, "-m", "torchcts.engine.solo", str(run_dir), case_id, str(out), *([corpus] if corpus else [])]
+    cmd = [sys.executable, "-m", solo, str(run_dir), case_id, str(out), *([corpus] if corpus else [])]
     began = time.monotonic()
     with open(err, "wb") as fh:
         try:
@@ -168,7 +170,7 @@ def attribute(suspicions: list[Suspicion], alone: dict[str, Alone], plan: dict[s
         if landed is not None and landed.outcome is not None and culprits:
             record = landed.outcome.record.copy(worker="alone")
             note = (f"its process died in the run ({s.record.signal or s.record.exit_code}) while it ran; rerun alone "
-                    f"it {record.status}: the crash belongs to {culprits[-1]}, which crashed alone (engine/attribution.py)")
+                    f"it {record.status}: the crash belongs to {culprits[-1]}, which crashed alone (workers/attribution.py)")
             record.message = f"{record.message}; {note}" if record.message else note
             record.attribution = {"landed_in": s.landed_in, "belongs_to": culprits[-1], "alone": ran}
             out[s.landed_in] = record
@@ -185,7 +187,7 @@ def attribute(suspicions: list[Suspicion], alone: dict[str, Alone], plan: dict[s
 
 
 def settle(run_dir: Path, suspicions: list[Suspicion], judge: Any, plan: dict[str, Any],
-           timeout_s: float | None, corpus: str | None) -> list[CaseRecord]:
+           timeout_s: float | None, corpus: str | None, solo: str) -> list[CaseRecord]:
     """Run every suspect alone, then append the records the attribution changed, judged (repro,
     ledger) by `judge` (engine/judge.py: RecordJudge of the first attempt)."""
     from torchcts.results.rundir import RecordWriter
@@ -194,10 +196,10 @@ def settle(run_dir: Path, suspicions: list[Suspicion], judge: Any, plan: dict[st
     suspicions = suspicions[:MAX_SUSPICIONS]
     ids = [cid for s in suspicions for cid in [*s.earlier, *([s.landed_in] if s.landed_in else [])]]
     print(f"torchcts: {len(suspicions)} crash(es) may have landed in another case than the one that caused "
-          f"them: running {len(set(ids))} suspect(s) alone (engine/attribution.py)"
+          f"them: running {len(set(ids))} suspect(s) alone (workers/attribution.py)"
           + (f"; {left} more kept as recorded (at most {MAX_SUSPICIONS} settled a run)" if left > 0 else ""),
           flush=True)
-    records = [judge(r) for r in attribute(suspicions, run_alone(run_dir, ids, timeout_s, corpus), plan)]
+    records = [judge(r) for r in attribute(suspicions, run_alone(run_dir, ids, timeout_s, corpus, solo), plan)]
     writer = RecordWriter(run_dir)
     try:
         for record in records:

@@ -3,23 +3,23 @@
 Why: a worker process can die for reasons that call for opposite answers. A case crashed it (the
 case's `crashed` record, and the run's cases fork from then on); it died before its next case
 started (that case is not to blame: it runs again elsewhere); or it left on purpose, its device
-found poisoned by the canary (engine/canary.py), before its next case. The last was once handled
+found poisoned by the canary (workers/canary.py), before its next case. The last was once handled
 as the second, rescheduled only the first time a case met it: a worker retired before a case that
 had been rescheduled already gave that case a false `crashed` record (exit code 87) and counted it
 against the crash budget.
 
 How: xdist's DSession (`loop_once`, `handle_crashitem`) dispatches each worker event to one handler;
-`WorkerDeaths.crash_item` classifies a death from the worker's log, read once (engine/isolation.py:
+`WorkerDeaths.crash_item` classifies a death from the worker's log, read once (workers/isolation.py:
 read_log, parse_log), and its exit status, and hands it to the handler of its event (`EVENTS`):
 - `retired`: the log ends with the worker's RETIRED_MARK (or, no log, exit code RETIRED_EXIT) and the
   case never started: rescheduled every time, no record, nothing counted (budget, suspects);
 - `between_cases`: died before the case started: rescheduled once, and, killed by a signal, its last
-  cases are crash attribution's suspects (engine/attribution.py); a second such death before the
+  cases are crash attribution's suspects (workers/attribution.py); a second such death before the
   same case is recorded as its crash;
 - `in_case`: the case's `crashed` or `timeout` record (judged as any record) and `worker_died`
-  (engine/crash_budget.py: cases fork from now on); a crash whose tail shows no stack of the case's
+  (workers/crash_budget.py: cases fork from now on); a crash whose tail shows no stack of the case's
   thread makes attribution's suspects.
-A crash record a worker reports for a case its forked child ran (engine/case_process.py) comes as a
+A crash record a worker reports for a case its forked child ran (workers/case_process.py) comes as a
 plain report: `recorded` takes its suspects. A rescheduled item's report (xdist logs one per crash
 item) is marked RESCHEDULED, so pytest neither prints it as a failure nor counts it for `-x`.
 """
@@ -33,11 +33,11 @@ from typing import Any
 import pytest
 
 from torchcts.cases.model import Case
-from torchcts.engine.attribution import Suspicion, suspicion
-from torchcts.engine.crash_budget import CrashBudget
-from torchcts.engine.isolation import crash_record, read_log, retired, worker_exit
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
+from torchcts.workers.attribution import Suspicion, suspicion
+from torchcts.workers.crash_budget import CrashBudget
+from torchcts.workers.isolation import crash_record, read_log, retired, worker_exit
 
 RESCHEDULED = "rescheduled"  # a crash item's report outcome when the case never started and runs again
 
@@ -56,8 +56,8 @@ class WorkerDeaths:
         self.budget = budget
         self.forget = forget  # the progress line's: a rescheduled case is not running any more
         self.rescheduled: set[str] = set()  # cases rescheduled after a death between cases (once each)
-        self.retirements = 0  # workers that left their poisoned device (engine/canary.py)
-        self.suspicions: list[Suspicion] = []  # crashes that may belong to an earlier case (engine/attribution.py)
+        self.retirements = 0  # workers that left their poisoned device (workers/canary.py)
+        self.suspicions: list[Suspicion] = []  # crashes that may belong to an earlier case (workers/attribution.py)
         self._judged: set[str] = set()  # crash items' records on their way to cases.jsonl: suspects taken
 
     def crash_item(self, crashitem: str, report: pytest.TestReport, sched: Any, recorded: bool) -> CaseRecord | None:
@@ -82,7 +82,7 @@ class WorkerDeaths:
         # A scheduler that cannot run it again (xdist's loadscope, loadfile, each): not run, never crashed.
         return self.judge(CaseRecord.from_case(
             death.case, status=Status.NOT_RUN, duration_s=0.0, worker=death.record.worker,
-            message="its worker left before it, its device found poisoned (engine/canary.py), and this "
+            message="its worker left before it, its device found poisoned (workers/canary.py), and this "
                     "xdist scheduler cannot run a case again"))
 
     def _between_cases(self, death: Death) -> CaseRecord | None:

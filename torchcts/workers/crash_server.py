@@ -2,16 +2,16 @@
 
 Only for runs whose cases cannot fork after a crash (`case_fork_refusal`: a backend not known to survive
 a fork, or TORCHCTS_CASE_PROCESSES=0): in a CPU or sim run a worker dies once at most, since its
-cases then run in forked children (engine/case_process.py), so a server would be started for
+cases then run in forked children (workers/case_process.py), so a server would be started for
 nothing.
 
 Why: a worker that a case kills is replaced by a new Python that imports torch, pytest, xdist, the
 backend and the OpInfo database again (~7 CPU-s, ~15 s of wall on a loaded 2-core machine), so a
-backend in bring-up paid that per crash. Warm workers (engine/warm.py) make a replacement a fork,
+backend in bring-up paid that per crash. Warm workers (workers/warm.py) make a replacement a fork,
 but they are off in CI (a job must not leave a background server behind) and with `--no-warm`.
 
 How: at a run's first crash (a clean run pays nothing) the controller starts a fork server of its
-own (engine/zygote/, run-scoped: a socket name no other run has, files removed when it exits), and
+own (workers/zygote/, run-scoped: a socket name no other run has, files removed when it exits), and
 from then on xdist starts each replacement through the launcher: `pytest_testnodedown` runs before
 xdist's `_clone_node`, which reuses the dead worker's popen spec. Until the server listens, and
 whenever it refuses (another environment, a changed file, a fork hazard), the launcher execs a fresh
@@ -26,7 +26,7 @@ inductor, as warm workers); a backend module run only torch, pytest and xdist ("
 runtime initialised at import cannot be used in a forked child, and PyTorch's testing modules read
 the PrivateUse1 name at import, so the OpInfo database must come after the backend), unless the
 backend is in FORK_SAFE_BACKENDS: then the backend itself, then the OpInfo database
-("backend:MODULE", engine/zygote/preload.py).
+("backend:MODULE", workers/zygote/preload.py).
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ from typing import Any
 import pytest
 
 from torchcts import settings
-from torchcts.engine import warm
-from torchcts.engine.isolation import signal_quietly
-from torchcts.engine.zygote import state
-from torchcts.engine.zygote.preload import BACKEND_PREFIX
+from torchcts.workers import warm
+from torchcts.workers.isolation import signal_quietly
+from torchcts.workers.zygote import state
+from torchcts.workers.zygote.preload import BACKEND_PREFIX
 
 # Backends whose import a forked child can live with: no device runtime, no thread, no descriptor
 # of a device. Never a real device runtime (CUDA, ROCm, XPU, MPS, a vendor's PrivateUse1 library).
@@ -59,7 +59,7 @@ STOP_WAIT_S = 10.0  # how long the run waits for its server to leave before it k
 
 def case_fork_refusal(device_type: str, backend_import: str | None) -> str | None:
     """Why a crash in this run cannot be contained in a forked child of its worker
-    (engine/case_process.py), or None when it can: CPU or a fork-safe backend, on Linux, not
+    (workers/case_process.py), or None when it can: CPU or a fork-safe backend, on Linux, not
     switched off (TORCHCTS_CASE_PROCESSES=0)."""
     if not sys.platform.startswith("linux"):
         return "forked cases need Linux"
@@ -146,7 +146,7 @@ class CrashServer:
 def wanted(isolation: bool, warm_plugins: list[Any], device_type: str, backend_import: str | None) -> str | None:
     """The crash server's profile for this run, or None: no isolation, no fork here, switched off
     (TORCHCTS_CRASH_SERVER=0), warm workers already fork replacements from the same imports, or
-    cases fork after the first crash (engine/case_process.py), so a worker dies once at most."""
+    cases fork after the first crash (workers/case_process.py), so a worker dies once at most."""
     if not isolation or not settings.current().crash_server or warm.unavailable() is not None:
         return None
     if case_fork_refusal(device_type, backend_import) is None:
