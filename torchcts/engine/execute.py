@@ -153,10 +153,10 @@ def run_pytest(run: OpenedRun) -> tuple[int, Recorder]:
     warm_plugins = plugins(spec.warm, spec.isolation, spec.device_type, spec.manifest.backend_import)
     with (tempfile.TemporaryDirectory(prefix="torchcts-workers-") as work_dir, sigterm_as_interrupt(),
           exported(run.pytest_args),
-          serving(spec.isolation, warm_plugins, spec.device_type, spec.manifest.backend_import) as crash_plugins):
+          serving(spec.isolation, warm_plugins, spec.device_type, spec.manifest.backend_import) as crash_server):
         argv = pytest_argv(run.run_dir, spec.results_dir, run.pytest_args, Path(work_dir), spec.manifest_arg,
                            spec.corpus)
-        code, recorder = run_session(argv, [*warm_plugins, *crash_plugins])
+        code, recorder = run_session(argv, warm_plugins, replacer=crash_server)
         if recorder.deaths.suspicions and code != pytest.ExitCode.INTERRUPTED:
             from torchcts.workers.attribution import settle  # a crash that landed in an innocent case
 

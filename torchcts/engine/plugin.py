@@ -425,8 +425,10 @@ class Recorder:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """xdist: a worker finished; the cases its collection deselected are `filtered`."""
+        """xdist: a worker is down: the cases its collection deselected are `filtered`; a dead one's
+        replacement is the worker-death policy's (workers/deaths.py)."""
         self.record_deselected(list(getattr(node, "workeroutput", {}).get(DESELECTED_KEY, ())))
+        self.deaths.node_down(node, error)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:

@@ -13,7 +13,8 @@ but they are off in CI (a job must not leave a background server behind) and wit
 How: at a run's first crash (a clean run pays nothing) the controller starts a fork server of its
 own (workers/zygote/, run-scoped: a socket name no other run has, files removed when it exits), and
 from then on xdist starts each replacement through the launcher: `pytest_testnodedown` runs before
-xdist's `_clone_node`, which reuses the dead worker's popen spec. Until the server listens, and
+xdist's `_clone_node`, which reuses the dead worker's popen spec, and the worker-death policy
+(workers/deaths.py: WorkerDeaths.node_down) asks `CrashServer.replace` to point that spec at it. Until the server listens, and
 whenever it refuses (another environment, a changed file, a fork hazard), the launcher execs a fresh
 python: a replacement is never worse than before, and it exits as its worker did, so a crash stays
 a crash. The run stops the server at its end (`serving`: SIGTERM to the pid its lock file holds,
@@ -39,8 +40,6 @@ import sys
 import time
 from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from torchcts import settings
 from torchcts.workers import warm
@@ -84,7 +83,8 @@ def run_socket_path(profile: str, env: dict[str, str] | None = None) -> str:
 
 
 class CrashServer:
-    """Controller plugin: a crashed worker's replacement starts through this run's fork server."""
+    """Controller side: a crashed worker's replacement starts through this run's fork server (asked
+    by the worker-death policy, workers/deaths.py: WorkerDeaths.node_down)."""
 
     def __init__(self, profile: str, idle_s: float) -> None:
         self.profile = profile
@@ -93,12 +93,8 @@ class CrashServer:
         self.starts = 0
         self.failed: str | None = None  # why no server could be started (said once)
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """xdist: a worker is down. After a crash (an error other than Ctrl-C) xdist clones its spec
-        next: make that clone's python the launcher."""
-        if error is None or error == "keyboard-interrupt":
-            return
+    def replace(self, node: Any) -> None:
+        """A worker died, and xdist clones its spec next: make that clone's python the launcher."""
         spec = getattr(getattr(node, "gateway", None), "spec", None)
         if spec is None or not spec.popen or spec.via or (spec.python and warm.ZYGOTE not in spec.python):
             return  # not a local popen worker, or one the user gave its own python
@@ -159,13 +155,13 @@ def wanted(isolation: bool, warm_plugins: list[Any], device_type: str, backend_i
 
 @contextlib.contextmanager
 def serving(isolation: bool, warm_plugins: list[Any], device_type: str,
-            backend_import: str | None) -> Iterator[list[Any]]:
-    """The plugins of a run's pytest session for cheap replacements (none or one CrashServer); the
-    server, if one was started, is stopped when the block ends, however it ends."""
+            backend_import: str | None) -> Iterator[CrashServer | None]:
+    """The run's CrashServer for cheap replacements, or None; the server, if one was started, is
+    stopped when the block ends, however it ends."""
     profile = wanted(isolation, warm_plugins, device_type, backend_import)
     plugin = CrashServer(profile, float(settings.current().crash_server_idle)) if profile else None
     try:
-        yield [plugin] if plugin is not None else []
+        yield plugin
     finally:
         if plugin is not None:
             plugin.stop()

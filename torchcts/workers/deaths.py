@@ -9,7 +9,8 @@ had been rescheduled already gave that case a false `crashed` record (exit code 
 against the crash budget.
 
 How: xdist's DSession (`loop_once`, `handle_crashitem`) dispatches each worker event to one handler;
-`WorkerDeaths.crash_item` classifies a death from the worker's log, read once (workers/isolation.py:
+`WorkerDeaths.node_down` decides how a dead worker is replaced (the run's crash server, or xdist's
+fresh python) and `WorkerDeaths.crash_item` classifies a death from the worker's log, read once (workers/isolation.py:
 read_log, parse_log), and its exit status, and hands it to the handler of its event (`EVENTS`):
 - `retired`: the log ends with the worker's RETIRED_MARK (or, no log, exit code RETIRED_EXIT) and the
   case never started: rescheduled every time, no record, nothing counted (budget, suspects);
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -40,6 +41,12 @@ from torchcts.workers.crash_budget import CrashBudget
 from torchcts.workers.isolation import crash_record, read_log, retired, worker_exit
 
 RESCHEDULED = "rescheduled"  # a crash item's report outcome when the case never started and runs again
+
+
+class Replacer(Protocol):
+    """What makes a dead worker's replacement cheap (workers/crash_server.py: CrashServer)."""
+
+    def replace(self, node: Any) -> None: ...
 
 
 class WorkerDeaths:
@@ -58,7 +65,16 @@ class WorkerDeaths:
         self.rescheduled: set[str] = set()  # cases rescheduled after a death between cases (once each)
         self.retirements = 0  # workers that left their poisoned device (workers/canary.py)
         self.suspicions: list[Suspicion] = []  # crashes that may belong to an earlier case (workers/attribution.py)
+        self.replacer: Replacer | None = None  # the run's crash server, when it has one (engine/execute.py)
         self._judged: set[str] = set()  # crash items' records on their way to cases.jsonl: suspects taken
+
+    def node_down(self, node: Any, error: Any) -> None:
+        """xdist: a worker is down, and a dead one is cloned next (its popen spec reused). One that
+        finished (error None) or saw Ctrl-C is not replaced; a dead one's clone is made a fork of the
+        run's crash server when there is one (a fresh python otherwise, xdist's own way)."""
+        if error is None or error == "keyboard-interrupt" or self.replacer is None:
+            return
+        self.replacer.replace(node)
 
     def crash_item(self, crashitem: str, report: pytest.TestReport, sched: Any, recorded: bool) -> CaseRecord | None:
         """xdist: a worker died while `crashitem` was its next case. The judged record to attach to
