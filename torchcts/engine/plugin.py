@@ -375,7 +375,7 @@ NO_VERDICT = tuple(NO_VERDICT_LETTERS)
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
-    if report.outcome == RESCHEDULED:  # a crash item that never started runs again (workers/deaths.py)
+    if getattr(report, "outcome", None) == RESCHEDULED:  # a crash item that never started runs again (workers/deaths.py)
         return RESCHEDULED, "R", RESCHEDULED.upper()
     if report.when != "call" or not report.skipped or hasattr(report, "wasxfail"):
         return None
