@@ -104,8 +104,8 @@ def tree_memory_mb(pid: int) -> tuple[float, float]:
 
 def warm_server_cpu(env: dict[str, str]) -> float:
     """CPU seconds of the finished workers of the warm worker servers under env's TORCHCTS_WARM_DIR:
-    forked workers are the server's children, not the command's (engine/warm.py)."""
-    from torchcts.engine.warm import running_in
+    forked workers are the server's children, not the command's (workers/warm.py)."""
+    from torchcts.workers.warm import running_in
 
     total = 0.0
     folder = env.get("TORCHCTS_WARM_DIR")
@@ -160,7 +160,7 @@ def wait_for_warm_server(env: dict[str, str], seconds: float = 600) -> None:
     """Until a warm worker server that a `--warm` run started (in env's TORCHCTS_WARM_DIR) listens.
     Found by its lock, not by recomputing its key: the run exports thread variables of its own
     (engine/threads.py) before it starts the server, so the key is the run's, not this env's."""
-    from torchcts.engine.warm import listening, running_in
+    from torchcts.workers.warm import listening, running_in
 
     folder = Path(env["TORCHCTS_WARM_DIR"])
     deadline = time.monotonic() + seconds
@@ -371,7 +371,7 @@ def main() -> int:
     one = ["run", "--device", "cpu", "--manifest", str(manifest), "--op", "add", "--dtype", "float32"]
     out["first_result_one_op_s"] = {"cold": first_result_seconds(work, env, [*one, "--no-warm"]),
                                     "warm": first_result_seconds(work, env, [*one, "--warm"])}
-    from torchcts.engine.warm import stop_all
+    from torchcts.workers.warm import stop_all
 
     stop_all(Path(env["TORCHCTS_WARM_DIR"]))
     if args.one_op:

@@ -11,7 +11,7 @@ first case (`replacement_s`, from cases.jsonl: the k-th crash's worker is replac
 worker id; what issue 48 measured on OpenReg as 17 s a dead worker). `--crashing-only` skips the
 clean runs. `--opinfo` makes every case import PyTorch's OpInfo database first, as
 an OpInfo case does (a replacement worker pays that import again). `--path` picks how a
-replacement starts: `server` (the run's fork server, engine/crash_server.py; the default) or `fresh`
+replacement starts: `server` (the run's fork server, workers/crash_server.py; the default) or `fresh`
 (TORCHCTS_CRASH_SERVER=0: a new python each time).
 
     PYTHONPATH=. python3 bench/crash_cost.py [--crashes 6] [--cases 30] [--case-s 1] [--opinfo] [--path server|fresh]

@@ -15,7 +15,7 @@ from torchcts.cli.main import main as cli_main
 from torchcts.results import rundir
 
 # No run of the test suite forks from (or starts) a warm worker server unless it passes --warm
-# (engine/warm.py: on by default in a terminal): tests/test_speed_warm.py does, in private folders.
+# (workers/warm.py: on by default in a terminal): tests/test_speed_warm.py does, in private folders.
 os.environ["TORCHCTS_WARM"] = "0"
 
 

@@ -1,4 +1,4 @@
-"""Cases in forked children after a run's first crash (engine/case_process.py, issue 30 item 1).
+"""Cases in forked children after a run's first crash (workers/case_process.py, issue 30 item 1).
 
 A crash then costs a fork, not a replacement worker: after the first crash (whose worker xdist
 replaces), the replacement runs every case in a child of its own; a crash or a hang ends that
@@ -20,10 +20,10 @@ from types import SimpleNamespace
 import pytest
 from conftest import latest_run, records, run_cli
 
-from torchcts.engine.case_process import fork_refusal
-from torchcts.engine.one_case import FAILED, PASSED, SKIPPED, CaseFailed, CaseOutcome
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
+from torchcts.workers.case_process import fork_refusal
+from torchcts.workers.outcome import FAILED, PASSED, SKIPPED, CaseFailed, CaseOutcome
 
 TESTS = Path(__file__).resolve().parent
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or not os.sys.platform.startswith("linux"),
@@ -119,7 +119,7 @@ def test_only_a_fork_safe_backend_in_a_worker_that_ran_nothing_forks(monkeypatch
 
 PROBE = """
 import torch, torchcts.sim
-from torchcts.engine.case_process import CaseProcess, ForkRefused
+from torchcts.workers.case_process import CaseProcess, ForkRefused
 child = CaseProcess(lambda case_id: None)
 child._start()
 print("before a device backward: forked", flush=True)
@@ -160,7 +160,7 @@ def test_a_send_to_a_worker_a_crash_killed_does_not_end_the_run():
     INTERNALERROR (505 cases not_run): dropped when the worker is gone, raised otherwise."""
     from xdist.workermanage import WorkerController
 
-    from torchcts.engine.isolation import tolerate_dead_workers
+    from torchcts.workers.isolation import tolerate_dead_workers
 
     tolerate_dead_workers()
     tolerate_dead_workers()  # once only: not wrapped twice

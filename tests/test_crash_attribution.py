@@ -10,17 +10,18 @@ suspect then runs alone in a fresh process: the abort follows `a_async_abort`, w
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 from conftest import latest_run, records, run_cli
 
 from torchcts.cases.model import Case
-from torchcts.engine.attribution import Alone, Suspicion, ambiguous, attribute
-from torchcts.engine.isolation import CASE_MARK, FRESH_MARK, STDERR_HEADER, earlier_cases
-from torchcts.engine.one_case import CaseOutcome
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
+from torchcts.workers.attribution import Alone, Suspicion, ambiguous, attribute
+from torchcts.workers.isolation import CASE_MARK, FRESH_MARK, STDERR_HEADER, earlier_cases
+from torchcts.workers.outcome import CaseOutcome
 
 TESTS = Path(__file__).resolve().parent
 ENV = {
@@ -89,13 +90,41 @@ def test_a_crash_is_never_turned_into_a_pass_without_a_culprit():
     cases = {c.id: c for c in map(_case, ("a", "b"))}
     crash = CaseRecord.from_case(cases["s/b/float32"], status=Status.CRASHED, signal="SIGABRT", message="died")
     passed = {cid: Alone(cid, CaseOutcome(CaseRecord.from_case(c, status=Status.PASSED))) for cid, c in cases.items()}
-    [kept] = attribute([Suspicion("s/b/float32", ["s/a/float32"], crash)], passed, cases)
+    [kept] = attribute([Suspicion(["s/a/float32"], crash)], passed, cases)
     assert kept.status == Status.CRASHED and kept.attribution["belongs_to"] is None
     assert "neither it nor s/a/float32 crashed" in kept.message
     again = {**passed, "s/b/float32": Alone("s/b/float32", died={"signal": "SIGABRT", "exit_code": -6})}
-    [own] = attribute([Suspicion("s/b/float32", ["s/a/float32"], crash)], again, cases)
+    [own] = attribute([Suspicion(["s/a/float32"], crash)], again, cases)
     assert own.status == Status.CRASHED and own.attribution["belongs_to"] == "s/b/float32"
     assert "it crashed again alone" in own.message
+
+
+def test_a_crash_that_an_earlier_case_left_is_blamed_on_it():
+    """The crashed case passes alone and an earlier one crashes alone: the earlier one gets the crash
+    (its signal, its stderr), the crashed one its own verdict from its run alone, both saying so."""
+    cases = {c.id: c for c in map(_case, ("a", "b", "c"))}
+    a, b, c = cases
+    crash = CaseRecord.from_case(cases[c], status=Status.CRASHED, signal="SIGABRT", message="died", worker="gw0")
+    alone = {a: Alone(a, CaseOutcome(CaseRecord.from_case(cases[a], status=Status.PASSED))),
+             b: Alone(b, died={"signal": "SIGABRT", "exit_code": -6}, stderr="queue.c:42: Assertion failed"),
+             c: Alone(c, CaseOutcome(CaseRecord.from_case(cases[c], status=Status.PASSED, message="ok")))}
+    suspicions = [Suspicion([a, b], crash)]
+    assert suspicions[0].landed_in == c  # computed from the crash record
+    out = {r.id: r for r in attribute(suspicions, alone, cases)}
+    assert set(out) == {b, c}  # a passed alone and the crash is not its: its record stands
+    culprit, innocent = out[b], out[c]
+    assert culprit.status == Status.CRASHED and culprit.signal == "SIGABRT" and culprit.worker == "alone"
+    assert culprit.output_tail == f"{STDERR_HEADER}\nqueue.c:42: Assertion failed"
+    assert f"the crash that landed in {c}" in culprit.message
+    assert culprit.attribution == {"landed_in": c, "belongs_to": b,
+                                   "alone": {a: "passed", b: "crashed", c: "passed"}}
+    assert innocent.status == Status.PASSED and innocent.worker == "alone"
+    assert innocent.message.startswith("ok; ") and f"the crash belongs to {b}" in innocent.message
+    assert innocent.attribution["belongs_to"] == b and innocent.attribution["landed_in"] == c
+    # A worker that died between cases (no crash record): the culprit is blamed, no case is cleared.
+    [between] = attribute([Suspicion([a, b])], alone, cases)
+    assert between.id == b and "a worker that died between cases" in between.message
+    assert between.attribution["landed_in"] is None
 
 
 POISON_ENV = {**ENV, "TORCHCTS_EXTRA_SUITES": "poison=helpers.planted_poison"}
@@ -122,8 +151,35 @@ def test_a_poisoned_device_is_found_by_the_canary_and_its_worker_replaced(tmp_pa
         assert [v["status"] for v in final.values()].count("crashed") == 1
 
 
+def test_a_device_poisoned_again_and_again_retires_workers_and_crashes_no_case(tmp_path):
+    """The sim's planted sticky error (abs_illegal_address_sticky: abs makes an illegal memory
+    access, after which every device op of the process fails, as CUDA's does): every abs case fails
+    and leaves its worker's device poisoned, so the canary retires a worker after each one, with two
+    workers at once. Two retirements before either replacement is up put two rescheduled cases at the
+    front of the queue, and a replacement retires before the second: a case rescheduled twice, once
+    recorded `crashed` (exit code 87) though it never ran. No case may be recorded crashed: each is
+    its own failure (the illegal access), the canary's note on it, and every retirement only
+    reschedules the next case (the terminal counts them `rescheduled`, never `failed`)."""
+    dtypes = ("float32", "float64", "int32", "int64", "float16", "int16")
+    r = run_cli("run", "--device", "sim", "--manifest", "torchcts:sim/manifest.py", "--suite", "operators",
+                "--level-exact", "1", "--op", "abs", *(a for d in dtypes for a in ("--dtype", d)), "--timeout", "120",
+                "--", "-p", "no:benchmark", cwd=tmp_path, timeout=600,
+                env={"TORCHCTS_SIM_FAULT": "abs_illegal_address_sticky", "TORCHCTS_WORKERS": "2"})
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out[-3000:]  # each abs case is the backend's failure
+    final = {rec["id"]: rec for rec in records(latest_run(tmp_path))}
+    assert set(final) == {f"operators/elementwise/abs/{d}" for d in dtypes}, sorted(final)
+    assert [rec["id"] for rec in final.values() if rec["status"] == "crashed" or rec.get("exit_code") == 87] == []
+    for rec in final.values():
+        assert rec["status"] == "error" and "illegal memory access" in rec["message"], rec
+        assert "failed a canary" in rec["message"] and rec["attribution"]["process_replaced"] is True, rec
+    # pytest's summary: the six cases failed, each retirement's crash item rescheduled (at least two)
+    summary = re.search(r"=+ (\d+) failed, (\d+) rescheduled in ", r.stdout)
+    assert summary and summary.group(1) == str(len(dtypes)) and int(summary.group(2)) >= 2, r.stdout[-2000:]
+
+
 def test_the_canary_judges_only_a_device_that_passed_it_first():
-    from torchcts.engine.canary import Canary
+    from torchcts.workers.canary import Canary
 
     canary = Canary()
     canary.before("cpu")
@@ -141,13 +197,15 @@ def test_the_canary_judges_only_a_device_that_passed_it_first():
 
 def test_a_storm_of_suspicions_settles_at_most_the_cap(monkeypatch, tmp_path, capsys):
     """Each suspicion costs fresh processes: past MAX_SUSPICIONS the crashes keep their records."""
-    from torchcts.engine import attribution
+    from torchcts.workers import attribution
 
     asked: list[list[str]] = []
-    monkeypatch.setattr(attribution, "run_alone", lambda run_dir, ids, timeout_s, corpus: asked.append(ids) or {})
+    monkeypatch.setattr(attribution, "run_alone", lambda run_dir, ids, timeout_s, corpus, solo: asked.append(ids) or {})
     monkeypatch.setattr(attribution, "attribute", lambda suspicions, alone, plan: [])
-    many = [attribution.Suspicion(f"torchcts::c{i}", [f"torchcts::e{i}"]) for i in range(attribution.MAX_SUSPICIONS + 3)]
-    assert attribution.settle(tmp_path, many, judge=lambda r: r, plan={}, timeout_s=1, corpus=None) == []
+    many = [attribution.Suspicion([f"torchcts::e{i}"], CaseRecord(id=f"torchcts::c{i}"))
+            for i in range(attribution.MAX_SUSPICIONS + 3)]
+    assert attribution.settle(tmp_path, many, judge=lambda r: r, plan={}, timeout_s=1, corpus=None,
+                              solo="torchcts.engine.solo") == []
     assert len(asked) == 1 and len(asked[0]) == 2 * attribution.MAX_SUSPICIONS
     assert "torchcts::c0" in asked[0] and f"torchcts::c{attribution.MAX_SUSPICIONS}" not in asked[0]
     assert "3 more kept as recorded" in capsys.readouterr().out

@@ -16,9 +16,9 @@ import pytest
 from conftest import latest_run, records, run_cli
 
 from torchcts.cases.model import Case
-from torchcts.engine.crash_budget import BUDGET_FILE, BudgetReader, CrashBudget, family_of, scope_of
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
+from torchcts.workers.crash_budget import BUDGET_FILE, BudgetReader, CrashBudget, family_of, scope_of
 
 TESTS = Path(__file__).resolve().parent
 ENV = {
@@ -144,24 +144,25 @@ def test_one_crash_signature_across_dtypes_and_ops_is_one_storm(tmp_path):
 def test_an_op_that_hung_gets_a_short_limit_for_its_later_cases(tmp_path):
     """Issue 40 item 3, unit view: after a timeout of sort, sort's other cases (every dtype) get
     HANG_FACTOR x their estimated cost, at least HANG_FLOOR_S, never more than the run's limit."""
-    from torchcts.engine.crash_budget import HANG_FLOOR_S
+    from torchcts.engine.shard import estimated_cost
+    from torchcts.workers.crash_budget import HANG_FLOOR_S
 
     budget, reader = CrashBudget(tmp_path, 3), BudgetReader(tmp_path)
     first, later, other = _op_case("sort", "forward"), _op_case("sort", "out"), _op_case("topk", "forward")
     later16 = Case(id="opinfo/sort/int16/forward", suite="opinfo", level=2, runner="m:f", ops=("aten::sort",),
                    dtype="int16", kind="forward", params={"op": "sort"})
-    assert reader.hang_limit(later, 300.0) is None
+    assert reader.hang_limit(later, 300.0, estimated_cost) is None
     record = CaseRecord.from_case(first, status=Status.TIMEOUT, message="exceeded the 300 s timeout", timeout_s=300.0)
     budget.hung(first, record)
-    short = reader.hang_limit(later, 300.0)
+    short = reader.hang_limit(later, 300.0, estimated_cost)
     assert short is not None and HANG_FLOOR_S <= short < 300.0
-    assert reader.hang_limit(later16, 300.0) is not None  # every dtype of the op
-    assert reader.hang_limit(other, 300.0) is None  # another op: the run's limit
-    assert reader.hang_limit(later, HANG_FLOOR_S / 2) is None  # never above the run's own limit
+    assert reader.hang_limit(later16, 300.0, estimated_cost) is not None  # every dtype of the op
+    assert reader.hang_limit(other, 300.0, estimated_cost) is None  # another op: the run's limit
+    assert reader.hang_limit(later, HANG_FLOOR_S / 2, estimated_cost) is None  # never above the run's own limit
     note = CaseRecord.from_case(later, status=Status.TIMEOUT, message="exceeded the 3 s timeout")
     budget.hang_note(later, note)
     assert "a short limit: op sort hung earlier in this run (opinfo/sort/float32/forward" in note.message
-    assert BudgetReader(tmp_path, obey_families=False).hang_limit(later, 300.0) is None
+    assert BudgetReader(tmp_path, obey_families=False).hang_limit(later, 300.0, estimated_cost) is None
 
 
 STORM_ENV = {**ENV, "TORCHCTS_EXTRA_SUITES": "storm=helpers.planted_storm"}

@@ -1,4 +1,4 @@
-"""Crashed workers' replacements in runs without warm workers (engine/crash_server.py, issue 30
+"""Crashed workers' replacements in runs without warm workers (workers/crash_server.py, issue 30
 item 1): the run's first crash starts a run-scoped fork server, later replacements are forked from
 it, a crash stays a crash, and the server never outlives its run."""
 
@@ -19,8 +19,9 @@ import pytest
 from conftest import latest_run, records, run_cli
 
 from torchcts import settings
-from torchcts.engine import crash_server, warm
-from torchcts.engine.zygote import checks, keys, preload
+from torchcts.workers import crash_server, warm
+from torchcts.workers.deaths import WorkerDeaths
+from torchcts.workers.zygote import checks, keys, preload
 
 pytestmark = pytest.mark.skipif(warm.unavailable() is not None, reason=f"fork servers: {warm.unavailable()}")
 TESTS = Path(__file__).resolve().parent
@@ -31,7 +32,7 @@ def run_env(tmp_path):
     """The planted respawn suite on one worker, a private socket folder short enough for AF_UNIX;
     any server left in it is killed (and fails the test that left it). Cases stay in their worker
     after a crash (TORCHCTS_CASE_PROCESSES=0), so each crash needs a replacement, as on a backend
-    that is not fork-safe (engine/case_process.py)."""
+    that is not fork-safe (workers/case_process.py)."""
     folder = Path(tempfile.mkdtemp(prefix="tc", dir="/tmp"))
     env = {"CI": "true", "TORCHCTS_WARM_DIR": str(folder), "PLANTED_WORKERS_LOG": str(tmp_path / "workers.jsonl"),
            "TORCHCTS_CASE_PROCESSES": "0",
@@ -119,28 +120,31 @@ class _Spec(SimpleNamespace):
 
 
 def test_only_a_crash_starts_the_server_and_the_run_stops_it(monkeypatch):
-    """Unit view of the plugin: a worker that finished (error None) or a Ctrl-C starts nothing; a
-    crash starts one server, whose launcher becomes the replacement's python; stop() removes it all."""
+    """Unit view of the worker-death policy and the server: a worker that finished (error None) or a
+    Ctrl-C starts nothing; a crash starts one server, whose launcher becomes the replacement's python;
+    stop() removes it all."""
     tmp_path = Path(tempfile.mkdtemp(prefix="tc", dir="/tmp"))  # short enough for AF_UNIX
     started = []
     monkeypatch.setattr(warm, "start_server", lambda path, profile, **kw: started.append((path, profile, kw)))
     monkeypatch.setenv("TORCHCTS_WARM_DIR", str(tmp_path))
     settings.reload()
     plugin = crash_server.CrashServer("bare", 5.0)
+    deaths = WorkerDeaths(None, 1, dict, lambda r: r, None, lambda case_id: None)
+    deaths.replacer = plugin  # the controller's one worker-death policy asks the server (workers/deaths.py)
     node = SimpleNamespace(gateway=SimpleNamespace(spec=_Spec()))
-    plugin.pytest_testnodedown(node, None)
-    plugin.pytest_testnodedown(node, "keyboard-interrupt")
+    deaths.node_down(node, None)
+    deaths.node_down(node, "keyboard-interrupt")
     assert started == [] and node.gateway.spec.python is None and plugin.path is None
-    plugin.pytest_testnodedown(node, "Not properly terminated")
+    deaths.node_down(node, "Not properly terminated")
     [(path, profile, kw)] = started
     assert profile == "bare" and kw == {"idle_s": 5.0, "run_scoped": True}
     assert Path(path).parent == tmp_path and "-run-" in Path(path).name
     assert node.gateway.spec.python == warm.launcher_command(path)
     other = crash_server.CrashServer("bare", 5.0)
-    other.pytest_testnodedown(SimpleNamespace(gateway=SimpleNamespace(spec=_Spec())), "crashed")
+    other.replace(SimpleNamespace(gateway=SimpleNamespace(spec=_Spec())))
     assert other.path != path  # never shared across runs, whatever their environment
     user = _Spec(python="/opt/other/python")  # a worker python the user chose is left alone
-    plugin.pytest_testnodedown(SimpleNamespace(gateway=SimpleNamespace(spec=user)), "crashed")
+    deaths.node_down(SimpleNamespace(gateway=SimpleNamespace(spec=user)), "crashed")
     assert user.python == "/opt/other/python"
     Path(path + ".lock").write_text("")
     Path(path + ".log").write_text("forked worker 1\n")
@@ -172,7 +176,7 @@ def test_which_runs_get_a_crash_server_and_what_it_imports(monkeypatch):
     assert crash_server.wanted(True, [], "npu", "torch_npu") == "base"
     monkeypatch.delenv("TORCHCTS_CASE_PROCESSES")
     settings.reload()
-    # Cases fork after the first crash (engine/case_process.py): a worker dies once at most.
+    # Cases fork after the first crash (workers/case_process.py): a worker dies once at most.
     assert crash_server.wanted(True, [], "cpu", None) is None
     assert crash_server.wanted(True, [], "sim", "torchcts.sim") is None
     assert crash_server.wanted(True, [], "npu", "torch_npu") == "base"  # not fork-safe: its crashes replace workers

@@ -332,7 +332,7 @@ def test_triage_cuts_its_example_at_a_word():
 
 
 def test_warm_all_with_none_running_names_no_checkout(cli, capsys, monkeypatch):
-    from torchcts.engine import warm
+    from torchcts.workers import warm
 
     monkeypatch.setattr(warm, "statuses", lambda: [])
     assert cli(["warm", "--all"]) == 0

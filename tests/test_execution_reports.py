@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from torchcts.engine.isolation import CASE_MARK, TIMEOUT_MARK, parse_log, pytest_extra_args
 from torchcts.results import rundir
 from torchcts.results.artifacts import write_artifacts
 from torchcts.results.compare import compare_records
@@ -23,6 +22,7 @@ from torchcts.results.junit import render_junit
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.records import CaseRecord
 from torchcts.results.scrub import scrub
+from torchcts.workers.isolation import CASE_MARK, TIMEOUT_MARK, parse_log, pytest_extra_args
 
 
 def rec(cid: str, status: str, **extra) -> CaseRecord:

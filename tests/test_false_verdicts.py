@@ -307,7 +307,7 @@ def test_a_cpu_reference_that_dies_is_never_the_devices_crash(tmp_path, where) -
     import subprocess
     import sys
 
-    from torchcts.engine.isolation import child_death_record, log_path
+    from torchcts.workers.isolation import child_death_record, log_path
 
     log = log_path(tmp_path, "gw0")
     proc = subprocess.run([sys.executable, "-c", _DIE, str(log), where], capture_output=True, timeout=120,

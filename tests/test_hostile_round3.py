@@ -337,7 +337,7 @@ def test_repro_of_a_300_character_case_id(workdir, cli, capsys):
 
 
 def test_the_warm_folder_refusal_names_no_absolute_path(tmp_path, monkeypatch):
-    from torchcts.engine import warm
+    from torchcts.workers import warm
 
     folder = tmp_path / "warm"
     folder.mkdir(mode=0o755)
@@ -365,7 +365,7 @@ def test_a_fifo_or_huge_manifest_is_one_problem(workdir, cli, capsys, monkeypatc
 
 
 def test_the_warm_folder_that_cannot_be_made_names_no_absolute_path(tmp_path, monkeypatch):
-    from torchcts.engine import warm
+    from torchcts.workers import warm
 
     (tmp_path / "file").write_text("")
     monkeypatch.setattr(warm.settings, "warm_folder", lambda env=None: tmp_path / "file" / "warm")

@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("torchcts.backends", "torchcts.sim"),
     ("torchcts.cases",),
     ("torchcts.results",),
+    ("torchcts.workers",),
     ("torchcts.engine",),
     ("torchcts.coverage",),
     ("torchcts.evidence",),

@@ -115,7 +115,7 @@ OTHER_RECORDS = {"torchcts/evidence/collect.py", "torchcts/evidence/store.py", "
 STATUS_RECEIVERS = {
     "entry": "a ledger entry", "e": "a ledger entry", "entries[index]": "a ledger entry",
     "first": "a flaky record's first_failure (a nested dict, records.py says why)",
-    "recv_msg(sock)[0]": "the warm server's reply (engine/zygote.py)",
+    "recv_msg(sock)[0]": "the warm server's reply (workers/zygote.py)",
 }
 
 

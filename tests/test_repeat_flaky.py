@@ -10,7 +10,6 @@ import json
 import pytest
 from conftest import latest_run, records, run_cli
 
-from torchcts.engine.one_case import FAILED, PASSED, SKIPPED, CaseOutcome
 from torchcts.engine.repeat import run_repeated
 from torchcts.engine.selftest import ENV, SIM_MANIFEST
 from torchcts.engine.spec import RunSpec
@@ -25,6 +24,7 @@ from torchcts.results.scorecard import print_scorecard
 from torchcts.results.statuses import FAILURES, Status
 from torchcts.results.summary import render_markdown, totals
 from torchcts.results.triage import cluster_key
+from torchcts.workers.outcome import FAILED, PASSED, SKIPPED, CaseOutcome
 
 SIM = ["--device", "sim", "--manifest", str(SIM_MANIFEST)]
 FAULT = "hypot_stale_every_64th"

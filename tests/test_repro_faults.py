@@ -54,7 +54,8 @@ REPRO_GROUPS: dict[str, dict[str, str]] = {
     "process": {"mul_complex128_segv": "operators/elementwise/mul/complex128",
                 "sub_int16_hang": "operators/elementwise/sub/int16",
                 "reduce_float32_segv": "operators/reduction/sum/n1024/float32",
-                "out_resize_segv": "out_variants/abs/out/float32"},
+                "out_resize_segv": "out_variants/abs/out/float32",
+                "abs_illegal_address_sticky": "operators/elementwise/abs/float32"},
 }
 LINE = re.compile(r"^ {2}[A-Z]+ +(\S+): ")
 ACTION = re.compile(r"^ {11}(repro|script): (.*)$")

@@ -51,7 +51,7 @@ def test_every_flag_of_the_spec_is_checked_where_it_is_built(tmp_path):
     assert spec.results_dir == tmp_path / "r" and spec.pytest_args == ["-x"]
     assert spec.command[0] == "run" and str(tmp_path) not in " ".join(spec.command)  # paths as base names
     assert _spec(["run", "--validation", "--timeout", "0"]).timeout_s is None  # 0: no limit
-    assert _spec(["run", "--validation"]).crash_budget == 3  # engine/crash_budget.py: DEFAULT_LIMIT
+    assert _spec(["run", "--validation"]).crash_budget == 3  # workers/crash_budget.py: DEFAULT_LIMIT
     assert _spec(["run", "--validation", "--crash-budget", "5"]).crash_budget == 5
     assert _spec(["run", "--validation", "--no-crash-budget"]).crash_budget is None
     a_file = tmp_path / "file"

@@ -25,7 +25,7 @@ ENV_NAMES = {f.metadata["env"] for f in fields(Settings)}
 
 # Literal variable names outside settings.py, each with why it is not a read of a setting.
 ALLOWED_LITERALS = {
-    ("engine/zygote/keys.py", "CI"): "the warm server's key names the variables imports read (PyTorch's testing "
+    ("workers/zygote/keys.py", "CI"): "the warm server's key names the variables imports read (PyTorch's testing "
     "modules read CI); the server cannot import torchcts",
 }
 
@@ -152,7 +152,7 @@ class _Stdin(io.StringIO):
 
 def test_one_ci_decision_for_prompts_device_and_warm_workers(monkeypatch) -> None:
     from torchcts.cli.common import non_interactive
-    from torchcts.engine.warm import wanted
+    from torchcts.workers.warm import wanted
 
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("TORCHCTS_WARM", raising=False)
@@ -296,8 +296,8 @@ def test_the_grep_sees_every_kind_of_read() -> None:
         'import os\nENV = "TORCHCTS_WARM"\ndef f(env):\n    return env.get(ENV, "")',
         'import os\nfrom torchcts import settings\nV = settings.env_name("threads")\nx = os.environ.get(V)',
         'import os\nx = os.environ.get("TORCHCTS_SOMETHING_NEW")',
-        "import os\nfrom torchcts.engine.warm import ENV\nx = os.environ.get(ENV)",
-        "import os\nfrom torchcts.engine import warm\nx = os.environ[warm.ENV]",
+        "import os\nfrom torchcts.workers.warm import ENV\nx = os.environ.get(ENV)",
+        "import os\nfrom torchcts.workers import warm\nx = os.environ[warm.ENV]",
     ]
     for source in reads:
         assert environment_reads(source, "m.py") != [], source
@@ -316,7 +316,7 @@ def test_the_grep_sees_every_kind_of_read() -> None:
 FOLDER_EXCEPTIONS = {
     ("results/scrub.py", "gettempdir"): "the scrubber redacts the temporary folder from what it writes",
     ("results/scrub.py", "expanduser"): "the scrubber redacts the home folder's name",
-    ("engine/zygote/keys.py", "XDG_CACHE_HOME"): "the warm server's key names the variables imports read; the "
+    ("workers/zygote/keys.py", "XDG_CACHE_HOME"): "the warm server's key names the variables imports read; the "
     "server cannot import torchcts",
 }
 FOLDER_VARIABLES = re.compile(r"XDG_[A-Z_]+|TMPDIR|TORCH_EXTENSIONS_DIR")

@@ -198,7 +198,8 @@ COMPILES = compat.python_backend_compiles()
 # ... and distributed on 2.12+ only (compat.gloo_has_every_collective: its c10d backend is gloo's).
 COLLECTIVES = compat.gloo_has_every_collective()
 # These need worker isolation: test_selftest_cli_end_to_end, test_selftest_catches_the_crash_heavy_fault
-PROCESS_FAULTS = ("mul_complex128_segv", "sub_int16_hang", "reduce_float32_segv", "out_resize_segv")
+PROCESS_FAULTS = ("mul_complex128_segv", "sub_int16_hang", "reduce_float32_segv", "out_resize_segv",
+                  "abs_illegal_address_sticky")
 GROUPED = {name for g in GROUPS.values() for name in g["caught"]}  # type: ignore[attr-defined]
 
 

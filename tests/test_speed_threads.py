@@ -64,7 +64,7 @@ def test_run_json_says_where_the_count_came_from():
 
 
 def test_the_controller_exports_the_workers_threads_for_the_run_and_restores_its_environment():
-    """Exported before workers (or the warm-worker server, engine/warm.py) start: OpenMP reads the
+    """Exported before workers (or the warm-worker server, workers/warm.py) start: OpenMP reads the
     wait policy when torch loads, so a forked worker could not set it itself."""
     env: dict[str, str] = {"KEEP": "1"}
     with threads.exported(["-n", "2"], env):

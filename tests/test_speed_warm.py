@@ -1,4 +1,4 @@
-"""Warm workers (engine/warm.py, engine/zygote/): a forked worker behaves as a fresh one would,
+"""Warm workers (workers/warm.py, workers/zygote/): a forked worker behaves as a fresh one would,
 exits as it did, never runs on a stale or foreign server, and a planted crash is still isolated."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pytest
 from conftest import latest_run, records, run_cli
 from helpers.autoload_site import autoload_site
 
-from torchcts.engine import warm
-from torchcts.engine.zygote import protocol
+from torchcts.workers import warm
+from torchcts.workers.zygote import protocol
 
 pytestmark = pytest.mark.skipif(warm.unavailable() is not None, reason=f"warm workers: {warm.unavailable()}")
 
@@ -69,7 +69,7 @@ def test_forked_worker_gets_the_launchers_io_folder_env_and_exit_status(server_e
 @pytest.mark.main_only
 def test_full_server_warms_inductor_and_freezes_its_heap(server_env):
     """A forked worker of a full server starts with inductor's per-process caches filled (vector-ISA
-    probes, torch's source hash, the precompiled header of one real compilation, engine/zygote/preload.py:
+    probes, torch's source hash, the precompiled header of one real compilation, workers/zygote/preload.py:
     WARMUPS), no compiled frame left in dynamo, and the imported heap frozen out of the collector."""
     path, server = start(server_env, profile="full", seconds=300)
     code = ("import gc, os, torch, torch._dynamo; from torch._inductor import cpu_vec_isa, codecache; "
@@ -177,7 +177,7 @@ def test_planted_crashes_are_isolated_on_forked_workers(server_env, tmp_path):
     # The user's thread count: the run then exports no thread variables of its own (engine/threads.py),
     # so its key is the one of the server started here. Cases stay in their worker after a crash
     # (TORCHCTS_CASE_PROCESSES=0), so each crash needs a replacement, as on a backend that is not
-    # fork-safe (engine/case_process.py; tests/test_case_process.py covers the forked cases).
+    # fork-safe (workers/case_process.py; tests/test_case_process.py covers the forked cases).
     env = {**server_env, **PLANTED_ENV, "OMP_NUM_THREADS": "1", "TORCHCTS_CASE_PROCESSES": "0"}
     # No empty PYTHONPATH entry (PLANTED_ENV appends the caller's, empty in CI): Python makes it the
     # process's working folder, so server and launcher would differ and the server refuses to fork.
@@ -224,7 +224,7 @@ def test_messages_carry_their_types_and_anything_else_is_refused():
 
 
 def test_no_function_of_the_server_is_over_40_lines():
-    """Issue 27: the warm server stays readable: every function of engine/zygote/ fits a screen."""
+    """Issue 27: the warm server stays readable: every function of workers/zygote/ fits a screen."""
     folder = Path(protocol.__file__).parent
     long = []
     for path in sorted(folder.glob("*.py")):
@@ -262,7 +262,7 @@ def test_the_starting_notice_comes_once_on_its_own_line_and_the_run_says_when_it
     """Issue 30 item 8: while a server imports, later runs neither start another nor repeat the
     notice; the notice ends xdist's unfinished status line first; the run that started the server
     says at its end that it is ready."""
-    from torchcts.engine.zygote import state
+    from torchcts.workers.zygote import state
 
     monkeypatch.setenv("TORCHCTS_WARM_DIR", server_env["TORCHCTS_WARM_DIR"])
     spec = type("Spec", (), {"popen": True, "python": None, "via": None})

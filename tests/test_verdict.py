@@ -11,11 +11,12 @@ import torch
 
 from torchcts.cases.model import Case
 from torchcts.cases.verdict import Verdict
-from torchcts.engine.one_case import FAILED, PASSED, run_one
+from torchcts.engine.one_case import run_one
 from torchcts.manifest.templates import validation_manifest
 from torchcts.oracle.precision import Precision
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
+from torchcts.workers.outcome import FAILED, PASSED
 
 # Each field of a Verdict -> the record field it decides. A field added to Verdict without a place
 # in the record fails the first test until it is given one here and in CaseRecord.take.

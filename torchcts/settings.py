@@ -145,14 +145,14 @@ class Settings:
         "TORCHCTS_CRASH_SERVER",
         True,
         "0: a run without warm workers replaces a crashed worker with a fresh python, "
-        "not a fork of a run-scoped server (engine/crash_server.py)",
+        "not a fork of a run-scoped server (workers/crash_server.py)",
         _switch,
     )
     case_processes: bool = _var(
         "TORCHCTS_CASE_PROCESSES",
         True,
         "0: after a run's first crash a worker keeps running cases itself (each crash then costs a "
-        "replacement worker), not in forked children (engine/case_process.py)",
+        "replacement worker), not in forked children (workers/case_process.py)",
         _switch,
     )
     crash_server_idle: int = _var(

@@ -6,7 +6,7 @@ process passes and every later one fails. Without a canary, one pass and three f
 worker; with one, the first failure after the poisoning is noted as the poisoned device's and the
 process replaced: of four cases two pass, two fail, whatever the order. With $PLANTED_POISON_FORKED
 set, `a0_segv` crashes its worker first, so the rest run in forked children
-(engine/case_process.py): the poisoned child is the process replaced.
+(workers/case_process.py): the poisoned child is the process replaced.
 
     TORCHCTS_EXTRA_SUITES=poison=helpers.planted_poison  (with tests/ on PYTHONPATH)
 """

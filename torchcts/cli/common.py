@@ -106,7 +106,7 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
 
 def crash_budget_from_args(args: argparse.Namespace) -> int | None:
     """`--crash-budget N` (N >= 1), None with `--no-crash-budget`, else the default (`run` only)."""
-    from torchcts.engine.crash_budget import DEFAULT_LIMIT
+    from torchcts.workers.crash_budget import DEFAULT_LIMIT
 
     limit, off = getattr(args, "crash_budget", None), getattr(args, "no_crash_budget", False)
     if off and limit is not None:

@@ -1,4 +1,4 @@
-"""`torchcts warm`: the warm worker servers of `torchcts run --warm` (engine/warm.py): list them,
+"""`torchcts warm`: the warm worker servers of `torchcts run --warm` (workers/warm.py): list them,
 show their state and why they refused launchers (--status), or stop them."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from torchcts.engine import warm
+    from torchcts.workers import warm
 
     if args.stop:
         stopped = warm.stop_all(everywhere=args.all)

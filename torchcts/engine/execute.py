@@ -41,7 +41,7 @@ class OpenedRun:
 
     spec: RunSpec
     run_dir: Path
-    pytest_args: list[str]  # isolation's (-n, --timeout: engine/isolation.py), then the user's after `--`
+    pytest_args: list[str]  # isolation's (-n, --timeout: workers/isolation.py), then the user's after `--`
 
 
 def opening_facts(pytest_args: list[str]) -> dict[str, Any]:
@@ -65,7 +65,7 @@ def opening_facts(pytest_args: list[str]) -> dict[str, Any]:
 
 def open_run(setup: RunSetup) -> OpenedRun:
     """The run folder, run.json (the spec), the skip records and plan.jsonl; `latest` points to it."""
-    from torchcts.engine.isolation import pytest_extra_args
+    from torchcts.workers.isolation import pytest_extra_args
 
     spec, result = setup.spec, setup.result
     run_dir = rundir.new_run_dir(spec.results_dir)
@@ -142,10 +142,10 @@ def run_pytest(run: OpenedRun) -> tuple[int, Recorder]:
 
     import pytest
 
-    from torchcts.engine.crash_server import serving  # a crashed worker's replacement forked (engine/crash_server.py)
     from torchcts.engine.session import run_session
     from torchcts.engine.threads import exported
-    from torchcts.engine.warm import plugins  # workers forked from a pre-imported server (engine/warm.py)
+    from torchcts.workers.crash_server import serving  # a crashed worker's replacement forked (workers/crash_server.py)
+    from torchcts.workers.warm import plugins  # workers forked from a pre-imported server (workers/warm.py)
 
     spec = run.spec
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # see RUN_PLUGINS; workers and reruns inherit it
@@ -153,15 +153,15 @@ def run_pytest(run: OpenedRun) -> tuple[int, Recorder]:
     warm_plugins = plugins(spec.warm, spec.isolation, spec.device_type, spec.manifest.backend_import)
     with (tempfile.TemporaryDirectory(prefix="torchcts-workers-") as work_dir, sigterm_as_interrupt(),
           exported(run.pytest_args),
-          serving(spec.isolation, warm_plugins, spec.device_type, spec.manifest.backend_import) as crash_plugins):
+          serving(spec.isolation, warm_plugins, spec.device_type, spec.manifest.backend_import) as crash_server):
         argv = pytest_argv(run.run_dir, spec.results_dir, run.pytest_args, Path(work_dir), spec.manifest_arg,
                            spec.corpus)
-        code, recorder = run_session(argv, [*warm_plugins, *crash_plugins])
-        if recorder.suspicions and code != pytest.ExitCode.INTERRUPTED:
-            from torchcts.engine.attribution import settle  # a crash that landed in an innocent case
+        code, recorder = run_session(argv, warm_plugins, replacer=crash_server)
+        if recorder.deaths.suspicions and code != pytest.ExitCode.INTERRUPTED:
+            from torchcts.workers.attribution import settle  # a crash that landed in an innocent case
 
-            settle(run.run_dir, recorder.suspicions, recorder.judge, recorder.state.plan(), spec.timeout_s,
-                   spec.corpus)
+            settle(run.run_dir, recorder.deaths.suspicions, recorder.judge, recorder.state.plan(), spec.timeout_s,
+                   spec.corpus, solo="torchcts.engine.solo")
         if spec.rerun_failures and code != pytest.ExitCode.INTERRUPTED:
             from torchcts.engine.rerun import rerun_failures
 

@@ -18,19 +18,21 @@ import pytest
 from torchcts import compat
 from torchcts.cases.model import Case
 from torchcts.engine import judge
-from torchcts.engine.attribution import Suspicion, suspicion
-from torchcts.engine.case_process import CaseRunner
-from torchcts.engine.crash_budget import BudgetReader, CrashBudget
 from torchcts.engine.judge import RecordJudge, align_report, record_of
 from torchcts.engine.lean import skip_exit_gc
 from torchcts.engine.probe import worker_name
 from torchcts.engine.progress import ProgressPlugin
+from torchcts.engine.repeat import run_one_repeated
+from torchcts.engine.shard import estimated_cost
 from torchcts.engine.spec import RunSpec
 from torchcts.engine.terminal_guard import TerminalGuard
 from torchcts.results.plan import read_plan
 from torchcts.results.records import CaseRecord, record_repro, skip_record
 from torchcts.results.rundir import RecordWriter, read_run
 from torchcts.results.statuses import FAILURES, Status
+from torchcts.workers.case_process import CaseRunner
+from torchcts.workers.crash_budget import BudgetReader, CrashBudget
+from torchcts.workers.deaths import RESCHEDULED, WorkerDeaths
 
 COLLECT_FILE = "torchcts"
 _STATE = pytest.StashKey["RunState"]()
@@ -62,7 +64,7 @@ class RunState:
     def runner(self, config: pytest.Config) -> CaseRunner:
         """Runs this process's cases: here, or in forked children once the run crashed."""
         if self._runner is None:
-            self._runner = CaseRunner(self, config.getoption("--torchcts-corpus", None))
+            self._runner = CaseRunner(self, config.getoption("--torchcts-corpus", None), run_one_repeated)
         return self._runner
 
     def close_runner(self) -> None:
@@ -135,7 +137,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                     "with 'torchcts run' (engine/session.py hands pytest the Recorder)")
         state = recorder.state
         config.stash[_JUDGE] = recorder.judge  # one judge per process: cases run here, crash records
-        from torchcts.engine.isolation import tolerate_dead_workers, xdist_available
+        from torchcts.workers.isolation import tolerate_dead_workers, xdist_available
 
         if xdist_available():
             tolerate_dead_workers()  # a send to a worker a crash just killed must not end the run
@@ -150,7 +152,7 @@ def _configure_worker(config: pytest.Config, state: RunState) -> None:
     threads.export(state.threads)  # before torch is imported: cores // workers, unless the user chose
     work_dir = config.getoption("--torchcts-work-dir")
     if work_dir:
-        from torchcts.engine.isolation import WorkerWatch
+        from torchcts.workers.isolation import WorkerWatch
 
         config.pluginmanager.register(WorkerWatch(Path(work_dir), config.workerinput["workerid"],
                                                   lambda: state.runner(config).retiring))
@@ -162,7 +164,7 @@ def _configure_worker(config: pytest.Config, state: RunState) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """A worker's forked child (engine/case_process.py) leaves with it."""
+    """A worker's forked child (workers/case_process.py) leaves with it."""
     state = _state(config)
     if state is not None:
         state.close_runner()
@@ -265,10 +267,10 @@ class CaseItem(pytest.Item):
         state = _state(self.config)
         assert state is not None
         stop = state.budget.stops(self.case) if state.budget is not None else None
-        if stop:  # its family's crash is known (engine/crash_budget.py): not run, and says why
+        if stop:  # its family's crash is known (workers/crash_budget.py): not run, and says why
             self.record = CaseRecord.from_case(self.case, status=Status.NOT_RUN, message=stop, duration_s=0.0)
             pytest.skip(stop)
-        # engine/one_case.py, here or in a forked child once the run has crashed (engine/case_process.py)
+        # engine/one_case.py, here or in a forked child once the run has crashed (workers/case_process.py)
         outcome = state.runner(self.config).run(self.case, self.nodeid)
         self.record = outcome.record
         outcome.raise_for_pytest()
@@ -287,11 +289,12 @@ class CaseItem(pytest.Item):
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  # noqa: ANN201
     """Before pytest-timeout reads the case's limit: a case of an op that hung earlier in the run gets
-    a short one (engine/crash_budget.py: BudgetReader.hang_limit); under --repeat N the item runs the
+    a short one (workers/crash_budget.py: BudgetReader.hang_limit); under --repeat N the item runs the
     case N times, so its limit is N times the per-case one (engine/repeat.py)."""
     state = _state(item.config)
     if isinstance(item, CaseItem) and state is not None:
-        limit = state.budget.hang_limit(item.case, state.spec.timeout_s) if state.budget is not None else None
+        limit = (state.budget.hang_limit(item.case, state.spec.timeout_s, estimated_cost)
+                 if state.budget is not None else None)
         if state.spec.repeat > 1 and (limit or state.spec.timeout_s):
             limit = (limit or state.spec.timeout_s) * state.spec.repeat
         if limit is not None:
@@ -376,6 +379,8 @@ NO_VERDICT = tuple(NO_VERDICT_LETTERS)
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
+    if getattr(report, "outcome", None) == RESCHEDULED:  # a crash item that never started runs again (workers/deaths.py)
+        return RESCHEDULED, "R", RESCHEDULED.upper()
     if report.when != "call" or not report.skipped or hasattr(report, "wasxfail"):
         return None
     record = record_of(report)
@@ -398,7 +403,7 @@ class Recorder:
         self.work_dir = work_dir
         self.judge = RecordJudge(state, attempt)  # the crash records it makes (engine/judge.py)
         # Counts the crashes (a first attempt's, under a budget) and says when a worker died; workers
-        # read what it publishes (engine/crash_budget.py).
+        # read what it publishes (workers/crash_budget.py).
         limit = (state.spec.crash_budget or 0) if attempt == 1 else 0
         self.budget = CrashBudget(work_dir, limit) if work_dir is not None else None
         self.writer = RecordWriter(state.run_dir)
@@ -406,9 +411,9 @@ class Recorder:
         self._counted = 0  # reports pytest counts as failed (what -x / --maxfail stop on)
         self._interrupt: BaseException | None = None
         self._recorded: set[str] = set()
-        self._rescheduled: set[str] = set()
         self.attempt = attempt
-        self.suspicions: list[Suspicion] = []  # crashes that may belong to an earlier case (engine/attribution.py)
+        # What each dead worker means: its case's record, a reschedule, attribution's suspects (workers/deaths.py)
+        self.deaths = WorkerDeaths(work_dir, attempt, state.plan, self.judge, self.budget, self.progress.forget)
 
     def _case(self, case_id: str) -> Case | None:
         return self.state.plan().get(case_id)
@@ -424,32 +429,17 @@ class Recorder:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """xdist: a worker finished; the cases its collection deselected are `filtered`."""
+        """xdist: a worker is down: the cases its collection deselected are `filtered`; a dead one's
+        replacement is the worker-death policy's (workers/deaths.py)."""
         self.record_deselected(list(getattr(node, "workeroutput", {}).get(DESELECTED_KEY, ())))
+        self.deaths.node_down(node, error)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
-        """xdist: a worker died running `crashitem`; record it crashed or timeout, with its evidence."""
-        from torchcts.engine.isolation import crash_record
-
-        case = self._case(crashitem.split("::", 1)[-1])
-        if case is None:
-            return
-        started, record = crash_record(case, self.work_dir, getattr(report, "node", None), crashitem)
-        if not started and record.signal:  # it died between cases: its last cases are suspects
-            self._suspect(record, None)
-        if not started and crashitem not in self._rescheduled and hasattr(sched, "mark_test_pending"):
-            self._rescheduled.add(crashitem)  # it never ran: not its fault; run it on another worker
-            sched.mark_test_pending(crashitem)
-            self.progress.forget(case.id)
-            return
-        if case.id in self._recorded:  # last record per id wins: this one replaces its earlier result
-            record.message = (f"{record.message}; its checks had finished, "
-                              "so the crash came after them (teardown or deferred work)")
-        record = self.judge(record)
-        if self.budget is not None:
-            self.budget.worker_died()
-        judge.attach(report, record)
+        """xdist: a worker died before finishing `crashitem`; workers/deaths.py decides what it means."""
+        record = self.deaths.crash_item(crashitem, report, sched, crashitem.split("::", 1)[-1] in self._recorded)
+        if record is not None:
+            judge.attach(report, record)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport):  # noqa: ANN201
@@ -466,24 +456,13 @@ class Recorder:
                     self.budget.hung(case, record)
             self.writer.append(record)
             self._recorded.add(record.id)
-            if record.status == Status.CRASHED:
-                self._suspect(record, report.nodeid)
+            self.deaths.recorded(record, report.nodeid)
             self.progress.recorded(record, record.status in FAILURES)
             align_report(report, record, self.state.strict)
             self._counted += report.failed
         yield
         if record is not None:  # written: pytest keeps every report to the end (terminal stats), not its record
             judge.detach(report)
-
-    def _suspect(self, record: CaseRecord, nodeid: str | None) -> None:
-        """A first attempt's crash that may have landed in the wrong case is kept for attribution."""
-        if self.attempt != 1 or self.work_dir is None or not record.worker:
-            return
-        from torchcts.engine.isolation import log_path
-
-        found = suspicion(record, log_path(self.work_dir, record.worker), nodeid)
-        if found is not None:
-            self.suspicions.append(found)
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self._interrupt = excinfo.value

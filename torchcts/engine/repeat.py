@@ -24,10 +24,23 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from torchcts.engine.one_case import FAILED, PASSED, CaseOutcome
+from torchcts.cases.model import Case
+from torchcts.engine.one_case import run_one
 from torchcts.results.repeats import combine
+from torchcts.workers.outcome import FAILED, PASSED, CaseOutcome, CaseState
 
 SEED = 0  # the generators' seed between repeats (each case seeds what its inputs need itself)
+
+
+def run_one_repeated(case: Case, state: CaseState, corpus: str | None) -> CaseOutcome:
+    """`run_one`, N times under --repeat: the runner the engine hands the workers (workers/case_process.py)."""
+    device = None
+    if state.spec.repeat > 1:
+        try:
+            device = state.context_parts()[0]
+        except Exception:  # noqa: BLE001 - the case reports the backend's import error itself
+            device = None
+    return run_repeated(lambda: run_one(case, state, corpus), state.spec.repeat, device)
 
 
 def run_repeated(run_once: Callable[[], CaseOutcome], repeat: int, device: Any = None) -> CaseOutcome:

@@ -19,12 +19,15 @@ if TYPE_CHECKING:
     from torchcts.engine.plugin import Recorder
 
 
-def run_session(argv: list[str], plugins: Sequence[Any] = ()) -> tuple[int, Recorder]:
+def run_session(argv: list[str], plugins: Sequence[Any] = (), replacer: Any = None) -> tuple[int, Recorder]:
     """pytest.main on `argv` (engine/execute.py: pytest_argv) with this process's Recorder and
-    `plugins`: (pytest's exit code, the Recorder), whose `writer.failure` the caller checks."""
+    `plugins`: (pytest's exit code, the Recorder), whose `writer.failure` the caller checks.
+    `replacer`: the run's crash server (workers/crash_server.py), which the Recorder's worker-death
+    policy asks for a dead worker's replacement."""
     import pytest
 
     recorder = build_recorder(argv)
+    recorder.deaths.replacer = replacer
     code = pytest.main(argv, plugins=[recorder, recorder.progress, *plugins])
     return code, recorder
 

@@ -1,6 +1,6 @@
 """One case alone in a fresh process: `python -m torchcts.engine.solo RUN_DIR CASE_ID OUT [CORPUS]`.
 
-Why: crash attribution (engine/attribution.py) must know whether a case crashes with nothing run
+Why: crash attribution (workers/attribution.py) must know whether a case crashes with nothing run
 before it in its process. This process runs that one case as a worker would (engine/one_case.py:
 run_one, the run's device, manifest and selection from run.json), then lives GRACE_S longer, so
 work the case left behind (a driver thread's abort after the op returned, as on PoCL) lands here,

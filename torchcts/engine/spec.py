@@ -15,11 +15,11 @@ from typing import Any
 
 from torchcts import settings
 from torchcts.backends.devices import DeviceInfo
-from torchcts.engine.crash_budget import DEFAULT_LIMIT
 from torchcts.engine.selection import Selection
 from torchcts.errors import UsageError
 from torchcts.manifest.schema import Manifest
 from torchcts.results.outcome import RunOutcome
+from torchcts.workers.crash_budget import DEFAULT_LIMIT
 
 DEFAULT_RESULTS_DIR = Path(settings.RESULTS_DIR)
 
@@ -49,11 +49,11 @@ class RunSpec:
     # --timeout: the per-case limit in seconds, None for none (the flag's 0). run.json "timeout_s".
     timeout_s: float | None = None
     # --crash-budget N: after N crashes with one signature in an op family, the family's other cases
-    # are recorded not_run (engine/crash_budget.py); None with --no-crash-budget. run.json "crash_budget".
+    # are recorded not_run (workers/crash_budget.py); None with --no-crash-budget. run.json "crash_budget".
     crash_budget: int | None = DEFAULT_LIMIT
     # False with --no-isolation: cases run in the pytest process itself, no xdist workers.
     isolation: bool = True
-    # --warm/--no-warm; None: engine/warm.py decides (on in a terminal, off in CI). Not in run.json.
+    # --warm/--no-warm; None: workers/warm.py decides (on in a terminal, off in CI). Not in run.json.
     warm: bool | None = None
     # --results-dir: where run folders go. Not in run.json (a path; the run folder lies in it).
     results_dir: Path = DEFAULT_RESULTS_DIR

@@ -145,7 +145,7 @@ def describe(pytest_args: list[str], env: Mapping[str, str] | None = None) -> di
 def exported(pytest_args: list[str], env: MutableMapping[str, str] | None = None) -> Iterator[None]:
     """The controller's environment for one run's workers: their thread variables (with MARK_VAR)
     set before any worker or warm-worker server starts, so OpenMP reads the wait policy when torch
-    loads in either (a forked worker cannot change it later, engine/warm.py); restored afterwards."""
+    loads in either (a forked worker cannot change it later, workers/warm.py); restored afterwards."""
     env = os.environ if env is None else env
     workers = workers_in_args(pytest_args)
     count = None if user_setting(env) is not None or not workers else per_worker(available_cores(), workers)

@@ -1,9 +1,9 @@
 """Child processes, the parts every kind shares (issue 42 item 3): how a dead process is described,
 how a child dies with its parent, and the typed messages a parent and its child exchange.
 
-Three kinds of child run device code: a forked case (engine/case_process.py), the ranks of a
+Three kinds of child run device code: a forked case (workers/case_process.py), the ranks of a
 distributed case (cases/ranks.py, cases/rank_worker.py) and the warm server's workers
-(engine/zygote/). Each says why its process ended the same way (`exits.py`), none outlives a killed
+(workers/zygote/). Each says why its process ended the same way (`exits.py`), none outlives a killed
 run (`parent.py`), and each talks to its parent in `Message`s over a `Channel` (`channel.py`).
 """
 

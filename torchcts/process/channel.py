@@ -10,7 +10,7 @@ and `recv` with a bounded wait (`ChannelTimeout`), a dead or closed peer being `
 Each error also is what the callers caught before there was one layer (`PeerGone` is an EOFError
 and an OSError, `ChannelTimeout` a TimeoutError, `ProtocolError` a ValueError).
 
-Standard library only, and no import of the package: the warm server (engine/zygote/), which
+Standard library only, and no import of the package: the warm server (workers/zygote/), which
 never imports torchcts, loads this file by its path.
 """
 

@@ -1,6 +1,6 @@
 """Crash signatures: what makes two dead workers "the same crash" (triage, the crash budget).
 
-A crashed or timed-out record keeps the dead worker's log tail (`output_tail`, engine/isolation.py).
+A crashed or timed-out record keeps the dead worker's log tail (`output_tail`, workers/isolation.py).
 For a crash that is faulthandler's traceback of the crashing thread, most recent call first:
 
     Fatal Python error: Segmentation fault
@@ -128,14 +128,14 @@ BUDGET_REASON = "not run: the crash budget stopped"
 
 
 def budget_reason(family: str, signature: str, crashes: int) -> str:
-    """The message of a case the crash budget did not run (engine/crash_budget.py)."""
+    """The message of a case the crash budget did not run (workers/crash_budget.py)."""
     return (f"{BUDGET_REASON} op family '{family}' after {crashes} crashes with signature '{signature}' "
             "(the same bug, not re-run; --no-crash-budget runs every case)")
 
 
 def cluster_reason(scope: str, signature: str, crashes: int, done: int, families: list[str]) -> str:
     """The message of a case the crash budget did not run because one crash cluster killed most
-    cases of its kind across op families (engine/crash_budget.py: a crash storm)."""
+    cases of its kind across op families (workers/crash_budget.py: a crash storm)."""
     ops = ", ".join(families[:6]) + (f" and {len(families) - 6} more" if len(families) > 6 else "")
     return (f"{BUDGET_REASON} {scope!r}: crash cluster '{signature}' crashed {crashes} of its {done} cases "
             f"so far, across op families {ops} (one bug, not re-run per op; --no-crash-budget runs every case)")

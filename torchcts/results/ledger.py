@@ -46,7 +46,7 @@ def forgives_crashes(device: str | None) -> bool:
     return device_type(device) not in NO_CRASH_FORGIVENESS
 
 
-# What a dead worker's or child's record says of its death (engine/isolation.py: _death_record).
+# What a dead worker's or child's record says of its death (workers/isolation.py: _death_record).
 _DIED = re.compile(r"\bdied \((?:SIG[A-Z0-9]+|exit code -?\d+|unknown cause)\)")
 _TIMED_OUT = re.compile(r"\bexceeded the [0-9.eE+-]+ s timeout\b")
 

@@ -72,16 +72,16 @@ class CaseRecord:
     # the oracle's (read back with Precision.from_json, which checks each field)
     precision: dict[str, Any] | None = None
     info: dict[str, Any] | None = None  # CaseContext.info: what `describe` noted (sample, tolerance, repro...); free-form
-    signal: str | None = None  # a crashed worker's signal name (engine/isolation.py: crash_record)
+    signal: str | None = None  # a crashed worker's signal name (workers/isolation.py: crash_record)
     exit_code: int | None = None  # a crashed worker's exit code (negative: the signal)
     timeout_s: float | None = None  # the time limit a `timeout` record exceeded
     output_tail: str | None = None  # the dead worker's log tail: faulthandler output, timeout stacks
     # What the case printed (a backend's own output: OpenCL sources on a failed build), captured by
     # pytest and kept here, never on the terminal: its line count and last characters (engine/plugin.py)
     case_output: str | None = None
-    # Which case a crash or a poisoned device belongs to. engine/attribution.py: a crash that may have landed
+    # Which case a crash or a poisoned device belongs to. workers/attribution.py: a crash that may have landed
     # in an innocent case, its suspects rerun alone: {"landed_in", "belongs_to" (id or None), "alone": {id:
-    # status alone}}; engine/canary.py: the device failed a canary after this case: {"canary", "process_replaced"}
+    # status alone}}; workers/canary.py: the device failed a canary after this case: {"canary", "process_replaced"}
     attribution: dict[str, Any] | None = None
     # The op that raised or produced the wrong value when it is not the op under test: a device op the
     # case needed besides its own (CaseContext.helper_op); triage counts the failure under it.

@@ -93,7 +93,7 @@ STATUSES: dict[str, StatusInfo] = {
         StatusInfo("pending", False, False, "ran, but CPU rejected the generated inputs: no reference, no verdict"),
         # Reports add it for planned cases without a record (a killed or interrupted run, pytest's -x or
         # --maxfail), so they show and fail the run instead of vanishing; the crash budget records it,
-        # with its reason, for the cases of an op family it stopped (engine/crash_budget.py). Never a
+        # with its reason, for the cases of an op family it stopped (workers/crash_budget.py). Never a
         # pass: any not_run fails the run (results/ledger.py: gate_failures), never forgiven.
         # pytest's -k/-m/--lf deselections are recorded `filtered` (engine/plugin.py: pytest_deselected).
         StatusInfo("not_run", False, False, "planned, but not run: the run was interrupted or stopped early, "

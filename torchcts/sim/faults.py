@@ -352,6 +352,24 @@ def _out_resize_segv(func, args, kwargs, call):
     return result
 
 
+STICKY_ERROR = "sim: an illegal memory access was encountered (the device's context is lost)"
+_LOST: list[str] = []  # the process's sticky error, once a kernel made it (abs_illegal_address_sticky)
+
+
+@on_op("*")
+def _abs_illegal_address_sticky(func, args, kwargs, call):
+    """The abs kernel reads past its input (an illegal address): the call raises, and the device's
+    context is lost for the process, so every later device op raises the same error, as CUDA's
+    illegal memory access does. Every case after it in the process fails for a state it did not
+    cause: the device canary (workers/canary.py) must find the poisoned device and replace the process."""
+    if _LOST:
+        raise RuntimeError(_LOST[0])
+    if func._overloadpacket.__name__ in ("abs", "abs_"):
+        _LOST.append(STICKY_ERROR)
+        raise RuntimeError(STICKY_ERROR)
+    return call(*args, **kwargs)
+
+
 @on_op("sub")
 def _sub_int16_hang(func, args, kwargs, call):
     """The int16 subtract kernel waits forever on a completion that never comes."""
@@ -463,6 +481,9 @@ FAULTS: dict[str, Fault] = {
               "operators", 2, ("operators/reduction/sum/*/float32",), _reduce_float32_segv, dtype="float32", op="sum"),
         Fault("out_resize_segv", "resizing a non-empty out= kills the process with SIGSEGV (every op's out=)",
               "out_variants", 3, ("out_variants/*",), _out_resize_segv, dtype="float32"),
+        Fault("abs_illegal_address_sticky", "abs makes an illegal memory access: it raises, and every later device "
+              "op of the process raises the same error (a sticky error: the device is left poisoned)",
+              "operators", 1, ("operators/elementwise/abs/*",), _abs_illegal_address_sticky, op="abs"),
         Fault("sub_int16_hang", "sub on int16 never returns",
               "operators", 1, ("operators/elementwise/sub/int16",), _sub_int16_hang, dtype="int16"),
         Fault("sum_low_precision", "float32 sum of more than 1024 elements accumulates in bfloat16",

@@ -1,4 +1,4 @@
-"""A server's files next to its socket, in the private per-user folder (engine/warm.py):
+"""A server's files next to its socket, in the private per-user folder (workers/warm.py):
 
     KEY.sock.lock     held (flock) for the server's life; its pid is written in it
     KEY.sock.authkey  the secret both ends of the channel prove they know (0600)
@@ -6,7 +6,7 @@
     KEY.sock.why      why a server could not serve at all (a fork hazard, a failed import)
     KEY.sock.log      the server's stderr (one line per forked worker)
 
-A run-scoped server (engine/crash_server.py) removes them all when it exits (`remove_files`).
+A run-scoped server (workers/crash_server.py) removes them all when it exits (`remove_files`).
 
 Every file is written atomically (a temporary file, then os.replace), so a reader never sees half.
 """
@@ -117,7 +117,7 @@ def read_status(sock_path: str) -> dict[str, Any]:
 
 
 def note_why(sock_path: str, text: str) -> None:
-    """Why this server does not serve (engine/warm.py shows it and retries later)."""
+    """Why this server does not serve (workers/warm.py shows it and retries later)."""
     try:
         write_atomically(sock_path + ".why", (text + "\n").encode(), 0o644)
     except OSError:

@@ -2,7 +2,7 @@
 
 It hands its stdin/stdout/stderr, argv, cwd, environment and sys.path to the server, waits for the
 forked worker and exits with its exact status, or dies by the same signal, so crash isolation
-(engine/isolation.py) sees what it sees with a fresh worker. Refused, or anything unexpected (no
+(workers/isolation.py) sees what it sees with a fresh worker. Refused, or anything unexpected (no
 server, a server that dies): it execs a fresh `python` instead, never a hang nor a stale worker.
 """
 

@@ -4,7 +4,7 @@ Why: a real backend's driver can abort in a thread of its own after the op retur
 assertion in its queue thread), so the process dies while the *next* case runs, and that innocent
 case was recorded `crashed`, with an empty output tail, while the guilty one passed (issue 48 item 5).
 
-Which crashes: one by a signal whose dead process ran other cases before it (engine/isolation.py:
+Which crashes: one by a signal whose dead process ran other cases before it (workers/isolation.py:
 earlier_cases, from the worker's log) and whose tail shows no stack of the thread that runs cases
 (`ambiguous`): no frame at all (a native thread's abort: faulthandler prints only "Fatal Python
 error: Aborted") or a Python thread's stack (threading's `_bootstrap` outermost). A crash with the
@@ -33,16 +33,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from torchcts.engine.isolation import STDERR_HEADER, earlier_cases, read_stderr
-from torchcts.engine.one_case import CaseOutcome
 from torchcts.process import exit_fields
 from torchcts.results.crash_frames import native_frames, python_frames
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
+from torchcts.workers.isolation import STDERR_HEADER, earlier_cases, read_stderr
+from torchcts.workers.outcome import CaseOutcome
 
 SUSPECTS_BEFORE = 2  # earlier cases of the dead process that are rerun alone
 START_S = 120.0  # a solo process's start-up (a fresh python imports torch and the backend) on a loaded machine
@@ -55,11 +56,15 @@ MAX_SUSPICIONS = 8
 
 @dataclass
 class Suspicion:
-    """A crash that may belong to an earlier case of its process (`landed_in` None: between cases)."""
+    """A crash that may belong to an earlier case of its process."""
 
-    landed_in: str | None
     earlier: list[str]
-    record: CaseRecord | None = None  # the crash record the run wrote for `landed_in`
+    record: CaseRecord | None = None  # the crash record the run wrote for the case it landed in; None: between cases
+
+    @property
+    def landed_in(self) -> str | None:
+        """The case the crash landed in (None: the worker died between cases)."""
+        return self.record.id if self.record is not None else None
 
 
 @dataclass
@@ -92,62 +97,52 @@ def ambiguous(tail: str | None) -> bool:
     return not frames or frames[-1] == "threading.py:_bootstrap"
 
 
-def suspicion(record: CaseRecord, log: Path, nodeid: str | None) -> Suspicion | None:
+def suspicion(record: CaseRecord, log: str, nodeid: str | None) -> Suspicion | None:
     """A Suspicion for a crash record (or, `nodeid` None, a worker that died between cases) when its
-    process ran earlier cases and the tail does not show the case's own stack."""
+    process ran earlier cases (`log`: the worker's log, as the death's handler read it once) and the
+    tail does not show the case's own stack."""
     if not record.signal:  # an exit code is the process's own decision (a case's os._exit), not deferred work
         return None
     if nodeid is not None and (record.status != Status.CRASHED or not ambiguous(record.output_tail)):
         return None
-    try:
-        text = log.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    earlier = [n.split("::", 1)[-1] for n in earlier_cases(text, nodeid, SUSPECTS_BEFORE)]
+    earlier = [n.split("::", 1)[-1] for n in earlier_cases(log, nodeid, SUSPECTS_BEFORE)]
     if not earlier:
         return None
-    return Suspicion(record.id if nodeid is not None else None, earlier, record if nodeid is not None else None)
+    return Suspicion(earlier, record if nodeid is not None else None)
 
 
-def run_alone(run_dir: Path, case_ids: list[str], timeout_s: float | None, corpus: str | None) -> dict[str, Alone]:
-    """Each case in a fresh process of its own (engine/solo.py), MAX_PARALLEL at a time."""
-    results: dict[str, Alone] = {}
+def run_alone(run_dir: Path, case_ids: list[str], timeout_s: float | None, corpus: str | None,
+              solo: str) -> dict[str, Alone]:
+    """Each case in a fresh process of its own (`python -m SOLO`: engine/solo.py, which runs a case
+    as a worker would, so the engine hands its name in), MAX_PARALLEL at a time."""
     limit = START_S + (timeout_s or 600.0)  # the case's own limit, then it is undetermined
-    with tempfile.TemporaryDirectory(prefix="torchcts-alone-") as scratch:
-        pending = list(dict.fromkeys(case_ids))
-        running: list[tuple[Alone, subprocess.Popen[bytes], Path, Any, float]] = []
-        while pending or running:
-            while pending and len(running) < MAX_PARALLEL:
-                case_id = pending.pop(0)
-                index = len(results) + len(running)
-                out, err = Path(scratch) / f"{index}.json", Path(scratch) / f"{index}.stderr"
-                fh = open(err, "wb")  # noqa: SIM115 - closed when the process is reaped
-                cmd = [sys.executable, "-m", "torchcts.engine.solo", str(run_dir), case_id, str(out),
-                       *([corpus] if corpus else [])]
-                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fh)
-                running.append((Alone(case_id), proc, out, (fh, err), time.monotonic()))
-            time.sleep(0.05)
-            for item in list(running):
-                alone, proc, out, (fh, err), began = item
-                code = proc.poll()
-                if code is None and time.monotonic() - began < limit:
-                    continue
-                if code is None:
-                    proc.kill()
-                    proc.wait()
-                fh.close()
-                running.remove(item)
-                alone.seconds = round(time.monotonic() - began, 3)
-                alone.stderr = read_stderr(err)
-                if code == 0 and out.is_file():
-                    try:
-                        alone.outcome = CaseOutcome.from_json(json.loads(out.read_text(encoding="utf-8")))
-                    except (OSError, ValueError, KeyError, TypeError):
-                        alone.outcome = None
-                elif code is not None:
-                    alone.died = exit_fields(code)
-                results[alone.case_id] = alone
-    return results
+    ids = list(dict.fromkeys(case_ids))
+    with tempfile.TemporaryDirectory(prefix="torchcts-alone-") as scratch, ThreadPoolExecutor(MAX_PARALLEL) as pool:
+        runs = pool.map(lambda i: _alone(run_dir, ids[i], Path(scratch) / str(i), limit, corpus, solo), range(len(ids)))
+        return {alone.case_id: alone for alone in runs}
+
+
+def _alone(run_dir: Path, case_id: str, base: Path, limit: float, corpus: str | None, solo: str) -> Alone:
+    """One case in a fresh process, killed past `limit` seconds (then undetermined: no outcome, no death)."""
+    alone, out, err = Alone(case_id), base.with_suffix(".json"), base.with_suffix(".stderr")
+    cmd = [sys.executable, "-m", solo, str(run_dir), case_id, str(out), *([corpus] if corpus else [])]
+    began = time.monotonic()
+    with open(err, "wb") as fh:
+        try:
+            code: int | None = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fh,
+                                              timeout=limit, check=False).returncode
+        except subprocess.TimeoutExpired:  # killed and reaped by subprocess.run
+            code = None
+    alone.seconds = round(time.monotonic() - began, 3)
+    alone.stderr = read_stderr(err)
+    if code == 0 and out.is_file():
+        try:
+            alone.outcome = CaseOutcome.from_json(json.loads(out.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            alone.outcome = None
+    elif code is not None:
+        alone.died = exit_fields(code)
+    return alone
 
 
 def attribute(suspicions: list[Suspicion], alone: dict[str, Alone], plan: dict[str, Any]) -> list[CaseRecord]:
@@ -175,7 +170,7 @@ def attribute(suspicions: list[Suspicion], alone: dict[str, Alone], plan: dict[s
         if landed is not None and landed.outcome is not None and culprits:
             record = landed.outcome.record.copy(worker="alone")
             note = (f"its process died in the run ({s.record.signal or s.record.exit_code}) while it ran; rerun alone "
-                    f"it {record.status}: the crash belongs to {culprits[-1]}, which crashed alone (engine/attribution.py)")
+                    f"it {record.status}: the crash belongs to {culprits[-1]}, which crashed alone (workers/attribution.py)")
             record.message = f"{record.message}; {note}" if record.message else note
             record.attribution = {"landed_in": s.landed_in, "belongs_to": culprits[-1], "alone": ran}
             out[s.landed_in] = record
@@ -192,7 +187,7 @@ def attribute(suspicions: list[Suspicion], alone: dict[str, Alone], plan: dict[s
 
 
 def settle(run_dir: Path, suspicions: list[Suspicion], judge: Any, plan: dict[str, Any],
-           timeout_s: float | None, corpus: str | None) -> list[CaseRecord]:
+           timeout_s: float | None, corpus: str | None, solo: str) -> list[CaseRecord]:
     """Run every suspect alone, then append the records the attribution changed, judged (repro,
     ledger) by `judge` (engine/judge.py: RecordJudge of the first attempt)."""
     from torchcts.results.rundir import RecordWriter
@@ -201,10 +196,10 @@ def settle(run_dir: Path, suspicions: list[Suspicion], judge: Any, plan: dict[st
     suspicions = suspicions[:MAX_SUSPICIONS]
     ids = [cid for s in suspicions for cid in [*s.earlier, *([s.landed_in] if s.landed_in else [])]]
     print(f"torchcts: {len(suspicions)} crash(es) may have landed in another case than the one that caused "
-          f"them: running {len(set(ids))} suspect(s) alone (engine/attribution.py)"
+          f"them: running {len(set(ids))} suspect(s) alone (workers/attribution.py)"
           + (f"; {left} more kept as recorded (at most {MAX_SUSPICIONS} settled a run)" if left > 0 else ""),
           flush=True)
-    records = [judge(r) for r in attribute(suspicions, run_alone(run_dir, ids, timeout_s, corpus), plan)]
+    records = [judge(r) for r in attribute(suspicions, run_alone(run_dir, ids, timeout_s, corpus, solo), plan)]
     writer = RecordWriter(run_dir)
     try:
         for record in records:

@@ -12,8 +12,8 @@ What C code writes to fd 2 (a driver's assertion before it aborts) goes, under p
 to a temporary file that dies with the worker: the worker points that capture at a named file beside
 its log (`stderr_path`, emptied by pytest after every phase), so a dead worker's stderr since its
 last phase is kept in the crash record. A process marker (FRESH_MARK) starts the log and follows
-every forked child's death (engine/case_process.py): the cases between two markers ran in one
-process, which is what crash attribution reruns (engine/attribution.py).
+every forked child's death (workers/case_process.py): the cases between two markers ran in one
+process, which is what crash attribution reruns (workers/attribution.py).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from torchcts.results.statuses import Status
 CASE_MARK = "@@torchcts-case "
 TIMEOUT_MARK = "@@torchcts-timeout "
 FRESH_MARK = "@@torchcts-fresh-process"  # the cases after it run in a new process
-RETIRED_MARK = "@@torchcts-retired"  # the worker left on purpose: its device was poisoned (engine/canary.py)
+RETIRED_MARK = "@@torchcts-retired"  # the worker left on purpose: its device was poisoned (workers/canary.py)
 STDERR_HEADER = "--- stderr of the dead process (fd 2, last lines) ---"
 STDERR_LINES = 20
 TIMEOUT_EXIT = 86  # exit code of a worker ended by the watchdog (the marker is what counts)
@@ -69,7 +69,7 @@ class WorkerWatch:
     def __init__(self, work_dir: Path, worker_id: str, retiring: Callable[[], bool] = lambda: False) -> None:
         self.log = open(log_path(work_dir, worker_id), "a", encoding="utf-8")  # noqa: SIM115
         self.stderr = stderr_path(work_dir, worker_id)
-        self.retiring = retiring  # the device was found poisoned (engine/canary.py): leave before the next case
+        self.retiring = retiring  # the device was found poisoned (workers/canary.py): leave before the next case
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -82,7 +82,7 @@ class WorkerWatch:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         if self.retiring():  # before the case's marker: the controller gives it to a fresh worker
-            from torchcts.engine.canary import RETIRED_EXIT
+            from torchcts.workers.canary import RETIRED_EXIT
 
             self.log.write(f"\n{RETIRED_MARK}\n")
             self.log.flush()
@@ -116,7 +116,7 @@ class WorkerWatch:
                     if text:
                         self.log.write(f"--- captured {name} ---\n{text}\n")
             self.log.flush()
-            # A case in a forked child (engine/case_process.py): the child is made to write its own
+            # A case in a forked child (workers/case_process.py): the child is made to write its own
             # stack and die; the worker records the timeout and goes on.
             forked = _abort_running_child()
             if forked:
@@ -180,7 +180,7 @@ def with_stderr(tail: str, stderr: str) -> str:
 def earlier_cases(text: str, nodeid: str | None, count: int) -> list[str]:
     """Node ids of the last `count` cases the same process ran before `nodeid` (its last start
     marker; `None`: before the log's end), oldest first: the suspects of a crash that may have landed
-    in the next case (engine/attribution.py)."""
+    in the next case (workers/attribution.py)."""
     begin = len(text)
     if nodeid is not None:
         start_at = text.rfind(f" {nodeid}\n")
@@ -199,7 +199,7 @@ _child_lock = threading.Lock()
 
 
 def running_child(abort: Callable[[], None] | None) -> None:
-    """engine/case_process.py: a forked child runs the current case (`abort` ends it), or none does."""
+    """workers/case_process.py: a forked child runs the current case (`abort` ends it), or none does."""
     global _running_child
     with _child_lock:
         _running_child = abort
@@ -278,29 +278,50 @@ def signal_quietly(pid: int, signum: int) -> None:
         pass
 
 
-def crash_record(case: Case, work_dir: Path | None, worker: Any, nodeid: str) -> tuple[bool, CaseRecord]:
+def read_log(work_dir: Path | None, worker_id: str) -> str | None:
+    """A worker's log, read once per death by whoever handles it (None without isolation or a log)."""
+    if work_dir is None:
+        return None
+    try:
+        return log_path(work_dir, worker_id).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def retired(text: str | None, exit_fields: dict[str, Any]) -> bool:
+    """The worker left on purpose before its next case, its device poisoned (workers/canary.py): the
+    log ends with RETIRED_MARK, or, the log unreadable, the process exited with RETIRED_EXIT. The
+    caller asks only for a case that never started: a case's own exit code 87 is its crash."""
+    from torchcts.workers.canary import RETIRED_EXIT
+
+    if text and text.strip():
+        return text.rstrip().endswith(RETIRED_MARK)
+    return exit_fields.get("exit_code") == RETIRED_EXIT and not exit_fields.get("signal")
+
+
+def crash_record(case: Case, log: str | None, work_dir: Path | None, worker_id: str, nodeid: str,
+                 exit_fields: dict[str, Any]) -> tuple[bool, CaseRecord]:
     """(whether the case had started on the dead worker, its `crashed` or `timeout` record with the
-    evidence: signal or exit code, duration since its start marker, the log's tail)."""
-    worker_id = getattr(getattr(worker, "gateway", None), "id", "?")
-    return _death_record(case, work_dir, worker_id, nodeid, worker_exit(worker),
+    evidence: signal or exit code, duration since its start marker, the log's tail). `log` is the
+    worker's log as read_log read it: one read per death, also for attribution's suspects."""
+    return _death_record(case, log, work_dir, worker_id, nodeid, exit_fields,
                          who=f"worker {worker_id}", after="it was replaced", ended=f"worker {worker_id} was replaced")
 
 
 def child_death_record(case: Case, work_dir: Path | None, worker_id: str, nodeid: str,
                        exit_fields: dict[str, Any]) -> CaseRecord:
-    """The record of a case whose forked child (engine/case_process.py) died: crashed, or timeout
+    """The record of a case whose forked child (workers/case_process.py) died: crashed, or timeout
     when the watchdog ended it; the same evidence as a worker's death, from the same log."""
     who = f"its process (forked from worker {worker_id})"
-    return _death_record(case, work_dir, worker_id, nodeid, exit_fields, who=who,
+    return _death_record(case, read_log(work_dir, worker_id), work_dir, worker_id, nodeid, exit_fields, who=who,
                          after="the worker went on", ended=f"{who} was ended; the worker went on")[1]
 
 
-def _death_record(case: Case, work_dir: Path | None, worker_id: str, nodeid: str, exit_fields: dict[str, Any], *,
-                  who: str, after: str, ended: str) -> tuple[bool, CaseRecord]:
+def _death_record(case: Case, log: str | None, work_dir: Path | None, worker_id: str, nodeid: str,
+                  exit_fields: dict[str, Any], *, who: str, after: str, ended: str) -> tuple[bool, CaseRecord]:
     info: dict[str, Any] = {"start": None, "timeout": None, "tail": "", "started": True}
-    path = log_path(work_dir, worker_id) if work_dir else None
-    if path is not None and path.is_file():
-        info = parse_log(path.read_text(encoding="utf-8", errors="replace"), nodeid)
+    if log is not None:
+        info = parse_log(log, nodeid)
     record = CaseRecord.from_case(case, worker=worker_id, **exit_fields)
     if info["start"] is not None:
         record.duration_s = round(time.time() - info["start"], 3)

@@ -1,4 +1,4 @@
-"""Warm workers: xdist workers forked from a server that has already imported torch (engine/zygote/).
+"""Warm workers: xdist workers forked from a server that has already imported torch (workers/zygote/).
 
 When: on for interactive use (stdin is a terminal and no `CI` variable), off in CI;
 `torchcts run --warm/--no-warm` or TORCHCTS_WARM=1/0 force it. Linux only (macOS frameworks and
@@ -9,7 +9,7 @@ it imported changes, or on `torchcts warm --stop`. Its socket lives in a private
 (0700): $XDG_RUNTIME_DIR/torchcts-warm, else <tmp>/torchcts-warm-<uid> (TORCHCTS_WARM_DIR moves it).
 
 Crash isolation is unchanged: xdist still starts one process per worker (the launcher), which
-exits exactly as its forked worker did; engine/isolation.py reads the same logs and statuses.
+exits exactly as its forked worker did; workers/isolation.py reads the same logs and statuses.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from torchcts import settings
-from torchcts.engine.zygote import keys, state
+from torchcts.workers.zygote import keys, state
 
 ENV = settings.env_name("warm")
 IDLE_S = 900.0  # a server with no worker for 15 minutes exits
@@ -42,7 +42,7 @@ def wanted(flag: bool | None) -> bool:
 
 def profile_for(device_type: str, backend_import: str | None) -> str:
     """What the server may import before the fork: everything for a plain CPU run; with a backend
-    module only what a fresh worker imports before the backend anyway (engine/zygote/preload.py)."""
+    module only what a fresh worker imports before the backend anyway (workers/zygote/preload.py)."""
     return "full" if device_type == "cpu" and not backend_import else "base"
 
 
@@ -75,7 +75,7 @@ def server_dir(env: dict[str, str] | None = None) -> Path:
 
 def socket_path(profile: str, env: dict[str, str] | None = None, run: str = "") -> str:
     """The socket of the server for `profile` and the environment workers get (os.environ); with
-    `run`, a run-scoped server's (engine/crash_server.py): the key's start, for people, then `run`."""
+    `run`, a run-scoped server's (workers/crash_server.py): the key's start, for people, then `run`."""
     env = dict(os.environ) if env is None else env
     key = keys.key(env, profile)
     path = str(server_dir(env) / (f"{key[:16]}-run-{run}.sock" if run else f"{key}.sock"))
@@ -102,7 +102,7 @@ def start_server(path: str, profile: str, env: dict[str, str] | None = None,
                  idle_s: float = IDLE_S, run_scoped: bool = False) -> None:
     """Start a detached server for `path` (it exits at once if another holds the key's lock). It
     starts here, so that relative PYTHONPATH entries resolve as in the workers, then leaves. A
-    run-scoped one (engine/crash_server.py) removes its files when it exits."""
+    run-scoped one (workers/crash_server.py) removes its files when it exits."""
     with open(path + ".log", "ab") as log:
         subprocess.run([sys.executable, "-u", ZYGOTE, "serve", path, profile, f"{idle_s:g}",
                         *(["run"] if run_scoped else [])],
@@ -206,7 +206,7 @@ def running_in(folder: Path) -> list[tuple[int, str]]:
 
 
 def statuses(folder: Path | None = None) -> list[dict[str, Any]]:
-    """Each running server's status (engine/zygote/state.py): pid, key, profile, age and idle
+    """Each running server's status (workers/zygote/state.py): pid, key, profile, age and idle
     seconds, workers, whether it is still importing (preparing) or stopping, its latest refusals
     (each a time and why), its socket name, and `here`: whether it serves this checkout and
     environment (its sys.path is this process's; a server of another checkout refuses our launchers)."""

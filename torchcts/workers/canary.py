@@ -6,7 +6,7 @@ Then every later case of that worker failed for the state one case left behind: 
 failures after one real one.
 
 How: after a case that failed (failed or error) in the process that runs cases (a worker, or its
-forked child, engine/case_process.py), a tiny known-good device op runs (`probe`: arange + 1, to
+forked child, workers/case_process.py), a tiny known-good device op runs (`probe`: arange + 1, to
 the device and back). Only where it worked before the process's first case (the baseline): a
 backend that cannot run it at all is never judged by it. When it fails, the device is poisoned:
 the failed case's record says so (message and `attribution.canary`), and the process leaves before
@@ -65,6 +65,6 @@ class Canary:
         self.poisoned = why
         note = (f"after this case the device failed a canary ({WHAT}: {why}): it was left poisoned by this case "
                 "or an earlier one of its process, which was replaced so later cases run on a fresh one "
-                "(engine/canary.py)")
+                "(workers/canary.py)")
         record.message = f"{record.message}; {note}" if record.message else note
         record.attribution = {**(record.attribution or {}), "canary": why, "process_replaced": True}

@@ -1,14 +1,14 @@
 """Cases in a forked child of the worker once the run has crashed (issue 30 item 1).
 
 Why: a case that kills its worker costs a replacement: xdist starts a process (even a fork of the
-crash server, engine/crash_server.py), connects execnet, configures pytest and collects the plan
+crash server, workers/crash_server.py), connects execnet, configures pytest and collects the plan
 again, 0.3-0.5 s of a core against ~0.05 s for a case. A backend in bring-up that crashes on one
 case in ten paid that for every crash (a level-2 run took 2x the clean run's time). Once the run
-has crashed (the controller says so in the crash-budget file, engine/crash_budget.py), a worker
+has crashed (the controller says so in the crash-budget file, workers/crash_budget.py), a worker
 stops running cases itself: it forks a child that runs them one after another (`run_one`, the
 function the worker would run) and sends back each case's outcome. A crash or a hang then ends
 the child, not the worker: the worker records the case `crashed` or `timeout` from its log (the
-child's faulthandler writes there, engine/isolation.py) and forks the next child, ~20 ms. A clean
+child's faulthandler writes there, workers/isolation.py) and forks the next child, ~20 ms. A clean
 run never forks.
 
 What makes the fork safe: the backend is CPU or known fork-safe (crash_server.case_fork_refusal and its
@@ -46,10 +46,14 @@ from types import FrameType
 from typing import Any
 
 from torchcts.cases.model import Case
-from torchcts.engine.canary import Canary
-from torchcts.engine.case_messages import CASE_PROTOCOL, CaseDone, CaseRaised, Ready, Refused, RunCase, Stop
-from torchcts.engine.crash_server import case_fork_refusal
-from torchcts.engine.isolation import (
+from torchcts.errors import first_line
+from torchcts.process import Channel, ChannelTimeout, PeerGone, ProtocolError, die_with_parent, exit_fields
+from torchcts.results.records import CaseRecord
+from torchcts.results.statuses import Status
+from torchcts.workers.canary import Canary
+from torchcts.workers.case_messages import CASE_PROTOCOL, CaseDone, CaseRaised, Ready, Refused, RunCase, Stop
+from torchcts.workers.crash_server import case_fork_refusal
+from torchcts.workers.isolation import (
     TIMEOUT_EXIT,
     child_death_record,
     log_path,
@@ -57,13 +61,8 @@ from torchcts.engine.isolation import (
     running_child,
     signal_quietly,
 )
-from torchcts.engine.one_case import FAILED, CaseOutcome, CaseState, run_one
-from torchcts.engine.repeat import run_repeated
-from torchcts.engine.zygote.preload import accelerator_hazard
-from torchcts.errors import first_line
-from torchcts.process import Channel, ChannelTimeout, PeerGone, ProtocolError, die_with_parent, exit_fields
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
+from torchcts.workers.outcome import FAILED, CaseOutcome, CaseState
+from torchcts.workers.zygote.preload import accelerator_hazard
 
 # A timed-out child is asked for its stack (SIGUSR1: Python's own stack with source lines, written
 # by the child's handler), then, stuck in native code, made to abort (SIGABRT: faulthandler writes
@@ -90,16 +89,20 @@ class ForkRefused(Exception):
     """A forked child found itself unable to run cases as its worker would (`_fork_probe`)."""
 
 
+RunOne = Callable[[Case, CaseState, "str | None"], CaseOutcome]  # engine/one_case.py: run_one
+
+
 class CaseRunner:
     """Worker side: runs each case here, or in a forked child once the run has crashed."""
 
-    def __init__(self, state: CaseState, corpus: str | None) -> None:
+    def __init__(self, state: CaseState, corpus: str | None, run_one: RunOne) -> None:
         self.state = state
         self.corpus = corpus
+        self.run_one = run_one  # running a case is the engine's; where it runs is this module's
         self.ran_here = False  # a case ran in this process (OpenMP may have started its threads)
         self.refusal: str | None = None  # why cases stay here for this worker's life, once decided
         self.child: CaseProcess | None = None
-        self.canary = Canary()  # engine/canary.py: a poisoned device ends the process that runs cases
+        self.canary = Canary()  # workers/canary.py: a poisoned device ends the process that runs cases
 
     def run(self, case: Case, nodeid: str) -> CaseOutcome:
         if self._forking():
@@ -120,15 +123,15 @@ class CaseRunner:
         return self._watched(self.state.plan()[case_id])
 
     def _watched(self, case: Case) -> CaseOutcome:
-        """run_one (each of its --repeat runs: engine/repeat.py) between the canary's baseline and its
-        check after a failure (engine/canary.py)."""
+        """run_one (each of its --repeat runs: the engine hands in engine/repeat.py's runner) between the
+        canary's baseline and its check after a failure (workers/canary.py)."""
         device = None
         try:
             device = self.state.context_parts()[0]
             self.canary.before(device)
         except Exception:  # noqa: BLE001, S110 - the case reports the backend's import error itself
             pass
-        outcome = run_repeated(lambda: run_one(case, self.state, self.corpus), self.state.spec.repeat, device)
+        outcome = self.run_one(case, self.state, self.corpus)
         if device is not None:
             self.canary.after(outcome.record, outcome.kind == FAILED, device)
         return outcome
@@ -158,9 +161,9 @@ class CaseProcess:
                  retire: Callable[[], bool] = lambda: False) -> None:
         self.execute = execute
         self.retire = retire  # in the child, after a case: leave (its device was found poisoned)
-        self.log = log  # the worker's log (engine/isolation.py): where a timed-out child writes its stack
+        self.log = log  # the worker's log (workers/isolation.py): where a timed-out child writes its stack
         self.pid: int | None = None
-        self.channel: Channel | None = None  # engine/case_messages.py: CASE_PROTOCOL
+        self.channel: Channel | None = None  # workers/case_messages.py: CASE_PROTOCOL
         self.imports: list[str] = []  # modules the children imported, imported here before a fork
 
     def run(self, case: Case, nodeid: str, work_dir: Path | None, worker: str) -> CaseOutcome:
@@ -188,7 +191,7 @@ class CaseProcess:
             return CaseOutcome(record, FAILED, record.message or "")
         outcome = CaseOutcome.from_json(reply.outcome)
         if (outcome.record.attribution or {}).get("process_replaced"):  # its device is poisoned: the child
-            self._reap()  # leaves after this reply (engine/canary.py); the next case forks a fresh one
+            self._reap()  # leaves after this reply (workers/canary.py); the next case forks a fresh one
             self._fresh()
         return outcome
 
@@ -199,7 +202,7 @@ class CaseProcess:
         return CaseOutcome(record, FAILED, record.message or "")
 
     def _fresh(self) -> None:
-        """The log's next cases run in the next child, not with the dead one's (engine/attribution.py)."""
+        """The log's next cases run in the next child, not with the dead one's (workers/attribution.py)."""
         if self.log is not None:
             try:
                 mark_fresh_process(self.log)
@@ -321,7 +324,7 @@ def _serve(conn: Connection, execute: Callable[[str], CaseOutcome], log: Path | 
                 except Exception:  # noqa: BLE001, S110 - a closed stream: nothing to flush
                     pass
             channel.send(reply)
-            if retire():  # a poisoned device (engine/canary.py): the worker forks a fresh child
+            if retire():  # a poisoned device (workers/canary.py): the worker forks a fresh child
                 break
         atexit._run_exitfuncs()  # the ones its cases registered
     except BaseException:  # noqa: BLE001 - the child never returns into the worker's pytest
@@ -332,7 +335,7 @@ def _serve(conn: Connection, execute: Callable[[str], CaseOutcome], log: Path | 
 
 def _stack_and_exit(log: Path, signum: int, frame: FrameType | None) -> None:
     """SIGUSR1 in a timed-out child: where the case was, innermost call last, as the worker's
-    watchdog writes it for a case it runs itself (engine/isolation.py)."""
+    watchdog writes it for a case it runs itself (workers/isolation.py)."""
     try:
         with open(log, "a", encoding="utf-8") as fh:
             fh.write("--- where the case was at the timeout ---\n")

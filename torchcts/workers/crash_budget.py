@@ -25,7 +25,7 @@ running or queued before the file changes still run, so a few more crashes than 
 recorded. Only the first attempt obeys it: a `--rerun-failures` rerun runs what it reruns.
 
 The same file says when a worker died (`fork_cases`): from then on every worker of the run, and
-every rerun's, runs its cases in forked children (engine/case_process.py), with or without a budget.
+every rerun's, runs its cases in forked children (workers/case_process.py), with or without a budget.
 
 Crash storms (issue 40 item 2): one native bug (OpenReg's out= resize path) crashes a kind of case
 across every op, one family at a time, so a family budget still pays `limit` crashes per op. The
@@ -52,6 +52,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,7 @@ def hung_op(case: Case) -> str:
 
 
 def hang_note(op: str, first: str) -> str:
-    return f"a short limit: op {op} hung earlier in this run ({first}; engine/crash_budget.py)"
+    return f"a short limit: op {op} hung earlier in this run ({first}; workers/crash_budget.py)"
 
 
 def family_of(case: Case) -> str:
@@ -190,7 +191,7 @@ class BudgetReader:
         self.families: dict[str, str] = {}  # family -> the reason its cases are not run
         self.storms: dict[str, str] = {}  # scope -> the reason its cases are not run (a crash storm)
         self.hangs: dict[str, str] = {}  # op -> its first case that timed out (hang_limit)
-        self.fork_cases = False  # a worker of this run died: cases run in forked children (engine/case_process.py)
+        self.fork_cases = False  # a worker of this run died: cases run in forked children (workers/case_process.py)
 
     def stops(self, case: Case) -> str | None:
         """The reason `case` is not run, or None to run it."""
@@ -199,15 +200,14 @@ class BudgetReader:
             return None
         return self.families.get(family_of(case)) or self.storms.get(scope_of(case))
 
-    def hang_limit(self, case: Case, regular: float | None) -> float | None:
+    def hang_limit(self, case: Case, regular: float | None, estimate: Callable[[Case], float]) -> float | None:
         """The short time limit of `case` when its op hung earlier in the run (a first attempt under a
-        budget), else None (the run's own limit)."""
+        budget), else None (the run's own limit). `estimate`: a case's clean seconds (engine/shard.py:
+        estimated_cost, handed in by the engine)."""
         self._refresh()
         if not self.hangs or hung_op(case) not in self.hangs:
             return None
-        from torchcts.engine.shard import estimated_cost
-
-        short = max(HANG_FLOOR_S, HANG_FACTOR * estimated_cost(case))
+        short = max(HANG_FLOOR_S, HANG_FACTOR * estimate(case))
         return short if regular is None or short < regular else None
 
     def _refresh(self) -> None:

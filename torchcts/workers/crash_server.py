@@ -2,18 +2,19 @@
 
 Only for runs whose cases cannot fork after a crash (`case_fork_refusal`: a backend not known to survive
 a fork, or TORCHCTS_CASE_PROCESSES=0): in a CPU or sim run a worker dies once at most, since its
-cases then run in forked children (engine/case_process.py), so a server would be started for
+cases then run in forked children (workers/case_process.py), so a server would be started for
 nothing.
 
 Why: a worker that a case kills is replaced by a new Python that imports torch, pytest, xdist, the
 backend and the OpInfo database again (~7 CPU-s, ~15 s of wall on a loaded 2-core machine), so a
-backend in bring-up paid that per crash. Warm workers (engine/warm.py) make a replacement a fork,
+backend in bring-up paid that per crash. Warm workers (workers/warm.py) make a replacement a fork,
 but they are off in CI (a job must not leave a background server behind) and with `--no-warm`.
 
 How: at a run's first crash (a clean run pays nothing) the controller starts a fork server of its
-own (engine/zygote/, run-scoped: a socket name no other run has, files removed when it exits), and
+own (workers/zygote/, run-scoped: a socket name no other run has, files removed when it exits), and
 from then on xdist starts each replacement through the launcher: `pytest_testnodedown` runs before
-xdist's `_clone_node`, which reuses the dead worker's popen spec. Until the server listens, and
+xdist's `_clone_node`, which reuses the dead worker's popen spec, and the worker-death policy
+(workers/deaths.py: WorkerDeaths.node_down) asks `CrashServer.replace` to point that spec at it. Until the server listens, and
 whenever it refuses (another environment, a changed file, a fork hazard), the launcher execs a fresh
 python: a replacement is never worse than before, and it exits as its worker did, so a crash stays
 a crash. The run stops the server at its end (`serving`: SIGTERM to the pid its lock file holds,
@@ -26,7 +27,7 @@ inductor, as warm workers); a backend module run only torch, pytest and xdist ("
 runtime initialised at import cannot be used in a forked child, and PyTorch's testing modules read
 the PrivateUse1 name at import, so the OpInfo database must come after the backend), unless the
 backend is in FORK_SAFE_BACKENDS: then the backend itself, then the OpInfo database
-("backend:MODULE", engine/zygote/preload.py).
+("backend:MODULE", workers/zygote/preload.py).
 """
 
 from __future__ import annotations
@@ -40,13 +41,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from torchcts import settings
-from torchcts.engine import warm
-from torchcts.engine.isolation import signal_quietly
-from torchcts.engine.zygote import state
-from torchcts.engine.zygote.preload import BACKEND_PREFIX
+from torchcts.workers import warm
+from torchcts.workers.isolation import signal_quietly
+from torchcts.workers.zygote import state
+from torchcts.workers.zygote.preload import BACKEND_PREFIX
 
 # Backends whose import a forked child can live with: no device runtime, no thread, no descriptor
 # of a device. Never a real device runtime (CUDA, ROCm, XPU, MPS, a vendor's PrivateUse1 library).
@@ -59,7 +58,7 @@ STOP_WAIT_S = 10.0  # how long the run waits for its server to leave before it k
 
 def case_fork_refusal(device_type: str, backend_import: str | None) -> str | None:
     """Why a crash in this run cannot be contained in a forked child of its worker
-    (engine/case_process.py), or None when it can: CPU or a fork-safe backend, on Linux, not
+    (workers/case_process.py), or None when it can: CPU or a fork-safe backend, on Linux, not
     switched off (TORCHCTS_CASE_PROCESSES=0)."""
     if not sys.platform.startswith("linux"):
         return "forked cases need Linux"
@@ -84,7 +83,8 @@ def run_socket_path(profile: str, env: dict[str, str] | None = None) -> str:
 
 
 class CrashServer:
-    """Controller plugin: a crashed worker's replacement starts through this run's fork server."""
+    """Controller side: a crashed worker's replacement starts through this run's fork server (asked
+    by the worker-death policy, workers/deaths.py: WorkerDeaths.node_down)."""
 
     def __init__(self, profile: str, idle_s: float) -> None:
         self.profile = profile
@@ -93,12 +93,8 @@ class CrashServer:
         self.starts = 0
         self.failed: str | None = None  # why no server could be started (said once)
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """xdist: a worker is down. After a crash (an error other than Ctrl-C) xdist clones its spec
-        next: make that clone's python the launcher."""
-        if error is None or error == "keyboard-interrupt":
-            return
+    def replace(self, node: Any) -> None:
+        """A worker died, and xdist clones its spec next: make that clone's python the launcher."""
         spec = getattr(getattr(node, "gateway", None), "spec", None)
         if spec is None or not spec.popen or spec.via or (spec.python and warm.ZYGOTE not in spec.python):
             return  # not a local popen worker, or one the user gave its own python
@@ -146,7 +142,7 @@ class CrashServer:
 def wanted(isolation: bool, warm_plugins: list[Any], device_type: str, backend_import: str | None) -> str | None:
     """The crash server's profile for this run, or None: no isolation, no fork here, switched off
     (TORCHCTS_CRASH_SERVER=0), warm workers already fork replacements from the same imports, or
-    cases fork after the first crash (engine/case_process.py), so a worker dies once at most."""
+    cases fork after the first crash (workers/case_process.py), so a worker dies once at most."""
     if not isolation or not settings.current().crash_server or warm.unavailable() is not None:
         return None
     if case_fork_refusal(device_type, backend_import) is None:
@@ -159,13 +155,13 @@ def wanted(isolation: bool, warm_plugins: list[Any], device_type: str, backend_i
 
 @contextlib.contextmanager
 def serving(isolation: bool, warm_plugins: list[Any], device_type: str,
-            backend_import: str | None) -> Iterator[list[Any]]:
-    """The plugins of a run's pytest session for cheap replacements (none or one CrashServer); the
-    server, if one was started, is stopped when the block ends, however it ends."""
+            backend_import: str | None) -> Iterator[CrashServer | None]:
+    """The run's CrashServer for cheap replacements, or None; the server, if one was started, is
+    stopped when the block ends, however it ends."""
     profile = wanted(isolation, warm_plugins, device_type, backend_import)
     plugin = CrashServer(profile, float(settings.current().crash_server_idle)) if profile else None
     try:
-        yield [plugin] if plugin is not None else []
+        yield plugin
     finally:
         if plugin is not None:
             plugin.stop()

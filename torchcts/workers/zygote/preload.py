@@ -19,7 +19,7 @@ PROFILES = {
              "torch.testing._internal.common_methods_invocations",
              "torch._dynamo", "torch._inductor.compile_fx", "torch._inductor.codecache"),
 }
-# "backend:MODULE" (engine/crash_server.py, for a backend known fork-safe, never a device runtime):
+# "backend:MODULE" (workers/crash_server.py, for a backend known fork-safe, never a device runtime):
 # the base imports, then MODULE, then the full profile's others, in the order a fresh worker
 # imports them (the backend before PyTorch's testing modules, which read the PrivateUse1 name).
 BACKEND_PREFIX = "backend:"

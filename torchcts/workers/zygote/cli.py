@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from .protocol import LaunchRequest
 
 USAGE = "usage: zygote launch SOCKET ARGS... | serve SOCKET PROFILE IDLE_S [run]"
-RUN_SCOPED = "run"  # serve's last word: a server of one run (engine/crash_server.py), files removed at exit
+RUN_SCOPED = "run"  # serve's last word: a server of one run (workers/crash_server.py), files removed at exit
 
 
 def main(argv: list[str]) -> None:

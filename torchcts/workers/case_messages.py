@@ -1,4 +1,4 @@
-"""What a worker and its forked case child say to each other (engine/case_process.py).
+"""What a worker and its forked case child say to each other (workers/case_process.py).
 
     child -> worker   Ready, or Refused(why) when it cannot run cases as its worker would
     worker -> child   RunCase(case_id) ... then Stop

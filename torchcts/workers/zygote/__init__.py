@@ -6,8 +6,8 @@ worker per xdist gateway. This package is stdlib-only and runs as a script (its 
 `__main__.py`): it never imports torchcts nor a backend module (each worker imports those after
 the fork, as before).
 
-    python zygote/ serve SOCKET PROFILE IDLE_S [run]   the server (engine/warm.py starts it
-                    detached; `run`: one run's server, engine/crash_server.py, files removed at exit)
+    python zygote/ serve SOCKET PROFILE IDLE_S [run]   the server (workers/warm.py starts it
+                    detached; `run`: one run's server, workers/crash_server.py, files removed at exit)
     python zygote/ launch SOCKET -u -c CODE      what execnet runs instead of `python -u -c CODE`
 
 Modules, each with one job:
@@ -25,7 +25,7 @@ Anything unexpected (no server, a key or sys.path mismatch, a server that dies) 
 launcher exec a fresh `python` instead: never a hang, never a stale worker.
 
 Profiles (preload.py): "full" (a CPU run), "base" (a backend run), "bare" (tests), and
-"backend:MODULE", which imports a backend engine/crash_server.py knows to be fork-safe (the sim)
+"backend:MODULE", which imports a backend workers/crash_server.py knows to be fork-safe (the sim)
 before PyTorch's testing modules: that server imports torchcts too (through the backend), so its
 key also holds TORCHCTS_* and a forked worker reads torchcts's settings again (worker.py).
 """

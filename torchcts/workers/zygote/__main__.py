@@ -6,7 +6,7 @@ import importlib.util
 import os
 import sys
 
-if __package__:  # python -m torchcts.engine.zygote
+if __package__:  # python -m torchcts.workers.zygote
     from .cli import main
 else:
     NAME = "_torchcts_zygote"
