@@ -69,8 +69,11 @@ def test_only_exploration_catches_unlisted_fault(name, tmp_path):
     assert out.returncode == 1 and out.planned > 0, out
     records = [json.loads(line) for line in (rundir.latest_run(tmp_path / "results") / "cases.jsonl").open()]
     failing = [r for r in records if r["status"] in ("failed", "error", "crashed", "timeout")]
-    assert failing and all(fnmatch.fnmatchcase(r["id"], fault["catches"][0]) for r in failing), \
+    explored = [r for r in failing if fnmatch.fnmatchcase(r["id"], fault["catches"][0])]
+    # The field suite replays real reports of these classes (issue 50): its case of the class may catch the
+    # fault too (round_half_away, log1p_naive, bmm_ignores_conj); no other case may.
+    assert explored and all(r in explored or r["id"].startswith("field/") for r in failing), \
         [(r["id"], r["status"], r.get("message")) for r in failing]
     assert sum(r["status"] == "passed" for r in records) > len(failing)  # the op's other cases ran and passed
-    info = failing[0].get("info") or {}
+    info = explored[0].get("info") or {}
     assert isinstance(info.get("explore"), dict) and info.get("original_sample") and info.get("sample"), info
