@@ -33,16 +33,19 @@ class Fault:
     # (tests/test_sim_faults_unlisted.py); `suite` is the input exploration meant to find it,
     # and selftest lists the fault "awaiting exploration" while that suite is not in the build
     unlisted: bool = False
+    # the input axis (an exploration axis of cases/explore/, or the transfers suite) whose case alone
+    # catches this fault in a plain `--op` run (faults_axes.py, tests/test_axis_faults.py); None: none
+    axis: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "suite": self.suite, "level": self.level,
                 "catches": list(self.catches), "dtype": self.dtype, "op": self.op, "selection": self.selection(),
-                "case_timeout": self.case_timeout, "unlisted": self.unlisted}
+                "case_timeout": self.case_timeout, "unlisted": self.unlisted, "axis": self.axis}
 
     def selection(self) -> list[str]:
         """`torchcts run` flags of the focused selection: the catching suite at its level. An
-        unlisted fault's is the plain `--op` run a user types (the sim's default level and depth)."""
-        if self.unlisted and self.op:
+        unlisted or axis fault's is the plain `--op` run a user types (the sim's default level and depth)."""
+        if (self.unlisted or self.axis) and self.op:
             return ["--op", self.op]
         args = ["--suite", self.suite, "--level-exact", str(self.level)]
         args += ["--dtype", self.dtype] if self.dtype else []

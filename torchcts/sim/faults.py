@@ -26,7 +26,17 @@ import torch
 
 from torchcts import settings
 from torchcts.errors import UsageError, did_you_mean
-from torchcts.sim import device, faults_amp, faults_data, faults_distributed, faults_effects, faults_unlisted, state, tensor
+from torchcts.sim import (
+    device,
+    faults_amp,
+    faults_axes,
+    faults_data,
+    faults_distributed,
+    faults_effects,
+    faults_unlisted,
+    state,
+    tensor,
+)
 from torchcts.sim.fault_model import Fault, Hook, on_op
 
 __all__ = ["FAULTS", "Fault", "Hook", "activate", "active", "on_op"]
@@ -524,6 +534,7 @@ FAULTS: dict[str, Fault] = {
         *faults_data.FAULTS,
         *faults_distributed.FAULTS,
         *faults_unlisted.FAULTS,
+        *faults_axes.FAULTS,
     )
 }
 
