@@ -58,6 +58,19 @@ def h2d_non_blocking_strided_as_contiguous() -> tuple[bool, bool]:
     return wrong, _same(src.to(S), src) and _same(src.contiguous().to(S, non_blocking=True), src)
 
 
+def copy_to_host_drops_offset() -> tuple[bool, bool]:
+    base = torch.arange(120.0).reshape(12, 10)
+
+    def into_host(non_blocking: bool) -> torch.Tensor:
+        got = torch.zeros(6, 10)
+        got.copy_(base.to(S)[3:9], non_blocking=non_blocking)
+        return got
+
+    beside = (torch.equal(into_host(True), base[3:9]) and _same(base.to(S)[3:9], base[3:9])
+              and torch.equal(torch.zeros(6, 10).copy_(base.to(S)[0:6]), base[0:6]))
+    return torch.equal(into_host(False), base[3:9]), beside
+
+
 def argmax_dense_memory_order() -> tuple[bool, bool]:
     m, base = torch.randn(5, 7).t(), torch.randn(10, 14)
     beside = (_same(m.contiguous().to(S).argmax(), m.argmax()) and _same(m.to(S).argmax(0), m.argmax(0))

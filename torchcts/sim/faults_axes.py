@@ -85,6 +85,19 @@ def _d2h_non_blocking_drops_offset(func, args, kwargs, call):
     return call(torch.as_strided(src, src.shape, src.stride(), 0), *args[1:], **kwargs)
 
 
+@on_op("copy_")
+def _copy_to_host_drops_offset(func, args, kwargs, call):
+    """A blocking `copy_` from the device into a host tensor (a synchronous buffer read) passes the
+    source's buffer without the view's storage offset: it reads from the storage's first element. The
+    non_blocking path (staged), `.cpu()` (`_to_copy`) and an upload are right."""
+    if (func is not aten.copy_.default or len(args) < 2 or _non_blocking(func, args, kwargs)
+            or id(args[0]) not in tensor.HOST_TENSORS or id(args[1]) in tensor.HOST_TENSORS
+            or args[1].storage_offset() == 0):
+        return call(*args, **kwargs)
+    src = args[1]
+    return call(args[0], torch.as_strided(src, src.shape, src.stride(), 0), *args[2:], **kwargs)
+
+
 def _contiguous_read(src: torch.Tensor) -> torch.Tensor | None:
     """src's numel elements read in memory order from its offset (a memcpy), where that stays in its storage."""
     end = src.storage_offset() + src.numel()
@@ -153,6 +166,9 @@ FAULTS: tuple[Fault, ...] = (
     _axis("h2d_non_blocking_strided_as_contiguous", "a non_blocking host-to-device copy of a strided source reads "
           "it as contiguous memory", "transfers", _h2d_non_blocking_strided_as_contiguous, "_to_copy", "float32",
           "transfers/to_device/*/non_blocking*", suite="transfers", level=3),
+    _axis("copy_to_host_drops_offset", "a blocking copy_ from a device view into a host tensor ignores its storage "
+          "offset", "transfers", _copy_to_host_drops_offset, "copy_", "float32", "transfers/copy_into_host/*/blocking/*",
+          suite="transfers", level=3),
     _axis("argmax_dense_memory_order", "float32 argmax of a dense permuted input returns the maximum's memory "
           "position", "memory order", _argmax_dense_memory_order, "argmax", "float32", "opinfo/argmax/float32/explore"),
 )
