@@ -62,3 +62,13 @@ def test_plain_op_run_catches_axis_fault_by_its_axis_only(name, tmp_path):
         assert any(r["id"].startswith(f"opinfo/{fault['op']}/") and r["status"] == "passed" for r in others)
         recipe = (failing[0].get("info") or {}).get("explore", {}).get("recipe", "")
         assert RECIPE[fault["axis"]] in recipe, recipe  # found where the axis put the call
+
+
+def test_clean_sim_passes_copies_into_host(tmp_path):
+    """The transfers cases issue 50 added (copy_ of a device view into a host tensor, blocking and not)
+    pass on the clean sim, every view and dtype: the fault above, not the case, fails them."""
+    out = run_one("clean", ["--case", "transfers/copy_into_host/*"], tmp_path / "results", fault=None,
+                  stop_first=False, case_timeout=120, run_timeout=600, isolation=False)
+    records = [json.loads(line) for line in (rundir.latest_run(tmp_path / "results") / "cases.jsonl").open()]
+    assert out.returncode == 0 and len(records) == 18, out
+    assert {r["status"] for r in records} == {"passed"}
