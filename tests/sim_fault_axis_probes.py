@@ -43,6 +43,14 @@ def xlogy_host_operand_as_int() -> tuple[bool, bool]:
             _same(torch.xlogy(x.to(S), y.to(S)), want) and _same(torch.xlogy(x.to(S), 3.17), want))
 
 
+def mul_host_view_reads_storage_start() -> tuple[bool, bool]:
+    x, host = torch.randn(4, 3), torch.tensor([5.0, -2.5])
+    want = x * -2.5
+    beside = (_same(x.to(S) * torch.tensor(-2.5), want) and _same(x.to(S) * host[1].to(S), want)
+              and _same(x.to(S) * -2.5, want))  # a fresh host scalar, a device view, a Python number
+    return _same(x.to(S) * host[1], want), beside
+
+
 def d2h_non_blocking_drops_offset() -> tuple[bool, bool]:
     base = torch.arange(120).reshape(12, 10)
     view = base.to(S)[3:9]

@@ -65,6 +65,18 @@ def _xlogy_host_operand_as_int(func, args, kwargs, call):
     return call(args[0], args[1].trunc(), *args[2:], **kwargs)
 
 
+@on_op("mul")
+def _mul_host_view_reads_storage_start(func, args, kwargs, call):
+    """float32 mul binds a host 0-dim operand's storage, not the view: a CPU scalar tensor that is a view
+    at a storage offset (`cpu_t[1]`) is read at element 0 of its storage (pytorch/pytorch#187117, MPS).
+    A fresh host scalar, a device operand or a Python number is right."""
+    if func is not aten.mul.Tensor or len(args) < 2:
+        return call(*args, **kwargs)
+    moved = [torch.as_strided(a, (), (), 0) if _host_scalar(a, torch.float32) and a.storage_offset() else a
+             for a in args[:2]]
+    return call(*moved, *args[2:], **kwargs)
+
+
 # --- transfers: copies between the host and the device --------------------------------------------
 
 def _non_blocking(func: Any, args: tuple, kwargs: dict) -> bool:
@@ -160,6 +172,9 @@ FAULTS: tuple[Fault, ...] = (
           "opinfo/remainder/float64/explore"),
     _axis("xlogy_host_operand_as_int", "float64 xlogy truncates a host 0-dim `other` to an integer", "placement",
           _xlogy_host_operand_as_int, "xlogy", "float64", "opinfo/xlogy/float64/explore"),
+    _axis("mul_host_view_reads_storage_start", "float32 mul reads a host 0-dim view at its storage's start "
+          "(the offset ignored)", "placement", _mul_host_view_reads_storage_start, "mul", "float32",
+          "opinfo/mul/float32/explore"),
     _axis("d2h_non_blocking_drops_offset", "a non_blocking copy from the device ignores its source's storage offset",
           "transfers", _d2h_non_blocking_drops_offset, "_to_copy", "int64", "transfers/to_host/*",
           suite="transfers", level=3),

@@ -96,6 +96,15 @@ def pin_device_policy(sample: Any, device: torch.device) -> Any:
     return sample
 
 
+def host_copy(t: torch.Tensor) -> torch.Tensor:
+    """A copy of a host tensor with its layout: a view at a storage offset (explore/placement.py:
+    host_view) stays one, over a copy of its whole storage."""
+    t = t.detach()
+    if t.storage_offset() == 0 and t.is_contiguous():
+        return t.clone()
+    return torch.empty(0, dtype=t.dtype).set_(t.untyped_storage().clone(), t.storage_offset(), t.shape, t.stride())
+
+
 class HostArg:
     """An argument that stays on the host when the sample moves to the device."""
 
@@ -372,7 +381,7 @@ def copy_sample(sample: Any, device: torch.device | str) -> Any:
 
 def _copy_leaf(x: Any, copier: _Copier) -> Any:
     if isinstance(x, HostArg):
-        return x.value.detach().clone()
+        return host_copy(x.value)
     return copier(x) if isinstance(x, torch.Tensor) else x
 
 
