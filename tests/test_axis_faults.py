@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from torchcts.engine.selftest import fault_catalog, run_one
 from torchcts.results import rundir
@@ -72,3 +73,21 @@ def test_clean_sim_passes_copies_into_host(tmp_path):
     records = [json.loads(line) for line in (rundir.latest_run(tmp_path / "results") / "cases.jsonl").open()]
     assert out.returncode == 0 and len(records) == 18, out
     assert {r["status"] for r in records} == {"passed"}
+
+
+def test_a_host_view_is_copied_as_a_view_in_its_own_dtype():
+    """The placement axis's host 0-dim view (pytorch/pytorch#187117) reaches the device call as a view at
+    its offset, over a copy made in its own dtype: a byte-storage copy showed the CPU reference computing
+    in uint8, which excused a real backend's failure (pytorch_ocl's where) as an unclaimed dtype's."""
+    from torchcts.cases.explore.codec import decode, encode
+    from torchcts.cases.explore.placement import host_view
+    from torchcts.cases.opinfo.recheck import computed_dtypes
+    from torchcts.cases.opinfo.samples import HostArg, host_copy
+
+    view = host_view(torch.tensor(True))
+    assert view.storage_offset() == 1 and bool(view) and not bool(view.untyped_storage()[0])
+    copy = host_copy(view)
+    assert copy.storage_offset() == 1 and bool(copy) and copy.untyped_storage().data_ptr() != view.untyped_storage().data_ptr()
+    assert computed_dtypes(lambda: host_copy(view)) == {torch.bool}
+    back = decode(encode(HostArg(view)))  # records, corpora and repro scripts keep it a view
+    assert isinstance(back, HostArg) and back.value.storage_offset() == 1 and bool(back.value)

@@ -54,7 +54,8 @@ def place(obj, device):
             h = o[HOST].detach()
             if h.storage_offset() == 0 and h.is_contiguous():
                 return h.clone()
-            return torch.empty(0, dtype=h.dtype).set_(h.untyped_storage().clone(), h.storage_offset(), h.shape, h.stride())
+            whole = torch.as_strided(h, (h.untyped_storage().nbytes() // h.element_size(),), (1,), 0).clone()
+            return whole.as_strided(h.shape, h.stride(), h.storage_offset())
         if isinstance(o, dict) and FORMAT in o and o[FORMAT] in MEMORY_FORMATS:
             return getattr(torch, o[FORMAT])
         if isinstance(o, (list, tuple)):

@@ -98,11 +98,13 @@ def pin_device_policy(sample: Any, device: torch.device) -> Any:
 
 def host_copy(t: torch.Tensor) -> torch.Tensor:
     """A copy of a host tensor with its layout: a view at a storage offset (explore/placement.py:
-    host_view) stays one, over a copy of its whole storage."""
+    host_view) stays one, over a copy of its whole storage, made in the tensor's own dtype (a byte
+    storage copy would show the reference computing in uint8: recheck.computed_dtypes)."""
     t = t.detach()
     if t.storage_offset() == 0 and t.is_contiguous():
         return t.clone()
-    return torch.empty(0, dtype=t.dtype).set_(t.untyped_storage().clone(), t.storage_offset(), t.shape, t.stride())
+    whole = torch.as_strided(t, (t.untyped_storage().nbytes() // t.element_size(),), (1,), 0).clone()
+    return whole.as_strided(t.shape, t.stride(), t.storage_offset())
 
 
 class HostArg:
