@@ -336,7 +336,8 @@ PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }
 # The crash and hang faults are proven by their runs (tests/test_sim_faults.py), not in-process;
-# the unlisted ones (Fault.unlisted) by tests/sim_fault_unlisted_probes.py, wrong and right beside.
+# the unlisted ones (Fault.unlisted) by tests/sim_fault_unlisted_probes.py, wrong and right beside, and the
+# axis ones (Fault.axis) by tests/sim_fault_axis_probes.py.
 # abs_illegal_address_sticky leaves this process's device lost: every later probe would fail by it.
 IN_RUN_ONLY = {"mul_complex128_segv", "sub_int16_hang", "reduce_float32_segv", "out_resize_segv",
                "abs_illegal_address_sticky"}
@@ -346,7 +347,7 @@ def main() -> int:
     torch.manual_seed(0)  # probes must not pass or fail by chance
     bad = 0
     for name, fault in faults.FAULTS.items():
-        if name in IN_RUN_ONLY or fault.unlisted:
+        if name in IN_RUN_ONLY or fault.unlisted or fault.axis:  # axis faults: sim_fault_axis_probes.py
             continue
         probe = PROBES.get(name)
         if probe is None:

@@ -26,6 +26,8 @@ FAULTS = {f["name"]: f for f in fault_catalog()}
 # Faults no existing case targets (sim/faults_unlisted.py): meant for input exploration, proven
 # missed by OpInfo and narrow in tests/test_sim_faults_unlisted.py; no suite of this file catches them.
 UNLISTED = {n for n, f in FAULTS.items() if f["unlisted"]}
+# Faults of one input axis each (sim/faults_axes.py): measured by tests/test_axis_faults.py.
+AXIS = {n for n, f in FAULTS.items() if f["axis"]}
 
 
 def test_sim_device_semantics():
@@ -40,7 +42,7 @@ def test_every_fault_misbehaves_only_when_planted():
                        timeout=180, stdin=subprocess.DEVNULL)
     assert r.returncode == 0 and r.stdout.strip().endswith("DONE"), r.stdout + r.stderr
     probed = {line.split()[0] for line in r.stdout.splitlines() if line.endswith(" ok")}
-    assert probed | set(PROCESS_FAULTS) | UNLISTED == set(FAULTS)
+    assert probed | set(PROCESS_FAULTS) | UNLISTED | AXIS == set(FAULTS)
 
 
 def test_clean_sim_passes_level1(tmp_path):
@@ -61,7 +63,7 @@ def test_fault_registry_is_well_formed():
     for f in FAULTS.values():
         assert f["description"] and f["catches"], f["name"]
         assert all(g.split("/")[0] in (f["suite"], "opinfo", "operators") for g in f["catches"]), f["name"]
-        if f["unlisted"]:  # found by exploration: the plain `--op` run a user types (sim/fault_model.py)
+        if f["unlisted"] or f["axis"]:  # found by exploration or one axis: the plain `--op` run a user types
             assert f["selection"] == ["--op", f["op"]], f["name"]
         elif f["repeat"]:  # wrong only sometimes (sim/faults_flaky.py): that run, each case repeated
             assert f["selection"] == ["--op", f["op"], "--repeat", str(f["repeat"])], f["name"]
@@ -205,7 +207,7 @@ GROUPED = {name for g in GROUPS.values() for name in g["caught"]}  # type: ignor
 
 def test_every_fault_is_measured_somewhere():
     """A new fault must join a group, the CLI test, or the per-fault test below."""
-    alone = [n for n in FAULTS if n not in GROUPED and n not in PROCESS_FAULTS and n not in UNLISTED]
+    alone = [n for n in FAULTS if n not in GROUPED and n not in PROCESS_FAULTS and n not in UNLISTED | AXIS]
     assert all(FAULTS[n]["suite"] == "opinfo" for n in alone), alone
 
 
@@ -231,7 +233,7 @@ def test_faults_are_caught_by_their_cases(group, tmp_path):
     assert {c: status[c] for c in controls} == dict.fromkeys(controls, "passed")
 
 
-@pytest.mark.parametrize("name", sorted(n for n in FAULTS if n not in GROUPED | UNLISTED and n not in PROCESS_FAULTS))
+@pytest.mark.parametrize("name", sorted(n for n in FAULTS if n not in GROUPED | UNLISTED | AXIS and n not in PROCESS_FAULTS))
 def test_fault_is_caught_by_its_case(name, tmp_path):
     """Faults aimed at suites built elsewhere (OpInfo): a focused run of their suite, op and dtype."""
     fault = FAULTS[name]

@@ -50,8 +50,12 @@ def place(obj, device):
     def walk(o):
         if isinstance(o, torch.Tensor):
             return one(o) if o.layout == torch.strided else o.detach().clone().to(device)
-        if isinstance(o, dict) and HOST in o:
-            return o[HOST].detach().clone()
+        if isinstance(o, dict) and HOST in o:  # a view at a storage offset stays one (over a copied storage)
+            h = o[HOST].detach()
+            if h.storage_offset() == 0 and h.is_contiguous():
+                return h.clone()
+            whole = torch.as_strided(h, (h.untyped_storage().nbytes() // h.element_size(),), (1,), 0).clone()
+            return whole.as_strided(h.shape, h.stride(), h.storage_offset())
         if isinstance(o, dict) and FORMAT in o and o[FORMAT] in MEMORY_FORMATS:
             return getattr(torch, o[FORMAT])
         if isinstance(o, (list, tuple)):

@@ -36,17 +36,21 @@ class Fault:
     # N: the bug shows once in many calls (sim/faults_flaky.py), so its catching run is the plain
     # `--op` run repeated N times (`run --repeat N`), which records the case `flaky`; None: one run
     repeat: int | None = None
+    # the input axis (an exploration axis of cases/explore/, or the transfers suite) whose case alone
+    # catches this fault in a plain `--op` run (faults_axes.py, tests/test_axis_faults.py); None: none
+    axis: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "suite": self.suite, "level": self.level,
                 "catches": list(self.catches), "dtype": self.dtype, "op": self.op, "selection": self.selection(),
-                "case_timeout": self.case_timeout, "unlisted": self.unlisted, "repeat": self.repeat}
+                "case_timeout": self.case_timeout, "unlisted": self.unlisted, "repeat": self.repeat,
+                "axis": self.axis}
 
     def selection(self) -> list[str]:
         """`torchcts run` flags of the focused selection: the catching suite at its level. An
-        unlisted fault's is the plain `--op` run a user types (the sim's default level and depth),
+        unlisted or axis fault's is the plain `--op` run a user types (the sim's default level and depth),
         a fault wrong only sometimes the same run with `--repeat N`."""
-        if self.unlisted and self.op:
+        if (self.unlisted or self.axis) and self.op:
             return ["--op", self.op]
         if self.repeat and self.op:  # wrong only sometimes: the plain op run, each case repeated
             return ["--op", self.op, "--repeat", str(self.repeat)]

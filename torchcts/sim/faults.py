@@ -29,6 +29,7 @@ from torchcts.errors import UsageError, did_you_mean
 from torchcts.sim import (
     device,
     faults_amp,
+    faults_axes,
     faults_data,
     faults_distributed,
     faults_effects,
@@ -558,6 +559,7 @@ FAULTS: dict[str, Fault] = {
         *faults_distributed.FAULTS,
         *faults_field.FAULTS,
         *faults_unlisted.FAULTS,
+        *faults_axes.FAULTS,
     )
 }
 

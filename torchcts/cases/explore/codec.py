@@ -4,7 +4,8 @@ Floats travel as `float.hex` text, so -0.0, subnormals, NaN and infinities come 
 (a plain JSON number loses -0.0's sign in some readers and NaN in every strict one). A tensor is
 {"tensor": {"dtype", "shape", "values", "requires_grad"}} (values in logical order), with "expand"
 for a stride-0 expansion, "order" for dimensions stored in a permuted order and "conj"/"neg" for a
-lazily conjugated or negated view (layout.py).
+lazily conjugated or negated view (layout.py). A host operand (placement.py) is {"host": value}, or
+{"host_view": value} for a 0-dim view at a storage offset (rebuilt by placement.host_view).
 Decoding is for untrusted input (a corpus file, a record): only these shapes are accepted,
 anything else raises `CodecError`, and nothing is executed or imported.
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 import torch
 
+from torchcts.cases.explore.placement import host_view
 from torchcts.cases.opinfo.samples import HostArg
 
 # Larger samples are described, not stored (a shrunk sample is small; an original may not be).
@@ -54,8 +56,9 @@ def _dtype(name: Any) -> torch.dtype:
 def encode(x: Any, budget: list[int] | None = None) -> Any:
     """A JSON-able form of a sample leaf or container; CodecError when it cannot be stored."""
     budget = budget if budget is not None else [MAX_ELEMENTS]
-    if isinstance(x, HostArg):
-        return {"host": encode(x.value, budget)}
+    if isinstance(x, HostArg):  # a 0-dim view at an offset (placement.host_view) is rebuilt as one
+        view = x.value.dim() == 0 and x.value.storage_offset() > 0
+        return {"host_view" if view else "host": encode(x.value.detach().clone() if view else x.value, budget)}
     if isinstance(x, torch.Tensor):
         if x.layout != torch.strided or x.device.type == "meta":
             raise CodecError(f"a {x.layout} tensor on {x.device.type} is not stored")
@@ -126,6 +129,11 @@ def decode(x: Any) -> Any:
         return tuple(decode(v) for v in body)
     if tag == "host":
         return HostArg(decode(body))
+    if tag == "host_view":
+        value = decode(body)
+        if not isinstance(value, torch.Tensor) or value.dim() != 0:
+            raise CodecError("a host view must be a 0-dim tensor")
+        return HostArg(host_view(value))
     raise CodecError(f"unknown encoding {str(tag)[:20]!r}")
 
 

@@ -96,6 +96,17 @@ def pin_device_policy(sample: Any, device: torch.device) -> Any:
     return sample
 
 
+def host_copy(t: torch.Tensor) -> torch.Tensor:
+    """A copy of a host tensor with its layout: a view at a storage offset (explore/placement.py:
+    host_view) stays one, over a copy of its whole storage, made in the tensor's own dtype (a byte
+    storage copy would show the reference computing in uint8: recheck.computed_dtypes)."""
+    t = t.detach()
+    if t.storage_offset() == 0 and t.is_contiguous():
+        return t.clone()
+    whole = torch.as_strided(t, (t.untyped_storage().nbytes() // t.element_size(),), (1,), 0).clone()
+    return whole.as_strided(t.shape, t.stride(), t.storage_offset())
+
+
 class HostArg:
     """An argument that stays on the host when the sample moves to the device."""
 
@@ -372,7 +383,7 @@ def copy_sample(sample: Any, device: torch.device | str) -> Any:
 
 def _copy_leaf(x: Any, copier: _Copier) -> Any:
     if isinstance(x, HostArg):
-        return x.value.detach().clone()
+        return host_copy(x.value)
     return copier(x) if isinstance(x, torch.Tensor) else x
 
 

@@ -8,8 +8,9 @@ copies views without flags, and the data_loading suite's non_blocking copies tak
 path that drops the offset passes all of them. Each case copies one view of a larger tensor (an
 offset slice, a step slice, a transposed slice) with one set of flags, host to device
 (`Tensor.to(device, ...)`, `copy_` into a device tensor) and back (`.to("cpu", non_blocking=True)` of
-a device view, then the device's synchronize; PyTorch pins that result, so the claim `pinned_memory`),
-and compares the values with the view's, exactly.
+a device view, then the device's synchronize; PyTorch pins that result, so the claim `pinned_memory`;
+and `copy_` of a device view into a host tensor, blocking and not), and compares the values with the
+view's, exactly.
 """
 
 from __future__ import annotations
@@ -81,8 +82,26 @@ def _download(view: str) -> None:
                "values differ from the view's", got=got.reshape(-1).tolist()[:6], expected=want.reshape(-1).tolist()[:6])
 
 
+def _copy_to_host(view: str, non_blocking: bool) -> None:
+    # `copy_` into a host tensor (a pageable destination: no pinned allocator asked for) from a device
+    # view, blocking and not: the download path `.cpu()` never takes, which every other suite reads by
+    @SUITE.family(f"copy_into_host/{view}/{'non_blocking' if non_blocking else 'blocking'}",
+                  qualname=f"copy_into_host_{view}_{non_blocking}", level=LEVEL, dtypes=DTYPES, ops=("aten::copy_",))
+    def run(ctx: CaseContext, dtype: torch.dtype) -> None:
+        base = on_cpu(sample, (12, 10), dtype, 10)
+        want = VIEWS[view](base)
+        got = torch.zeros(want.shape, dtype=dtype)
+        got.copy_(VIEWS[view](base.to(ctx.device)), non_blocking=non_blocking)
+        synchronize(ctx.device_type)
+        expect(torch.equal(got, want), f"copy_(non_blocking={non_blocking}) of the {view} view of a device tensor into "
+               "a host tensor: values differ from the view's", got=got.reshape(-1).tolist()[:6],
+               expected=want.reshape(-1).tolist()[:6])
+
+
 for _view in VIEWS:
     for _flags in FLAGS:
         _upload(_view, _flags)
     _copy_into(_view)
     _download(_view)
+    for _non_blocking in (False, True):
+        _copy_to_host(_view, _non_blocking)
