@@ -282,6 +282,18 @@ def test_a_failure_where_cpu_computes_in_an_unclaimed_dtype_is_no_claims_failure
             check_call(_ctx("stft"), op, refuses, sample, "elementwise")
 
 
+
+def test_a_backward_whose_forward_is_of_an_unclaimed_dtype_is_not_claimed() -> None:
+    """linalg.eig of float32 computes complex64 eigenpairs: its backward (and the explored backward,
+    which runs the same check) was pytorch_ocl's error 'Unsupported data type:ComplexFloat', not a claim."""
+    from torchcts.cases.opinfo.run import check_backward
+
+    op = lookup("linalg.eig")
+    sample = next(iter(op.sample_inputs("cpu", torch.float32, requires_grad=True)))  # its sign-fixing output_process_fn_grad
+    with pytest.raises(opinfo_run.UnclaimedSample, match="complex64"):
+        check_backward(_ctx("linalg.eig", "backward", supported_dtypes={"float32": True}), op, sample)
+    check_backward(_ctx("linalg.eig", "backward"), op, sample)  # claimed: it runs, and agrees with CPU
+
 # --- 5. a CPU reference that dies ---------------------------------------------------------------
 
 _DIE = """

@@ -630,13 +630,23 @@ def check_backward(ctx: CaseContext, op: Any, sample: Any) -> None:
         cpu = copy_sample(sample, "cpu")
     try:
         with unobserved():
-            expected = gradients(op, cpu, call(op.op, cpu))
+            forward = call(op.op, cpu)
+            expected = gradients(op, cpu, forward)
     except SkipSample:
         raise
     except Exception as exc:  # noqa: BLE001
         raise SkipSample(f"CPU raises {type(exc).__name__}") from None
-    dev = copy_sample(sample, ctx.device)
-    actual = gradients(op, dev, call(op.op, dev))
+    # the forward's outputs are the device's too (eig of float32: complex64), as check_call's are
+    require_claimed(ctx, (sample.input, sample.args, sample.kwargs), forward, expected)
+    try:
+        dev = copy_sample(sample, ctx.device)
+        actual = gradients(op, dev, call(op.op, dev))
+    except Exception:
+        with unobserved():  # a failure where CPU computes in an unclaimed dtype is no claim's failure
+            fresh = copy_sample(sample, "cpu")
+            inside = recheck.computed_dtypes(lambda: gradients(op, fresh, call(op.op, fresh)))
+        require_claimed(ctx, [torch.empty(0, dtype=d) for d in inside])
+        raise
     check_devices(ctx, actual, sample)
     if ctx.case is not None and ctx.case.oracle != "cpu":
         check_structure(actual, expected)
