@@ -435,3 +435,34 @@ def test_a_composite_is_followed_through_the_key_it_has_a_kernel_for() -> None:
     for op in (aten.as_strided_scatter.default, aten.mul.Tensor, aten.dist.default):
         key = host_rule._composite_key(op)
         assert key is None or torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), key.name), op
+
+
+# --- 6. a case blames only the ops it tests -----------------------------------------------------
+
+# What a case may run on the device besides the ops it declares: moving data, allocating, reading
+# a result, and views (metadata only). Anything else is an op the case does not test, whose gap would
+# be reported against the op it does (pytorch_ocl: `linspace` errored on the list index its endpoint
+# check ran on the device).
+TRANSPORT = {"aten::_to_copy", "aten::copy_", "aten::lift_fresh", "aten::empty", "aten::empty_strided",
+             "aten::_local_scalar_dense", "aten::alias", "aten::detach", "aten::view", "aten::t",
+             "aten::transpose", "aten::slice", "aten::select", "aten::unsqueeze", "aten::expand"}
+
+
+def test_operator_cases_run_on_the_device_only_the_ops_they_declare(tmp_path) -> None:
+    """Each core and aliasing case of the operators suite, run on the sim (where a device op is told
+    apart from CPU work): every overload it dispatched there is one it declares, or transport."""
+    from conftest import latest_run, records, run_cli
+
+    from torchcts.cases.registry import suite_cases
+
+    ran = run_cli("run", "--device", "sim", "--manifest", "torchcts:sim/manifest.py", "--no-isolation",
+                  "--case", "operators/core/*/float32", "--case", "operators/aliasing/inplace/*/float32",
+                  "--case", "operators/aliasing/view_of_view/float32", "--case", "operators/aliasing/detach/float32",
+                  cwd=tmp_path, timeout=600)
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    declared = {c.id: {op.split(".")[0] for op in c.ops} for c in suite_cases("operators")}
+    got = records(latest_run(tmp_path))
+    assert len(got) > 25, len(got)
+    extra = {r["id"]: sorted(op for op in r["dispatched"] if op.split(".")[0] not in declared[r["id"]] | TRANSPORT)
+             for r in got}
+    assert not {k: v for k, v in extra.items() if v}, extra
