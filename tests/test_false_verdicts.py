@@ -294,6 +294,49 @@ def test_a_backward_whose_forward_is_of_an_unclaimed_dtype_is_not_claimed() -> N
         check_backward(_ctx("linalg.eig", "backward", supported_dtypes={"float32": True}), op, sample)
     check_backward(_ctx("linalg.eig", "backward"), op, sample)  # claimed: it runs, and agrees with CPU
 
+
+def _refusing_complex(mp: pytest.MonkeyPatch) -> None:
+    """The device (a CPU copy marked as the device's) refuses what computes in complex64, as pytorch_ocl
+    does ('Unsupported data type:ComplexFloat'); CPU copies run as usual."""
+    plain_copy, plain_call = opinfo_run.copy_sample, opinfo_run.call
+
+    def copy(s, device):
+        out = plain_copy(s, device)
+        if isinstance(device, torch.device):
+            out.input.on_device = True
+        return out
+
+    def call(fn, sample, **extra):
+        if getattr(sample.input, "on_device", False):
+            raise RuntimeError("Unsupported data type:ComplexFloat")
+        return plain_call(fn, sample, **extra)
+
+    mp.setattr(opinfo_run, "copy_sample", copy)
+    mp.setattr(opinfo_run, "call", call)
+
+
+def test_every_kind_takes_a_failure_computed_in_an_unclaimed_dtype_as_unclaimed() -> None:
+    """irfft of float32 returns float32 but computes in complex64: pytorch_ocl's refusal was not_claimed
+    on the forward path but an error on out= (and the explored out=), and hfft's error input (0-dim)
+    a 'different exception type' (CPU reaches its IndexError after converting to complex64)."""
+    irfft, hfft = lookup("fft.irfft"), lookup("fft.hfft")
+    sample = SampleInput(torch.randn(5, 6), kwargs={"n": 10, "dim": 1})
+    error_input = next(e for e in hfft.error_inputs("cpu") if e.sample_input.input.dim() == 0)
+    floats = {"float32": True}
+    with pytest.MonkeyPatch.context() as mp:
+        _refusing_complex(mp)
+        with pytest.raises(opinfo_run.UnclaimedSample, match="complex64"):
+            check_out(_ctx("fft.irfft", "out", supported_dtypes=floats), irfft, sample, "elementwise")
+        with pytest.raises(RuntimeError, match="ComplexFloat"):  # claimed: the device's error stands
+            check_out(_ctx("fft.irfft", "out"), irfft, sample, "elementwise")
+        ctx = _ctx("fft.hfft", "errors", supported_dtypes=floats)
+        with pytest.MonkeyPatch.context() as one:
+            one.setattr(opinfo_run, "each_sample", lambda ctx, op, dtype, body, **kw: body(error_input))
+            with pytest.raises(opinfo_run.UnclaimedSample, match="complex64"):
+                opinfo_run.run_errors(ctx, hfft, torch.float32)
+            with pytest.raises(OracleMismatch, match="different exception type"):
+                opinfo_run.run_errors(_ctx("fft.hfft", "errors"), hfft, torch.float32)
+
 # --- 5. a CPU reference that dies ---------------------------------------------------------------
 
 _DIE = """
