@@ -337,6 +337,25 @@ def test_every_kind_takes_a_failure_computed_in_an_unclaimed_dtype_as_unclaimed(
             with pytest.raises(OracleMismatch, match="different exception type"):
                 opinfo_run.run_errors(_ctx("fft.hfft", "errors"), hfft, torch.float32)
 
+
+def test_a_write_through_a_view_that_overlaps_itself_is_not_checked() -> None:
+    """as_strided_scatter explored to strides (8, 1, 2, 1) for size (2, 2, 2, 2) writes two src elements
+    to one place: pytorch_ocl's order differed from CPU's in one element (bool), a failure of nothing."""
+    op = lookup("as_strided_scatter")
+    overlapping = SampleInput(torch.zeros(16), args=(torch.randn(2, 2, 2, 2), (2, 2, 2, 2), (8, 1, 2, 1), 0))
+    distinct = SampleInput(torch.zeros(16), args=(torch.randn(2, 2, 2, 2), (2, 2, 2, 2), (8, 4, 2, 1), 0))
+
+    def never(*args, **kwargs):
+        raise AssertionError("the op ran: an undefined answer was compared")
+
+    for check in (lambda s: check_call(_ctx("as_strided_scatter"), op, never, s, "elementwise"),
+                  lambda s: check_out(_ctx("as_strided_scatter", "out"), op, s, "elementwise")):
+        with pytest.raises(SkipSample, match="overlaps itself"):
+            check(overlapping)
+    check_call(_ctx("as_strided_scatter"), op, op.op, distinct, "elementwise")  # a proper view: checked
+    assert opinfo_run.view_overlaps((2, 2), (1, 1)) and not opinfo_run.view_overlaps((2, 3), (1, 2))
+    assert opinfo_run.view_overlaps((3,), (0,)) and not opinfo_run.view_overlaps((1, 5), (0, 1))
+
 # --- 5. a CPU reference that dies ---------------------------------------------------------------
 
 _DIE = """
