@@ -528,3 +528,26 @@ def test_operator_cases_run_on_the_device_only_the_ops_they_declare(tmp_path) ->
     extra = {r["id"]: sorted(op for op in r["dispatched"] if op.split(".")[0] not in declared[r["id"]] | TRANSPORT)
              for r in got}
     assert not {k: v for k, v in extra.items() if v}, extra
+
+
+# --- 7. a shrunk find is the same failure, on the device -----------------------------------------
+
+def test_a_shrunk_find_keeps_the_device_and_what_differs() -> None:
+    """pytorch_ocl: full(10, 0.5, dtype=bool, device=ocl) gave False where CPU gives True; the shrinker
+    dropped `device=`, so the 'find' became full(10, False) on the CPU, reported as 'output on the wrong
+    device' (a mismatch like any other). It now keeps `device` and shrinks only while the same thing differs."""
+    from torchcts.cases.explore.run import outcome
+    from torchcts.cases.explore.shrink import candidates, shrink
+
+    sample = SampleInput((10,), args=(0.5,), kwargs={"dtype": torch.bool, "device": "cpu"})
+    labels = [label for label, _ in candidates(sample)]
+    assert "drop dtype" in labels and "drop device" not in labels
+
+    def check(s):  # the device's bug needs dtype=bool; without device= the result is elsewhere
+        what = "values differ" if "dtype" in s.kwargs else "output on the wrong device"
+        raise OracleMismatch(Mismatch(what))
+
+    assert outcome(check, sample) == "mismatch"
+    assert outcome(check, sample, detailed=True) == "mismatch: values differ"
+    kept = shrink(sample, lambda s: outcome(check, s, detailed=True) == "mismatch: values differ").sample
+    assert kept.kwargs["dtype"] is torch.bool

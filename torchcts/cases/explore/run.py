@@ -62,17 +62,18 @@ def variants(ctx: CaseContext, op: Any, dtype: torch.dtype) -> dict[str, Check]:
     return found
 
 
-def outcome(check: Check, sample: Any) -> str | None:
+def outcome(check: Check, sample: Any, detailed: bool = False) -> str | None:
     """None: agrees with CPU; "skip": CPU rejects it ("unclaimed": it holds a tensor of a dtype the
-    manifest does not claim); else the failure's kind (mismatch, or the exception type the device raised)."""
+    manifest does not claim); else the failure's kind (mismatch, or the exception type the device raised).
+    `detailed`: a mismatch says what differs ("mismatch: values differ"), as the shrinker must keep it."""
     try:
         check(sample)
     except UnclaimedSample:
         return "unclaimed"
     except SkipSample:
         return "skip"
-    except OracleMismatch:
-        return "mismatch"
+    except OracleMismatch as exc:
+        return f"mismatch: {exc.mismatch.what}" if detailed else "mismatch"
     except NotApplicable:
         return "skip"
     except Exception as exc:  # noqa: BLE001 - any device exception is a failure kind of its own
@@ -232,7 +233,11 @@ def _fail(ctx: CaseContext, case_id: str, variant: str, check: Check, made: Expl
     base = dict(bases)[made.base]
     reverts = [(w, base.args[w]) for w, _ in made.switches if isinstance(w, int) and w < len(base.args)]
     kept = dict(ctx.info)
-    result = shrink(made.sample, lambda s: outcome(check, s) == kind, reverts)
+    # shrunk while it fails the same way, down to what differs: a value mismatch that becomes "output on
+    # the wrong device" (a factory's device= dropped) is another failure, not a smaller one
+    again = outcome(check, made.sample, detailed=True) if kind == "mismatch" else None
+    same = again if again is not None and again.startswith("mismatch: ") else kind
+    result = shrink(made.sample, lambda s: outcome(check, s, detailed=same != kind) == same, reverts)
     ctx.info.clear()
     ctx.info.update(kept)
     record: dict[str, Any] = {"variant": variant, "index": made.index, "recipe": made.recipe(), "failure": kind,
