@@ -551,3 +551,27 @@ def test_a_shrunk_find_keeps_the_device_and_what_differs() -> None:
     assert outcome(check, sample, detailed=True) == "mismatch: values differ"
     kept = shrink(sample, lambda s: outcome(check, s, detailed=True) == "mismatch: values differ").sample
     assert kept.kwargs["dtype"] is torch.bool
+
+
+def test_an_explored_answer_of_nan_or_inf_needs_the_ieee754_claim() -> None:
+    """pytorch_ocl (ieee754 not claimed): gradient of int64 explored to a zero spacing, CPU's answer
+    NaN (0/0), the device's 0: a failure of IEEE semantics the manifest does not promise."""
+    from torchcts.cases.explore import run as explore_run
+
+    op = lookup("div", "no_rounding_mode")
+    zero = SampleInput(torch.zeros(3, dtype=torch.long), args=(torch.zeros(3, dtype=torch.long),))
+    finite = SampleInput(torch.ones(3, dtype=torch.long), args=(torch.full((3,), 2),))
+
+    def differs(sample):
+        raise OracleMismatch(Mismatch("values differ"))
+
+    capabilities = dict(validation_manifest().capabilities)
+    unclaimed = _ctx("div", "explore", capabilities={**capabilities, "ieee754": False})
+    checks = explore_run.variants(unclaimed, op, torch.int64)
+    assert explore_run.outcome(checks["forward"], zero) is None  # a right device still agrees
+    wrapped = explore_run._within_ieee754(op, differs)
+    assert explore_run.outcome(wrapped, zero) == "skip"
+    assert explore_run.outcome(wrapped, finite) == "mismatch"  # a finite answer is still demanded
+    claimed = _ctx("div", "explore", capabilities={**capabilities, "ieee754": True})
+    assert explore_run.variants(claimed, op, torch.int64)["forward"].__name__ == "<lambda>"  # not wrapped
+    assert checks["forward"].__name__ == "checked"

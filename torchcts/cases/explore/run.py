@@ -29,9 +29,18 @@ from torchcts.cases.explore.find import Find
 from torchcts.cases.explore.generate import Explored, plan, requiring_grad
 from torchcts.cases.explore.shrink import shrink
 from torchcts.cases.model import NotApplicable, NotClaimed, repro_command
-from torchcts.cases.observe import hand_to_rerun
-from torchcts.cases.opinfo.run import SkipSample, UnclaimedSample, check_backward, check_call, check_inplace, check_out, exact_for
-from torchcts.cases.opinfo.samples import HostArg, describe_sample, leaves_of, lookup, selected_samples
+from torchcts.cases.observe import hand_to_rerun, unobserved
+from torchcts.cases.opinfo.run import (
+    SkipSample,
+    UnclaimedSample,
+    check_backward,
+    check_call,
+    check_inplace,
+    check_out,
+    exact_for,
+    reference,
+)
+from torchcts.cases.opinfo.samples import HostArg, describe_sample, leaves_of, lookup, selected_samples, tensors_of
 from torchcts.oracle.categories import tolerance_category
 from torchcts.oracle.compare import OracleMismatch
 from torchcts.oracle.opfacts import FACTS
@@ -59,7 +68,39 @@ def variants(ctx: CaseContext, op: Any, dtype: torch.dtype) -> dict[str, Check]:
     # never explored where CPU itself aborts on explored inputs (op facts: cpu_unsafe_variants)
     for name in FACTS.get("cpu_unsafe_variants", op.name) or ():
         found.pop(name, None)
-    return found
+    if ctx.claims("ieee754"):
+        return found
+    return {name: _within_ieee754(op, check) for name, check in found.items()}
+
+
+class NotIeee754(SkipSample):
+    """CPU's answer to this explored sample is a NaN or an infinity made from finite inputs (0/0 with a
+    zero spacing): IEEE 754 semantics, which the manifest does not claim."""
+
+
+def _within_ieee754(op: Any, check: Check) -> Check:
+    """`check`, where a failure on a sample whose CPU result holds a NaN or an infinity is dropped
+    (NotIeee754), as an input holding one is (`_refused`): asked on failures only."""
+    def checked(sample: Any) -> None:
+        try:
+            check(sample)
+        except (SkipSample, NotApplicable):
+            raise
+        except Exception:
+            if _nonfinite_result(op, sample):
+                raise NotIeee754("CPU's answer holds a NaN or an infinity, and ieee754 is not claimed") from None
+            raise
+    return checked
+
+
+def _nonfinite_result(op: Any, sample: Any) -> bool:
+    try:
+        result = reference(op.op, sample)
+    except SkipSample:
+        return False
+    with unobserved():
+        return any((t.is_floating_point() or t.is_complex()) and t.layout == torch.strided and t.numel()
+                   and not bool(torch.isfinite(t).all()) for t in tensors_of(result))
 
 
 def outcome(check: Check, sample: Any, detailed: bool = False) -> str | None:
