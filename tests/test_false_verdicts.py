@@ -575,3 +575,18 @@ def test_an_explored_answer_of_nan_or_inf_needs_the_ieee754_claim() -> None:
     claimed = _ctx("div", "explore", capabilities={**capabilities, "ieee754": True})
     assert explore_run.variants(claimed, op, torch.int64)["forward"].__name__ == "<lambda>"  # not wrapped
     assert checks["forward"].__name__ == "checked"
+
+
+def test_a_nan_or_inf_answer_demands_nothing_where_ieee754_is_not_claimed() -> None:
+    """pytorch_ocl (ieee754 not claimed): dtypes/promotion/div/bool-bool failed on True / False = inf
+    (the device: 1.0), an IEEE 754 answer the manifest never promised; a finite answer is still demanded."""
+    capabilities = dict(validation_manifest().capabilities)
+    unclaimed = _ctx("div", capabilities={**capabilities, "ieee754": False})
+    claimed = _ctx("div", capabilities={**capabilities, "ieee754": True})
+    expected = torch.tensor([float("inf"), float("nan"), 0.5])
+    unclaimed.assert_close(torch.tensor([1.0, 0.0, 0.5]), expected)
+    assert unclaimed.info["not_ieee754"] == 2
+    with pytest.raises(OracleMismatch):
+        unclaimed.assert_close(torch.tensor([1.0, 0.0, 0.25]), expected)  # the finite answer is wrong
+    with pytest.raises(OracleMismatch):
+        claimed.assert_close(torch.tensor([1.0, 0.0, 0.5]), expected)
