@@ -590,3 +590,19 @@ def test_a_nan_or_inf_answer_demands_nothing_where_ieee754_is_not_claimed() -> N
         unclaimed.assert_close(torch.tensor([1.0, 0.0, 0.25]), expected)  # the finite answer is wrong
     with pytest.raises(OracleMismatch):
         claimed.assert_close(torch.tensor([1.0, 0.0, 0.5]), expected)
+
+
+def test_query_predicates_ask_a_channels_last_layout_only_where_it_is_claimed(monkeypatch) -> None:
+    """pytorch_ocl keeps tensors contiguous (channels_last not claimed): query_mutation/predicates failed
+    on is_contiguous of a channels_last tensor, True where CPU says False."""
+    from torchcts.cases.suites import query_mutation
+
+    asked: dict[str, object] = {}
+    monkeypatch.setattr(query_mutation, "mirror", lambda ctx, checks: asked.update(checks))
+    capabilities = dict(validation_manifest().capabilities)
+    for claimed in (False, True):
+        asked.clear()
+        query_mutation.predicates(_ctx("is_contiguous", capabilities={**capabilities, "channels_last": claimed}),
+                                  torch.float32)
+        answers = asked["predicates"](torch.device("cpu"))
+        assert ("channels_last" in answers) is claimed and len(answers["is_contiguous"]) == 2
