@@ -282,6 +282,80 @@ def test_a_failure_where_cpu_computes_in_an_unclaimed_dtype_is_no_claims_failure
             check_call(_ctx("stft"), op, refuses, sample, "elementwise")
 
 
+
+def test_a_backward_whose_forward_is_of_an_unclaimed_dtype_is_not_claimed() -> None:
+    """linalg.eig of float32 computes complex64 eigenpairs: its backward (and the explored backward,
+    which runs the same check) was pytorch_ocl's error 'Unsupported data type:ComplexFloat', not a claim."""
+    from torchcts.cases.opinfo.run import check_backward
+
+    op = lookup("linalg.eig")
+    sample = next(iter(op.sample_inputs("cpu", torch.float32, requires_grad=True)))  # its sign-fixing output_process_fn_grad
+    with pytest.raises(opinfo_run.UnclaimedSample, match="complex64"):
+        check_backward(_ctx("linalg.eig", "backward", supported_dtypes={"float32": True}), op, sample)
+    check_backward(_ctx("linalg.eig", "backward"), op, sample)  # claimed: it runs, and agrees with CPU
+
+
+def _refusing_complex(mp: pytest.MonkeyPatch) -> None:
+    """The device (a CPU copy marked as the device's) refuses what computes in complex64, as pytorch_ocl
+    does ('Unsupported data type:ComplexFloat'); CPU copies run as usual."""
+    plain_copy, plain_call = opinfo_run.copy_sample, opinfo_run.call
+
+    def copy(s, device):
+        out = plain_copy(s, device)
+        if isinstance(device, torch.device):
+            out.input.on_device = True
+        return out
+
+    def call(fn, sample, **extra):
+        if getattr(sample.input, "on_device", False):
+            raise RuntimeError("Unsupported data type:ComplexFloat")
+        return plain_call(fn, sample, **extra)
+
+    mp.setattr(opinfo_run, "copy_sample", copy)
+    mp.setattr(opinfo_run, "call", call)
+
+
+def test_every_kind_takes_a_failure_computed_in_an_unclaimed_dtype_as_unclaimed() -> None:
+    """irfft of float32 returns float32 but computes in complex64: pytorch_ocl's refusal was not_claimed
+    on the forward path but an error on out= (and the explored out=), and hfft's error input (0-dim)
+    a 'different exception type' (CPU reaches its IndexError after converting to complex64)."""
+    irfft, hfft = lookup("fft.irfft"), lookup("fft.hfft")
+    sample = SampleInput(torch.randn(5, 6), kwargs={"n": 10, "dim": 1})
+    error_input = next(e for e in hfft.error_inputs("cpu") if e.sample_input.input.dim() == 0)
+    floats = {"float32": True}
+    with pytest.MonkeyPatch.context() as mp:
+        _refusing_complex(mp)
+        with pytest.raises(opinfo_run.UnclaimedSample, match="complex64"):
+            check_out(_ctx("fft.irfft", "out", supported_dtypes=floats), irfft, sample, "elementwise")
+        with pytest.raises(RuntimeError, match="ComplexFloat"):  # claimed: the device's error stands
+            check_out(_ctx("fft.irfft", "out"), irfft, sample, "elementwise")
+        ctx = _ctx("fft.hfft", "errors", supported_dtypes=floats)
+        with pytest.MonkeyPatch.context() as one:
+            one.setattr(opinfo_run, "each_sample", lambda ctx, op, dtype, body, **kw: body(error_input))
+            with pytest.raises(opinfo_run.UnclaimedSample, match="complex64"):
+                opinfo_run.run_errors(ctx, hfft, torch.float32)
+            with pytest.raises(OracleMismatch, match="different exception type"):
+                opinfo_run.run_errors(_ctx("fft.hfft", "errors"), hfft, torch.float32)
+
+
+def test_a_write_through_a_view_that_overlaps_itself_is_not_checked() -> None:
+    """as_strided_scatter explored to strides (8, 1, 2, 1) for size (2, 2, 2, 2) writes two src elements
+    to one place: pytorch_ocl's order differed from CPU's in one element (bool), a failure of nothing."""
+    op = lookup("as_strided_scatter")
+    overlapping = SampleInput(torch.zeros(16), args=(torch.randn(2, 2, 2, 2), (2, 2, 2, 2), (8, 1, 2, 1), 0))
+    distinct = SampleInput(torch.zeros(16), args=(torch.randn(2, 2, 2, 2), (2, 2, 2, 2), (8, 4, 2, 1), 0))
+
+    def never(*args, **kwargs):
+        raise AssertionError("the op ran: an undefined answer was compared")
+
+    for check in (lambda s: check_call(_ctx("as_strided_scatter"), op, never, s, "elementwise"),
+                  lambda s: check_out(_ctx("as_strided_scatter", "out"), op, s, "elementwise")):
+        with pytest.raises(SkipSample, match="overlaps itself"):
+            check(overlapping)
+    check_call(_ctx("as_strided_scatter"), op, op.op, distinct, "elementwise")  # a proper view: checked
+    assert opinfo_run.view_overlaps((2, 2), (1, 1)) and not opinfo_run.view_overlaps((2, 3), (1, 2))
+    assert opinfo_run.view_overlaps((3,), (0,)) and not opinfo_run.view_overlaps((1, 5), (0, 1))
+
 # --- 5. a CPU reference that dies ---------------------------------------------------------------
 
 _DIE = """
@@ -423,3 +497,112 @@ def test_a_composite_is_followed_through_the_key_it_has_a_kernel_for() -> None:
     for op in (aten.as_strided_scatter.default, aten.mul.Tensor, aten.dist.default):
         key = host_rule._composite_key(op)
         assert key is None or torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), key.name), op
+
+
+# --- 6. a case blames only the ops it tests -----------------------------------------------------
+
+# What a case may run on the device besides the ops it declares: moving data, allocating, reading
+# a result, and views (metadata only). Anything else is an op the case does not test, whose gap would
+# be reported against the op it does (pytorch_ocl: `linspace` errored on the list index its endpoint
+# check ran on the device).
+TRANSPORT = {"aten::_to_copy", "aten::copy_", "aten::lift_fresh", "aten::empty", "aten::empty_strided",
+             "aten::_local_scalar_dense", "aten::alias", "aten::detach", "aten::view", "aten::t",
+             "aten::transpose", "aten::slice", "aten::select", "aten::unsqueeze", "aten::expand"}
+
+
+def test_operator_cases_run_on_the_device_only_the_ops_they_declare(tmp_path) -> None:
+    """Each core and aliasing case of the operators suite, run on the sim (where a device op is told
+    apart from CPU work): every overload it dispatched there is one it declares, or transport."""
+    from conftest import latest_run, records, run_cli
+
+    from torchcts.cases.registry import suite_cases
+
+    ran = run_cli("run", "--device", "sim", "--manifest", "torchcts:sim/manifest.py", "--no-isolation",
+                  "--case", "operators/core/*/float32", "--case", "operators/aliasing/inplace/*/float32",
+                  "--case", "operators/aliasing/view_of_view/float32", "--case", "operators/aliasing/detach/float32",
+                  cwd=tmp_path, timeout=600)
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    declared = {c.id: {op.split(".")[0] for op in c.ops} for c in suite_cases("operators")}
+    got = records(latest_run(tmp_path))
+    assert len(got) > 25, len(got)
+    extra = {r["id"]: sorted(op for op in r["dispatched"] if op.split(".")[0] not in declared[r["id"]] | TRANSPORT)
+             for r in got}
+    assert not {k: v for k, v in extra.items() if v}, extra
+
+
+# --- 7. a shrunk find is the same failure, on the device -----------------------------------------
+
+def test_a_shrunk_find_keeps_the_device_and_what_differs() -> None:
+    """pytorch_ocl: full(10, 0.5, dtype=bool, device=ocl) gave False where CPU gives True; the shrinker
+    dropped `device=`, so the 'find' became full(10, False) on the CPU, reported as 'output on the wrong
+    device' (a mismatch like any other). It now keeps `device` and shrinks only while the same thing differs."""
+    from torchcts.cases.explore.run import outcome
+    from torchcts.cases.explore.shrink import candidates, shrink
+
+    sample = SampleInput((10,), args=(0.5,), kwargs={"dtype": torch.bool, "device": "cpu"})
+    labels = [label for label, _ in candidates(sample)]
+    assert "drop dtype" in labels and "drop device" not in labels
+
+    def check(s):  # the device's bug needs dtype=bool; without device= the result is elsewhere
+        what = "values differ" if "dtype" in s.kwargs else "output on the wrong device"
+        raise OracleMismatch(Mismatch(what))
+
+    assert outcome(check, sample) == "mismatch"
+    assert outcome(check, sample, detailed=True) == "mismatch: values differ"
+    kept = shrink(sample, lambda s: outcome(check, s, detailed=True) == "mismatch: values differ").sample
+    assert kept.kwargs["dtype"] is torch.bool
+
+
+def test_an_explored_answer_of_nan_or_inf_needs_the_ieee754_claim() -> None:
+    """pytorch_ocl (ieee754 not claimed): gradient of int64 explored to a zero spacing, CPU's answer
+    NaN (0/0), the device's 0: a failure of IEEE semantics the manifest does not promise."""
+    from torchcts.cases.explore import run as explore_run
+
+    op = lookup("div", "no_rounding_mode")
+    zero = SampleInput(torch.zeros(3, dtype=torch.long), args=(torch.zeros(3, dtype=torch.long),))
+    finite = SampleInput(torch.ones(3, dtype=torch.long), args=(torch.full((3,), 2),))
+
+    def differs(sample):
+        raise OracleMismatch(Mismatch("values differ"))
+
+    capabilities = dict(validation_manifest().capabilities)
+    unclaimed = _ctx("div", "explore", capabilities={**capabilities, "ieee754": False})
+    checks = explore_run.variants(unclaimed, op, torch.int64)
+    assert explore_run.outcome(checks["forward"], zero) is None  # a right device still agrees
+    wrapped = explore_run._within_ieee754(op, differs)
+    assert explore_run.outcome(wrapped, zero) == "skip"
+    assert explore_run.outcome(wrapped, finite) == "mismatch"  # a finite answer is still demanded
+    claimed = _ctx("div", "explore", capabilities={**capabilities, "ieee754": True})
+    assert explore_run.variants(claimed, op, torch.int64)["forward"].__name__ == "<lambda>"  # not wrapped
+    assert checks["forward"].__name__ == "checked"
+
+
+def test_a_nan_or_inf_answer_demands_nothing_where_ieee754_is_not_claimed() -> None:
+    """pytorch_ocl (ieee754 not claimed): dtypes/promotion/div/bool-bool failed on True / False = inf
+    (the device: 1.0), an IEEE 754 answer the manifest never promised; a finite answer is still demanded."""
+    capabilities = dict(validation_manifest().capabilities)
+    unclaimed = _ctx("div", capabilities={**capabilities, "ieee754": False})
+    claimed = _ctx("div", capabilities={**capabilities, "ieee754": True})
+    expected = torch.tensor([float("inf"), float("nan"), 0.5])
+    unclaimed.assert_close(torch.tensor([1.0, 0.0, 0.5]), expected)
+    assert unclaimed.info["not_ieee754"] == 2
+    with pytest.raises(OracleMismatch):
+        unclaimed.assert_close(torch.tensor([1.0, 0.0, 0.25]), expected)  # the finite answer is wrong
+    with pytest.raises(OracleMismatch):
+        claimed.assert_close(torch.tensor([1.0, 0.0, 0.5]), expected)
+
+
+def test_query_predicates_ask_a_channels_last_layout_only_where_it_is_claimed(monkeypatch) -> None:
+    """pytorch_ocl keeps tensors contiguous (channels_last not claimed): query_mutation/predicates failed
+    on is_contiguous of a channels_last tensor, True where CPU says False."""
+    from torchcts.cases.suites import query_mutation
+
+    asked: dict[str, object] = {}
+    monkeypatch.setattr(query_mutation, "mirror", lambda ctx, checks: asked.update(checks))
+    capabilities = dict(validation_manifest().capabilities)
+    for claimed in (False, True):
+        asked.clear()
+        query_mutation.predicates(_ctx("is_contiguous", capabilities={**capabilities, "channels_last": claimed}),
+                                  torch.float32)
+        answers = asked["predicates"](torch.device("cpu"))
+        assert ("channels_last" in answers) is claimed and len(answers["is_contiguous"]) == 2

@@ -33,6 +33,11 @@ def zero_dim_result_is_1d() -> tuple[Any, Any]:
     return _both(lambda d: list(torch.abs(torch.tensor(-2.0).to(d)).shape))
 
 
+def abs_negative_zero() -> tuple[Any, Any]:
+    """abs(-0.0) keeps the sign: -0.0 where the CPU (and IEEE 754's fabs) gives +0.0."""
+    return _both(lambda d: torch.abs(torch.tensor([-0.0]).to(d)).cpu().signbit().tolist())
+
+
 def eye_zero_is_1d() -> tuple[Any, Any]:
     """eye(0) comes back with shape [0], not [0, 0]."""
     return _both(lambda d: list(torch.eye(0, device=d).shape))
@@ -91,7 +96,7 @@ def linear_bias_backward_does_not_build() -> tuple[Any, Any]:
 
 
 BUGS: dict[str, Callable[[], tuple[Any, Any]]] = {fn.__name__: fn for fn in (
-    zero_dim_result_is_1d, eye_zero_is_1d, logical_and_0d_is_empty, out_not_resized, out_of_wrong_shape_raises,
+    zero_dim_result_is_1d, abs_negative_zero, eye_zero_is_1d, logical_and_0d_is_empty, out_not_resized, out_of_wrong_shape_raises,
     out_offset_ignored, where_host_condition_result_on_cpu, softmax_does_not_build, linear_bias_backward_does_not_build,
 )}
 

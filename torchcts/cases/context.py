@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.utils import _pytree as pytree
 
 from torchcts.cases.model import Case, NotApplicable
 from torchcts.cases.observe import unobserved
@@ -102,7 +103,10 @@ class CaseContext:
         in the record (`allowed_answers`).
         `exact` (oracle/exactness.py) compares the outputs it covers bit for bit instead. A pass is
         judged for weakness (oracle/weak.py), the case's `weak` verdict, unless `constant`: the result is
-        constant by definition (a factory, a fill), so a constant or zero reference is all it can be."""
+        constant by definition (a factory, a fill), so a constant or zero reference is all it can be.
+        Where the manifest does not claim `ieee754`, CPU's NaN and infinities demand nothing (`_within_ieee754`)."""
+        if not self.claims("ieee754"):
+            expected = self._within_ieee754(actual, expected)
         first = dtype if dtype is not None else _first_dtype(expected) or torch.float32
 
         def tol_of(dt: Any) -> Tolerance:
@@ -138,6 +142,28 @@ class CaseContext:
         err = max_abs_error(actual, expected)
         if err is not None:  # passing precision, so `compare` sees drift before it fails
             self.info["max_abs_error"] = max(err, self.info.get("max_abs_error", 0.0))
+
+    def _within_ieee754(self, actual: Any, expected: Any) -> Any:
+        """`expected` with each NaN or infinity replaced by the device's value there: a backend that does
+        not claim IEEE 754 semantics owes no answer where CPU's is one (pytorch_ocl: bool / bool gives
+        1.0 where CPU gives inf); counted in `info["not_ieee754"]`. Finite answers are still demanded."""
+        leaves, spec = pytree.tree_flatten(expected)
+        got, got_spec = pytree.tree_flatten(actual)
+        if spec != got_spec:
+            return expected
+
+        def take(a: Any, e: Any) -> Any:
+            if not (isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor)) or a.shape != e.shape \
+                    or e.layout != torch.strided or not (e.is_floating_point() or e.is_complex()):
+                return e
+            with unobserved():
+                unsure = ~torch.isfinite(e)
+                if not bool(unsure.any()):
+                    return e
+                self.info["not_ieee754"] = self.info.get("not_ieee754", 0) + int(unsure.sum())
+                return torch.where(unsure, a.detach().to("cpu", e.dtype), e)
+
+        return pytree.tree_unflatten([take(a, e) for a, e in zip(got, leaves, strict=True)], spec)
 
     @contextmanager
     def helper_op(self, op: str) -> Iterator[None]:

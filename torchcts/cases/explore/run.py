@@ -30,9 +30,18 @@ from torchcts.cases.explore.find import Find
 from torchcts.cases.explore.generate import Explored, plan, requiring_grad
 from torchcts.cases.explore.shrink import shrink
 from torchcts.cases.model import NotApplicable, NotClaimed, repro_command
-from torchcts.cases.observe import hand_to_rerun
-from torchcts.cases.opinfo.run import SkipSample, UnclaimedSample, check_backward, check_call, check_inplace, check_out, exact_for
-from torchcts.cases.opinfo.samples import HostArg, describe_sample, leaves_of, lookup, selected_samples
+from torchcts.cases.observe import hand_to_rerun, unobserved
+from torchcts.cases.opinfo.run import (
+    SkipSample,
+    UnclaimedSample,
+    check_backward,
+    check_call,
+    check_inplace,
+    check_out,
+    exact_for,
+    reference,
+)
+from torchcts.cases.opinfo.samples import HostArg, describe_sample, leaves_of, lookup, selected_samples, tensors_of
 from torchcts.oracle.categories import tolerance_category
 from torchcts.oracle.compare import OracleMismatch
 from torchcts.oracle.opfacts import FACTS
@@ -60,20 +69,53 @@ def variants(ctx: CaseContext, op: Any, dtype: torch.dtype) -> dict[str, Check]:
     # never explored where CPU itself aborts on explored inputs (op facts: cpu_unsafe_variants)
     for name in FACTS.get("cpu_unsafe_variants", op.name) or ():
         found.pop(name, None)
-    return found
+    if ctx.claims("ieee754"):
+        return found
+    return {name: _within_ieee754(op, check) for name, check in found.items()}
 
 
-def outcome(check: Check, sample: Any) -> str | None:
+class NotIeee754(SkipSample):
+    """CPU's answer to this explored sample is a NaN or an infinity made from finite inputs (0/0 with a
+    zero spacing): IEEE 754 semantics, which the manifest does not claim."""
+
+
+def _within_ieee754(op: Any, check: Check) -> Check:
+    """`check`, where a failure on a sample whose CPU result holds a NaN or an infinity is dropped
+    (NotIeee754), as an input holding one is (`_refused`): asked on failures only."""
+    def checked(sample: Any) -> None:
+        try:
+            check(sample)
+        except (SkipSample, NotApplicable):
+            raise
+        except Exception:
+            if _nonfinite_result(op, sample):
+                raise NotIeee754("CPU's answer holds a NaN or an infinity, and ieee754 is not claimed") from None
+            raise
+    return checked
+
+
+def _nonfinite_result(op: Any, sample: Any) -> bool:
+    try:
+        result = reference(op.op, sample)
+    except SkipSample:
+        return False
+    with unobserved():
+        return any((t.is_floating_point() or t.is_complex()) and t.layout == torch.strided and t.numel()
+                   and not bool(torch.isfinite(t).all()) for t in tensors_of(result))
+
+
+def outcome(check: Check, sample: Any, detailed: bool = False) -> str | None:
     """None: agrees with CPU; "skip": CPU rejects it ("unclaimed": it holds a tensor of a dtype the
-    manifest does not claim); else the failure's kind (mismatch, or the exception type the device raised)."""
+    manifest does not claim); else the failure's kind (mismatch, or the exception type the device raised).
+    `detailed`: a mismatch says what differs ("mismatch: values differ"), as the shrinker must keep it."""
     try:
         check(sample)
     except UnclaimedSample:
         return "unclaimed"
     except SkipSample:
         return "skip"
-    except OracleMismatch:
-        return "mismatch"
+    except OracleMismatch as exc:
+        return f"mismatch: {exc.mismatch.what}" if detailed else "mismatch"
     except NotApplicable:
         return "skip"
     except Exception as exc:  # noqa: BLE001 - any device exception is a failure kind of its own
@@ -260,7 +302,11 @@ def _fail(ctx: CaseContext, case_id: str, variant: str, check: Check, made: Expl
     base = dict(bases)[made.base]
     reverts = [(w, base.args[w]) for w, _ in made.switches if isinstance(w, int) and w < len(base.args)]
     kept = dict(ctx.info)
-    result = shrink(made.sample, lambda s: outcome(check, s) == kind, reverts)
+    # shrunk while it fails the same way, down to what differs: a value mismatch that becomes "output on
+    # the wrong device" (a factory's device= dropped) is another failure, not a smaller one
+    again = outcome(check, made.sample, detailed=True) if kind == "mismatch" else None
+    same = again if again is not None and again.startswith("mismatch: ") else kind
+    result = shrink(made.sample, lambda s: outcome(check, s, detailed=same != kind) == same, reverts)
     ctx.info.clear()
     ctx.info.update(kept)
     record: dict[str, Any] = {"variant": variant, "index": made.index, "recipe": made.recipe(), "failure": kind,

@@ -5,7 +5,8 @@ fails (the same way: a mismatch stays a mismatch, an exception the same exceptio
 CPU rejects does not count) and starts a new pass from it, until no candidate fails or `max_calls`
 device calls are spent. Candidates, largest step first:
 
-1. fewer non-default arguments: a keyword dropped, a switched positional argument put back;
+1. fewer non-default arguments: a keyword dropped (never `device`: a factory would leave the device),
+   a switched positional argument put back;
 2. fewer elements: one dimension (counted from the right, as broadcasting aligns them) cut to
    size 1, to its first half, to its second half, in every tensor at once and then in each alone;
 3. fewer dimensions: the leading one dropped (index 0), in every tensor of the top rank at once,
@@ -96,7 +97,7 @@ def _replaced(sample: Any, change: dict[int, torch.Tensor]) -> Any:
 def candidates(sample: Any, reverts: Sequence[SwitchPoint] = ()) -> Iterator[tuple[str, Any]]:
     """(label, sample) for every one-step reduction of `sample`, largest first (the module's
     docstring); the label names the step, not its result."""
-    for key in list(sample.kwargs):
+    for key in [k for k in sample.kwargs if k != "device"]:  # without it a factory runs on CPU: no finding
         kwargs = {k: v for k, v in sample.kwargs.items() if k != key}
         yield f"drop {key}", rebuilt(sample, sample.input, sample.args, kwargs)
     for where, value in reverts:

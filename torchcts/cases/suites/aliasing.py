@@ -100,14 +100,15 @@ for _name, (_fn, _writable) in VIEWS.items():
     _view_case(_name, _fn, _writable)
 
 
-@SUITE.case("aliasing/view_of_view", level=3, dtypes=("float32", "int64"), ops=("aten::view", "aten::transpose"),
+@SUITE.case("aliasing/view_of_view", level=3, dtypes=("float32", "int64"),
+            ops=("aten::view", "aten::transpose", "aten::fill_"),
             oracle="property:shares_storage")
 def view_of_view(ctx: CaseContext, dtype: torch.dtype) -> None:
     base = sample(BASE_SHAPE, dtype, ctx.seed).to(ctx.device, copy=True)
     v2 = base.t()[1:5].unsqueeze(0)
     expect(same_storage(v2, base) and v2._base is base, "a view of a view must share the root base")
     v2.fill_(3)
-    expect(bool((base[:, 1:5] == 3).all()), "writes through a view of a view do not reach the base")
+    expect(bool((base.cpu()[:, 1:5] == 3).all()), "writes through a view of a view do not reach the base")
 
 
 @SUITE.case("aliasing/real_imag", level=3, dtypes=COMPLEX, ops=("aten::real", "aten::imag", "aten::view_as_real"),
@@ -124,6 +125,11 @@ def real_imag(ctx: CaseContext, dtype: torch.dtype) -> None:
     ctx.assert_close(dev, cpu)
 
 
+def _host(fn: Callable[[torch.Tensor], torch.Tensor], t: torch.Tensor) -> torch.Tensor:
+    """fn of t computed on a host copy, moved to t's device: an operand the case needs, not one it tests."""
+    return fn(t.detach().cpu()).to(t.device)
+
+
 # name -> (in-place function, dtypes)
 INPLACE: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], tuple[str, ...]]] = {
     "add_": (lambda t: t.add_(t, alpha=2) if t.dtype == torch.bool else t.add_(3), ALL_DTYPES),
@@ -133,9 +139,11 @@ INPLACE: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], tuple[str, ...]
     "zero_": (lambda t: t.zero_(), ALL_DTYPES),
     "fill_": (lambda t: t.fill_(1), ALL_DTYPES),
     "clamp_": (lambda t: t.clamp_(-2, 5), INTEGRAL + FLOATING),
-    "masked_fill_": (lambda t: t.masked_fill_(t.real != 0 if t.is_complex() else t != 0, 1), ALL_DTYPES),
+    # the mask and the copy's source are made on the host: a device `ne` or `flip` is not the op under test
+    "masked_fill_": (lambda t: t.masked_fill_(_host(lambda h: h.real != 0 if h.is_complex() else h != 0, t), 1),
+                     ALL_DTYPES),
     "index_fill_": (lambda t: t.index_fill_(-1, torch.tensor([0, 2], device=t.device), 1), ALL_DTYPES),
-    "copy_": (lambda t: t.copy_(t.flip(-1)), ALL_DTYPES),
+    "copy_": (lambda t: t.copy_(_host(lambda h: h.flip(-1), t)), ALL_DTYPES),
     "mul_float": (lambda t: t.mul_(1.5), ALL_DTYPES),
 }
 
@@ -243,4 +251,5 @@ def detach(ctx: CaseContext, dtype: torch.dtype) -> None:
         expect(same_storage(alias, t), f"{name} must share memory with the tensor")
         expect(not alias.requires_grad, f"{name} must not require grad")
         alias[0, 0] = alias[1, 1]
-        expect(bool((t[0, 0] == t[1, 1]).item()), f"a write through {name} is not visible in the tensor")
+        host = t.detach().cpu()  # compared on the host: a device eq is not the op under test
+        expect(bool(host[0, 0] == host[1, 1]), f"a write through {name} is not visible in the tensor")

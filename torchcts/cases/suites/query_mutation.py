@@ -53,17 +53,22 @@ def _t(dtype: torch.dtype, device: torch.device, shape: tuple[int, ...] = (3, 4)
                  "aten::is_neg", "aten::is_inference", "aten::is_leaf", "aten::_is_zerotensor", "aten::is_pinned",
                  "aten::_is_all_true", "aten::_is_any_true"))
 def predicates(ctx: CaseContext, dtype: torch.dtype) -> None:
+    # a channels_last layout is asked only where it is claimed (a device that keeps its tensors
+    # contiguous, as pytorch_ocl does, answers is_contiguous True: no claim's failure)
+    channels_last = ctx.claims("channels_last")
+
     def ask(dev: torch.device) -> dict[str, Any]:
         t, one = _t(dtype, dev), _t(dtype, dev, (1,))
-        nchw = _t(dtype, dev, (2, 3, 4, 5)).contiguous(memory_format=torch.channels_last)
         out = {"is_complex": aten.is_complex(t), "is_floating_point": aten.is_floating_point(t),
                "is_signed": aten.is_signed(t), "is_nonzero": aten.is_nonzero(one),
                "is_nonzero_zero": aten.is_nonzero(torch.zeros((), dtype=dtype, device=dev)),
                "is_same_size": (aten.is_same_size(t, t.t().t()), aten.is_same_size(t, t.t())),
-               "is_contiguous": (aten.is_contiguous(t), aten.is_contiguous(t.t()), aten.is_contiguous(nchw)),
-               "channels_last": aten.is_contiguous.memory_format(nchw, torch.channels_last),
+               "is_contiguous": (aten.is_contiguous(t), aten.is_contiguous(t.t())),
                "is_conj": aten.is_conj(t), "is_neg": aten.is_neg(t), "is_inference": aten.is_inference(t),
                "is_leaf": aten.is_leaf(t), "is_zerotensor": aten._is_zerotensor(t), "is_pinned": aten.is_pinned(t)}
+        if channels_last:
+            nchw = _t(dtype, dev, (2, 3, 4, 5)).contiguous(memory_format=torch.channels_last)
+            out.update(channels_last=(aten.is_contiguous(nchw), aten.is_contiguous.memory_format(nchw, torch.channels_last)))
         if dtype == torch.bool:  # the all/any of a bool tensor (the checks of torch._assert_async)
             out.update(all_true=aten._is_all_true(t).cpu(), any_true=aten._is_any_true(t).cpu())
         return out

@@ -46,6 +46,9 @@ KINDS: dict[str, str] = {
     "strengthen": "the op's samples are rewritten to tell a right result from a wrong one (value: the rewrite "
                   "and its arguments, cases/opinfo/strengthen.py: REWRITES)",
     "device_policy": "the sample's options are resolved per device type before computing, on both sides",
+    "writes_through_view": "writes a source through the strided view its arguments describe (value: the indices "
+                           "into the sample's args of its size, stride and storage offset): a view overlapping itself "
+                           "leaves which write lands last, so the result, undefined",
     "normalization": "a normalisation op: tolerance category normalization, its absolute floor from the sample's "
                      "conditioning (value: how it groups the sample's input, oracle/conditioning.py)",
     "running_stats": "updates running statistics in place without a schema mark (value: where the sample holds "

@@ -1,4 +1,4 @@
-"""How an op's OpInfo samples are prepared (kinds `strengthen`, `device_policy`): the op facts
+"""How an op's OpInfo samples are prepared (kinds `strengthen`, `device_policy`, `writes_through_view`): the op facts
 cases/opinfo/ reads (strengthen.py, samples.py).
 
 `strengthen`'s value names the rewrite (and its arguments) cases/opinfo/strengthen.py applies to
@@ -47,4 +47,9 @@ FACTS: tuple[Fact, ...] = (
          "its `options=` (acc_policy 'auto', chunk size) are resolved per device type before computing: both sides "
          "get the device's resolution, or CPU's reference runs another algorithm",
          "torch/nn/functional.py: LinearCrossEntropyOptions._adjust"),
+    Fact("writes_through_view", ("as_strided_scatter",),
+         "copies src into self.as_strided(size, stride, storage_offset); with strides that overlap (explored: "
+         "(8, 1, 2, 1) for size (2, 2, 2, 2)) two src elements land on one element, in an order nobody defines "
+         "(copy_ refuses only the overlaps it can prove, stride 0)", "aten/src/ATen/native/TensorShape.cpp: "
+         "as_strided_scatter", (1, 2, 3)),
 )
