@@ -26,7 +26,17 @@ import torch
 
 from torchcts import settings
 from torchcts.errors import UsageError, did_you_mean
-from torchcts.sim import device, faults_amp, faults_data, faults_distributed, faults_effects, faults_unlisted, state, tensor
+from torchcts.sim import (
+    device,
+    faults_agree,
+    faults_amp,
+    faults_data,
+    faults_distributed,
+    faults_effects,
+    faults_unlisted,
+    state,
+    tensor,
+)
 from torchcts.sim.fault_model import Fault, Hook, on_op
 
 __all__ = ["FAULTS", "Fault", "Hook", "activate", "active", "on_op"]
@@ -519,6 +529,7 @@ FAULTS: dict[str, Fault] = {
               _sin_fast_math, dtype="float32", op="sin"),
         Fault("memory_never_freed", "memory_allocated() never decreases after tensors are freed",
               "memory", 6, ("memory/stats/*",), _memory_never_freed),
+        *faults_agree.FAULTS,
         *faults_amp.FAULTS,
         *faults_effects.FAULTS,
         *faults_data.FAULTS,
