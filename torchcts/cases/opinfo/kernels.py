@@ -87,15 +87,15 @@ def rule(first: Sequence[str], second: Sequence[str], key: str, *, same_layout: 
     first form gave the same bits when called twice (`repeats`) and PyTorch names no kernel of the op
     nondeterministic (`nondeterministic`: the op fact's reason)."""
     if nondeterministic:
-        return Rule(False, f"within the tolerance: {nondeterministic}")
+        return Rule(False, f"within the tolerance, doubled: {nondeterministic}")
     if not repeats:
-        return Rule(False, "within the tolerance: the functional form called twice gave different bits on this device")
+        return Rule(False, "within the tolerance, doubled: the functional form called twice gave different bits on this device")
     if not first or not second:
-        return Rule(False, "within the tolerance: a form reached no operator on the device")
+        return Rule(False, "within the tolerance, doubled: a form reached no operator on the device")
     kernels = [kernel_of(n, key) for n in first], [kernel_of(n, key) for n in second]
     if kernels[0] != kernels[1]:
-        return Rule(False, f"within the tolerance: different kernels ({', '.join(kernels[0])} and "
+        return Rule(False, f"within the tolerance, doubled: different kernels ({', '.join(kernels[0])} and "
                            f"{', '.join(kernels[1])})")
     if not same_layout:
-        return Rule(False, "within the tolerance: one kernel, but the forms write different output layouts")
+        return Rule(False, "within the tolerance, doubled: one kernel, but the forms write different output layouts")
     return Rule(True, f"bit for bit: one kernel serves both ({', '.join(dict.fromkeys(kernels[0]))})")
