@@ -16,11 +16,12 @@ OpInfo's Python refs are built from). Every form must agree with the functional 
   opposite sides. Linalg outputs are compared through OpInfo's output processing (signs, phases).
 
 No CPU value is compared with the device's. CPU is asked what every kind asks it: whether it accepts
-the sample (and the in-place or out= call, where the device refuses it) and the result's dtypes for
-the claims (an unclaimed one: the sample is not_claimed). For the decomposition it is also asked
-whether PyTorch's decomposition agrees with CPU's own kernel on the sample within that tolerance:
-where it does not (the sim's decomposition-mode ledger names such ops: special values, the dtype a
-decomposition computes in), the pair is no question for the device and is skipped for the sample.
+the sample (and the form's call, where the device refuses it) and the result's dtypes for the claims
+(an unclaimed one: the sample is not_claimed). Where a pair disagrees on the device, the same pair is
+computed on CPU: where CPU's own forms disagree alike (fft.ihfftn's out= leaves elements unwritten; a
+decomposition that differs from CPU's kernel by its special values or the dtype it computes in, as the
+sim's decomposition-mode ledger names), PyTorch's forms differ by definition and the pair is skipped
+for the sample (counted in `info.agree_skipped`), never failed.
 
 A failure names the two forms, the rule and why (`info.agree_pair`, `info.agree_rule`), the
 mismatch's max abs/rel error, the sample and the command that reruns it.
@@ -153,30 +154,53 @@ class _Agree:
         return _Functional(result, trace.names, trace.first, repeats)
 
     def _pair(self, form: str, sample: Any, functional: _Functional) -> None:
+        """One pair on the device, compared (`_compare`); `on_cpu` computes the same pair on CPU, asked
+        only where the device's pair disagrees."""
+        device, result = self.ctx.device, functional.result
         if form == "decomposition":
-            self._decomposition(sample, functional)
-        elif form == "inplace":
+            decomp, func, args, kwargs, out = _decomposition_of(functional)
+            got = self._decomposed(decomp, args, kwargs, "the device")
+            found = Rule(False, f"within the tolerance, doubled: PyTorch's decomposition of {overload_name(func)} "
+                                "runs other kernels")
+
+            def on_cpu() -> tuple[Any, Any]:
+                cargs, ckwargs = pytree.tree_map(lambda t: t.detach().cpu() if isinstance(t, torch.Tensor) else t,
+                                                 (args, kwargs))
+                return _plain(func(*cargs, **ckwargs)), _plain(self._decomposed(decomp, cargs, ckwargs, "CPU"))
+
+            self._compare(form, sample, _plain(out), _plain(got), found, on_cpu)
+            return
+        if form == "inplace":
             self._inplace(sample, functional)
-        else:
-            got, names, same_layout = (self._method if form == "method" else self._out)(sample, functional.result)
-            self._compare(form, sample, functional.result, got, self._rule(functional, names, same_layout))
+            return
+        run = self._method if form == "method" else self._out
+        got, names, same_layout = run(sample, device, result)
+        self._compare(form, sample, result, got, self._rule(functional, names, same_layout),
+                      lambda: (lambda f: (f, run(sample, "cpu", f)[0]))(call(self.op.op, copy_sample(sample, "cpu"))))
 
     def _rule(self, functional: _Functional, names: list[str], same_layout: bool, first: list[str] | None = None) -> Rule:
         return rule(functional.names if first is None else first, names, self.key, same_layout=same_layout,
                     repeats=functional.repeats, nondeterministic=self.nondeterministic)
 
-    def _method(self, sample: Any, result: Any) -> tuple[Any, list[str], bool]:
+    def _method(self, sample: Any, device: Any, result: Any) -> tuple[Any, list[str], bool]:
         fn = self.op.method_variant
         if fn is None or not callable(fn):
             raise SkipSample("the op has no method")
-        dev = copy_sample(sample, self.ctx.device)
-        with _traced(self.ctx.device_type) as trace:
-            try:
-                got = call(fn, dev)
-            except Exception:
-                self._cpu_refuses(lambda cpu: call(fn, cpu), sample, "method")
-                raise
-        return got, trace.names, _same_layout(got, result)
+        got, names = self._traced_call(sample, device, lambda dev: call(fn, dev), "method")
+        return got, names, _same_layout(got, result)
+
+    def _out(self, sample: Any, device: Any, result: Any) -> tuple[Any, list[str], bool]:
+        if not self.op.supports_out:
+            raise SkipSample("the op has no out= form")
+        if self.out_unobservable:
+            raise SkipSample(f"out= under a dispatch mode: {self.out_unobservable}")
+        made = _fresh_like(result, device)
+        if made is None:
+            raise SkipSample("the result is not a tensor or a sequence of tensors")
+        out, same_layout = made
+        _, names = self._traced_call(sample, device, lambda dev: call(self.op.op, dev, out=out), "out=",
+                                     lambda cpu: call(self.op.op, cpu, out=_fresh_like(result, "cpu")[0]))
+        return out, names, same_layout
 
     def _inplace(self, sample: Any, functional: _Functional) -> None:
         """The in-place form against the functional one within the tolerance (ALIASED), then against
@@ -191,41 +215,48 @@ class _Agree:
             raise SkipSample("the input overlaps itself: the order of an in-place op's writes is undefined")
         if sample.input.dtype != result.dtype or sample.input.shape != result.shape:
             raise SkipSample("the functional result's dtype or shape is not the input's")
-        got, names = self._into_input(sample, lambda dev: call(fn, dev), "in-place")
-        self._compare("inplace", sample, result, got, Rule(False, ALIASED))
+
+        def inplace(device: Any) -> tuple[torch.Tensor, list[str]]:
+            return self._written(sample, device, lambda dev: call(fn, dev), "in-place")
+
+        def into_input(device: Any) -> tuple[torch.Tensor, list[str]]:
+            return self._written(sample, device, lambda dev: call(self.op.op, dev, out=dev.input), "out= into its input")
+
+        got, names = inplace(self.ctx.device)
+        self._compare("inplace", sample, result, got, Rule(False, ALIASED),
+                      lambda: (call(self.op.op, copy_sample(sample, "cpu")), inplace("cpu")[0]))
         if not self.op.supports_out or self.out_unobservable:
             return
-        into, into_names = self._into_input(sample, lambda dev: call(self.op.op, dev, out=dev.input), "out= into its input")
-        self._compare("inplace_out", sample, into, got, self._rule(functional, names, True, first=into_names))
+        into, into_names = into_input(self.ctx.device)
+        self._compare("inplace_out", sample, into, got, self._rule(functional, names, True, first=into_names),
+                      lambda: (into_input("cpu")[0], inplace("cpu")[0]))
 
-    def _into_input(self, sample: Any, write: Callable[[Any], Any], form: str) -> tuple[torch.Tensor, list[str]]:
-        """(the device input after `write` wrote into it, the overloads that reached the device)."""
-        dev = copy_sample(sample, self.ctx.device)
-        with _traced(self.ctx.device_type) as trace:
-            try:
-                write(dev)
-            except Exception:
-                self._cpu_refuses(write, sample, form)
-                raise
-        return dev.input, trace.names
+    def _written(self, sample: Any, device: Any, write: Callable[[Any], Any], form: str) -> tuple[torch.Tensor, list[str]]:
+        """(the input after `write` wrote into it on `device`, the overloads that reached it)."""
+        holder: list[Any] = []
 
-    def _out(self, sample: Any, result: Any) -> tuple[Any, list[str], bool]:
-        if not self.op.supports_out:
-            raise SkipSample("the op has no out= form")
-        if self.out_unobservable:
-            raise SkipSample(f"out= under a dispatch mode: {self.out_unobservable}")
-        made = _fresh_like(result, self.ctx.device)
-        if made is None:
-            raise SkipSample("the result is not a tensor or a sequence of tensors")
-        out, same_layout = made
-        dev = copy_sample(sample, self.ctx.device)
-        with _traced(self.ctx.device_type) as trace:
+        def keep(dev: Any) -> Any:
+            holder.append(dev)
+            return write(dev)
+
+        _, names = self._traced_call(sample, device, keep, form, write)
+        return holder[0].input, names
+
+    def _traced_call(self, sample: Any, device: Any, fn: Callable[[Any], Any], form: str,
+                     cpu_fn: Callable[[Any], Any] | None = None) -> tuple[Any, list[str]]:
+        """(fn(a copy of the sample on `device`), the overloads it dispatched there). Where the device
+        raises, CPU is asked whether it refuses the same call (`cpu_fn`, else `fn`): SkipSample if so,
+        else the device's exception stands (a failure)."""
+        dev = copy_sample(sample, device)
+        with _traced(torch.device(device).type) as trace:
             try:
-                call(self.op.op, dev, out=out)
+                got = fn(dev)
             except Exception:
-                self._cpu_refuses(lambda cpu: call(self.op.op, cpu, out=_fresh_like(result, "cpu")[0]), sample, "out=")
+                if torch.device(device).type == "cpu":
+                    raise
+                self._cpu_refuses(cpu_fn or fn, sample, form)
                 raise
-        return out, trace.names, same_layout
+        return got, trace.names
 
     @staticmethod
     def _cpu_refuses(cpu_call: Callable[[Any], Any], sample: Any, form: str) -> None:
@@ -237,27 +268,15 @@ class _Agree:
         except Exception as exc:  # noqa: BLE001 - CPU's refusal makes the pair uncheckable
             raise SkipSample(f"CPU refuses the {form} form too ({type(exc).__name__})") from None
 
-    def _decomposition(self, sample: Any, functional: _Functional) -> None:
-        decomp, func, args, kwargs, out = _decomposition_of(functional)
+    @staticmethod
+    def _decomposed(decomp: Callable[..., Any], args: tuple, kwargs: dict, where: str) -> Any:
         try:
             got = decomp(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - TorchCTS's construction, not a path the device claims
-            raise SkipSample(f"the decomposition raises on the device ({type(exc).__name__})") from None
+            raise SkipSample(f"the decomposition raises on {where} ({type(exc).__name__})") from None
         if got is NotImplemented:
             raise SkipSample("the decomposition declines the arguments")
-        tol = self._tolerance(sample)
-        with unobserved():  # PyTorch's decomposition must agree with CPU's kernel on this sample first
-            cargs, ckwargs = pytree.tree_map(lambda t: t.detach().cpu() if isinstance(t, torch.Tensor) else t,
-                                             (args, kwargs))
-            try:
-                calibrated = find_mismatch(_plain(decomp(*cargs, **ckwargs)), _plain(func(*cargs, **ckwargs)), tol)
-            except Exception as exc:  # noqa: BLE001
-                raise SkipSample(f"the decomposition raises on CPU ({type(exc).__name__})") from None
-        if calibrated is not None:
-            raise SkipSample("PyTorch's decomposition differs from CPU's kernel on the sample")
-        found = Rule(False, f"within the tolerance, doubled: PyTorch's decomposition of {overload_name(func)} "
-                            "runs other kernels")
-        self._compare("decomposition", sample, _plain(out), _plain(got), found)
+        return got
 
     # --- comparison ---------------------------------------------------------------------------
 
@@ -275,22 +294,34 @@ class _Agree:
             return self.exact.tolerance()
         return tol
 
-    def _compare(self, form: str, sample: Any, first: Any, second: Any, found: Rule) -> None:
-        self.rules.setdefault(form, found.why)
-        if found.bitwise:
-            tol: TolSpec = BITWISE
-        else:
-            tol = self._tolerance(sample)
-            if self.category == "linalg":  # unique up to signs and phases: what OpInfo's processing keeps
-                with unobserved():
-                    first, second = (sample.output_process_fn_grad(on_host(x)) for x in (first, second))
+    def _mismatch(self, sample: Any, first: Any, second: Any, found: Rule) -> Any:
+        tol: TolSpec = BITWISE if found.bitwise else self._tolerance(sample)
         with unobserved():
-            mismatch = find_mismatch(_host(second), _host(first), tol)
+            if not found.bitwise and self.category == "linalg":  # unique up to signs and phases: OpInfo's processing
+                first, second = (sample.output_process_fn_grad(on_host(x)) for x in (first, second))
+            return find_mismatch(_host(second), _host(first), tol)
+
+    def _compare(self, form: str, sample: Any, first: Any, second: Any, found: Rule,
+                 on_cpu: Callable[[], tuple[Any, Any]]) -> None:
+        """OracleMismatch when `second` (the form) differs from `first` by `found`'s rule, unless the same
+        pair computed on CPU (`on_cpu`) differs alike: PyTorch's own forms disagree there (fft.ihfftn's
+        out= leaves elements unwritten), which is no question for the device (SkipSample)."""
+        self.rules.setdefault(form, found.why)
+        mismatch = self._mismatch(sample, first, second, found)
         for t in tensors_of(first):
-            self.ctx.verdict.compared(found.bitwise or (isinstance(tol, Tolerance) and tol.exact)
-                                      or not (t.dtype.is_floating_point or t.dtype.is_complex))
+            self.ctx.verdict.compared(found.bitwise or not (t.dtype.is_floating_point or t.dtype.is_complex))
         if mismatch is None:
             return
+        try:
+            with unobserved():
+                cpu_first, cpu_second = on_cpu()
+            on_cpu_too = self._mismatch(sample, cpu_first, cpu_second, found) is not None
+        except SkipSample:
+            raise
+        except Exception as exc:  # noqa: BLE001 - CPU refuses the pair: nothing to hold the device to
+            raise SkipSample(f"CPU refuses the pair ({type(exc).__name__})") from None
+        if on_cpu_too:
+            raise SkipSample("CPU's own forms disagree alike on the sample")
         other = _OTHER.get(form, "functional form")
         self.ctx.describe(agree_pair=f"{_NAMES[form]} vs {other}", agree_rule=found.why)
         mismatch.what = f"the {_NAMES[form]} and the {other} disagree on the device ({found.why}): {mismatch.what}"
