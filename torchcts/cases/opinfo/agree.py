@@ -196,7 +196,7 @@ class _Agree:
             raise SkipSample(f"out= under a dispatch mode: {self.out_unobservable}")
         made = _fresh_like(result, device)
         if made is None:
-            raise SkipSample("the result is not a tensor or a sequence of tensors")
+            raise SkipSample("the result is not a tensor or a sequence of strided tensors")
         out, same_layout = made
         _, names = self._traced_call(sample, device, lambda dev: call(self.op.op, dev, out=out), "out=",
                                      lambda cpu: call(self.op.op, cpu, out=_fresh_like(result, "cpu")[0]))
@@ -252,7 +252,7 @@ class _Agree:
             try:
                 got = fn(dev)
             except Exception:
-                if torch.device(device).type == "cpu":
+                if device is not self.ctx.device:  # the CPU recheck of a pair (_compare): it refuses
                     raise
                 self._cpu_refuses(cpu_fn or fn, sample, form)
                 raise
@@ -379,8 +379,10 @@ def _dense(t: torch.Tensor) -> bool:
 def _fresh_like(result: Any, device: torch.device | str) -> tuple[Any, bool] | None:
     """Zeroed out= tensors with the result's strides where those are dense (the layout the functional
     form's kernel wrote; else contiguous ones, and the layouts differ), and whether every one has them."""
+    if any(t.layout != torch.strided for t in tensors_of(result)):
+        return None  # sparse results: out= wants tensors of their layout, which PyTorch makes per op
     def one(t: torch.Tensor) -> tuple[torch.Tensor, bool]:
-        dense = t.layout == torch.strided and _dense(t)
+        dense = _dense(t)
         made = (torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=device) if dense
                 else torch.empty(t.shape, dtype=t.dtype, device=device))
         return made.zero_(), dense
