@@ -70,7 +70,7 @@ CASES = (
     "training/grad/clip_norm/float32",
 )
 # How many cases the selection holds: a case that silently leaves it fails the test.
-SELECTED = 49
+SELECTED = 55  # 49, and since issue 50 each op's agree case
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,10 @@ LEDGER: dict[str, Expected] = {
     "opinfo/logical_and/float32/forward": _LOGICAL,
     "opinfo/logical_and/float32/method": _LOGICAL,
     "opinfo/logical_and/float32/explore": _LOGICAL,
+    # the same bug, seen as PyTorch's decomposition (right: bool[]) disagreeing with the kernel (cases/opinfo/agree.py)
+    "opinfo/logical_and/float32/agree": Expected("logical_and_0d_is_empty", "failed",
+                                                 r"^the PyTorch decomposition and the functional form disagree on the "
+                                                 r"device .*: shape mismatch; got bool\[\] .*expected bool\[0\] "),
     **{f"opinfo/{op}/float32/out": _NOT_RESIZED for op in ("sin", "cumsum", "add", "where", "logical_and")},
     "opinfo/abs/float32/out": Expected("out_offset_ignored", "failed",
                                        r"^out= into a offset destination \(.*offset 3\): values differ"),
