@@ -96,10 +96,6 @@ LEDGER: dict[str, Expected] = {
     "opinfo/logical_and/float32/forward": _LOGICAL,
     "opinfo/logical_and/float32/method": _LOGICAL,
     "opinfo/logical_and/float32/explore": _LOGICAL,
-    # the same bug, seen as PyTorch's decomposition (right: bool[]) disagreeing with the kernel (cases/opinfo/agree.py)
-    # (one side bool[0], the other bool[]: the agree kind says which form is "got")
-    "opinfo/logical_and/float32/agree": Expected("logical_and_0d_is_empty", "failed",
-                                                 r"shape mismatch; got bool\[(0)?\] .*expected bool\[(?(1)|0)\] "),
     **{f"opinfo/{op}/float32/out": _NOT_RESIZED for op in ("sin", "cumsum", "add", "where", "logical_and")},
     "opinfo/abs/float32/out": Expected("out_offset_ignored", "failed",
                                        r"^out= into a offset destination \(.*offset 3\): values differ"),

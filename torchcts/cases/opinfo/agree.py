@@ -160,6 +160,11 @@ class _Agree:
         if form == "decomposition":
             decomp, func, args, kwargs, out = _decomposition_of(functional)
             got = self._decomposed(decomp, args, kwargs, "the device")
+            if _structure(_plain(got)) != _structure(_plain(out)):
+                # a decomposition may follow another device's conventions (native_batch_norm's saved
+                # statistics in eval mode: CUDA's shape off the CPU, where the sim runs CPU's kernel):
+                # only values are the pair's question, and shapes are the forward kind's
+                raise SkipSample("the decomposition returns outputs of other shapes or dtypes")
             found = Rule(False, f"within the tolerance, doubled: PyTorch's decomposition of {overload_name(func)} "
                                 "runs other kernels")
 
@@ -346,6 +351,12 @@ def _decomposition_of(functional: _Functional) -> tuple[Callable[..., Any], Any,
     if func._schema.is_mutable or torch.Tag.nondeterministic_seeded in func.tags:
         raise SkipSample(f"{overload_name(func)} mutates its arguments or draws random numbers")
     return decomp, func, args, kwargs, out
+
+
+def _structure(out: Any) -> list[Any]:
+    """The shapes and dtypes of an output's tensors, in order (non-tensor leaves by type)."""
+    return [(tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else type(x).__name__
+            for x in pytree.tree_leaves(out)]
 
 
 def _plain(out: Any) -> Any:
