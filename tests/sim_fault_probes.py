@@ -332,6 +332,21 @@ def p_index_select_int32_first_32() -> bool:
     return not torch.equal(torch.index_select(table.to(S), 0, index.to(S)).cpu(), table[:40])
 
 
+def p_tanh_inplace_ulp() -> bool:
+    x = torch.randn(64)
+    got = x.to(S).tanh_().cpu()
+    # inside the float32 tolerance of CPU's answer, yet not the functional form's bits
+    return torch.allclose(got, torch.tanh(x), rtol=1.3e-6, atol=1e-5) and not torch.equal(got, torch.tanh(x.to(S)).cpu())
+
+
+def p_mean_out_reciprocal() -> bool:
+    x = torch.randn(7, 13)
+    out = torch.zeros(7, device=S)
+    torch.mean(x.to(S), 1, out=out)
+    got, want = out.cpu(), torch.mean(x.to(S), 1).cpu()
+    return torch.allclose(got, want, rtol=1.3e-6, atol=1e-5) and not torch.equal(got, want)
+
+
 PROBES: dict[str, Callable[[], bool]] = {
     name.removeprefix("p_"): fn for name, fn in globals().items() if name.startswith("p_")
 }

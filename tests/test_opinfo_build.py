@@ -63,7 +63,7 @@ def test_ids_unique_params_json_and_levels(all_cases):
 def test_every_kind_is_generated(all_cases):
     kinds = {c.kind for c in all_cases}
     assert kinds == {"forward", "method", "inplace", "out", "errors", "backward", "noncontiguous", "special_values",
-                     "explore"}
+                     "explore", "agree"}
 
 
 def test_unsupported_dtypes_are_not_applicable_not_missing(op_db):

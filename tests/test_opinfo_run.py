@@ -10,7 +10,8 @@ from conftest import latest_run, records, run_cli
 
 # A few ops that between them have every case kind, a random op and an uninitialised factory.
 OPS = ("add", "cat", "bernoulli", "empty_like", "sum")
-KINDS = {"forward", "method", "inplace", "out", "errors", "backward", "noncontiguous", "special_values", "explore"}
+KINDS = {"forward", "method", "inplace", "out", "errors", "backward", "noncontiguous", "special_values", "explore",
+         "agree"}
 
 
 def test_validation_runs_every_kind_with_zero_failures(tmp_path):

@@ -36,6 +36,8 @@ REPRO_GROUPS: dict[str, dict[str, str]] = {
               "max_dim_tail_ulp": "opinfo/max.reduction_with_dim/float32/forward"},
     # what a call does besides returning (cases/opinfo/effects.py): an argument after the call (the
     # script compares them), a result a later call overwrote (the whole case: no one-sample script)
+    # one form 1 ulp off its twin (cases/opinfo/agree.py): no script compares forms, the repro line reruns the sample
+    "agree": {"tanh_inplace_ulp": "opinfo/tanh/float32/agree", "mean_out_reciprocal": "opinfo/mean/float32/agree"},
     "effects": {"softmax_input_scratch": "opinfo/softmax/float32/forward",
                 "batch_norm_stats_unchanged": "opinfo/nn.functional.batch_norm/float32/forward",
                 "exp_reuses_buffer": "opinfo/exp/float32/forward",

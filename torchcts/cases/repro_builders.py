@@ -209,7 +209,16 @@ BY_SUITE: dict[str, Builder] = {
 }
 
 
+# Runners whose cases no script comparing the device with CPU reproduces -> why (their records' `repro`
+# command reruns the failing sample instead).
+NO_SCRIPT: dict[str, str] = {
+    "torchcts.cases.opinfo.agree:run": "it compares the op's forms with each other on the device, not with CPU",
+}
+
+
 def _registered(case: Case) -> Builder | None:
+    if case.runner in NO_SCRIPT:
+        return None
     for pattern, builder in BY_RUNNER.items():
         if fnmatch.fnmatchcase(case.runner, pattern):
             return builder
@@ -223,6 +232,9 @@ def has_script(case: Case) -> bool:
 
 
 def builder_for(case: Case) -> Builder:
+    if case.runner in NO_SCRIPT:
+        raise UsageError(f"case '{case.id}' has no standalone script: {NO_SCRIPT[case.runner]}; rerun it with "
+                         f"'torchcts run --device D --case {shlex.quote(case.id)} --sample N' (its record's repro)")
     builder = _registered(case)
     if builder is not None and case.oracle != "cpu":
         raise UsageError(

@@ -28,6 +28,7 @@ from torchcts import settings
 from torchcts.errors import UsageError, did_you_mean
 from torchcts.sim import (
     device,
+    faults_agree,
     faults_amp,
     faults_axes,
     faults_data,
@@ -552,6 +553,7 @@ FAULTS: dict[str, Fault] = {
               _sin_fast_math, dtype="float32", op="sin"),
         Fault("memory_never_freed", "memory_allocated() never decreases after tensors are freed",
               "memory", 6, ("memory/stats/*",), _memory_never_freed),
+        *faults_agree.FAULTS,
         *faults_amp.FAULTS,
         *faults_effects.FAULTS,
         *FLAKY_FAULTS,

@@ -211,14 +211,21 @@ def _sum_dtype_wraps_in_input(func, args, kwargs, call):
     return call(*args, **{**kwargs, "dtype": x.dtype}).to(dtype)
 
 
-@on_op("log1p")
+@on_op("log1p", "log1p_")
 def _log1p_naive(func, args, kwargs, call):
     """float32 log1p computed as log(1 + x): for |x| below float32's eps it returns 0 (1 + x rounds
-    to 1), 100% off, yet within any atol of the right answer (x itself)."""
+    to 1), 100% off, yet within any atol of the right answer (x itself). One kernel for every form
+    (functional, out=, in-place), as a backend's would: it is wrong everywhere by ulps, so a
+    functional-only hook would be caught by the forms disagreeing (cases/opinfo/agree.py)."""
     x = args[0]
-    if func is not aten.log1p.default or not _float32(x):
+    if func not in (aten.log1p.default, aten.log1p.out, aten.log1p_.default) or not _float32(x):
         return call(*args, **kwargs)
-    return torch.log(1 + x)
+    naive = torch.log(1 + x)
+    if func is aten.log1p.default:
+        return naive
+    target = x if func is aten.log1p_.default else kwargs["out"]
+    call(*args, **kwargs)  # CPU's checks and resizes of out=
+    return target.copy_(naive)
 
 
 @on_op("atan2")

@@ -50,6 +50,12 @@ TABLE = [
      "status": "xfail", "signature": "mismatch",
      "reason": "CPU's float16 soft_margin_loss overflows exp(-y x) to inf (and its gradient to NaN); the "
                "decomposition computes in float32 and returns the finite value"},
+    {"match": {"case": [f"opinfo/{op}/float32/agree" for op in ("addmm", "addmm.decomposed", "round.decimals_3")]},
+     "status": "xfail", "signature": "mismatch",
+     "reason": "this mode swaps each overload's kernel for its own Python decomposition above the dispatcher's "
+               "tables (addmm_ and round_.decimals decomposed, their out= overloads on CPU's kernel), which "
+               "still say one kernel serves both: the agree kind demands their bits agree (cases/opinfo/agree.py); "
+               "a C++ backend running a composite for one form shows it in the tables. Measured on float32 only"},
     {"match": "opinfo/diagonal_scatter/*/backward", "status": "known_crash",
      "reason": "the backward of the diagonal_scatter decomposition raises inside the autograd engine, which ends "
                "a Python backend's process (the sim's known limitation, docs/sim.md); a C++ backend would get "

@@ -51,6 +51,10 @@ class Entry:
 
     no_check: bool  # `device_check: NoCheck`: the codegen adds no same-device check
     composite_only: bool  # no kernel of its own besides a composite: its callees decide
+    # `structured_delegate:` (add.Tensor and add_.Tensor name add.out): the codegen builds this
+    # function from that structured kernel (cases/opinfo/kernels.py)
+    delegate: str | None = None
+    structured: bool = False  # `structured: True`: every in-tree kernel of it is one structured kernel
 
 
 def _yaml() -> Path | None:
@@ -117,7 +121,10 @@ def _entry(lines: list[str]) -> Entry:
                 continue
             keys.update(k.strip() for k in m.group(1).split(","))
     own = "structured_delegate:" in text or "structured: True" in text or bool(keys - _COMPOSITE_KEYS)
-    return Entry(re.search(r"device_check:\s*NoCheck", text) is not None, not own)
+    delegate = re.search(r"^  structured_delegate:\s*([\w.]+)", text, re.MULTILINE)
+    structured = re.search(r"^  structured:\s*True", text, re.MULTILINE) is not None
+    return Entry(re.search(r"device_check:\s*NoCheck", text) is not None, not own,
+                 delegate.group(1) if delegate else None, structured)
 
 
 def _key(func: Any) -> tuple[str, str]:

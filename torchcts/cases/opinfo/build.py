@@ -6,6 +6,7 @@ single `forward` case marked not_applicable, so the gap shows in the results ins
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,9 +32,12 @@ KINDS: dict[str, tuple[int, tuple[str, ...]]] = {
     "special_values": (5, ("inference", "ieee754")),
     # argument switch points x value classes, shrunk and kept in a corpus (cases/explore/, docs/exploration.md)
     "explore": (2, ("inference",)),
+    # the op's forms (method, in-place, out=, decomposition) against its functional form, on the device
+    # alone: bit for bit where one kernel serves both (cases/opinfo/agree.py)
+    "agree": (3, ("inference",)),
 }
 # Kinds whose runner is not this suite's own.
-RUNNERS = {"explore": "torchcts.cases.explore.run:run"}
+RUNNERS = {"explore": "torchcts.cases.explore.run:run", "agree": "torchcts.cases.opinfo.agree:run"}
 FAMILY_LEVEL = 5
 # error_inputs take no dtype: one errors case per op, under this dtype when the op supports it.
 ERRORS_DTYPE = "float32"
@@ -88,6 +92,25 @@ def explores(op: Any, oracle: str) -> bool:
     return oracle == "cpu" and not sparse and not FACTS.has("no_cpu_reference", op.name, case_kind="forward")
 
 
+@functools.lru_cache(maxsize=1)
+def _decomposed_packets() -> frozenset[str]:
+    """The aten packets with an overload in PyTorch's decomposition table."""
+    from torch._decomp import decomposition_table
+
+    return frozenset(f._overloadpacket.__name__ for f in decomposition_table if hasattr(f, "_overloadpacket"))
+
+
+def agrees(op: Any, oracle: str) -> bool:
+    """Whether the op gets an agree case: values that are a function of the inputs (no property
+    oracle: random ops draw anew on each call) and a second form to run (a method, an in-place or
+    out= form, or a decomposition of its aten op)."""
+    if oracle != "cpu":
+        return False
+    aten = (op.aten_name or op.name).split(".", 1)[0]
+    return (_has(op.method_variant) or _has(op.inplace_variant) or bool(op.supports_out)
+            or aten in _decomposed_packets())
+
+
 def _case(op: Any, key: str, dtype: str, kind: str, aten: str, oracle: str, why: str | None) -> Case:
     level, requires = KINDS[kind]
     if op.name.split(".", 1)[0] == "sparse" or op.name == "to_sparse":
@@ -135,6 +158,8 @@ def op_cases(op: Any) -> list[Case]:
             continue
         for kind, why in kinds_for(op, dtype, backward, errors_dtype(supported)):
             cases.append(_case(op, key, dtype, kind, aten, oracle, why))
+        if agrees(op, oracle):
+            cases.append(_case(op, key, dtype, "agree", aten, oracle, None))
         if explores(op, oracle) and dtype in DTYPES:  # the value generators know DTYPES' dtypes only
             cases.append(_case(op, key, dtype, "explore", aten, oracle, None))
     return cases

@@ -51,7 +51,8 @@ def materialize(
     if kind == "errors":
         sample = sample.sample_input
     strengthen = strengthener(op.name, op.variant_test_name)  # as the case rewrote it (strengthen.py)
-    if strengthen is not None and kind in ("forward", "method", "noncontiguous", "special_values", "inplace", "out"):
+    if strengthen is not None and kind in ("forward", "method", "noncontiguous", "special_values", "inplace", "out",
+                                           "agree"):
         sample = strengthen(sample)
     if kind == "special_values" and confined:
         variant = confine(sample, int(confined.get("tensor", 0)), str(confined.get("value", "nan")))

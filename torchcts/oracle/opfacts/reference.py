@@ -27,6 +27,11 @@ def _no_reference(case_kind: str, ops: tuple[str, ...], why: str, source: str) -
 SEEDED_BUT_DETERMINISTIC = frozenset({("item", ""), ("nn.functional.feature_alpha_dropout", "without_train")})
 
 FACTS: tuple[Fact, ...] = (
+    _names("nondeterministic_kernel", "index_add index_copy index_put index_reduce put scatter scatter_add "
+                                      "scatter_reduce masked_scatter histc bincount kthvalue median nanmedian cumsum "
+                                      "cumprod nn.functional.embedding_bag nn.functional.nll_loss nn.functional.ctc_loss",
+           "accumulates or writes with atomics on an accelerator (CUDA): two calls of one kernel may round or "
+           "order differently", "torch.use_deterministic_algorithms' documentation (the ops it lists for CUDA)"),
     _names("random", "bernoulli cauchy exponential geometric log_normal multinomial normal uniform rand_like randint "
                      "randint_like randn randn_like",
            "draws from the random generator: values differ from CPU's by design", _OPINFO),

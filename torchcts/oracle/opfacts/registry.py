@@ -62,6 +62,8 @@ KINDS: dict[str, str] = {
     "int_dividing": "divides integers: CPU traps (SIGFPE) on INT_MIN / -1, so no integer extremes are explored",
     "integer_args_kept": "explored samples keep OpInfo's values in its integer arguments",
     "switch_points": "the op's own switch points, tried first (value: argument -> values)",
+    "nondeterministic_kernel": "PyTorch names an accelerator kernel of it nondeterministic: its forms agree "
+                               "within the tolerance, never bit for bit (cases/opinfo/agree.py)",
 }
 
 
