@@ -53,7 +53,9 @@ def test_plain_op_run_catches_axis_fault_by_its_axis_only(name, tmp_path):
                   isolation=False)
     assert out.returncode == 1 and out.planned > 0, out
     records = [json.loads(line) for line in (rundir.latest_run(tmp_path / "results") / "cases.jsonl").open()]
-    failing = [r for r in records if r["status"] in FAILURES]
+    # a field case replaying the report the fault plants (argmax of a transposed input, pytorch#160740;
+    # a host 0-dim view, pytorch#187117) fails too: the suite of reports, not an OpInfo-vs-CPU case
+    failing = [r for r in records if r["status"] in FAILURES and not r["id"].startswith("field/")]
     assert failing and all(fnmatch.fnmatchcase(r["id"], fault["catches"][0]) for r in failing), \
         [(r["id"], r["status"], r.get("message")) for r in failing]
     assert all(r["status"] == "failed" for r in failing), [(r["id"], r["status"]) for r in failing]

@@ -65,13 +65,13 @@ def _xlogy_host_operand_as_int(func, args, kwargs, call):
     return call(args[0], args[1].trunc(), *args[2:], **kwargs)
 
 
-@on_op("mul")
+@on_op("mul", "mul_")
 def _mul_host_view_reads_storage_start(func, args, kwargs, call):
     """float32 mul binds a host 0-dim operand's storage, not the view: a CPU scalar tensor that is a view
     at a storage offset (`cpu_t[1]`) is read at element 0 of its storage (pytorch/pytorch#187117, MPS).
     A fresh host scalar, a device operand or a Python number is right."""
-    if func is not aten.mul.Tensor or len(args) < 2:
-        return call(*args, **kwargs)
+    if func not in (aten.mul.Tensor, aten.mul_.Tensor, aten.mul.out) or len(args) < 2:
+        return call(*args, **kwargs)  # every form of the one kernel: the agree kind sees no difference
     moved = [torch.as_strided(a, (), (), 0) if _host_scalar(a, torch.float32) and a.storage_offset() else a
              for a in args[:2]]
     return call(*moved, *args[2:], **kwargs)
@@ -151,7 +151,8 @@ def _argmax_dense_memory_order(func, args, kwargs, call):
     and so is argmax along a dim."""
     x = args[0]
     dim = args[1] if len(args) > 1 else kwargs.get("dim")
-    order = _dense_order(x) if func is aten.argmax.default and x.dtype == torch.float32 and dim is None else None
+    flat = func in (aten.argmax.default, aten.argmax.out) and dim is None  # every form of the one kernel
+    order = _dense_order(x) if flat and x.dtype == torch.float32 else None
     if order is None:
         return call(*args, **kwargs)
     return call(x.permute(order), *args[1:], **kwargs)
