@@ -53,6 +53,16 @@ REPRO_GROUPS: dict[str, dict[str, str]] = {
                 "index_select_16bit": "magnitude/index/index_select/float32",
                 # a non_blocking upload of a view (the transfers suite)
                 "non_blocking_drops_offset": "transfers/to_device/offset/non_blocking/int64"},
+    # one fault per input axis (sim/faults_axes.py): the explored sample's repro line and script, the
+    # transfers cases' copies of views (each group's faults touch disjoint cases)
+    "axes": {"add_host_float64_as_float32": "opinfo/add/float64/explore",
+             "remainder_host_divisor_sign_lost": "opinfo/remainder/float64/explore",
+             "xlogy_host_operand_as_int": "opinfo/xlogy/float64/explore",
+             "mul_host_view_reads_storage_start": "opinfo/mul/float32/explore",
+             "argmax_dense_memory_order": "opinfo/argmax/float32/explore"},
+    "axes_transfers": {"d2h_non_blocking_drops_offset": "transfers/to_host/offset/float32",
+                       "h2d_non_blocking_strided_as_contiguous": "transfers/to_device/step/non_blocking/float32",
+                       "copy_to_host_drops_offset": "transfers/copy_into_host/offset/blocking/float32"},
     "process": {"mul_complex128_segv": "operators/elementwise/mul/complex128",
                 "sub_int16_hang": "operators/elementwise/sub/int16",
                 "reduce_float32_segv": "operators/reduction/sum/n1024/float32",
