@@ -19,6 +19,9 @@ def test_a_line_per_file_with_counts_and_how_far(tmp_path, workers):
     (tmp_path / "test_b.py").write_text("import pytest\n\ndef test_ok():\n    pass\n\ndef test_bad():\n    assert 0\n\n"
                                         "def test_skip():\n    pytest.skip('no')\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    # a user's shell: not the variable an in-process `torchcts run` earlier on this worker left set
+    # (engine/execute.py), which would keep xdist from loading and make -n unknown
+    env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", workers, "-p", "helpers.file_progress",
                         "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir", str(tmp_path), str(tmp_path)],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
