@@ -46,6 +46,7 @@ from torchcts.cases.helpers import (
     expect_raises,
     not_on_host,
     on_cpu,
+    round_trip,
     run_both,
     same_storage,
     sample,
@@ -90,7 +91,7 @@ __all__ = [
     # cases/helpers.py: inputs, property checks, CPU-vs-device runs, compile, allocation budget
     "MB", "budget_mb", "compiled", "contiguous_strides", "cpu_reference", "expect", "expect_identical", "expect_raises",
     "not_on_host",
-    "on_cpu", "run_both", "same_storage", "sample", "sample_for_cast", "synced", "synchronize", "to_device",
+    "on_cpu", "round_trip", "run_both", "same_storage", "sample", "sample_for_cast", "synced", "synchronize", "to_device",
     # cases/: networks, aten overloads by schema, OpInfo samples, random-op checks, rank processes, the observer
     "ALPHA", "MODELS", "OPTIMIZERS", "STAT_ORACLE", "EmbeddingLSTM", "RankEnv", "TrainPlan", "TransformerBlock",
     "compare_training", "copy_sample", "expect_moments", "expect_stat", "forward_backward", "generate", "load_op_db",

@@ -175,6 +175,16 @@ def cpu_reference(ctx: CaseContext, fn: Callable[[], Any], what: str) -> Any:
         ctx.not_applicable(f"CPU has no kernel for {what} ({first_line(exc, 120)}); no reference")
 
 
+def round_trip(obj: Any, **load_kwargs: Any) -> Any:
+    """`obj` through torch.save and torch.load in memory (the serialization suite and its field cases)."""
+    import io
+
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    buf.seek(0)
+    return torch.load(buf, **load_kwargs)
+
+
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     """The strides of a contiguous (row-major) tensor of `shape`, as PyTorch computes them."""
     strides, acc = [], 1

@@ -8,9 +8,7 @@ and storage offsets of non-contiguous tensors, and storage sharing between tenso
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
-from typing import Any
 
 import torch
 
@@ -21,6 +19,7 @@ from torchcts.cases.api import (
     CaseSet,
     cpu_reference,
     expect,
+    round_trip,
     same_storage,
     sample,
 )
@@ -30,12 +29,6 @@ cases = SUITE.cases
 REQUIRES = ("serialization",)
 OPS = ("torch.save", "torch.load")
 
-
-def round_trip(obj: Any, **load_kwargs: Any) -> Any:
-    buf = io.BytesIO()
-    torch.save(obj, buf)
-    buf.seek(0)
-    return torch.load(buf, **load_kwargs)
 
 
 def _expect_same(ctx: CaseContext, got: torch.Tensor, want: torch.Tensor, device_type: str, what: str) -> None:

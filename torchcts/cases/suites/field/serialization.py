@@ -8,12 +8,9 @@ the way the report did; the loaded values must equal what was saved, on the devi
 
 from __future__ import annotations
 
-import io
-from typing import Any
-
 import torch
 
-from torchcts.cases.api import CaseContext, CaseSet, expect
+from torchcts.cases.api import CaseContext, CaseSet, expect, round_trip
 
 SUITE = CaseSet("field")
 cases = SUITE.cases
@@ -22,12 +19,6 @@ GH = "https://github.com/"
 REQUIRES = ("serialization",)
 OPS = ("torch.save", "torch.load")
 
-
-def _round_trip(obj: Any, **load_kwargs: Any) -> Any:
-    buf = io.BytesIO()
-    torch.save(obj, buf)
-    buf.seek(0)
-    return torch.load(buf, **load_kwargs)
 
 
 def _net() -> torch.nn.Module:
@@ -58,7 +49,7 @@ def device_saved_model_loads_on_cpu(ctx: CaseContext, dtype: torch.dtype) -> Non
     device model did."""
     model = _model(ctx, dtype, ctx.device)
     sd = model.state_dict()
-    loaded = _round_trip(sd, map_location="cpu")
+    loaded = round_trip(sd, map_location="cpu")
     _same_state(ctx, loaded, sd, "cpu", "map_location='cpu'")
     cpu_model = _net().to(dtype)
     cpu_model.load_state_dict(loaded)
@@ -75,11 +66,11 @@ def map_location_device_string(ctx: CaseContext, dtype: torch.dtype) -> None:
     torch.storage._UntypedStorage (tagged with mps)": a device-saved tensor and a state_dict load with
     map_location='<device type>' onto the device."""
     t = torch.randn(3, 5, generator=torch.Generator().manual_seed(ctx.seed)).to(dtype)
-    got = _round_trip(t.to(ctx.device), map_location=ctx.device_type)
+    got = round_trip(t.to(ctx.device), map_location=ctx.device_type)
     expect(got.device.type == ctx.device_type, "loaded on the wrong device", got=str(got.device))
     ctx.assert_close(got.cpu(), t)
     sd = _model(ctx, dtype, ctx.device).state_dict()
-    _same_state(ctx, _round_trip(sd, map_location=ctx.device_type), sd, ctx.device_type,
+    _same_state(ctx, round_trip(sd, map_location=ctx.device_type), sd, ctx.device_type,
                 f"map_location={ctx.device_type!r}")
 
 
@@ -91,7 +82,7 @@ def map_location_device_object(ctx: CaseContext, dtype: torch.dtype) -> None:
     computes as the saved one."""
     model = _model(ctx, dtype, ctx.device)
     sd = model.state_dict()
-    loaded = _round_trip(sd, map_location=torch.device(ctx.device))
+    loaded = round_trip(sd, map_location=torch.device(ctx.device))
     _same_state(ctx, loaded, sd, ctx.device_type, "map_location=torch.device(...)")
     fresh = _net().to(ctx.device, dtype)
     fresh.load_state_dict(loaded)
@@ -110,7 +101,7 @@ def save_tensor_requiring_grad(ctx: CaseContext, dtype: torch.dtype) -> None:
     leaf = x.to(ctx.device).requires_grad_()
     obj = {"leaf": leaf, "param": torch.nn.Parameter(x.to(ctx.device)), "result": leaf * 2}
     for where, kwargs in ((ctx.device_type, {}), ("cpu", {"map_location": "cpu"})):
-        loaded = _round_trip(obj, **kwargs)
+        loaded = round_trip(obj, **kwargs)
         for key, want in (("leaf", x), ("param", x), ("result", x * 2)):
             got = loaded[key]
             expect(got.device.type == where, f"{key} loaded on the wrong device", got=str(got.device), expected=where)
