@@ -51,6 +51,12 @@ def test_two_kernels_or_unsure_is_within_the_tolerance():
     assert not rule(["aten::tanh"], ["aten::tanh.out"], "CPU", repeats=False).bitwise
     assert not rule(["aten::add.Tensor"], ["aten::add.out"], "CPU", nondeterministic="atomics").bitwise
     assert not rule([], ["aten::tanh.out"], "CPU").bitwise
+    # the second device call behind `repeats` is asked only where everything else says bit for bit
+    asked: list[int] = []
+    assert not rule(["aten::index_select"], ["aten::index_select.out"], "CPU",
+                    repeats=lambda: asked.append(1) or True).bitwise and not asked
+    assert not rule(["aten::tanh"], ["aten::tanh.out"], "CPU", repeats=lambda: asked.append(1) or False).bitwise
+    assert asked == [1]
 
 
 def test_a_backend_kernel_of_its_own_counts_apart():

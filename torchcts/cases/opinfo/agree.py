@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -102,12 +103,20 @@ def _traced(device_type: str) -> Iterator[_Trace]:
 
 @dataclasses.dataclass
 class _Functional:
-    """The functional form's device result and what reaching it dispatched."""
+    """The functional form's device result and what reaching it dispatched; `again` calls it a second
+    time on a fresh copy, asked (once) only where a pair's rule would be bit for bit."""
 
     result: Any
     names: list[str]
     first: tuple[Any, tuple, dict, Any] | None
-    repeats: bool
+    again: Callable[[], Any]
+
+    @functools.cached_property
+    def repeats(self) -> bool:
+        """The functional form called twice gave the same bits on this device."""
+        again = self.again()
+        with unobserved():
+            return find_mismatch(_host(again), _host(self.result), BITWISE) is None
 
 
 class _Agree:
@@ -148,10 +157,8 @@ class _Agree:
         dev = copy_sample(sample, self.ctx.device)
         with _traced(self.ctx.device_type) as trace:
             result = call(self.op.op, dev)
-        again = call(self.op.op, copy_sample(sample, self.ctx.device))
-        with unobserved():
-            repeats = find_mismatch(_host(again), _host(result), BITWISE) is None
-        return _Functional(result, trace.names, trace.first, repeats)
+        return _Functional(result, trace.names, trace.first,
+                           lambda: call(self.op.op, copy_sample(sample, self.ctx.device)))
 
     def _pair(self, form: str, sample: Any, functional: _Functional) -> None:
         """One pair on the device, compared (`_compare`); `on_cpu` computes the same pair on CPU, asked
@@ -185,7 +192,7 @@ class _Agree:
 
     def _rule(self, functional: _Functional, names: list[str], same_layout: bool, first: list[str] | None = None) -> Rule:
         return rule(functional.names if first is None else first, names, self.key, same_layout=same_layout,
-                    repeats=functional.repeats, nondeterministic=self.nondeterministic)
+                    repeats=lambda: functional.repeats, nondeterministic=self.nondeterministic)
 
     def _method(self, sample: Any, device: Any, result: Any) -> tuple[Any, list[str], bool]:
         fn = self.op.method_variant
