@@ -19,9 +19,6 @@ def test_a_line_per_file_with_counts_and_how_far(tmp_path, workers):
     (tmp_path / "test_b.py").write_text("import pytest\n\ndef test_ok():\n    pass\n\ndef test_bad():\n    assert 0\n\n"
                                         "def test_skip():\n    pytest.skip('no')\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
-    # a user's shell: not the variable an in-process `torchcts run` earlier on this worker left set
-    # (engine/execute.py), which would keep xdist from loading and make -n unknown
-    env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", workers, "-p", "helpers.file_progress",
                         "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir", str(tmp_path), str(tmp_path)],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
@@ -31,3 +28,11 @@ def test_a_line_per_file_with_counts_and_how_far(tmp_path, workers):
     assert re.fullmatch(r"1 failed, 1 passed, 1 skipped in \d+s  \[\d/2 files, \d/5 tests, \d+s\]",
                         lines["test_b.py"]), r.stdout
     assert "[2/2 files, 5/5 tests" in r.stdout and "1 failed, 3 passed, 1 skipped" in r.stdout
+
+
+def test_an_in_process_run_leaves_the_callers_environment_as_it_was(workdir, cli, monkeypatch):
+    """A run disables pytest's plugin autoload for its own session and workers only: left set, a later
+    pytest of the caller's (this test suite's subprocesses) loaded no xdist and knew no -n."""
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    assert cli(["run", "--validation", "--case", "operators/elementwise/add/float32", "--no-isolation"]) == 0
+    assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in os.environ

@@ -24,8 +24,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help=f"run each case N times (1 to {MAX_REPEAT}) with the same inputs, seeds and caches reset "
                         "between runs; a case failing some runs is flaky with its pass rate, a failure of the run")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
-                   help=f"per-case time limit (per repeat under --repeat); a case past it is recorded timeout "
-                        f"(default {DEFAULT_TIMEOUT_S:g}, 0: none)")
+                   help=f"per-case time limit (under --repeat N, N times it for the case's N runs); a case past it "
+                        f"is recorded timeout (default {DEFAULT_TIMEOUT_S:g}, 0: none)")
     p.add_argument("--crash-budget", type=int, default=None, metavar="N",
                    help=f"after N crashes with the same signature in one op family (op and dtype), record the "
                         f"family's other cases not_run instead of crashing on them (default {DEFAULT_LIMIT})")

@@ -139,6 +139,7 @@ def run_pytest(run: OpenedRun) -> tuple[int, Recorder]:
     """pytest on the plan, then --rerun-failures' attempts; SIGTERM ends it like Ctrl-C. The Recorder
     is this process's (engine/session.py), so a failed record write is read from it afterwards."""
     import tempfile
+    from unittest import mock
 
     import pytest
 
@@ -148,10 +149,12 @@ def run_pytest(run: OpenedRun) -> tuple[int, Recorder]:
     from torchcts.workers.warm import plugins  # workers forked from a pre-imported server (workers/warm.py)
 
     spec = run.spec
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # see RUN_PLUGINS; workers and reruns inherit it
     assert spec.manifest is not None  # prepared
     warm_plugins = plugins(spec.warm, spec.isolation, spec.device_type, spec.manifest.backend_import)
-    with (tempfile.TemporaryDirectory(prefix="torchcts-workers-") as work_dir, sigterm_as_interrupt(),
+    # see RUN_PLUGINS: workers, attribution and reruns inherit it; the caller's environment is restored
+    # after (an in-process run left it set, and a later pytest of the caller's knew no -n)
+    with (mock.patch.dict(os.environ, {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}),
+          tempfile.TemporaryDirectory(prefix="torchcts-workers-") as work_dir, sigterm_as_interrupt(),
           exported(run.pytest_args),
           serving(spec.isolation, warm_plugins, spec.device_type, spec.manifest.backend_import) as crash_server):
         argv = pytest_argv(run.run_dir, spec.results_dir, run.pytest_args, Path(work_dir), spec.manifest_arg,

@@ -37,5 +37,4 @@ def pass_rate(record: Any) -> str:
 
 def repro_repeat(record: Any) -> int | None:
     """The `--repeat N` a flaky record's repro line needs (one run would most likely pass), else None."""
-    found = repeated(record)
-    return found[1] if found and flaky_in_repeats(record) else None
+    return record.repeats if flaky_in_repeats(record) else None

@@ -50,10 +50,8 @@ class Fault:
         """`torchcts run` flags of the focused selection: the catching suite at its level. An
         unlisted or axis fault's is the plain `--op` run a user types (the sim's default level and depth),
         a fault wrong only sometimes the same run with `--repeat N`."""
-        if (self.unlisted or self.axis) and self.op:
-            return ["--op", self.op]
-        if self.repeat and self.op:  # wrong only sometimes: the plain op run, each case repeated
-            return ["--op", self.op, "--repeat", str(self.repeat)]
+        if (self.unlisted or self.axis or self.repeat) and self.op:  # wrong only sometimes: each case repeated
+            return ["--op", self.op, *(["--repeat", str(self.repeat)] if self.repeat else [])]
         args = ["--suite", self.suite, "--level-exact", str(self.level)]
         args += ["--dtype", self.dtype] if self.dtype else []
         return [*args, "--op", self.op] if self.op else args

@@ -27,18 +27,25 @@ def _mm_long_k_overread(func, args, kwargs, call):
     return out + float(64 - k % 64)
 
 
-@on_op("pow")
+POW_FORMS = (aten.pow.Tensor_Tensor, aten.pow.Tensor_Tensor_out, aten.pow_.Tensor)  # one kernel, every form
+
+
+@on_op("pow", "pow_")
 def _pow_float16_ulp(func, args, kwargs, call):
     """float16 pow of a base in (0, 1) computed through an approximate exp2(y * log2(x)) that lands one ulp
     towards zero (microsoft/DirectML#370: 0.6094 ** 0.5024 gave 0.7793, not 0.7798): inside any float16
-    tolerance."""
-    out = call(*args, **kwargs)
+    tolerance. Every form of the one kernel (functional, out=, in-place), as a kernel bug is: the forms
+    agree with each other, and only the report's inputs show it."""
     base = args[0]
-    if (func is not aten.pow.Tensor_Tensor or not isinstance(base, torch.Tensor) or out.dtype != torch.float16
-            or not out.numel()):
+    if func not in POW_FORMS or not isinstance(base, torch.Tensor):
+        return call(*args, **kwargs)
+    low_base = (base > 0) & (base < 1)  # before an in-place call overwrites the base
+    out = call(*args, **kwargs)
+    if out.dtype != torch.float16 or not out.numel():
         return out
-    low = (base > 0) & (base < 1) & (out != 0) & out.isfinite()
-    return torch.where(low, torch.nextafter(out, torch.zeros_like(out)), out)
+    low = low_base & (out != 0) & out.isfinite()
+    wrong = torch.where(low, torch.nextafter(out, torch.zeros_like(out)), out)
+    return wrong if func is aten.pow.Tensor_Tensor else out.copy_(wrong)
 
 
 @on_op("index_select")
