@@ -15,7 +15,8 @@ from torchcts.cases.context import CaseContext, dtype_of
 from torchcts.cases.observe import unobserved
 from torchcts.compat import compile_backend, device_module, is_missing_kernel
 from torchcts.errors import first_line
-from torchcts.oracle.compare import Mismatch, OracleMismatch
+from torchcts.oracle.compare import Mismatch, OracleMismatch, find_mismatch
+from torchcts.oracle.tolerances import Tolerance
 
 __all__ = [
     "MB", "budget_mb", "compiled", "contiguous_strides", "cpu_reference", "dtype_of", "expect", "expect_identical",
@@ -71,20 +72,14 @@ def expect(cond: bool, what: str, /, **extra: object) -> None:
 def expect_identical(actual: torch.Tensor, expected: torch.Tensor, what: str, signed_zero: bool = False) -> None:
     """Bit for bit (NaN equal to NaN; -0.0 unequal to 0.0 where `signed_zero`), shape and dtype too: for a
     result with exactly one right answer (a rounding, a cast, integers, an exact sum), where a float
-    tolerance would hide a one-ulp error. The mismatch names the first differing element."""
+    tolerance would hide a one-ulp error. The oracle's exact comparison (atol = rtol = 0), its mismatch
+    naming the first differing element, prefixed with `what`; TorchCTS's work, not the device's."""
     actual = actual.cpu()
-    expect(actual.shape == expected.shape and actual.dtype == expected.dtype,
-           f"{what}: got {actual.dtype}{list(actual.shape)}, expected {expected.dtype}{list(expected.shape)}")
-    floating = expected.is_floating_point() or expected.is_complex()
-    same = (actual == expected) | (actual.isnan() & expected.isnan()) if floating else actual == expected
-    if signed_zero and expected.is_floating_point():
-        same &= actual.signbit() == expected.signbit()
-    if not bool(same.all()):
-        first = tuple((~same).nonzero()[0].tolist())
-        expect(False, f"{what}: {int((~same).sum())} of {same.numel()} elements differ, first at {list(first)}: "
-                      f"got {actual[first].item()!r}, expected {expected[first].item()!r}",
-               first_index=list(first), first_actual=repr(actual[first].item()),
-               first_expected=repr(expected[first].item()))
+    with unobserved():
+        found = find_mismatch(actual, expected, Tolerance(0.0, 0.0, signed_zero=signed_zero))
+    if found is not None:
+        found.what = f"{what}: {found.what}"
+        raise OracleMismatch(found)
 
 
 def to_device(ctx: CaseContext, *tensors: torch.Tensor) -> list[torch.Tensor]:

@@ -177,9 +177,10 @@ def sdpa_offset_inputs(ctx: CaseContext, dtype: torch.dtype) -> None:
 
     def fn(buf: torch.Tensor) -> torch.Tensor:
         strides = (h * s * d, s * d, d, 1)
-        q = buf[0].as_strided((b, h, s // 2, d), strides, 997)
-        k = buf[1].as_strided((b, h, s, d), strides, 997)
-        v = buf[2].as_strided((b, h, s, d), strides, 997)
+        # as_strided's offset counts from the storage's start: row i's element 997 is i * size + 997
+        q = buf.as_strided((b, h, s // 2, d), strides, 997)
+        k = buf.as_strided((b, h, s, d), strides, size + 997)
+        v = buf.as_strided((b, h, s, d), strides, 2 * size + 997)
         return F.scaled_dot_product_attention(q, k, v)
     run_both(ctx, fn, flat, category="matmul")
 
