@@ -146,6 +146,7 @@ def op_cases(op: Any) -> list[Case]:
     oracle = oracle_for(op)
     supported = _dtype_names(op.supported_dtypes("cpu"))
     backward = _dtype_names(op.supported_backward_dtypes("cpu")) if op.supports_autograd else set()
+    agree, explore = agrees(op, oracle), explores(op, oracle)  # per op, whatever the dtype
     cases: list[Case] = []
     # DTYPES, then any dtype the OpInfo declares that DTYPES does not name (a release's new dtype,
     # bcomplex32 in 2.14): covered by the generic machinery the day it ships, never silently absent
@@ -158,9 +159,9 @@ def op_cases(op: Any) -> list[Case]:
             continue
         for kind, why in kinds_for(op, dtype, backward, errors_dtype(supported)):
             cases.append(_case(op, key, dtype, kind, aten, oracle, why))
-        if agrees(op, oracle):
+        if agree:
             cases.append(_case(op, key, dtype, "agree", aten, oracle, None))
-        if explores(op, oracle) and dtype in DTYPES:  # the value generators know DTYPES' dtypes only
+        if explore and dtype in DTYPES:  # the value generators know DTYPES' dtypes only
             cases.append(_case(op, key, dtype, "explore", aten, oracle, None))
     return cases
 
