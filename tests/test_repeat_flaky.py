@@ -276,3 +276,27 @@ def test_a_hang_in_a_repeat_is_the_case_timeout_its_limit_per_repeat(tmp_path):
     assert r.returncode == ExitCode.FAILURES, r.stdout[-3000:] + r.stderr[-2000:]
     rec = _statuses(tmp_path)[case]
     assert rec["status"] == "timeout" and rec["timeout_s"] == 6, rec
+
+
+def test_fresh_state_between_repeats_reseeds_and_empties_the_device(monkeypatch):
+    """What a repeat starts from: the generators reseeded and the device synchronised and its cache
+    emptied (engine/repeat.py: fresh_state); a backend module without them is no error."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from torchcts.engine.repeat import SEED, fresh_state
+
+    calls: list[str] = []
+    module = SimpleNamespace(synchronize=lambda: calls.append("synchronize"),
+                             empty_cache=lambda: calls.append("empty_cache"))
+    monkeypatch.setattr(torch, "fakedev", module, raising=False)
+    torch.manual_seed(SEED + 7)
+    torch.rand(3)
+    fresh_state(SimpleNamespace(type="fakedev"))
+    assert calls == ["synchronize", "empty_cache"] and torch.initial_seed() == SEED
+    first = torch.rand(3)
+    fresh_state("fakedev")
+    assert torch.equal(torch.rand(3), first)  # the same draws after every reset
+    monkeypatch.setattr(torch, "fakedev", SimpleNamespace(), raising=False)
+    fresh_state("fakedev")  # nothing to call: no error
