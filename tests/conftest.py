@@ -76,6 +76,12 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
     )
 
 
+def pythonpath(*dirs: Path | str) -> dict[str, str]:
+    """PYTHONPATH with `dirs` first and the caller's own kept after them: the version matrix runs
+    this checkout through PYTHONPATH, and a test that replaced it would import no torchcts at all."""
+    return {"PYTHONPATH": os.pathsep.join(p for p in (*map(str, dirs), os.environ.get("PYTHONPATH")) if p)}
+
+
 def latest_run(root: Path) -> Path:
     """The run `root/results/latest` points to (a symlink, or a one-line file)."""
     run = rundir.latest_run(root / "results")

@@ -179,11 +179,13 @@ TEMPLATES = ("smoke", "minimal", "inference", "training", "complete")
 def test_every_template_at_level_8_on_cpu_has_no_failure(tmp_path, index):
     """A bounded slice of `init --template X && run --device cpu --level 8` (the full runs are in
     docs/sim.md): float32, one sample per OpInfo case, shard index+1 of 16 (a different slice per
-    template), so the hand-written suites and OpInfo are both in it."""
+    template), so the hand-written suites and OpInfo are both in it. Isolated, as a user's run is: an
+    explored input that PyTorch 2.7's own CPU kernel segfaults on (native_batch_norm in eval mode with
+    running_mean None) is `pending` there, no verdict, where an in-process run (-n 0) would die."""
     template = TEMPLATES[index]
     assert run_cli("init", "--template", template, cwd=tmp_path).returncode == 0
     r = run_cli("run", "--device", "cpu", "--level", "8", "--dtype", "float32", "--max-samples", "1",
-                "--shard", f"{index + 1}/16", "--", "-n", "0", "-q", cwd=tmp_path, timeout=600)
+                "--shard", f"{index + 1}/16", "--", "-q", cwd=tmp_path, timeout=600)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     got = _statuses(tmp_path)
     # >= 1: a shard of a small template can be a few heavy cases (the cost table's outliers weigh alone)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import struct
+from pathlib import Path
 
 import execnet
 import pytest
 from _pytest.reports import TestReport
-from conftest import run_cli
+from conftest import pythonpath, run_cli
 
 from torchcts.engine import judge
 from torchcts.errors import ExitCode
@@ -130,7 +131,7 @@ def test_a_judge_error_is_that_cases_error_and_the_run_exits_3(workdir, isolated
     extra = [] if isolated else ["--no-isolation"]
     proc = run_cli("run", "--device", "cpu", "--op", "neg", "--dtype", "float32", *extra,
                    "--", "-p", "helpers.judge_fault", cwd=workdir,
-                   env={"TORCHCTS_TEST_JUDGE_FAULT": case, "PYTHONPATH": str(__import__("pathlib").Path(__file__).parent)})
+                   env={"TORCHCTS_TEST_JUDGE_FAULT": case, **pythonpath(Path(__file__).parent)})
     assert proc.returncode == ExitCode.INTERNAL, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "INTERNALERROR" not in proc.stdout + proc.stderr
     records = _records(workdir)
