@@ -161,4 +161,8 @@ def _internal(exc: BaseException) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    from torchcts.engine.lean import exit_without_teardown
+
+    code = main()
+    exit_without_teardown(code)  # every exit handler still runs; the module teardown is skipped
+    sys.exit(code)

@@ -19,7 +19,7 @@ from torchcts import compat
 from torchcts.cases.model import Case
 from torchcts.engine import judge
 from torchcts.engine.judge import RecordJudge, align_report, record_of
-from torchcts.engine.lean import skip_exit_gc
+from torchcts.engine.lean import exit_without_teardown, skip_exit_gc
 from torchcts.engine.probe import worker_name
 from torchcts.engine.progress import ProgressPlugin
 from torchcts.engine.repeat import run_one_repeated
@@ -164,10 +164,13 @@ def _configure_worker(config: pytest.Config, state: RunState) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """A worker's forked child (workers/case_process.py) leaves with it."""
+    """A worker's forked child (workers/case_process.py) leaves with it; then the worker, its
+    results sent, exits without tearing its modules down (engine/lean.py)."""
     state = _state(config)
     if state is not None:
         state.close_runner()
+        if hasattr(config, "workerinput"):
+            exit_without_teardown()
 
 
 def recorder_of(config: pytest.Config) -> Recorder | None:
