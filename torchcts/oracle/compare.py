@@ -6,7 +6,9 @@ torch.testing.assert_close decides pass/fail; on failure we compute the structur
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import torch
@@ -15,11 +17,38 @@ from torchcts.oracle.allowed import AllowedLookup
 from torchcts.oracle.mismatch import Mismatch, OracleMismatch
 from torchcts.oracle.tolerances import Tolerance
 
-__all__ = ["Mismatch", "OracleMismatch", "TolSpec", "assert_matches", "find_mismatch", "resolve_tolerance"]
+__all__ = ["Mismatch", "OracleMismatch", "TolSpec", "assert_matches", "find_mismatch", "finite_only",
+           "resolve_tolerance"]
 
 # One tolerance for everything, or one per expected tensor dtype (an op may return int indices
 # beside float values, or promote integer inputs to float outputs).
 TolSpec = Tolerance | Callable[[torch.dtype], Tolerance]
+
+
+# Inside finite_only(): an element where either side is a NaN or an infinity is not compared.
+_FINITE_ONLY: ContextVar[bool] = ContextVar("finite_only", default=False)
+
+
+@contextlib.contextmanager
+def finite_only() -> Iterator[None]:
+    """Compare only the elements where both sides are finite: a backend that does not claim IEEE 754
+    owes nothing where CPU's answer is a NaN or an infinity (nor where its own is, from an infinite
+    intermediate), but every finite element it returns beside them is still judged."""
+    token = _FINITE_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _FINITE_ONLY.reset(token)
+
+
+def _finite_parts(a: torch.Tensor, e: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`a` and `e` with 0 on both sides where either is not finite (floating and complex only)."""
+    if not (e.is_floating_point() or e.is_complex()) or a.shape != e.shape:
+        return a, e
+    keep = torch.isfinite(a) & torch.isfinite(e)
+    if bool(keep.all()):
+        return a, e
+    return torch.where(keep, a, torch.zeros_like(a)), torch.where(keep, e, torch.zeros_like(e))
 
 
 def resolve_tolerance(tol: TolSpec, dtype: torch.dtype) -> Tolerance:
@@ -109,6 +138,8 @@ def tensor_mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: TolSpec, 
                                                          **_layouts(actual, expected)})
     a = comparable(actual)
     e = comparable(expected)
+    if _FINITE_ONLY.get():
+        a, e = _finite_parts(a, e)
     zero_sign = _zero_signs_differ(a, e) if tol.exact and tol.signed_zero else None
     if zero_sign is None or not bool(zero_sign.any()):
         if torch.equal(a, e):  # the common case, ten times cheaper than assert_close

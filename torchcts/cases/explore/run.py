@@ -43,7 +43,7 @@ from torchcts.cases.opinfo.run import (
 )
 from torchcts.cases.opinfo.samples import HostArg, describe_sample, leaves_of, lookup, selected_samples, tensors_of
 from torchcts.oracle.categories import tolerance_category
-from torchcts.oracle.compare import OracleMismatch
+from torchcts.oracle.compare import OracleMismatch, finite_only
 from torchcts.oracle.opfacts import FACTS
 
 Check = Callable[[Any], None]
@@ -81,12 +81,19 @@ class NotIeee754(SkipSample):
 
 def _within_ieee754(op: Any, check: Check) -> Check:
     """`check`, where a failure on a sample whose CPU result holds a NaN or an infinity is dropped
-    (NotIeee754), as an input holding one is (`_refused`): asked on failures only."""
+    (NotIeee754), as an input holding one is (`_refused`), unless the device also differs where both
+    answers are finite: that error is its own (asked on failures only)."""
     def checked(sample: Any) -> None:
         try:
             check(sample)
         except (SkipSample, NotApplicable):
             raise
+        except OracleMismatch:
+            if not _nonfinite_result(op, sample):
+                raise
+            with finite_only():
+                check(sample)  # a finite element that differs fails here, measured without the others
+            raise NotIeee754("CPU's answer holds a NaN or an infinity, and ieee754 is not claimed") from None
         except Exception:
             if _nonfinite_result(op, sample):
                 raise NotIeee754("CPU's answer holds a NaN or an infinity, and ieee754 is not claimed") from None
