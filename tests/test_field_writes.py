@@ -59,3 +59,26 @@ def test_sim_set_data_reaches_the_wrapped_tensor():
     r = subprocess.run([sys.executable, "-c", SIM_SET_DATA], capture_output=True, text=True, timeout=120,
                        stdin=subprocess.DEVNULL)
     assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+
+
+def test_run_both_takes_a_runtime_error_for_cpus_index_error_and_nothing_less():
+    """Where CPU raises IndexError (index_select out of range), a device kernel's RuntimeError (CUDA's
+    device-side assert) is the same answer; a device that computes something is not."""
+    def device_check(t: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+        if t.device.type == "cpu" and calls:
+            raise RuntimeError("device-side assert: index out of bounds")
+        calls.append(1)
+        return torch.index_select(t, 0, i)
+
+    calls: list[int] = []
+    assert run_both(_ctx(), device_check, torch.arange(4.0), torch.tensor([7])) is None
+
+    def computes_anyway(t: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+        if seen:
+            return t[:1]
+        seen.append(1)
+        return torch.index_select(t, 0, i)
+
+    seen: list[int] = []
+    with pytest.raises(OracleMismatch, match="no exception raised, expected IndexError or RuntimeError"):
+        run_both(_ctx(), computes_anyway, torch.arange(4.0), torch.tensor([7]))
