@@ -18,11 +18,11 @@ import torch
 import torch.nn.functional as F
 
 from torchcts.cases.api import CaseContext, CaseSet, expect, on_cpu, sample
+from torchcts.cases.suites.field._common import GH
 
 SUITE = CaseSet("field")
 cases = SUITE.cases
 
-GH = "https://github.com/"
 FUSED = ("training", "foreach")
 
 

@@ -15,11 +15,11 @@ from typing import Any
 import torch
 
 from torchcts.cases.api import CaseContext, CaseSet, compiled, expect_identical, on_cpu, sample
+from torchcts.cases.suites.field._common import GH
 
 SUITE = CaseSet("field")
 cases = SUITE.cases
 
-GH = "https://github.com/"
 COMPILE = ("compile",)
 
 

@@ -16,11 +16,10 @@ import torch
 import torch.nn.functional as F
 
 from torchcts.cases.api import CaseContext, CaseSet, compat, expect, expect_raises, run_both, sample
+from torchcts.cases.suites.field._common import GH
 
 SUITE = CaseSet("field")
 cases = SUITE.cases
-
-GH = "https://github.com/"
 
 
 # --- C1 hard crash -----------------------------------------------------------------------------

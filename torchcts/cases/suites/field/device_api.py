@@ -11,11 +11,10 @@ from __future__ import annotations
 import torch
 
 from torchcts.cases.api import CaseContext, CaseSet, compat, expect, synchronize
+from torchcts.cases.suites.field._common import GH
 
 SUITE = CaseSet("field")
 cases = SUITE.cases
-
-GH = "https://github.com/"
 
 
 @SUITE.case("X1/Ascend-pytorch-16", level=6, requires=("device_api",), ops=("aten::_to_copy", "aten::empty.memory_format"),

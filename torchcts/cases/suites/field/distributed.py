@@ -11,11 +11,11 @@ from __future__ import annotations
 import torch
 
 from torchcts.cases.api import CaseContext, CaseSet, RankEnv, expect, on_ranks
+from torchcts.cases.suites.field._common import GH
 
 SUITE = CaseSet("field")
 cases = SUITE.cases
 
-GH = "https://github.com/"
 DIST = ("distributed",)
 _HERE = __name__
 

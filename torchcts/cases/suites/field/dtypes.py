@@ -16,11 +16,10 @@ import torch
 import torch.nn.functional as F
 
 from torchcts.cases.api import CaseContext, CaseSet, expect, on_cpu, run_both, sample, to_device
+from torchcts.cases.suites.field._common import GH
 
 SUITE = CaseSet("field")
 cases = SUITE.cases
-
-GH = "https://github.com/"
 
 
 def _equal(ctx: CaseContext, got: torch.Tensor, want: torch.Tensor, what: str) -> None:

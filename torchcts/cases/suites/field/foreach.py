@@ -12,11 +12,11 @@ from __future__ import annotations
 import torch
 
 from torchcts.cases.api import MB, CaseContext, CaseSet, budget_mb, on_cpu
+from torchcts.cases.suites.field._common import GH
 
 SUITE = CaseSet("field")
 cases = SUITE.cases
 
-GH = "https://github.com/"
 CITE = GH + "pytorch/pytorch/issues/140066"
 # The report's first list (FSDP shards): two empty members before the last, large one.
 REPORT_SHAPES = (4915200, 4915200, 4915200, 2457600, 0, 0, 4915200)

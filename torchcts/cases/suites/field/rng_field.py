@@ -15,11 +15,11 @@ from typing import Any
 import torch
 
 from torchcts.cases.api import ALPHA, CaseContext, CaseSet, chi_square_check, compat, expect, expect_stat
+from torchcts.cases.suites.field._common import GH
 
 SUITE = CaseSet("field")
 cases = SUITE.cases
 
-GH = "https://github.com/"
 RNG = ("rng",)
 
 

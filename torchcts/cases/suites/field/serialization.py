@@ -11,14 +11,13 @@ from __future__ import annotations
 import torch
 
 from torchcts.cases.api import CaseContext, CaseSet, expect, round_trip
+from torchcts.cases.suites.field._common import GH
 
 SUITE = CaseSet("field")
 cases = SUITE.cases
 
-GH = "https://github.com/"
 REQUIRES = ("serialization",)
 OPS = ("torch.save", "torch.load")
-
 
 
 def _net() -> torch.nn.Module:

@@ -14,11 +14,10 @@ from __future__ import annotations
 import torch
 
 from torchcts.cases.api import CaseContext, CaseSet, budget_mb, expect, expect_identical, on_cpu, to_device
+from torchcts.cases.suites.field._common import GH
 
 SUITE = CaseSet("field")
 cases = SUITE.cases
-
-GH = "https://github.com/"
 
 
 def _gemm_atol(dtype: torch.dtype, k: int, scale: float) -> float:

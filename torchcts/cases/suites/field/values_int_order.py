@@ -3,11 +3,8 @@ extremes and integers through float (V11), division and remainder semantics (V12
 sort/topk/argmax (V13), normalization statistics (V14), complex numbers and lazy conjugate/negative
 bits (V15).
 
-Each case replays one real report of a backend that shipped wrong values: the report's own input
-situation, at its smallest, compared with CPU (or with a property CPU also satisfies). The
-docstring says what the report showed; `cite=` links it. Where the report's error hides inside a
-tolerance (one ulp of float16, a float64 product computed in float32), the inputs are chosen so
-that the right answer is exact and the comparison is bit for bit (`expect_identical`).
+Each case replays one real report, as values.py's docstring says (bit for bit where the report's
+error hides inside a tolerance).
 """
 
 from __future__ import annotations
@@ -15,12 +12,10 @@ from __future__ import annotations
 import torch
 
 from torchcts.cases.api import CaseContext, CaseSet, budget_mb, expect, expect_identical, on_cpu, to_device
+from torchcts.cases.suites.field._common import GH, NAN_REQ
 
 SUITE = CaseSet("field")
 cases = SUITE.cases
-
-GH = "https://github.com/"
-NAN_REQ = ("inference", "ieee754")  # NaN or infinities in the inputs
 
 
 # --- V11: integer extremes, integers through float ---------------------------------------------------
