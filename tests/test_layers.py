@@ -101,14 +101,19 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 
 def suite_imports_beside_the_api(graph: dict[str, set[str]]) -> list[str]:
-    """Each import of the package by a suite module that is not cases/api.py (standard library and
-    third-party imports are not in the graph)."""
+    """Each import of the package by a suite module that is not cases/api.py nor a private helper of
+    its own suite package (field/_common.py: constants its modules share), standard library and
+    third-party imports being outside the graph."""
+    def own_helper(mod: str, dep: str) -> bool:
+        package, _, name = dep.rpartition(".")
+        return name.startswith("_") and package == mod.rpartition(".")[0] and package != SUITES_PACKAGE
+
     return [
         f"{mod} imports {dep} (export it from {SUITE_API} and import it there)"
         for mod, deps in graph.items()
         if mod.startswith(SUITES_PACKAGE + ".")
         for dep in sorted(deps)
-        if dep != SUITE_API
+        if dep != SUITE_API and not own_helper(mod, dep)
     ]
 
 

@@ -33,12 +33,14 @@ backend is in FORK_SAFE_BACKENDS: then the backend itself, then the OpInfo datab
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from torchcts import settings
@@ -128,15 +130,30 @@ class CrashServer:
         lock = self.path + ".lock"
         pid = state.holder(lock)
         if pid:
+            # Gone means the process too: it lets go of its lock before its interpreter has exited.
+            def up() -> bool:
+                return bool(state.holder(lock)) or _alive(pid)
+
             signal_quietly(pid, signal.SIGTERM)
             deadline = time.monotonic() + wait_s
-            while state.holder(lock) and time.monotonic() < deadline:
+            while up() and time.monotonic() < deadline:
                 time.sleep(0.05)
-            if state.holder(lock):
+            if up():
                 signal_quietly(pid, signal.SIGKILL)  # its workers' launchers then kill them (zygote/launcher.py)
-                while state.holder(lock) and time.monotonic() < deadline + 5:
+                while up() and time.monotonic() < deadline + 5:
                     time.sleep(0.05)
         state.remove_files(self.path)
+
+
+def _alive(pid: int) -> bool:
+    """The process runs (a zombie, exited and waiting to be reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z"
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's (a reused pid), or no /proc: os.kill's answer stands
+        return True
 
 
 def wanted(isolation: bool, warm_plugins: list[Any], device_type: str, backend_import: str | None) -> str | None:
