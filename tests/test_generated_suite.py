@@ -11,7 +11,7 @@ import torch
 from conftest import latest_run, records, run_cli
 
 from torchcts.cases.context import CaseContext
-from torchcts.cases.model import Case, Pending
+from torchcts.cases.model import Case, NotApplicable, Pending
 from torchcts.cases.schema import build, synth
 from torchcts.cases.schema.run import run_surface
 from torchcts.cases.surface_exclusions import EXCLUDED, excluded_reason
@@ -192,3 +192,11 @@ def test_pending_is_visible_never_a_pass_never_a_failure(tmp_path):
     status = {rec["id"]: rec["status"] for rec in records(latest_run(tmp_path))}
     assert status == {"generated/_rowwise_prune/float32": "pending", "generated/_cdist_forward/float32": "passed"}
     assert "pending" in (latest_run(tmp_path) / "summary.md").read_text()
+
+
+def test_an_overload_cpu_has_no_kernel_for_is_not_applicable_not_pending():
+    """No input will ever give a reference (a CUDA-only kernel): nothing for the generator to do
+    later, so no `pending` that asks for a recipe."""
+    with pytest.raises(NotApplicable, match="CPU has no kernel for aten::_efficient_attention_backward") as caught:
+        run_surface(_ctx(), "aten::_efficient_attention_backward", torch.float32)
+    assert not isinstance(caught.value, Pending)

@@ -2,7 +2,9 @@
 
 The first input profile (synth.py) the CPU kernel accepts is the case's input. No profile
 accepted: the case is `pending` with CPU's reason (the generator could not make valid inputs, so
-there is no reference; never a pass). The device must accept what CPU accepts; its results, and
+there is no reference; never a pass), or `not_applicable` where every rejection says CPU has no
+kernel for the overload at all (a CUDA-only op: no input will ever have a reference).
+The device must accept what CPU accepts; its results, and
 every argument the schema says the call writes (self of an in-place op, out=, running stats), are
 compared with CPU's: values with the tolerance category of the case, or, for a `properties`
 case (random, uninitialised or device-dependent results), only shapes, dtypes and Python types,
@@ -18,10 +20,11 @@ from typing import Any
 import torch
 
 from torchcts.cases.context import CaseContext
-from torchcts.cases.model import Pending
+from torchcts.cases.model import NotApplicable, Pending
 from torchcts.cases.observe import unobserved
 from torchcts.cases.overloads import written
 from torchcts.cases.schema import synth
+from torchcts.compat import is_missing_kernel
 from torchcts.errors import first_line
 from torchcts.oracle.allowed import host_arguments
 from torchcts.oracle.exactness import exactness_of
@@ -62,6 +65,7 @@ def _reference(ctx: CaseContext, op: Any, overload: str, dtype: torch.dtype) -> 
     accepted profile: the same values (build_args is seeded by profile), untouched by CPU's call."""
     schema = op._schema
     errors: list[str] = []
+    missing = 0  # rejections that say CPU has no kernel for the overload at all
     for k, profile in enumerate(synth.profiles(schema)):
         with unobserved():  # TorchCTS's work, not the device's (cases/observe.py)
             args, kwargs = synth.build_args(schema, overload, k, dtype, profile, "cpu")
@@ -70,11 +74,14 @@ def _reference(ctx: CaseContext, op: Any, overload: str, dtype: torch.dtype) -> 
                 expected = op(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - CPU's rejection is the reason the case is pending
             errors.append(f"{type(exc).__name__}: {first_line(exc, 160)}")
+            missing += is_missing_kernel(exc)
             continue
         with unobserved():  # made on CPU; the copies to the device are the device's
             dargs, dkwargs = synth.build_args(schema, overload, k, dtype, profile, ctx.device)
         dargs, dkwargs = to_device(ctx, schema, dargs, dkwargs)
         return profile, args, kwargs, expected, dargs, dkwargs
+    if errors and missing == len(errors):  # no input will ever have a reference: nothing to do later
+        raise NotApplicable(f"CPU has no kernel for {schema.name} ({errors[0]}); no reference")
     raise Pending(f"CPU rejected all {len(errors)} generated inputs, so there is no reference "
                   f"(first: {errors[0] if errors else 'no profile'})")
 
