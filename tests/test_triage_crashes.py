@@ -6,7 +6,7 @@ Crash records cluster by signal and the innermost frames of the worker's stack
 
 from __future__ import annotations
 
-from torchcts.results.crash_frames import crash_signature, native_frames, python_frames
+from torchcts.results.crash_frames import crash_signature, native_frames, python_frames, reference_death
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
 from torchcts.results.triage import clusters, render_text
@@ -98,3 +98,21 @@ def test_timeouts_cluster_by_where_they_hung():
     found = clusters([a, b])
     assert [c.title for c in found] == ["timeout at planted.py:d_hang < runner.py:run_case"]
     assert "1. [2 cases] timeout at planted.py:d_hang" in render_text([a, b])
+
+
+
+def test_a_reference_death_is_read_on_the_dying_thread_not_the_first_listed():
+    """faulthandler lists threads newest first: a watchdog thread comes before the one that died in
+    CPU's reference; the dying one is `Current thread`, and only its stack decides."""
+    watchdog = '  File "/x/threading.py", line 331 in wait\n  File "/x/threading.py", line 1010 in run\n'
+    in_reference = ('  File "/s/torchcts/cases/opinfo/run.py", line 113 in call\n'
+                    '  File "/s/torchcts/cases/opinfo/run.py", line 139 in reference_call\n')
+    in_device = '  File "/s/torchcts/cases/opinfo/run.py", line 200 in device_call\n'
+
+    def log(first: str, current: str) -> str:
+        return ("Fatal Python error: Floating point exception\n\nThread 0x00007f01 (most recent call first):\n"
+                f"{first}\nCurrent thread 0x00007f00 (most recent call first):\n{current}\n")
+
+    assert reference_death(log(watchdog, in_reference)) == "run.py:reference_call"
+    assert reference_death(log(in_reference, in_device)) is None  # the device's death beside a reference
+    assert reference_death(f"Stack (most recent call first):\n{in_reference}") == "run.py:reference_call"

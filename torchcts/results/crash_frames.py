@@ -160,11 +160,15 @@ REFERENCE_FRAMES = frozenset({
 
 def reference_death(log: str) -> str | None:
     """The TorchCTS reference frame (`run.py:reference_call`) on the Python stack of the thread
-    faulthandler reported dying in `log` (a worker's log from the case's start), None when none is."""
+    faulthandler reported dying in `log` (a worker's log from the case's start), None when none is.
+    With several threads, faulthandler lists them newest first and marks the dying one `Current
+    thread`: that block is read, not the first (a watchdog's, a timer's); without the mark (the
+    signal hit a thread Python does not know), the first block, as with one thread."""
     lines = log.splitlines()
-    start = next((i for i, line in enumerate(lines) if _PY_HEADER.search(line)), None)
-    if start is None:
+    headers = [i for i, line in enumerate(lines) if _PY_HEADER.search(line)]
+    if not headers:
         return None
+    start = next((i for i in headers if lines[i].lstrip().startswith("Current thread")), headers[0])
     for line in lines[start + 1:]:
         m = _PY_FRAME.match(line)
         if m is None:
