@@ -23,9 +23,9 @@ import pytest
 from torchcts.results.annotate import RecordAnnotator
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.records import CaseRecord
+from torchcts.results.statuses import NO_REPRO
 
 RECORD_ATTR = "torchcts_record"
-NO_REPRO = ("passed", "not_applicable")  # statuses whose record needs no repro line
 
 
 class _RunState(Protocol):  # engine/plugin.py: RunState, as the judge uses it

@@ -29,7 +29,7 @@ from torchcts.engine.terminal_guard import TerminalGuard
 from torchcts.results.plan import read_plan
 from torchcts.results.records import CaseRecord, record_repro, skip_record
 from torchcts.results.rundir import RecordWriter, read_run
-from torchcts.results.statuses import FAILURES, Status
+from torchcts.results.statuses import FAILURES, NO_VERDICT_LETTERS, Status
 from torchcts.workers.case_process import CaseRunner
 from torchcts.workers.crash_budget import BudgetReader, CrashBudget
 from torchcts.workers.deaths import RESCHEDULED, WorkerDeaths
@@ -376,7 +376,6 @@ def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any])
 # A case that runs and finds itself out of scope (or that the crash budget does not run) is a pytest
 # skip; pytest's summary names it by its TorchCTS status ("5 not_applicable", not "5 skipped"), the
 # word the scorecard counts it under, and its letter among the dots is its own, not skip's `s`.
-NO_VERDICT_LETTERS = {"not_applicable": "n", "not_claimed": "c", "pending": "p", "not_run": "-"}
 NO_VERDICT = tuple(NO_VERDICT_LETTERS)
 
 

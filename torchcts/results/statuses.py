@@ -72,12 +72,15 @@ class StatusInfo:
     forgivable: bool = False  # a ledger entry can turn it into xfailed
     crash_like: bool = False  # the worker died or the case hit its time limit
     passing: bool = False  # counts as a pass (HTML pass rates; a failure becoming this is a fix)
+    # No verdict reached: pytest's progress line shows it by this letter (engine/plugin.py), not "s".
+    letter: str | None = None
+    repro: bool = True  # its record carries a repro line (engine/judge.py): nothing to reproduce otherwise
 
 
 STATUSES: dict[str, StatusInfo] = {
     s.name: s
     for s in (
-        StatusInfo("passed", False, True, "matched the oracle or property", passing=True),
+        StatusInfo("passed", False, True, "matched the oracle or property", passing=True, repro=False),
         StatusInfo("failed", True, True, "ran and disagreed with the oracle or property", forgivable=True),
         StatusInfo("error", True, True, "the backend raised an exception", forgivable=True),
         StatusInfo("crashed", True, True, "the case killed its worker process", forgivable=True, crash_like=True),
@@ -85,19 +88,22 @@ STATUSES: dict[str, StatusInfo] = {
         StatusInfo("xfailed", False, True, "failed as the expectations ledger says", passing=True),
         StatusInfo("xpassed", False, True, "passed although the ledger expects a failure", passing=True),
         StatusInfo("flaky", True, True, "failed, then passed on a rerun; or failed some of its --repeat runs"),
-        StatusInfo("not_claimed", False, False, "the manifest does not claim the dtype or capability"),
+        StatusInfo("not_claimed", False, False, "the manifest does not claim the dtype or capability", letter="c"),
         StatusInfo("filtered", False, False, "deselected by the user's selection"),
-        StatusInfo("not_applicable", False, False, "this build, PyTorch version or device lacks it"),
-        # A generated case (cases/schema/) whose inputs CPU rejected: no reference, so no verdict.
-        # Shown in every report, never a pass, never a gate failure.
-        StatusInfo("pending", False, False, "ran, but CPU rejected the generated inputs: no reference, no verdict"),
+        StatusInfo("not_applicable", False, False, "this build, PyTorch version or device lacks it", letter="n",
+                   repro=False),
+        # No reference, so no verdict: a generated case (cases/schema/) whose inputs CPU rejected, or
+        # a case whose CPU reference died (workers/isolation.py). Shown in every report, never a
+        # pass, never a gate failure.
+        StatusInfo("pending", False, False, "ran, but there is no reference (CPU rejected the generated inputs, "
+                   "or CPU's reference died): no verdict", letter="p"),
         # Reports add it for planned cases without a record (a killed or interrupted run, pytest's -x or
         # --maxfail), so they show and fail the run instead of vanishing; the crash budget records it,
         # with its reason, for the cases of an op family it stopped (workers/crash_budget.py). Never a
         # pass: any not_run fails the run (results/ledger.py: gate_failures), never forgiven.
         # pytest's -k/-m/--lf deselections are recorded `filtered` (engine/plugin.py: pytest_deselected).
         StatusInfo("not_run", False, False, "planned, but not run: the run was interrupted or stopped early, "
-                   "or the crash budget stopped its op family"),
+                   "or the crash budget stopped its op family", letter="-"),
     )
 }
 assert set(STATUSES) == {s.value for s in Status}, "Status and STATUSES list the same statuses"
@@ -108,3 +114,5 @@ FORGIVABLE = tuple(n for n, s in STATUSES.items() if s.forgivable)  # the ledger
 CRASH_LIKE = tuple(n for n, s in STATUSES.items() if s.crash_like)
 PASSING = tuple(n for n, s in STATUSES.items() if s.passing)
 EXECUTED = tuple(n for n, s in STATUSES.items() if s.executed)
+NO_VERDICT_LETTERS = {n: s.letter for n, s in STATUSES.items() if s.letter}  # pytest's progress letters
+NO_REPRO = tuple(n for n, s in STATUSES.items() if not s.repro)
