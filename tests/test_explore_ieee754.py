@@ -42,11 +42,18 @@ def test_a_difference_only_where_cpu_is_not_finite_is_not_claimed():
         _within_ieee754(OP, device_check(wrong_at=0, by=-3e38))(SAMPLE)
 
 
-def test_finite_only_skips_elements_either_side_holds_non_finite():
+def test_a_device_nan_where_cpu_is_finite_is_the_devices():
+    with pytest.raises(OracleMismatch):
+        _within_ieee754(OP, device_check(wrong_at=2, by=float("nan")))(SAMPLE)
+
+
+def test_finite_only_skips_the_elements_cpu_answers_non_finite_and_no_other():
     expected = torch.tensor([float("nan"), 1.0, float("inf"), 2.0])
     with finite_only():
         assert_matches(torch.tensor([5.0, 1.0, float("nan"), 2.0]), expected, TOL)
         with pytest.raises(OracleMismatch):
             assert_matches(torch.tensor([5.0, 1.0, float("nan"), 2.5]), expected, TOL)
+        with pytest.raises(OracleMismatch):  # the device's NaN where CPU's answer is finite
+            assert_matches(torch.tensor([5.0, float("nan"), float("nan"), 2.0]), expected, TOL)
     with pytest.raises(OracleMismatch):  # outside it, every element counts again
         assert_matches(torch.tensor([5.0, 1.0, float("nan"), 2.0]), expected, TOL)

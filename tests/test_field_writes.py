@@ -82,3 +82,17 @@ def test_run_both_takes_a_runtime_error_for_cpus_index_error_and_nothing_less():
     seen: list[int] = []
     with pytest.raises(OracleMismatch, match="no exception raised, expected IndexError or RuntimeError"):
         run_both(_ctx(), computes_anyway, torch.arange(4.0), torch.tensor([7]))
+
+
+def test_run_both_does_not_take_a_missing_device_kernel_for_cpus_error():
+    """NotImplementedError is a RuntimeError, but a device without the op ran no check of the inputs."""
+    seen: list[int] = []
+
+    def no_device_kernel(t: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+        if seen:
+            raise NotImplementedError("Could not run 'aten::index_select' with arguments from the 'sim' backend")
+        seen.append(1)
+        return torch.index_select(t, 0, i)
+
+    with pytest.raises(OracleMismatch, match="CPU raises IndexError for these inputs; the device has no kernel"):
+        run_both(_ctx(), no_device_kernel, torch.arange(4.0), torch.tensor([7]))

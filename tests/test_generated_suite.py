@@ -200,3 +200,6 @@ def test_an_overload_cpu_has_no_kernel_for_is_not_applicable_not_pending():
     with pytest.raises(NotApplicable, match="CPU has no kernel for aten::_efficient_attention_backward") as caught:
         run_surface(_ctx(), "aten::_efficient_attention_backward", torch.float32)
     assert not isinstance(caught.value, Pending)
+    # an entry point only out-of-tree backends implement stays a gap to fill, not "lacks it"
+    with pytest.raises(Pending, match="CPU rejected all"):
+        run_surface(_ctx(), "aten::convolution_overrideable", torch.float32)

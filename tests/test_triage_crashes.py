@@ -116,3 +116,6 @@ def test_a_reference_death_is_read_on_the_dying_thread_not_the_first_listed():
     assert reference_death(log(watchdog, in_reference)) == "run.py:reference_call"
     assert reference_death(log(in_reference, in_device)) is None  # the device's death beside a reference
     assert reference_death(f"Stack (most recent call first):\n{in_reference}") == "run.py:reference_call"
+    # Python 3.14 adds the C stack after the Python one (one thread dumped, as a worker does)
+    c_stack = "Current thread's C stack trace (most recent call first):\n  Binary file \"/lib/libc.so.6\", at raise+0x1\n"
+    assert reference_death(f"Stack (most recent call first):\n{in_reference}\n{c_stack}") == "run.py:reference_call"

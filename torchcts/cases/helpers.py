@@ -138,8 +138,9 @@ def run_both(ctx: CaseContext, fn: Callable[..., Any], *args: Any, category: str
     When CPU raises, the device must raise too (CPU is the oracle of what is an error), an exception
     of CPU's type or a RuntimeError: a device kernel's check (a device-side assert, a runtime's error
     code) surfaces as RuntimeError, as CUDA's out-of-range index does where CPU raises IndexError, and
-    that is no wrong answer. A missing kernel on CPU (compat.is_missing_kernel, whatever exception
-    class this PyTorch uses for it) is no reference: the case is not_applicable. Returns the device
+    that is no wrong answer; a missing kernel on the device is (no check ran). A missing kernel on
+    CPU (compat.is_missing_kernel, whatever exception class this PyTorch uses for it) is no
+    reference: the case is not_applicable. Returns the device
     result (None when both raised).
 
     The device copies are made before CPU's run: fn may write into its arguments (an in-place op, an
@@ -153,7 +154,11 @@ def run_both(ctx: CaseContext, fn: Callable[..., Any], *args: Any, category: str
     except Exception as cpu_exc:  # noqa: BLE001 - CPU's verdict is the reference
         if is_missing_kernel(cpu_exc):  # CPU lacks the kernel: no reference, not an error rule
             ctx.not_applicable(f"CPU has no kernel for this ({first_line(cpu_exc, 120)}); no reference")
-        expect_raises(lambda: fn(*moved), "CPU raises for these inputs", (type(cpu_exc), RuntimeError))
+        raised = expect_raises(lambda: fn(*moved), "CPU raises for these inputs",
+                               tuple(dict.fromkeys((type(cpu_exc), RuntimeError))))
+        if is_missing_kernel(raised):  # the device lacks the op (CPU has it: see above): no check of the inputs ran
+            raise OracleMismatch(Mismatch(f"CPU raises {type(cpu_exc).__name__} for these inputs; the device has "
+                                          f"no kernel for the call ({first_line(raised, 200)})")) from None
         return None
     actual = fn(*moved)
     ctx.assert_close(actual, expected, category=category)

@@ -161,8 +161,6 @@ def _internal(exc: BaseException) -> int:
 
 
 def entry() -> None:
-    from torchcts.engine.lean import exit_without_teardown
+    from torchcts.engine.lean import exit_now
 
-    code = main()
-    exit_without_teardown(code)  # every exit handler still runs; the module teardown is skipped
-    sys.exit(code)
+    exit_now(int(main()))  # every exit handler runs; the module teardown is skipped

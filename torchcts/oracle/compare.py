@@ -25,15 +25,15 @@ __all__ = ["Mismatch", "OracleMismatch", "TolSpec", "assert_matches", "find_mism
 TolSpec = Tolerance | Callable[[torch.dtype], Tolerance]
 
 
-# Inside finite_only(): an element where either side is a NaN or an infinity is not compared.
+# Inside finite_only(): an element where CPU's answer is a NaN or an infinity is not compared.
 _FINITE_ONLY: ContextVar[bool] = ContextVar("finite_only", default=False)
 
 
 @contextlib.contextmanager
 def finite_only() -> Iterator[None]:
-    """Compare only the elements where both sides are finite: a backend that does not claim IEEE 754
-    owes nothing where CPU's answer is a NaN or an infinity (nor where its own is, from an infinite
-    intermediate), but every finite element it returns beside them is still judged."""
+    """Compare only the elements where CPU's answer is finite: a backend that does not claim IEEE 754
+    owes nothing where CPU's answer is a NaN or an infinity, but every element CPU answers with a
+    finite value is still judged, a NaN or an infinity of the device's there included."""
     token = _FINITE_ONLY.set(True)
     try:
         yield
@@ -42,10 +42,10 @@ def finite_only() -> Iterator[None]:
 
 
 def _finite_parts(a: torch.Tensor, e: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """`a` and `e` with 0 on both sides where either is not finite (floating and complex only)."""
+    """`a` and `e` with 0 on both sides where `e` is not finite (floating and complex only)."""
     if not (e.is_floating_point() or e.is_complex()) or a.shape != e.shape:
         return a, e
-    keep = torch.isfinite(a) & torch.isfinite(e)
+    keep = torch.isfinite(e)
     if bool(keep.all()):
         return a, e
     return torch.where(keep, a, torch.zeros_like(a)), torch.where(keep, e, torch.zeros_like(e))

@@ -32,6 +32,7 @@ TOP_FRAMES = 3
 # faulthandler: `  File "path", line 12 in func`; traceback.format_stack: `  File "path", line 12, in func`
 _PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line \d+,? in (?P<func>\S+)')
 _PY_HEADER = re.compile(r"(most recent call first)|^Stack \(most recent call first\)")
+_CURRENT = re.compile(r"^\s*Current thread 0x[0-9a-fA-F]+ \(most recent call first\)")
 # Native frames, innermost first in every format below:
 #   gdb / sanitizers / LLVM:  `#0  0x00007f... in kernel_foo (a=1) at foo.cc:12` / `#1 0x... in bar /src/bar.cc:3:1`
 #   glibc backtrace_symbols:  `/usr/lib/libfoo.so(kernel_foo+0x1a)[0x7f...]` / `libfoo.so(+0x1234)[0x...]`
@@ -161,14 +162,17 @@ REFERENCE_FRAMES = frozenset({
 def reference_death(log: str) -> str | None:
     """The TorchCTS reference frame (`run.py:reference_call`) on the Python stack of the thread
     faulthandler reported dying in `log` (a worker's log from the case's start), None when none is.
-    With several threads, faulthandler lists them newest first and marks the dying one `Current
-    thread`: that block is read, not the first (a watchdog's, a timer's); without the mark (the
-    signal hit a thread Python does not know), the first block, as with one thread."""
+    A worker dumps the dying thread only (`Stack (most recent call first):`, isolation.py), and a
+    death on a thread Python does not know (an OpenMP worker's) shows no Python frame there: None,
+    the device's crash, since a backend's own thread may as well have died then. Where every
+    thread is dumped, faulthandler lists them newest first and marks the dying one `Current thread
+    0x...`: that block is read, not the first (a watchdog's). Python 3.14's `Current thread's C
+    stack trace` block after the Python stack is not a thread's."""
     lines = log.splitlines()
-    headers = [i for i, line in enumerate(lines) if _PY_HEADER.search(line)]
+    headers = [i for i, line in enumerate(lines) if _PY_HEADER.search(line) and "C stack" not in line]
     if not headers:
         return None
-    start = next((i for i in headers if lines[i].lstrip().startswith("Current thread")), headers[0])
+    start = next((i for i in headers if _CURRENT.match(lines[i])), headers[0])
     for line in lines[start + 1:]:
         m = _PY_FRAME.match(line)
         if m is None:

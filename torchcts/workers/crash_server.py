@@ -138,7 +138,7 @@ class CrashServer:
             deadline = time.monotonic() + wait_s
             while up() and time.monotonic() < deadline:
                 time.sleep(0.05)
-            if up():
+            if state.holder(lock):  # the lock says the pid is still the server's (a gone one's may be reused)
                 signal_quietly(pid, signal.SIGKILL)  # its workers' launchers then kill them (zygote/launcher.py)
                 while up() and time.monotonic() < deadline + 5:
                     time.sleep(0.05)
@@ -150,7 +150,7 @@ def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z"
-    except ProcessLookupError:
+    except (ProcessLookupError, FileNotFoundError):  # gone, or gone between the two looks
         return False
     except OSError:  # another user's (a reused pid), or no /proc: os.kill's answer stands
         return True
