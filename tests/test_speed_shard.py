@@ -145,9 +145,10 @@ def test_warm_collection_never_imports_torch(tmp_path):
 
     env = {**os.environ, "TORCHCTS_CACHE_DIR": str(tmp_path / "cache"), "CI": "true"}
     env.pop("TORCHCTS_NO_CACHE", None)
-    probe = ("import sys, runpy; sys.argv = ['torchcts', 'show-skips', '--validation', '--suite', 'dtypes']\n"
-             "try:\n    runpy.run_module('torchcts', run_name='__main__')\n"
-             "except SystemExit:\n    pass\nprint('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)\n")
+    # asked at exit (the command line ends through engine/lean.py's exit_now, which runs exit handlers)
+    probe = ("import atexit, sys, runpy; sys.argv = ['torchcts', 'show-skips', '--validation', '--suite', 'dtypes']\n"
+             "atexit.register(lambda: print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr))\n"
+             "runpy.run_module('torchcts', run_name='__main__')\n")
     first = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert "TORCH" in first.stderr.splitlines()[-1], "a cache miss builds the cases (with torch)"
     warm = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
