@@ -338,6 +338,25 @@ def test_every_kind_takes_a_failure_computed_in_an_unclaimed_dtype_as_unclaimed(
                 opinfo_run.run_errors(_ctx("fft.hfft", "errors"), hfft, torch.float32)
 
 
+def test_the_agree_kind_takes_a_failure_computed_in_an_unclaimed_dtype_as_unclaimed() -> None:
+    """fft.hfft of float32 computes in complex64: on pytorch_ocl (float32 claimed) every other kind was
+    not_claimed, but the agree kind (issue 50) was an error, 'Unsupported data type:ComplexFloat'."""
+    from torchcts.cases.opinfo import agree
+
+    hfft = lookup("fft.hfft")
+    sample = SampleInput(torch.randn(5, 6, 7), kwargs={"n": 10, "dim": 1, "norm": "ortho"})
+    with pytest.MonkeyPatch.context() as mp:
+        _refusing_complex(mp)
+        mp.setattr(agree, "copy_sample", opinfo_run.copy_sample)
+        mp.setattr(agree, "call", opinfo_run.call)
+        unclaimed = agree._Agree(_ctx("fft.hfft", "agree", supported_dtypes={"float32": True}), hfft, torch.float32)
+        with pytest.raises(opinfo_run.UnclaimedSample, match="complex64"):
+            unclaimed.sample(sample)
+        claimed = agree._Agree(_ctx("fft.hfft", "agree"), hfft, torch.float32)
+        with pytest.raises(RuntimeError, match="ComplexFloat"):  # claimed: the device's error stands
+            claimed.sample(sample)
+
+
 def test_a_write_through_a_view_that_overlaps_itself_is_not_checked() -> None:
     """as_strided_scatter explored to strides (8, 1, 2, 1) for size (2, 2, 2, 2) writes two src elements
     to one place: pytorch_ocl's order differed from CPU's in one element (bool), a failure of nothing."""
