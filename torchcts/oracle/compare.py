@@ -25,30 +25,45 @@ __all__ = ["Mismatch", "OracleMismatch", "TolSpec", "assert_matches", "find_mism
 TolSpec = Tolerance | Callable[[torch.dtype], Tolerance]
 
 
-# Inside finite_only(): an element where CPU's answer is a NaN or an infinity is not compared.
-_FINITE_ONLY: ContextVar[bool] = ContextVar("finite_only", default=False)
+# Inside finite_only(): an element where CPU's answer is a NaN or an infinity is not compared (None:
+# every element is; True: also where the device's answer is one).
+_FINITE_ONLY: ContextVar[bool | None] = ContextVar("finite_only", default=None)
 
 
 @contextlib.contextmanager
-def finite_only() -> Iterator[None]:
+def finite_only(device_too: bool = False) -> Iterator[None]:
     """Compare only the elements where CPU's answer is finite: a backend that does not claim IEEE 754
     owes nothing where CPU's answer is a NaN or an infinity, but every element CPU answers with a
-    finite value is still judged, a NaN or an infinity of the device's there included."""
-    token = _FINITE_ONLY.set(True)
+    finite value is still judged, a NaN or an infinity of the device's there included. `device_too`:
+    not where the device's answer is a NaN or an infinity either (an overflow of its float32
+    accumulation, which CPU's float64 one avoids: cases/explore/run.py `_within_range`)."""
+    token = _FINITE_ONLY.set(device_too)
     try:
         yield
     finally:
         _FINITE_ONLY.reset(token)
 
 
-def _finite_parts(a: torch.Tensor, e: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """`a` and `e` with 0 on both sides where `e` is not finite (floating and complex only)."""
+def _finite_parts(a: torch.Tensor, e: torch.Tensor, device_too: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """`a` and `e` with 0 on both sides where `e` (`device_too`: or `a`) is not finite (floating and complex only)."""
     if not (e.is_floating_point() or e.is_complex()) or a.shape != e.shape:
         return a, e
-    keep = torch.isfinite(e)
+    keep = torch.isfinite(e) & torch.isfinite(a) if device_too and (a.is_floating_point() or a.is_complex()) \
+        else torch.isfinite(e)
     if bool(keep.all()):
         return a, e
     return torch.where(keep, a, torch.zeros_like(a)), torch.where(keep, e, torch.zeros_like(e))
+
+
+def compared_parts(a: torch.Tensor, e: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """`a` and `e` as finite_only() compares them, and the mask of the elements kept (None: all)."""
+    mode = _FINITE_ONLY.get()
+    if mode is None:
+        return a, e, None
+    a2, e2 = _finite_parts(a, e, mode)
+    if a2 is a and e2 is e:
+        return a, e, None
+    return a2, e2, torch.isfinite(e) & (torch.isfinite(a) if mode else torch.ones_like(e, dtype=torch.bool))
 
 
 def resolve_tolerance(tol: TolSpec, dtype: torch.dtype) -> Tolerance:
@@ -138,8 +153,7 @@ def tensor_mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: TolSpec, 
                                                          **_layouts(actual, expected)})
     a = comparable(actual)
     e = comparable(expected)
-    if _FINITE_ONLY.get():
-        a, e = _finite_parts(a, e)
+    a, e, _ = compared_parts(a, e)
     zero_sign = _zero_signs_differ(a, e) if tol.exact and tol.signed_zero else None
     if zero_sign is None or not bool(zero_sign.any()):
         if torch.equal(a, e):  # the common case, ten times cheaper than assert_close

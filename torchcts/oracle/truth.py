@@ -22,6 +22,7 @@ from torchcts.oracle.compare import (
     Mismatch,
     TolSpec,
     comparable,
+    compared_parts,
     find_mismatch,
     outside_tolerance,
     resolve_tolerance,
@@ -57,6 +58,11 @@ class Truth:
     # Measures the sensitivity when first needed (`sensitive`): it runs the op once more per
     # floating input, and only an element that may fail as "much less accurate" needs it.
     measure: Callable[[], Any] | None = field(default=None, compare=False)
+    # Measures the spread when first needed (`spread`): how far the truth moves when the inputs'
+    # elements move by one eps each, with mixed signs (cases/opinfo/truth.py: spread), which shows
+    # the cancellation that moving each input as a whole cannot; asked only for an element outside
+    # the tolerance that no other rule rescues.
+    measure_spread: Callable[[], Any] | None = field(default=None, compare=False)
 
     @functools.cached_property
     def sensitive(self) -> Any:
@@ -66,6 +72,16 @@ class Truth:
         try:
             return self.measure()
         except Exception:  # noqa: BLE001 - a moved input the op rejects: no sensitivity (the rule is off)
+            return None
+
+    @functools.cached_property
+    def spread(self) -> Any:
+        """The spread, measured once on first use (None: not measurable)."""
+        if self.measure_spread is None:
+            return None
+        try:
+            return self.measure_spread()
+        except Exception:  # noqa: BLE001 - a moved input the op rejects: no spread (no rescue by it)
             return None
 
 
@@ -141,7 +157,8 @@ Sensitivity = torch.Tensor | Callable[[], torch.Tensor | None] | None
 
 
 def judge_leaf(actual: torch.Tensor, expected: torch.Tensor, truth: torch.Tensor | None, tol: TolSpec,
-               sensitivity: Sensitivity = None, path: str = "") -> tuple[Mismatch | None, Precision]:
+               sensitivity: Sensitivity = None, path: str = "",
+               spread: Sensitivity = None) -> tuple[Mismatch | None, Precision]:
     """The verdict on one floating output and its precision (docs/oracles.md, "Truth beyond CPU").
 
     Without a truth: the tolerance alone, and the device's distance from CPU in ulps. With one,
@@ -150,20 +167,30 @@ def judge_leaf(actual: torch.Tensor, expected: torch.Tensor, truth: torch.Tensor
     inside it, given the `sensitivity` (pointwise ops only), fails when the device is farther
     from the truth than max(WORSE_FACTOR x CPU's error, WORSE_FLOOR_ULPS, COND_FACTOR x the
     sensitivity) where CPU's own error is at most CPU_ILL_ULPS and the truth is a normal number of the dtype.
-    A callable `sensitivity` is called only when some element is past the first two bounds."""
+    A callable `sensitivity` is called only when some element is past the first two bounds.
+    An element outside the tolerance also passes when the device is within COND_FACTOR x the
+    `spread` of the truth: the sample is so ill-conditioned there (terms that cancel) that rounding
+    its inputs alone moves the answer that far, and CPU's answer is one of many (var's gradient at
+    +-FLT_MAX: CPU 0, the device 0.032, float64 itself order-dependent). Called only then."""
     tol = resolve_tolerance(tol, expected.dtype)
     dtype = expected.dtype
-    a64, e64 = widened(comparable(actual)), widened(comparable(expected))
+    a, e, kept = compared_parts(comparable(actual), comparable(expected))  # finite_only()'s elements
+    a64, e64 = widened(a), widened(e)
     _, outside = outside_tolerance(a64, e64, tol)
     vs_cpu = errors(a64, e64, dtype).ulps
     precision = Precision(max_ulp_vs_cpu=_max(vs_cpu))
     if truth is None:
         return (tensor_mismatch(actual, expected, tol, path) if bool(outside.any()) else None), precision
     t64 = widened(comparable(truth))
+    if kept is not None and t64.shape == kept.shape:
+        t64 = torch.where(kept, t64, torch.zeros_like(t64))
     dev, cpu = errors(a64, t64, dtype), errors(e64, t64, dtype)
     # Where CPU is off scale (NaN or inf where the truth is finite), "closer than CPU" must also be close.
     rescued = (outside & torch.isfinite(dev.ulps) & (dev.ulps <= RESCUE_FACTOR * cpu.ulps)
                & (torch.isfinite(cpu.ulps) | (dev.ulps <= WORSE_FLOOR_ULPS)))
+    left = outside & ~rescued
+    if spread is not None and bool(left.any()):
+        rescued |= left & _within_spread(a64, t64, spread, expected.shape)
     worse = torch.zeros_like(outside)
     if sensitivity is not None:
         # Subnormal truths are left to the tolerance: flushing them to zero is a hardware mode, not a kernel's accuracy.
@@ -191,6 +218,16 @@ def judge_leaf(actual: torch.Tensor, expected: torch.Tensor, truth: torch.Tensor
     if bool(worse.any()):
         return _less_accurate(a64, e64, t64, dev, cpu, worse, tol, path, precision), precision
     return None, precision
+
+
+def _within_spread(a64: torch.Tensor, t64: torch.Tensor, spread: Sensitivity, shape: torch.Size) -> torch.Tensor:
+    """Where the device is within COND_FACTOR x the truth's spread of the truth (False where the
+    spread is unknown, or the device or the truth is not finite)."""
+    value = spread() if callable(spread) else spread
+    if not isinstance(value, torch.Tensor) or value.shape != shape:
+        return torch.zeros(shape, dtype=torch.bool)
+    reach = COND_FACTOR * widened(comparable(value)).abs()
+    return torch.isfinite(a64) & torch.isfinite(t64) & ((a64 - t64).abs() <= reach)
 
 
 def _less_accurate(a64: torch.Tensor, e64: torch.Tensor, t64: torch.Tensor, dev: Errors, cpu: Errors,
@@ -256,7 +293,8 @@ def judge(actual: Any, expected: Any, truth: Truth, tol: TolSpec, *, strict: boo
             if t is not None and not usable and wide is not None:
                 precision.no_truth = precision.no_truth or "the op's output dtype does not follow its inputs'"
             sens = _sensitivity_leaf(truth, k, len(e_leaves)) if usable and strict else None
-            m, p = judge_leaf(a, e, t if usable else None, tol, sens, path)
+            m, p = judge_leaf(a, e, t if usable else None, tol, sens, path,
+                              _spread_leaf(truth, k, len(e_leaves)) if usable else None)
             precision = precision.merge(p)
         first = first or m
     precision.samples = 1 if precision.truth else 0
@@ -267,9 +305,17 @@ def _sensitivity_leaf(truth: Truth, k: int, count: int) -> Sensitivity:
     """The k-th leaf of the truth's sensitivity, measured only when judge_leaf asks for it."""
     if truth.sensitivity is None and truth.measure is None:
         return None
+    return _leaf(lambda: truth.sensitive, k, count)
 
+
+def _spread_leaf(truth: Truth, k: int, count: int) -> Sensitivity:
+    """The k-th leaf of the truth's spread, measured only when judge_leaf asks for it."""
+    return None if truth.measure_spread is None else _leaf(lambda: truth.spread, k, count)
+
+
+def _leaf(tree: Callable[[], Any], k: int, count: int) -> Callable[[], torch.Tensor | None]:
     def leaf() -> torch.Tensor | None:
-        leaves = pytree.tree_leaves(truth.sensitive)
+        leaves = pytree.tree_leaves(tree())
         return leaves[k] if len(leaves) == count and isinstance(leaves[k], torch.Tensor) else None
 
     return leaf

@@ -32,6 +32,7 @@ from torchcts.cases.opinfo.samples import (
     inject_special_values,
     lookup,
     mentions_device,
+    rebuilt,
     selected_samples,
     tensors_of,
 )
@@ -693,17 +694,38 @@ def check_backward(ctx: CaseContext, op: Any, sample: Any) -> None:
     if ctx.case is not None and ctx.case.oracle != "cpu":
         check_structure(actual, expected)
         return
-    def compare(reference: Any) -> None:
-        ctx.assert_close(actual, reference, category="backward",
-                         atol_floor=conditioned(ctx, op, sample, backward=True),
-                         constant=constant_by_definition(op.name, ctx.case.dtype if ctx.case else None, backward=True,
-                                                         variant=op.variant_test_name))
+    def compare(reference: Any, judge_truth: bool = True) -> None:
+        def close(truth: Callable[[], Truth] | None = None) -> None:
+            ctx.assert_close(actual, reference, category="backward", truth=truth,
+                             atol_floor=conditioned(ctx, op, sample, backward=True),
+                             constant=constant_by_definition(op.name, ctx.case.dtype if ctx.case else None,
+                                                             backward=True, variant=op.variant_test_name))
+        try:
+            close()
+        except OracleMismatch:
+            if not judge_truth:
+                raise
+            # asked on failures only: a gradient no farther from the float64 truth than CPU's passes, as
+            # the forward kind's results do (var's gradient at +-FLT_MAX: CPU's mean absorbed -1.45, 0 where
+            # the truth and pytorch_ocl say 0.032)
+            close(lambda: gradient_truth(op, sample))
 
     def composite() -> tuple[Any, list[str]] | None:  # the saved statistics of a composite forward flow back
         fresh = copy_sample(sample, "cpu")
         return composite_answer(lambda: gradients(op, fresh, call(op.op, fresh)), ctx.device_type)
 
-    or_composite(ctx, lambda: compare(expected), compare, composite)
+    or_composite(ctx, lambda: compare(expected), lambda other: compare(other, judge_truth=False), composite)
+
+
+def gradient_truth(op: Any, sample: Any) -> Truth:
+    """The gradients (`gradients`) of the sample widened to float64 on CPU: the backward kind's truth."""
+    dtype = sample.input.dtype if isinstance(sample.input, torch.Tensor) else torch.float32
+
+    def grads(inp: Any, *args: Any, **kwargs: Any) -> Any:
+        wide = rebuilt(sample, inp, args, kwargs)
+        return gradients(op, wide, call(op.op, wide))
+
+    return truth_of(op, grads, sample, dtype, "backward", keep_grad=True)
 
 
 def run_backward(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
