@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -233,3 +234,33 @@ def test_slow_case_reasons_name_real_cases():
 
     ids = {c.id for c in suite_cases("opinfo")}
     assert SLOW_CASES and all(case_id in ids and len(why) > 40 for case_id, why in SLOW_CASES.items())
+
+
+def test_every_kind_is_run_by_a_function_that_exists():
+    """The registry (cases/opinfo/kinds.py) names each kind's runner as text: a rename in run.py would
+    otherwise surface only when such a case runs."""
+    import importlib
+
+    from torchcts.cases.opinfo.kinds import KINDS
+
+    for kind in KINDS.values():
+        for path in filter(None, (kind.runs, kind.runner)):
+            module, _, name = path.partition(":")
+            assert callable(getattr(importlib.import_module(module), name)), (kind.name, path)
+
+
+def test_explore_checks_exactly_the_kinds_the_registry_marks_explored(op_db):
+    """An op with every form, every capability claimed: explore's checks are the registry's explored
+    kinds, no more (a kind marked explored without a check would be a KeyError) and no fewer."""
+    from torchcts.cases.context import CaseContext
+    from torchcts.cases.explore.run import variants
+    from torchcts.cases.opinfo.kinds import KINDS
+    from torchcts.cases.opinfo.samples import lookup
+
+    ctx = CaseContext(device=torch.device("cpu"), manifest=validation_manifest())
+    found = variants(ctx, lookup("add"), torch.float32)
+    assert set(found) == {k.name for k in KINDS.values() if k.explored} == {"forward", "inplace", "out", "backward"}
+    unclaimed = dataclasses.replace(validation_manifest(), capabilities={
+        **validation_manifest().capabilities, "autograd": False, "training": False})
+    assert "backward" not in variants(CaseContext(device=torch.device("cpu"), manifest=unclaimed),
+                                      lookup("add"), torch.float32)

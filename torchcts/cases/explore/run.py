@@ -31,6 +31,7 @@ from torchcts.cases.explore.generate import Explored, plan, requiring_grad
 from torchcts.cases.explore.shrink import shrink
 from torchcts.cases.model import NotApplicable, NotClaimed, repro_command
 from torchcts.cases.observe import hand_to_rerun, unobserved
+from torchcts.cases.opinfo.kinds import KINDS, Slot
 from torchcts.cases.opinfo.run import (
     SkipSample,
     UnclaimedSample,
@@ -56,16 +57,18 @@ def variants(ctx: CaseContext, op: Any, dtype: torch.dtype) -> dict[str, Check]:
     # forward judged by the float64 truth too (floating dtypes), as the forward kind is: explored inputs
     # within any atol of CPU's answer can still be far from the truth (tiny values, magnitude.py)
     truth = dtype if dtype.is_floating_point or dtype.is_complex else None
-    found: dict[str, Check] = {"forward": lambda s: check_call(ctx, op, op.op, s, category, truth_dtype=truth,
-                                                               exact=exact)}
-    if op.inplace_variant is not None:
-        found["inplace"] = lambda s: check_inplace(ctx, op, s, category, exact)
-    if op.supports_out:
-        found["out"] = lambda s: check_out(ctx, op, s, category, exact)
-    floating = dtype.is_floating_point or dtype.is_complex
-    claims_grad = ctx.claims("autograd") or ctx.claims("training")
-    if op.supports_autograd and floating and claims_grad and dtype in op.supported_backward_dtypes("cpu"):
-        found["backward"] = lambda s: check_backward(ctx, op, requiring_grad(s))
+    checks: dict[str, Check] = {
+        "forward": lambda s: check_call(ctx, op, op.op, s, category, truth_dtype=truth, exact=exact),
+        "inplace": lambda s: check_inplace(ctx, op, s, category, exact),
+        "out": lambda s: check_out(ctx, op, s, category, exact),
+        "backward": lambda s: check_backward(ctx, op, requiring_grad(s)),
+    }
+    # the kinds a case of this op and dtype would run, claimed (cases/opinfo/kinds.py: `explored`)
+    name = str(dtype).removeprefix("torch.")
+    backward = frozenset(str(d).removeprefix("torch.") for d in op.supported_backward_dtypes("cpu"))
+    slot = Slot(op, name, backward, errors_in=None, agree=False, explore=True, explorable_dtype=True)
+    found = {kind.name: checks[kind.name] for kind in KINDS.values() if kind.explored and kind.applies(slot)
+             and kind.unsupported(slot) is None and not kind.unclaimed(ctx.claims)}
     # never explored where CPU itself aborts on explored inputs (op facts: cpu_unsafe_variants)
     for name in FACTS.get("cpu_unsafe_variants", op.name) or ():
         found.pop(name, None)

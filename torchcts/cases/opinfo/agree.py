@@ -422,7 +422,7 @@ def _fresh_like(result: Any, device: torch.device | str) -> tuple[Any, bool] | N
 
 
 def run(ctx: CaseContext, *, op: str, variant: str = "", kind: str = "agree", dtype: torch.dtype) -> None:
-    """The runner of every agree case (cases/opinfo/build.py: KINDS, RUNNERS)."""
+    """The runner of every agree case (cases/opinfo/kinds.py: KINDS)."""
     info = lookup(op, variant)
     ctx.describe(op=op, variant=variant, dtype=str(dtype).removeprefix("torch."), kind=kind)
     agree = _Agree(ctx, info, dtype)

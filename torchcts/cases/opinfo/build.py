@@ -13,46 +13,19 @@ from typing import Any
 import torch
 
 from torchcts.cases.model import Case
+from torchcts.cases.opinfo.kinds import KINDS, Slot, has_variant, op_key
 from torchcts.manifest.schema import DTYPES, ordered_dtypes
 from torchcts.oracle.categories import namespace, oracle_for
 from torchcts.oracle.opfacts import FACTS
 
 SUITE = "opinfo"
-RUNNER = "torchcts.cases.opinfo.run:run"
-
-# kind -> (level, required capabilities). Families (linalg/fft/special) are level 5 throughout.
-KINDS: dict[str, tuple[int, tuple[str, ...]]] = {
-    "forward": (2, ("inference",)),
-    "method": (3, ("inference",)),
-    "inplace": (3, ("inference",)),
-    "out": (3, ("inference",)),
-    "errors": (3, ("inference",)),
-    "backward": (4, ("autograd|training",)),
-    "noncontiguous": (5, ("inference",)),
-    "special_values": (5, ("inference", "ieee754")),
-    # argument switch points x value classes, shrunk and kept in a corpus (cases/explore/, docs/exploration.md)
-    "explore": (2, ("inference",)),
-    # the op's forms (method, in-place, out=, decomposition) against its functional form, on the device
-    # alone: bit for bit where one kernel serves both (cases/opinfo/agree.py)
-    "agree": (3, ("inference",)),
-}
-# Kinds whose runner is not this suite's own.
-RUNNERS = {"explore": "torchcts.cases.explore.run:run", "agree": "torchcts.cases.opinfo.agree:run"}
 FAMILY_LEVEL = 5
 # error_inputs take no dtype: one errors case per op, under this dtype when the op supports it.
 ERRORS_DTYPE = "float32"
 
 
-def op_key(op: Any) -> str:
-    return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
-
-
 def _dtype_names(dtypes: Iterable[torch.dtype]) -> set[str]:
     return {str(d).removeprefix("torch.") for d in dtypes}
-
-
-def _has(variant: Any) -> bool:
-    return variant is not None and callable(variant)
 
 
 def errors_dtype(supported: set[str]) -> str | None:
@@ -60,28 +33,6 @@ def errors_dtype(supported: set[str]) -> str | None:
     if ERRORS_DTYPE in supported:
         return ERRORS_DTYPE
     return next((d for d in DTYPES if d in supported), None)
-
-
-def kinds_for(op: Any, dtype: str, backward_dtypes: set[str], errors_in: str | None) -> list[tuple[str, str | None]]:
-    """(kind, not_applicable reason or None) for one supported dtype of an op."""
-    dt = getattr(torch, dtype)
-    floating = dt.is_floating_point or dt.is_complex
-    out: list[tuple[str, str | None]] = [("forward", None)]
-    if _has(op.method_variant):
-        out.append(("method", None))
-    if _has(op.inplace_variant):
-        out.append(("inplace", None))
-    if op.supports_out:
-        out.append(("out", None))
-    if op.error_inputs_func is not None and dtype == errors_in:
-        out.append(("errors", None))
-    if op.supports_autograd and floating:
-        why = None if dtype in backward_dtypes else f"{op_key(op)} has no CPU backward for {dtype}"
-        out.append(("backward", why))
-    out.append(("noncontiguous", None))
-    if floating:
-        out.append(("special_values", None))
-    return out
 
 
 def explores(op: Any, oracle: str) -> bool:
@@ -107,12 +58,12 @@ def agrees(op: Any, oracle: str) -> bool:
     if oracle != "cpu":
         return False
     aten = (op.aten_name or op.name).split(".", 1)[0]
-    return (_has(op.method_variant) or _has(op.inplace_variant) or bool(op.supports_out)
+    return (has_variant(op.method_variant) or has_variant(op.inplace_variant) or bool(op.supports_out)
             or aten in _decomposed_packets())
 
 
 def _case(op: Any, key: str, dtype: str, kind: str, aten: str, oracle: str, why: str | None) -> Case:
-    level, requires = KINDS[kind]
+    level, requires = KINDS[kind].level, KINDS[kind].requires
     if op.name.split(".", 1)[0] == "sparse" or op.name == "to_sparse":
         requires = (*requires, "sparse")  # its samples or outputs are sparse tensors
     if namespace(op) is not None:
@@ -128,7 +79,7 @@ def _case(op: Any, key: str, dtype: str, kind: str, aten: str, oracle: str, why:
         id=f"{SUITE}/{key}/{dtype}/{kind}",
         suite=SUITE,
         level=level,
-        runner=RUNNERS.get(kind, RUNNER),
+        runner=KINDS[kind].runner,
         params={"op": op.name, "variant": op.variant_test_name, "kind": kind, "dtype": dtype},
         ops=(ops,),
         dtype=dtype,
@@ -147,6 +98,7 @@ def op_cases(op: Any) -> list[Case]:
     supported = _dtype_names(op.supported_dtypes("cpu"))
     backward = _dtype_names(op.supported_backward_dtypes("cpu")) if op.supports_autograd else set()
     agree, explore = agrees(op, oracle), explores(op, oracle)  # per op, whatever the dtype
+    errors_in = errors_dtype(supported)
     cases: list[Case] = []
     # DTYPES, then any dtype the OpInfo declares that DTYPES does not name (a release's new dtype,
     # bcomplex32 in 2.14): covered by the generic machinery the day it ships, never silently absent
@@ -157,12 +109,9 @@ def op_cases(op: Any) -> list[Case]:
             why = f"{key} is not supported for {dtype} on CPU (the oracle)"
             cases.append(_case(op, key, dtype, "forward", aten, oracle, why))
             continue
-        for kind, why in kinds_for(op, dtype, backward, errors_dtype(supported)):
-            cases.append(_case(op, key, dtype, kind, aten, oracle, why))
-        if agree:
-            cases.append(_case(op, key, dtype, "agree", aten, oracle, None))
-        if explore and dtype in DTYPES:  # the value generators know DTYPES' dtypes only
-            cases.append(_case(op, key, dtype, "explore", aten, oracle, None))
+        slot = Slot(op, dtype, frozenset(backward), errors_in, agree, explore, dtype in DTYPES)
+        cases.extend(_case(op, key, dtype, kind.name, aten, oracle, kind.unsupported(slot))
+                     for kind in KINDS.values() if kind.applies(slot))
     return cases
 
 

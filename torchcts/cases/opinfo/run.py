@@ -10,6 +10,7 @@ error or crash names the sample too.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
 import warnings
 from collections.abc import Callable, Iterator
@@ -26,6 +27,7 @@ from torchcts.cases.opinfo import out_layouts, recheck
 from torchcts.cases.opinfo.confined import candidates
 from torchcts.cases.opinfo.effects import Repeat, Retained, check_arguments, recast
 from torchcts.cases.opinfo.error_types import device_class_errors
+from torchcts.cases.opinfo.kinds import runs
 from torchcts.cases.opinfo.samples import (
     copy_sample,
     describe_sample,
@@ -732,28 +734,24 @@ def run_backward(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
     each_sample(ctx, op, dtype, lambda sample: check_backward(ctx, op, sample), requires_grad=True)
 
 
+def run_forward(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
+    _functional(ctx, op, dtype, op.op, with_truth=True)
+
+
+def run_method(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
+    _functional(ctx, op, dtype, op.method_variant)
+
+
+def run_noncontiguous(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
+    _functional(ctx, op, dtype, op.op, transform=_noncontiguous)
+
+
 def run(ctx: CaseContext, *, op: str, variant: str = "", kind: str, dtype: torch.dtype) -> None:
-    """The runner of every opinfo case (see build.py for the params)."""
+    """The runner of every opinfo case whose kind (cases/opinfo/kinds.py) names no runner of its own."""
+    module, _, name = runs(kind).partition(":")
+    entry = getattr(importlib.import_module(module), name)
     info = lookup(op, variant)
     ctx.describe(op=op, variant=variant, dtype=str(dtype).removeprefix("torch."), kind=kind)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if kind == "forward":
-            _functional(ctx, info, dtype, info.op, with_truth=True)
-        elif kind == "method":
-            _functional(ctx, info, dtype, info.method_variant)
-        elif kind == "noncontiguous":
-            _functional(ctx, info, dtype, info.op, transform=_noncontiguous)
-        elif kind == "special_values":
-            run_special(ctx, info, dtype)
-        elif kind == "inplace":
-            run_inplace(ctx, info, dtype)
-        elif kind == "out":
-            run_out(ctx, info, dtype)
-        elif kind == "errors":
-            run_errors(ctx, info, dtype)
-        elif kind == "backward":
-            run_backward(ctx, info, dtype)
-        else:
-            # Our bug (a case built with a kind this runner lacks), never a quiet not_applicable.
-            raise ValueError(f"unknown opinfo case kind {kind!r}: cases/opinfo/build.py: KINDS and this runner disagree")
+        entry(ctx, info, dtype)
