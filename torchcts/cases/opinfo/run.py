@@ -129,18 +129,24 @@ def reference_call(fn: Callable[..., Any], sample: Any, transform: Callable[[Any
     the device's if `transform` is given (`seen` gets it before the call); SkipSample when the CPU
     rejects the sample. Not observed: the CPU reference is TorchCTS's work, not the device's
     (cases/observe.py)."""
-    try:
+    with cpu_accepts():
         cpu = copy_sample(sample, "cpu")
         cpu = transform(cpu) if transform is not None else cpu
+    if seen is not None:
+        seen(cpu)
+    with cpu_accepts():
+        return cpu, call(fn, cpu, **extra)
+
+
+@contextmanager
+def cpu_accepts() -> Iterator[None]:
+    """Around CPU's part of one sample (the reference): an exception there is CPU rejecting the sample,
+    which makes it uncheckable (SkipSample, counted by each_sample), never the device's failure."""
+    try:
+        yield
     except SkipSample:
         raise
     except Exception as exc:  # noqa: BLE001 - any CPU rejection makes the sample uncheckable
-        raise SkipSample(f"CPU raises {type(exc).__name__}") from None
-    if seen is not None:
-        seen(cpu)
-    try:
-        return cpu, call(fn, cpu, **extra)
-    except Exception as exc:  # noqa: BLE001 - as above
         raise SkipSample(f"CPU raises {type(exc).__name__}") from None
 
 
@@ -487,11 +493,8 @@ def check_inplace(ctx: CaseContext, op: Any, sample: Any, category: str, exact: 
         call(fn, cpu)
         return cpu.input
 
-    with unobserved():
-        try:
-            want = cpu_call(sample)
-        except Exception as exc:  # noqa: BLE001
-            raise SkipSample(f"CPU raises {type(exc).__name__}") from None
+    with unobserved(), cpu_accepts():
+        want = cpu_call(sample)
     require_claimed(ctx, (sample.input, sample.args, sample.kwargs), want)
     with claimed_if_failing(ctx, lambda: cpu_call(sample)):
         dev = copy_sample(sample, ctx.device)
@@ -675,14 +678,9 @@ def check_backward(ctx: CaseContext, op: Any, sample: Any) -> None:
     """One sample of backward: the gradients of the summed outputs on the device against CPU's."""
     with unobserved():
         cpu = copy_sample(sample, "cpu")
-    try:
-        with unobserved():
-            forward = call(op.op, cpu)
-            expected = gradients(op, cpu, forward)
-    except SkipSample:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        raise SkipSample(f"CPU raises {type(exc).__name__}") from None
+    with unobserved(), cpu_accepts():
+        forward = call(op.op, cpu)
+        expected = gradients(op, cpu, forward)
     # the forward's outputs are the device's too (eig of float32: complex64), as check_call's are
     require_claimed(ctx, (sample.input, sample.args, sample.kwargs), forward, expected)
     def cpu_again() -> Any:
