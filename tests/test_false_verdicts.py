@@ -20,6 +20,7 @@ from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.cases.context import CaseContext
 from torchcts.cases.explore import host_rule
+from torchcts.cases.explore.run import _refused
 from torchcts.cases.model import Case, NotClaimed
 from torchcts.cases.opinfo import recheck
 from torchcts.cases.opinfo import run as opinfo_run
@@ -451,6 +452,27 @@ def test_a_non_blocking_copy_to_the_host_needs_the_pinned_memory_claim() -> None
 
     downloads = [c for c in suite_cases("transfers") if c.id.startswith("transfers/to_host/")]
     assert downloads and all("pinned_memory" in c.requires for c in downloads)
+
+
+def test_an_opinfo_sample_copying_to_the_host_without_blocking_needs_the_pinned_memory_claim() -> None:
+    """OpInfo's `to` samples include to('cpu', float64, True, True): pytorch_ocl (float64 claimed, no
+    pinned allocator) failed to/float64 forward, method, backward, noncontiguous, agree and explore with
+    'implement getPinnedMemoryAllocator', a claim it never made."""
+    to = lookup("to")
+    x = torch.randn(3)
+    asking = [SampleInput(x, args=("cpu", torch.float64, True, True)),
+              SampleInput(x, args=(torch.device("cpu"),), kwargs={"non_blocking": True})]
+    plain = [SampleInput(x, args=("cpu", torch.float64, False, True)), SampleInput(x, args=(torch.float64, True))]
+    unclaimed = _ctx("to", capabilities={**validation_manifest().capabilities, "pinned_memory": False})
+    claimed = _ctx("to", capabilities={**validation_manifest().capabilities, "pinned_memory": True})
+    for sample in asking:
+        with pytest.raises(opinfo_run.UnclaimedSample, match="pinned_memory"):
+            opinfo_run.require_pinned(unclaimed, to, sample)
+        opinfo_run.require_pinned(claimed, to, sample)  # claimed: it runs
+    for sample in plain:  # blocking, or to the device: nothing pinned
+        opinfo_run.require_pinned(unclaimed, to, sample)
+    stats = {"dropped": 0}
+    assert _refused(unclaimed, to, asking[0], None, stats, 4) and stats == {"dropped": 4, "pinned_memory": 1}
 
 
 def test_show_skips_counts_a_runtime_not_claimed_under_its_dtype() -> None:

@@ -151,3 +151,13 @@ def test_a_gradient_through_an_overflowed_forward_is_dropped_whole():
         _within_ieee754(op, gradient_check)(sample)
     with pytest.raises(NotIeee754):
         _within_ieee754(op, gradient_check, gradient=True)(sample)
+
+
+def test_float64_extremes_are_measured_without_overflowing_python():
+    """float(1.8e308) ** 2 raised OverflowError inside the check (kthvalue/float64 explore, an error)."""
+    def check(sample: SampleInput) -> None:
+        expected = sample.input.max().reshape(1)  # finite; the 'device' overflows
+        assert_matches(torch.full_like(expected, float("inf")), expected, TOL)
+
+    with pytest.raises(BeyondRange):
+        _within_range(check)(SampleInput(torch.tensor([1.7976931348623157e308, 0.0], dtype=torch.float64)))

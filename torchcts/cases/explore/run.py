@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,6 +36,7 @@ from torchcts.cases.opinfo.kinds import KINDS, Slot
 from torchcts.cases.opinfo.run import (
     SkipSample,
     UnclaimedSample,
+    asks_pinned_host_copy,
     check_backward,
     check_call,
     check_inplace,
@@ -113,7 +115,7 @@ def _squares_overflow(sample: Any) -> bool:
     for t in tensors:
         if t.is_floating_point() and t.layout == torch.strided and t.numel():
             finite = t.detach().abs()[torch.isfinite(t.detach())]
-            if finite.numel() and float(finite.max()) ** 2 > float(torch.finfo(t.dtype).max):
+            if finite.numel() and float(finite.max()) > math.sqrt(float(torch.finfo(t.dtype).max)):
                 return True
     return False
 
@@ -249,9 +251,12 @@ def _refused(ctx: CaseContext, op: Any, sample: Any, recipe: str | None, stats: 
     """A sample outside what the device must do, dropped like an input CPU rejects and counted: its host
     operand (placement.py) refused by PyTorch's own device rule (`host_refused`, host_rule.py), or a
     NaN or an infinity among its inputs where the manifest does not claim `ieee754` (`not_ieee754`: the
-    special_values kind needs that claim too)."""
+    special_values kind needs that claim too), or a non-blocking copy to the host where it does not claim
+    `pinned_memory` (`pinned_memory`, op facts `pins_on_host`)."""
     if not ctx.claims("ieee754") and _nonfinite(sample):
         key = "not_ieee754"
+    elif not ctx.claims("pinned_memory") and asks_pinned_host_copy(op, sample):
+        key = "pinned_memory"
     elif placement.moved(recipe) and host_rule.refusal(op.op, sample) is not None:
         key = "host_refused"
     else:

@@ -70,6 +70,25 @@ def require_claimed(ctx: CaseContext, *objs: Any) -> None:
             raise UnclaimedSample(f"a tensor of the unclaimed dtype {str(t.dtype).removeprefix('torch.')}")
 
 
+def asks_pinned_host_copy(op: Any, sample: Any) -> bool:
+    """Whether the sample asks a non-blocking copy to the host (op facts `pins_on_host`): a CPU target
+    among its arguments, and non_blocking= or, positionally, its first bool argument true."""
+    if not FACTS.has("pins_on_host", op.name, op.variant_test_name):
+        return False
+    given = (*sample.args, *sample.kwargs.values())
+    to_host = any((isinstance(x, str) and x == "cpu") or (isinstance(x, torch.device) and x.type == "cpu")
+                  for x in given)
+    flags = [x for x in sample.args if isinstance(x, bool)]
+    return to_host and bool(sample.kwargs.get("non_blocking", flags[0] if flags else False))
+
+
+def require_pinned(ctx: CaseContext, op: Any, sample: Any) -> None:
+    """UnclaimedSample where the sample asks a non-blocking copy to the host and `pinned_memory` is not
+    claimed: pinning is that claim's question, as in the transfers suite."""
+    if not ctx.claims("pinned_memory") and asks_pinned_host_copy(op, sample):
+        raise UnclaimedSample("a non-blocking copy to the host, which pins memory (pinned_memory not claimed)")
+
+
 @contextmanager
 def claimed_if_failing(ctx: CaseContext, cpu_again: Callable[[], Any]) -> Iterator[None]:
     """Around the device's part of one check (functional, in-place, out=, backward alike): a failure
@@ -166,6 +185,7 @@ def each_sample(ctx: CaseContext, op: Any, dtype: torch.dtype | None, body: Call
         real = getattr(sample, "sample_input", sample)
         ctx.describe(sample_index=i, sample=describe_sample(real), repro=_repro(ctx, i))
         try:
+            require_pinned(ctx, op, real)
             body(sample)
         except SkipSample as why:
             skipped[str(why)] = skipped.get(str(why), 0) + 1

@@ -46,6 +46,9 @@ KINDS: dict[str, str] = {
     "strengthen": "the op's samples are rewritten to tell a right result from a wrong one (value: the rewrite "
                   "and its arguments, cases/opinfo/strengthen.py: REWRITES)",
     "device_policy": "the sample's options are resolved per device type before computing, on both sides",
+    "pins_on_host": "a non-blocking copy to the host pins the host tensor on a device (`to('cpu', ..., "
+                    "non_blocking=True)`: non_blocking= or the first bool argument): a sample asking for one needs "
+                    "the pinned_memory claim",
     "writes_through_view": "writes a source through the strided view its arguments describe (value: the indices "
                            "into the sample's args of its size, stride and storage offset): a view overlapping itself "
                            "leaves which write lands last, so the result, undefined",

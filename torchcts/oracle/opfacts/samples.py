@@ -1,4 +1,5 @@
-"""How an op's OpInfo samples are prepared (kinds `strengthen`, `device_policy`, `writes_through_view`): the op facts
+"""How an op's OpInfo samples are prepared (kinds `strengthen`, `device_policy`, `writes_through_view`,
+`pins_on_host`): the op facts
 cases/opinfo/ reads (strengthen.py, samples.py).
 
 `strengthen`'s value names the rewrite (and its arguments) cases/opinfo/strengthen.py applies to
@@ -47,6 +48,11 @@ FACTS: tuple[Fact, ...] = (
          "its `options=` (acc_policy 'auto', chunk size) are resolved per device type before computing: both sides "
          "get the device's resolution, or CPU's reference runs another algorithm",
          "torch/nn/functional.py: LinearCrossEntropyOptions._adjust"),
+    Fact("pins_on_host", ("to",),
+         "OpInfo's samples of `to` include to('cpu', dtype, True, True): on a device, a non-blocking copy to the "
+         "host allocates pinned memory (pytorch_ocl: 'implement getPinnedMemoryAllocator'), which the manifest "
+         "claims apart, as the transfers suite's non-blocking downloads need it",
+         "aten/src/ATen/native/TensorConversions.cpp: _to_copy (pin_out)"),
     Fact("writes_through_view", ("as_strided_scatter",),
          "copies src into self.as_strided(size, stride, storage_offset); with strides that overlap (explored: "
          "(8, 1, 2, 1) for size (2, 2, 2, 2)) two src elements land on one element, in an order nobody defines "
