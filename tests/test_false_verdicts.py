@@ -475,6 +475,17 @@ def test_an_opinfo_sample_copying_to_the_host_without_blocking_needs_the_pinned_
     assert _refused(unclaimed, to, asking[0], None, stats, 4) and stats == {"dropped": 4, "pinned_memory": 1}
 
 
+def test_item_of_many_elements_asks_the_defined_call() -> None:
+    """query_mutation/item demanded CPU's answer of aten::_local_scalar_dense on 12 elements (its first:
+    CPU's kernel reads without checking); pytorch_ocl's refuses, in every dtype. item() checks and
+    raises on both: error parity, the defined question."""
+    from torchcts.cases.suites import query_mutation
+
+    ctx = _ctx("item")
+    query_mutation.item(ctx, torch.float32)
+    assert ctx.info["checks"] == {"item": "checked", "many": "raises"}
+
+
 def test_show_skips_counts_a_runtime_not_claimed_under_its_dtype() -> None:
     """`polar/float32` found at run time to need complex64 is counted under complex64, the claim that runs it."""
     from torchcts.results.records import CaseRecord
