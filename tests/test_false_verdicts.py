@@ -16,6 +16,7 @@ import dataclasses
 
 import pytest
 import torch
+from helpers.marked_device import marked_device
 from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.cases.context import CaseContext
@@ -297,23 +298,12 @@ def test_a_backward_whose_forward_is_of_an_unclaimed_dtype_is_not_claimed() -> N
 
 
 def _refusing_complex(mp: pytest.MonkeyPatch) -> None:
-    """The device (a CPU copy marked as the device's) refuses what computes in complex64, as pytorch_ocl
-    does ('Unsupported data type:ComplexFloat'); CPU copies run as usual."""
-    plain_copy, plain_call = opinfo_run.copy_sample, opinfo_run.call
+    """The device refuses what computes in complex64, as pytorch_ocl does ('Unsupported data
+    type:ComplexFloat'); CPU copies run as usual."""
+    def refuse(fn, sample):
+        raise RuntimeError("Unsupported data type:ComplexFloat")
 
-    def copy(s, device):
-        out = plain_copy(s, device)
-        if isinstance(device, torch.device):
-            out.input.on_device = True
-        return out
-
-    def call(fn, sample, **extra):
-        if getattr(sample.input, "on_device", False):
-            raise RuntimeError("Unsupported data type:ComplexFloat")
-        return plain_call(fn, sample, **extra)
-
-    mp.setattr(opinfo_run, "copy_sample", copy)
-    mp.setattr(opinfo_run, "call", call)
+    marked_device(mp, refuse)
 
 
 def test_every_kind_takes_a_failure_computed_in_an_unclaimed_dtype_as_unclaimed() -> None:

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from helpers.marked_device import marked_device
 from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.cases.context import CaseContext
@@ -36,25 +37,6 @@ def _ctx() -> CaseContext:
     return CaseContext(device=torch.device("cpu"), manifest=manifest, case=case)
 
 
-def _device(mp: pytest.MonkeyPatch, answer) -> None:
-    """The 'device' (a CPU copy marked as the device's) computes `answer(fn, sample)`; CPU as usual."""
-    plain_copy, plain_call = opinfo_run.copy_sample, opinfo_run.call
-
-    def copy(s, device):
-        out = plain_copy(s, device)
-        if isinstance(device, torch.device):
-            out.input.on_device = True
-        return out
-
-    def call(fn, sample, **extra):
-        if getattr(sample.input, "on_device", False):
-            return answer(fn, sample)
-        return plain_call(fn, sample, **extra)
-
-    mp.setattr(opinfo_run, "copy_sample", copy)
-    mp.setattr(opinfo_run, "call", call)
-
-
 def _cancelling_first(fn, sample):
     """var as a kernel that sums the largest terms first (pytorch_ocl's answer): the -1.45 survives
     in the mean, -0.145, so the gradient at the zeros is 2 * 0.145 / 9 = 0.0322 where CPU's is 0."""
@@ -73,7 +55,7 @@ def test_a_gradient_within_the_rounding_of_a_cancelling_sample_passes():
     expected, = torch.autograd.grad(torch.var(cpu, True), [cpu])
     assert expected[1, 0] == 0 and got[1, 0] == pytest.approx(0.0322, rel=1e-2)  # outside any tolerance
     with pytest.MonkeyPatch.context() as mp:
-        _device(mp, _cancelling_first)
+        marked_device(mp, _cancelling_first)
         opinfo_run.check_backward(ctx, var, sample)
     assert ctx.verdict.precision.rescued >= 1
 
@@ -82,7 +64,7 @@ def test_a_wrong_gradient_on_a_well_conditioned_sample_still_fails():
     var = lookup("var", "unbiased")
     sample = SampleInput(torch.randn(5, 2).requires_grad_(), args=(True,))
     with pytest.MonkeyPatch.context() as mp:
-        _device(mp, lambda fn, s: fn(s.input * 1.01, *s.args))  # 2% off: no rounding of the inputs explains it
+        marked_device(mp, lambda fn, s: fn(s.input * 1.01, *s.args))  # 2% off: no rounding of the inputs explains it
         with pytest.raises(OracleMismatch):
             opinfo_run.check_backward(_ctx(), var, sample)
 
