@@ -60,12 +60,19 @@ def test_an_interrupt_while_the_folder_is_closed_waits_for_the_close(workdir, cl
         return real(*args, **kwargs)
 
     monkeypatch.setattr(ex, "finalize", finalize_hit_by_ctrl_c)
-    assert cli(["run", "--validation", "--case", ONE_CASE]) == 130
+    # the handler the test process started with (a shell's background job starts with SIGINT ignored)
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert cli(["run", "--validation", "--case", ONE_CASE]) == 130
+    finally:
+        after = signal.getsignal(signal.SIGINT)
+        signal.signal(signal.SIGINT, before)
     spec = _run_json(workdir)
     assert spec["status"] == "complete" and spec["totals"] == {"passed": 1}  # every case had run
     assert (latest_run(workdir) / "report.html").is_file()
     assert "writing the run's reports first" in capsys.readouterr().err
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    assert after is signal.default_int_handler  # put back
 
 
 def test_report_on_a_folder_left_running_says_what_happened(workdir, cli, capsys):

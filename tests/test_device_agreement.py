@@ -15,8 +15,9 @@ import torch
 from conftest import latest_run, records, run_cli
 
 from torchcts.cases.opinfo import kernels
-from torchcts.cases.opinfo.build import KINDS, op_cases
+from torchcts.cases.opinfo.build import op_cases
 from torchcts.cases.opinfo.kernels import kernel_of, rule
+from torchcts.cases.opinfo.kinds import KINDS
 from torchcts.cases.opinfo.samples import lookup
 from torchcts.cases.repro_builders import builder_for, has_script
 from torchcts.engine.selftest import SIM_MANIFEST, fault_catalog, run_one
@@ -79,7 +80,7 @@ def test_a_backend_kernel_of_its_own_counts_apart():
 # --- the cases ------------------------------------------------------------------------------------
 
 def test_agree_cases_are_built_where_an_op_has_a_second_form():
-    assert KINDS["agree"] == (3, ("inference",))
+    assert (KINDS["agree"].level, KINDS["agree"].requires) == (3, ("inference",))
     cases = {c.id: c for c in op_cases(lookup("tanh"))}
     case = cases["opinfo/tanh/float32/agree"]
     assert case.level == 3 and case.runner == "torchcts.cases.opinfo.agree:run" and case.not_applicable is None
@@ -98,7 +99,7 @@ def test_agree_cases_are_built_where_an_op_has_a_second_form():
 def test_agree_faults_are_registered():
     assert set(FAULTS) == {"tanh_inplace_ulp", "mean_out_reciprocal"}
     for f in FAULTS.values():
-        assert f["suite"] == "opinfo" and f["level"] == KINDS["agree"][0] and f["op"], f
+        assert f["suite"] == "opinfo" and f["level"] == KINDS["agree"].level and f["op"], f
 
 
 @pytest.mark.timeout(900)

@@ -183,7 +183,7 @@ def test_an_unknown_case_kind_is_our_error_not_a_quiet_not_applicable(op_db):
     """A case built with a kind the runner lacks must fail loudly (status error), never skip."""
     from torchcts.cases.context import CaseContext
     from torchcts.cases.model import NotApplicable
-    from torchcts.cases.opinfo.build import KINDS
+    from torchcts.cases.opinfo.kinds import KINDS
     from torchcts.cases.opinfo.run import run
 
     ctx = CaseContext(device=torch.device("cpu"), manifest=validation_manifest())
