@@ -454,7 +454,10 @@ def test_an_opinfo_sample_copying_to_the_host_without_blocking_needs_the_pinned_
               SampleInput(x, args=(torch.device("cpu"),), kwargs={"non_blocking": True})]
     plain = [SampleInput(x, args=("cpu", torch.float64, False, True)), SampleInput(x, args=(torch.float64, True))]
     unclaimed = _ctx("to", capabilities={**validation_manifest().capabilities, "pinned_memory": False})
+    opinfo_run.require_pinned(unclaimed, to, asking[0])  # on the CPU itself nothing is copied across or pinned
+    unclaimed.device = torch.device("meta")  # any other device: its copy to the host pins
     claimed = _ctx("to", capabilities={**validation_manifest().capabilities, "pinned_memory": True})
+    claimed.device = torch.device("meta")
     for sample in asking:
         with pytest.raises(opinfo_run.UnclaimedSample, match="pinned_memory"):
             opinfo_run.require_pinned(unclaimed, to, sample)

@@ -255,7 +255,7 @@ def _refused(ctx: CaseContext, op: Any, sample: Any, recipe: str | None, stats: 
     `pinned_memory` (`pinned_memory`, op facts `pins_on_host`)."""
     if not ctx.claims("ieee754") and _nonfinite(sample):
         key = "not_ieee754"
-    elif not ctx.claims("pinned_memory") and asks_pinned_host_copy(op, sample):
+    elif not ctx.claims("pinned_memory") and asks_pinned_host_copy(op, sample, ctx.device):
         key = "pinned_memory"
     elif placement.moved(recipe) and host_rule.refusal(op.op, sample) is not None:
         key = "host_refused"

@@ -70,10 +70,11 @@ def require_claimed(ctx: CaseContext, *objs: Any) -> None:
             raise UnclaimedSample(f"a tensor of the unclaimed dtype {str(t.dtype).removeprefix('torch.')}")
 
 
-def asks_pinned_host_copy(op: Any, sample: Any) -> bool:
-    """Whether the sample asks a non-blocking copy to the host (op facts `pins_on_host`): a CPU target
-    among its arguments, and non_blocking= or, positionally, its first bool argument true."""
-    if not FACTS.has("pins_on_host", op.name, op.variant_test_name):
+def asks_pinned_host_copy(op: Any, sample: Any, device: torch.device) -> bool:
+    """Whether the sample asks a non-blocking copy from `device` to the host (op facts `pins_on_host`):
+    a CPU target among its arguments, and non_blocking= or, positionally, its first bool argument true.
+    On the CPU itself nothing is copied across, nothing pinned."""
+    if device.type == "cpu" or not FACTS.has("pins_on_host", op.name, op.variant_test_name):
         return False
     given = (*sample.args, *sample.kwargs.values())
     to_host = any((isinstance(x, str) and x == "cpu") or (isinstance(x, torch.device) and x.type == "cpu")
@@ -85,7 +86,7 @@ def asks_pinned_host_copy(op: Any, sample: Any) -> bool:
 def require_pinned(ctx: CaseContext, op: Any, sample: Any) -> None:
     """UnclaimedSample where the sample asks a non-blocking copy to the host and `pinned_memory` is not
     claimed: pinning is that claim's question, as in the transfers suite."""
-    if not ctx.claims("pinned_memory") and asks_pinned_host_copy(op, sample):
+    if not ctx.claims("pinned_memory") and asks_pinned_host_copy(op, sample, ctx.device):
         raise UnclaimedSample("a non-blocking copy to the host, which pins memory (pinned_memory not claimed)")
 
 
