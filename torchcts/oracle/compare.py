@@ -44,26 +44,18 @@ def finite_only(device_too: bool = False) -> Iterator[None]:
         _FINITE_ONLY.reset(token)
 
 
-def _finite_parts(a: torch.Tensor, e: torch.Tensor, device_too: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """`a` and `e` with 0 on both sides where `e` (`device_too`: or `a`) is not finite (floating and complex only)."""
-    if not (e.is_floating_point() or e.is_complex()) or a.shape != e.shape:
-        return a, e
-    keep = torch.isfinite(e) & torch.isfinite(a) if device_too and (a.is_floating_point() or a.is_complex()) \
-        else torch.isfinite(e)
-    if bool(keep.all()):
-        return a, e
-    return torch.where(keep, a, torch.zeros_like(a)), torch.where(keep, e, torch.zeros_like(e))
-
-
 def compared_parts(a: torch.Tensor, e: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """`a` and `e` as finite_only() compares them, and the mask of the elements kept (None: all)."""
-    mode = _FINITE_ONLY.get()
-    if mode is None:
+    """`a` and `e` as finite_only() compares them (0 on both sides where `e`, with `device_too` also
+    `a`, is not finite; floating and complex only), and the mask of the elements kept (None: all)."""
+    device_too = _FINITE_ONLY.get()
+    if device_too is None or not (e.is_floating_point() or e.is_complex()) or a.shape != e.shape:
         return a, e, None
-    a2, e2 = _finite_parts(a, e, mode)
-    if a2 is a and e2 is e:
+    keep = torch.isfinite(e)
+    if device_too and (a.is_floating_point() or a.is_complex()):
+        keep &= torch.isfinite(a)
+    if bool(keep.all()):
         return a, e, None
-    return a2, e2, torch.isfinite(e) & (torch.isfinite(a) if mode else torch.ones_like(e, dtype=torch.bool))
+    return torch.where(keep, a, torch.zeros_like(a)), torch.where(keep, e, torch.zeros_like(e)), keep
 
 
 def resolve_tolerance(tol: TolSpec, dtype: torch.dtype) -> Tolerance:

@@ -110,9 +110,7 @@ def _within_range(check: Check) -> Check:
 def _squares_overflow(sample: Any) -> bool:
     """Whether a finite input's square overflows its dtype (a NaN or an infinity among the inputs is
     special_values' question, never this one's: logsumexp of all -inf must still be -inf)."""
-    leaves = leaves_of((sample.input, sample.args, sample.kwargs))
-    tensors = [x.value if isinstance(x, HostArg) else x for x in leaves if isinstance(x, (torch.Tensor, HostArg))]
-    for t in tensors:
+    for t in _tensors(sample):
         if t.is_floating_point() and t.layout == torch.strided and t.numel():
             finite = t.detach().abs()[torch.isfinite(t.detach())]
             if finite.numel() and float(finite.max()) > math.sqrt(float(torch.finfo(t.dtype).max)):
@@ -267,10 +265,14 @@ def _refused(ctx: CaseContext, op: Any, sample: Any, recipe: str | None, stats: 
 
 
 def _nonfinite(sample: Any) -> bool:
-    leaves = leaves_of((sample.input, sample.args, sample.kwargs))
-    tensors = [x.value if isinstance(x, HostArg) else x for x in leaves if isinstance(x, (torch.Tensor, HostArg))]
     return any((t.is_floating_point() or t.is_complex()) and t.layout == torch.strided and t.numel()
-               and not bool(torch.isfinite(t).all()) for t in tensors)
+               and not bool(torch.isfinite(t).all()) for t in _tensors(sample))
+
+
+def _tensors(sample: Any) -> list[torch.Tensor]:
+    """The sample's tensors, a placed host operand's (HostArg) included."""
+    leaves = leaves_of((sample.input, sample.args, sample.kwargs))
+    return [x.value if isinstance(x, HostArg) else x for x in leaves if isinstance(x, (torch.Tensor, HostArg))]
 
 
 def _replay(ctx: CaseContext, op: Any, case_id: str, checks: dict[str, Check], stats: dict[str, int]) -> None:

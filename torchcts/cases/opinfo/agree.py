@@ -145,12 +145,15 @@ class _Agree:
         require_claimed(self.ctx, (sample.input, sample.args, sample.kwargs), expected)
         # as every other kind: a failure where CPU computes through an unclaimed dtype is no claim's
         # (fft.hfft of float32 computes in complex64: pytorch_ocl refuses it, not_claimed elsewhere)
-        with claimed_if_failing(self.ctx, lambda: reference(self.op.op, sample)):
+        def cpu_again() -> Any:
+            return reference(self.op.op, sample)
+
+        with claimed_if_failing(self.ctx, cpu_again):
             functional = self._functional(sample)
         checked = 0
         for form in FORMS:
             try:
-                with claimed_if_failing(self.ctx, lambda: reference(self.op.op, sample)):
+                with claimed_if_failing(self.ctx, cpu_again):
                     self._pair(form, sample, functional)
             except UnclaimedSample:
                 raise
