@@ -6,7 +6,7 @@ crashing run asks, runs twice on the sim loaded as OpenReg is (a backend PyTorch
 known fork-safe, bench/crash.py's `--autoload`: cases never fork, each crash costs a replacement
 worker): clean, then crashing, `--pairs` times alternating. The cost of one crash is the wall
 difference over the crashes (the run's critical path: the other worker goes on meanwhile), and a
-replacement's latency is the time from the dead worker's last finished case to its replacement's
+replacement's latency is the time from the crashed case's start to its replacement's
 first case (`replacement_s`, from cases.jsonl: the k-th crash's worker is replaced by the k-th new
 worker id; what issue 48 measured on OpenReg as 17 s a dead worker). `--crashing-only` skips the
 clean runs. `--opinfo` makes every case import PyTorch's OpInfo database first, as
@@ -14,8 +14,12 @@ an OpInfo case does (a replacement worker pays that import again). `--path` pick
 replacement starts: `server` (the run's fork server, workers/crash_server.py; the default) or `fresh`
 (TORCHCTS_CRASH_SERVER=0: a new python each time).
 
+`--ocl` measures a real backend instead: pytorch_ocl on PoCL (../shared/backends on PYTHONPATH),
+OpInfo cases in uint8 at level 8 whose kernels kill the process (bilinear interpolation, tanh)
+among ops that pass (OCL_SELECTION), crashing runs only: the replacement latencies.
+
     PYTHONPATH=. python3 bench/crash_cost.py [--crashes 6] [--cases 30] [--case-s 1] [--opinfo] [--path server|fresh]
-                                             [--pairs 2] [--out bench/results-crash-cost.json]
+                                             [--pairs 2] [--ocl] [--out bench/results-crash-cost.json]
 """
 
 from __future__ import annotations
@@ -56,26 +60,43 @@ def k(ctx, dtype, **params):
 
 
 def replacements(results: Path) -> list[float]:
-    """Seconds from each dead worker's last finished case to its replacement's first case."""
+    """Seconds from each crashed case's start (its record's `started_at`, the dead worker's start
+    marker) to its replacement's first case: the k-th crash's worker is replaced by the k-th new
+    worker id (xdist names them in order)."""
     sys.path.insert(0, str(HERE.parent))
     from torchcts.results import rundir
 
     run = rundir.latest_run(results)
     assert run is not None, f"no run under {results}"
-    recs = list(rundir.read_records(run))
-    ran = [r for r in recs if r.started_at is not None and r.worker]
-    first = {}
-    last_end = {}
-    for r in sorted(ran, key=lambda r: r.started_at):
+    recs = [r for r in rundir.read_records(run) if r.started_at is not None and r.worker]
+    first: dict[str, float] = {}
+    for r in sorted(recs, key=lambda r: r.started_at):
         first.setdefault(r.worker, r.started_at)
-        last_end[r.worker] = max(last_end.get(r.worker, 0.0), r.started_at + (r.duration_s or 0.0))
-    dead = sorted(last_end[r.worker] for r in recs if r.status == "crashed" and r.worker in last_end)
+    crashes = sorted(r.started_at for r in recs if r.status == "crashed")
     originals = sorted(first, key=first.get)[:2]
-    new = sorted((t for w, t in first.items() if w not in originals))
-    return [round(b - a, 2) for a, b in zip(dead, new, strict=False) if b > a]
+    new = sorted(t for w, t in first.items() if w not in originals)
+    return [round(b - a, 2) for a, b in zip(crashes, new, strict=False) if b > a]
 
 
-def one_run(root: Path, crash: bool, path: str, workers: str) -> dict[str, object]:
+OCL_MANIFEST = HERE.parent / "tests" / "helpers" / "ocl_crash_manifest.py"
+# pytorch_ocl's uint8 kernels that kill the process (SIGSEGV/SIGABRT), among ops whose cases pass or fail
+OCL_SELECTION = ["--level", "8", "--suite", "opinfo", "--dtype", "uint8",
+                 *[a for op in ("nn.functional.interpolate.bilinear", "nn.functional.upsample_bilinear", "tanh",
+                                "add", "mul", "sub", "neg", "abs", "bitwise_and", "maximum", "minimum",
+                                "bitwise_or", "clamp", "where")
+                   for a in ("--op", op)]]
+
+
+def run_args(cwd: str, env: dict[str, str], ocl: bool) -> list[str]:
+    """The command of one run: the planted suite on the autoloaded sim, or pytorch_ocl's selection."""
+    if ocl:
+        return ["--device", "ocl:0", "--manifest", str(OCL_MANIFEST), *OCL_SELECTION]
+    extra, manifest = autoload_site(Path(cwd))
+    env.update(extra, PYTHONPATH=os.pathsep.join([extra["PYTHONPATH"], env["PYTHONPATH"]]))
+    return ["--device", "sim", *manifest, "--suite", "crashcost"]
+
+
+def one_run(root: Path, crash: bool, path: str, workers: str, ocl: bool = False) -> dict[str, object]:
     env = {**os.environ, "CI": "true", "TORCHCTS_EXTRA_SUITES": "crashcost=crashcost_suite",
            "PYTHONPATH": os.pathsep.join([str(root), str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
     if crash:
@@ -83,10 +104,8 @@ def one_run(root: Path, crash: bool, path: str, workers: str) -> dict[str, objec
     if path == "fresh":
         env["TORCHCTS_CRASH_SERVER"] = "0"
     with tempfile.TemporaryDirectory() as cwd:
-        extra, manifest = autoload_site(Path(cwd))
-        env.update(extra, PYTHONPATH=os.pathsep.join([extra["PYTHONPATH"], env["PYTHONPATH"]]))
-        args = [sys.executable, "-m", "torchcts", "run", "--device", "sim", *manifest, "--suite", "crashcost",
-                "--no-crash-budget", "--results-dir", f"{cwd}/results", "--", "-q", "-n", workers]
+        args = [sys.executable, "-m", "torchcts", "run", *run_args(cwd, env, ocl), "--no-crash-budget",
+                "--results-dir", f"{cwd}/results", "--", "-q", "-n", workers]
         load0, cpu0, start = os.getloadavg()[0], children_cpu(), time.perf_counter()
         r = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
         wall, cpu = time.perf_counter() - start, children_cpu() - cpu0
@@ -110,22 +129,26 @@ def main() -> int:
     p.add_argument("--pairs", type=int, default=2)
     p.add_argument("--crashing-only", action="store_true", help="no clean runs (replacement latency only)")
     p.add_argument("--workers", default="2")
+    p.add_argument("--ocl", action="store_true", help="pytorch_ocl's crashing uint8 kernels (crashing runs only)")
     p.add_argument("--out", type=Path, default=HERE / "results-crash-cost.json")
     a = p.parse_args()
+    if a.ocl:
+        a.crashing_only = True
     pairs = []
     with tempfile.TemporaryDirectory() as root:
         suite = SUITE.format(cases=a.cases, crashes=a.crashes, opinfo=a.opinfo, case_s=a.case_s)
         (Path(root) / "crashcost_suite.py").write_text(suite)
         for i in range(a.pairs):
             clean = None if a.crashing_only else one_run(Path(root), False, a.path, a.workers)
-            crashing = one_run(Path(root), True, a.path, a.workers)
+            crashing = one_run(Path(root), True, a.path, a.workers, a.ocl)
             n = int(crashing["crashed"])  # type: ignore[call-overload]
             per = round((float(crashing["wall_s"]) - float(clean["wall_s"])) / max(1, n), 2) if clean else None  # type: ignore[arg-type]
             pairs.append({"clean": clean, "crashing": crashing, "per_crash_s": per})
             print(f"pair {i + 1}: clean {clean['wall_s'] if clean else '-'} s, {n} crashes {crashing['wall_s']} s: "
                   f"{per} s a crash; replacements {crashing['replacement_s']} s "
                   f"(load {crashing['load_before']} -> {crashing['load_after']})", flush=True)
-    a.out.write_text(json.dumps({"path": a.path, "opinfo": a.opinfo, "cases": a.cases, "crashes": a.crashes,
+    a.out.write_text(json.dumps({"path": a.path, "backend": "pytorch_ocl" if a.ocl else "sim", "opinfo": a.opinfo,
+                                 "cases": a.cases, "crashes": a.crashes,
                                  "case_s": a.case_s,
                                  "workers": a.workers, "pairs": pairs}, indent=1) + "\n")
     print(f"wrote {a.out}")

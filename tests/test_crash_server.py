@@ -158,6 +158,11 @@ def test_which_runs_get_a_crash_server_and_what_it_imports(monkeypatch):
     assert crash_server.profile_for("cpu", None) == "full"
     assert crash_server.profile_for("sim", "torchcts.sim") == "backend:torchcts.sim"
     assert crash_server.profile_for("npu", "torch_npu") == "base"  # a device runtime: never before the fork
+    # A backend indifferent to what was imported before it: the OpInfo database under its name
+    assert crash_server.profile_for("ocl", "pytorch_ocl") == warm.profile_for("ocl", "pytorch_ocl") == "named:ocl"
+    assert preload.imports("named:ocl") == (*preload.PROFILES["base"], *preload.NAMED_IMPORTS)
+    assert preload.defers_autoload("named:ocl") and preload.defers_autoload("base")
+    assert not preload.defers_autoload("full") and not preload.defers_autoload("backend:torchcts.sim")
     # The backend before PyTorch's testing modules (they read the PrivateUse1 name at import).
     imports = preload.imports("backend:torchcts.sim")
     assert imports.index("torchcts.sim") < imports.index("torch.testing._internal.common_methods_invocations")
@@ -194,3 +199,58 @@ def test_a_checkout_on_the_servers_path_does_not_shadow_itself(tmp_path):
     (tmp_path / "torchcts").mkdir()
     (tmp_path / "torchcts" / "__init__.py").write_text("")
     assert checks.shadowed(str(tmp_path), frozenset({"torchcts"})) == "torchcts"
+
+
+NAMED_PRELOAD = """
+import json, sys, torch
+from torchcts.workers.zygote import preload
+hazard = preload.preload("named:ocl")
+from torch.testing._internal import common_utils
+import torch.testing._internal.common_methods_invocations as cmi
+out = {"hazard": hazard, "name": torch._C._get_privateuse1_backend_name(),
+       "native": "ocl" in common_utils.NATIVE_DEVICES, "autoload": preload.AUTOLOAD in __import__("os").environ}
+torch.utils.rename_privateuse1_backend("ocl")  # the backend's own import, after the fork: the same name again
+out["again"] = preload.name_privateuse1("ocl")
+out["other"] = preload.name_privateuse1("npu")
+print(json.dumps(out))
+"""
+
+
+def test_a_named_server_preloads_the_opinfo_database_under_the_backends_device_name(tmp_path):
+    """In a process of its own: renaming PrivateUse1 cannot be undone, and the sim in this one needs its own."""
+    env = {**os.environ, "PYTHONPATH": str(TESTS.parent)}
+    env.pop(preload.AUTOLOAD, None)
+    out = subprocess.run([sys.executable, "-c", NAMED_PRELOAD], env=env, cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.splitlines()[-1])
+    # PyTorch's testing modules read the name at import: the backend's name, as in a fresh worker
+    assert got == {"hazard": None, "name": "ocl", "native": True, "autoload": False, "again": None,
+                   "other": "found PrivateUse1 already named 'ocl', not 'npu'"}
+
+
+def test_a_launcher_waits_for_a_server_still_importing_and_not_for_a_gone_one(tmp_path):
+    """Between a run's first crash and its server's socket, replacements wait for the fork (a fresh
+    python beside the server's imports slows both); a server that let go of its lock is not waited for."""
+    from torchcts.workers.zygote import launcher, state
+
+    sock = str(tmp_path / "s")
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; sys.path.insert(0, sys.argv[1]); from torchcts.workers.zygote import state\n"
+        "lock = state.hold_lock(sys.argv[2]); print('held', flush=True); time.sleep(1.0)\n"
+        "open(sys.argv[2], 'w').close(); time.sleep(60)"), str(TESTS.parent), sock],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        start = time.monotonic()
+        launcher.wait_for_start(sock, limit_s=30)
+        # it returned because the socket came (1 s after the lock), not at its limit
+        assert os.path.exists(sock) and time.monotonic() - start < 30
+    finally:
+        holder.kill()
+        holder.wait()
+    os.unlink(sock)
+    assert state.holder(sock + ".lock") is None  # its lock went with it
+    start = time.monotonic()
+    launcher.wait_for_start(sock, limit_s=30)
+    assert time.monotonic() - start < 30  # nobody is starting: it does not wait out its limit

@@ -251,3 +251,33 @@ def _check_reports(run: Path, got: dict[str, dict]) -> None:
     # one root cause, one cluster: out= not resized on five ops
     triage = run_cli("report", str(run), "--triage", env={"PYTHONPATH": str(REPO)})
     assert "[5 cases] mismatch: out= into a resized destination: it kept its shape" in triage.stdout, triage.stdout
+
+
+CRASHING = ("tanh", "nn.functional.interpolate.bilinear")  # pytorch_ocl's uint8 kernels that kill the process
+
+
+def test_a_crash_is_replaced_by_a_fork_that_has_the_opinfo_database_already(ocl, tmp_path):
+    """Issue 48 item 5 on a real backend that cannot fork: the run's crash server preloads PyTorch's
+    OpInfo database under the device's name (warm.NAMED_BACKENDS), so a replacement forked from it
+    imports only the backend before its first case (no `warmup_s`); a crash stays a crash, with its
+    start on the record."""
+    args = ["run", "--device", "ocl:0", "--manifest", str(HELPERS / "ocl_crash_manifest.py"), "--level", "8",
+            "--suite", "opinfo", "--dtype", "uint8", "--no-crash-budget"]
+    for op in (*CRASHING, "add", "neg", "abs"):
+        args += ["--op", op]
+    ran = run_cli(*args, "--", "-n", "2", cwd=tmp_path, env=ocl, timeout=1200)
+    assert ran.returncode == 1, ran.stdout[-3000:] + ran.stderr[-3000:]
+    got = records(latest_run(tmp_path))
+    crashed = [r for r in got if r["status"] == "crashed"]
+    assert crashed and {r["id"].split("/")[1] for r in crashed} <= set(CRASHING), [(r["id"], r["message"]) for r in crashed]
+    assert all(r.get("started_at") for r in crashed if r.get("duration_s") is not None)
+    by_worker: dict[str, list[dict]] = {}
+    for r in got:
+        if r.get("started_at") and r.get("worker"):
+            by_worker.setdefault(r["worker"], []).append(r)
+    forked = [w for w, rs in by_worker.items() if w not in ("gw0", "gw1")
+              and any(r["status"] in ("passed", "failed") for r in rs) and not any(r.get("warmup_s") for r in rs)]
+    assert forked, {w: [(r["id"], r["status"], r.get("warmup_s")) for r in rs] for w, rs in by_worker.items()}
+    # what ran in a forked replacement has the verdicts a fresh worker gives: add and neg pass there
+    assert all(r["status"] == "passed" for w in forked for r in by_worker[w]
+               if r["op"] in ("add", "neg") and r["kind"] in ("forward", "method", "noncontiguous")), by_worker

@@ -323,7 +323,8 @@ def _death_record(case: Case, log: str | None, work_dir: Path | None, worker_id:
     if log is not None:
         info = parse_log(log, nodeid)
     record = CaseRecord.from_case(case, worker=worker_id, **exit_fields)
-    if info["start"] is not None:
+    if info["start"] is not None:  # when the case began, by the worker's start marker (a timeline's crashes)
+        record.started_at = round(info["start"], 3)
         record.duration_s = round(time.time() - info["start"], 3)
     tail = with_stderr(info["tail"], read_stderr(stderr_path(work_dir, worker_id) if work_dir else None))
     if tail:

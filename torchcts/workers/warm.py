@@ -25,6 +25,7 @@ from typing import Any
 
 from torchcts import settings
 from torchcts.workers.zygote import keys, state
+from torchcts.workers.zygote.preload import NAMED_PREFIX
 
 ENV = settings.env_name("warm")
 IDLE_S = 900.0  # a server with no worker for 15 minutes exits
@@ -40,10 +41,29 @@ def wanted(flag: bool | None) -> bool:
     return settings.interactive() if forced is None else forced
 
 
+# Backends whose import leaves the same state whether PyTorch's OpInfo database was imported before
+# it or not: it names PrivateUse1 (the same name again), registers its device module and kernels, and
+# patches nothing of torch.testing that the database copies at import. Their servers preload the
+# database under the backend's name ("named:DEVICE", workers/zygote/preload.py), which a replacement or
+# warm worker then does not import again (2.6 s of its start); the backend is imported after the fork.
+# Checked by reading the backend's Python and by tests/test_crash_server.py's run on pytorch_ocl; a
+# backend that monkeypatches torch (torch_npu) stays "base".
+NAMED_BACKENDS = {
+    "pytorch_ocl": "pytorch_dlprim: a C++ extension that registers 'ocl' and a torch.ocl module, nothing else",
+    "torch_openreg": "PyTorch's reference backend: renames PrivateUse1 'openreg', registers torch.openreg and "
+                     "generates the Tensor/Storage methods, nothing else",
+}
+
+
 def profile_for(device_type: str, backend_import: str | None) -> str:
     """What the server may import before the fork: everything for a plain CPU run; with a backend
-    module only what a fresh worker imports before the backend anyway (workers/zygote/preload.py)."""
-    return "full" if device_type == "cpu" and not backend_import else "base"
+    module only what a fresh worker imports before the backend anyway (workers/zygote/preload.py),
+    and for a backend of NAMED_BACKENDS the OpInfo database under its device's name too."""
+    if device_type == "cpu" and not backend_import:
+        return "full"
+    if backend_import in NAMED_BACKENDS:
+        return NAMED_PREFIX + device_type
+    return "base"
 
 
 def unavailable() -> str | None:

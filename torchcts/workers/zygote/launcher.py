@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from multiprocessing.connection import Connection
 
 from . import protocol, state
@@ -19,6 +20,11 @@ from .protocol import Accepted, ExitStatus, LaunchRequest, Refusal
 
 FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 CONNECT_S = 30.0  # the longest a launcher waits for a server's answer before starting fresh
+# The longest a launcher waits for a server that holds its lock but is still importing (a run's
+# crash server, started at the run's first crash, while the crashes of a burst are replaced): on the
+# same cores a fresh python's imports and the server's slow each other down, and a fork when it is
+# ready costs ~1 s (docs/backends.md, "Crash cost").
+START_WAIT_S = 20.0
 
 
 def launch(sock_path: str, argv: list[str]) -> None:
@@ -41,6 +47,7 @@ def ask(sock_path: str, argv: list[str]) -> tuple[Connection | None, int]:
     """(the connection, the worker's pid) when the server forked for us; (None, 0) otherwise."""
     request = LaunchRequest(argv=argv, cwd=os.getcwd(), env=dict(os.environ), path=fresh_path(),
                             umask=current_umask())
+    wait_for_start(sock_path)
     try:
         conn = protocol.connect(sock_path, state.read_authkey(sock_path), CONNECT_S)
     except Exception:  # noqa: BLE001 - no server, no key, authentication refused: start fresh
@@ -55,6 +62,15 @@ def ask(sock_path: str, argv: list[str]) -> tuple[Connection | None, int]:
         return conn, reply.pid
     conn.close()
     return None, 0
+
+
+def wait_for_start(sock_path: str, limit_s: float = START_WAIT_S) -> None:
+    """Return once the server's socket exists (it binds after its imports), its lock is free (it
+    refused to serve, or died), or after `limit_s`."""
+    deadline = time.monotonic() + limit_s
+    while (not os.path.exists(sock_path) and state.holder(sock_path + ".lock")
+           and time.monotonic() < deadline):
+        time.sleep(0.05)
 
 
 def current_umask() -> int:

@@ -23,6 +23,12 @@ PROFILES = {
 # the base imports, then MODULE, then the full profile's others, in the order a fresh worker
 # imports them (the backend before PyTorch's testing modules, which read the PrivateUse1 name).
 BACKEND_PREFIX = "backend:"
+# "named:DEVICE" (workers/warm.py: NAMED_BACKENDS, a backend whose import is indifferent to what was
+# imported before it): the base imports, PrivateUse1 renamed DEVICE, then PyTorch's testing modules
+# and the OpInfo database, which read that name at import (~2.6 s of a replacement worker's start);
+# the backend itself is imported after the fork, by each worker, as a fresh one would.
+NAMED_PREFIX = "named:"
+NAMED_IMPORTS = ("torch.testing", "torch.testing._internal.common_methods_invocations")
 # Modules that initialise an accelerator's runtime when imported on a build that has one
 ACCELERATOR_PROBES = ("torch.testing._internal.common_methods_invocations",)
 
@@ -80,8 +86,15 @@ def backend_of(profile: str) -> str | None:
     return profile[len(BACKEND_PREFIX):] if profile.startswith(BACKEND_PREFIX) else None
 
 
+def device_of(profile: str) -> str | None:
+    """The PrivateUse1 name a "named:DEVICE" profile gives before PyTorch's testing modules, else None."""
+    return profile[len(NAMED_PREFIX):] if profile.startswith(NAMED_PREFIX) else None
+
+
 def imports(profile: str) -> tuple[str, ...]:
     """The modules a profile imports, in order (KeyError: no such profile)."""
+    if device_of(profile):
+        return (*PROFILES["base"], *NAMED_IMPORTS)
     backend = backend_of(profile)
     if backend is None:
         return PROFILES[profile]
@@ -95,17 +108,21 @@ def warmups(profile: str) -> tuple[Callable[[], None], ...]:
 
 # PyTorch's autoloading of out-of-tree backends (the `torch.backends` entry points, run inside
 # `import torch` unless TORCH_DEVICE_BACKEND_AUTOLOAD=0). A server for a backend not known to survive
-# a fork ("base") imports torch with it off, so the backend's runtime never starts before the fork;
-# each forked worker then loads the entry points itself, as its own `import torch` would have
-# (`load_deferred_backends`), when its environment has autoloading on (issue 40 item 2: OpenReg).
+# a fork ("base", "named:DEVICE") imports torch with it off, so the backend's runtime never starts
+# before the fork; each forked worker then loads the entry points itself, as its own `import torch`
+# would have (`load_deferred_backends`), when its environment has autoloading on (issue 40 item 2: OpenReg).
 AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 DEFERS_AUTOLOAD = frozenset({"base"})
+
+
+def defers_autoload(profile: str) -> bool:
+    return profile in DEFERS_AUTOLOAD or device_of(profile) is not None
 
 
 def defer_autoload(profile: str) -> str | None:
     """Switch autoloading off for the server's own imports (a "base" profile); the value to restore."""
     previous = os.environ.get(AUTOLOAD)
-    if profile in DEFERS_AUTOLOAD:
+    if defers_autoload(profile):
         os.environ[AUTOLOAD] = "0"
     return previous
 
@@ -122,7 +139,7 @@ def load_deferred_backends(profile: str) -> None:
     """In a forked worker of a server that imported torch without autoloading: load the backends the
     worker's own `import torch` would have loaded (its environment, set from the launcher's)."""
     torch = sys.modules.get("torch")
-    if profile not in DEFERS_AUTOLOAD or torch is None or os.environ.get(AUTOLOAD, "1") != "1":
+    if not defers_autoload(profile) or torch is None or os.environ.get(AUTOLOAD, "1") != "1":
         return
     load = getattr(torch, "_import_device_backends", None)  # PyTorch 2.5+: what `import torch` calls
     if callable(load):
@@ -141,7 +158,8 @@ def preload(profile: str) -> str | None:
             if name == backend_of(profile):
                 raise  # the backend is what the profile is for: no server (the reason is kept)
             continue  # a build without it: a worker that needs it finds out as a fresh one would
-        problem = fork_hazard()
+        problem = name_privateuse1(device_of(profile)) if name == "torch" else None
+        problem = problem or fork_hazard()
         if problem:
             return f"importing {name} {problem}"
     for warmup in warmups(profile):
@@ -152,6 +170,25 @@ def preload(profile: str) -> str | None:
         problem = fork_hazard()
         if problem:
             return f"{warmup.__name__} {problem}"
+    return None
+
+
+def name_privateuse1(device: str | None) -> str | None:
+    """Give PrivateUse1 the backend's name, as its own import will again after the fork (PyTorch
+    allows the same name twice), so that PyTorch's testing modules read it; why not, or None."""
+    if not device:
+        return None
+    import torch
+
+    current = torch._C._get_privateuse1_backend_name()
+    if current == device:
+        return None
+    if current != "privateuseone":
+        return f"found PrivateUse1 already named {current!r}, not {device!r}"
+    try:
+        torch.utils.rename_privateuse1_backend(device)
+    except (RuntimeError, ValueError) as exc:  # a name PyTorch refuses: the server does not serve
+        return f"could not name PrivateUse1 {device!r} ({exc})"
     return None
 
 
