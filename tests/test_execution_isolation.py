@@ -63,6 +63,9 @@ def check_crash_and_timeout_evidence(planted_run):
     assert seg["signal"] == "SIGSEGV" and "Segmentation fault" in seg["output_tail"]
     assert "b_segfault" in seg["output_tail"]  # the tail shows where it crashed
     assert seg["duration_s"] < 3 and seg["repro"].endswith("--case planted/b_segfault/float32")
+    # when it started, from the dead process's start marker: the run's timeline places its crashes
+    passed_at = [r["started_at"] for r in recs.values() if r["status"] == "passed"]
+    assert min(passed_at) - 120 < seg["started_at"] < max(passed_at) + 120
     ex = recs["planted/g_exit/float32"]
     assert ex["exit_code"] == 7 and "exit code 7" in ex["message"]
     hang = recs["planted/d_hang/float32"]
