@@ -25,7 +25,7 @@ from torchcts.cases.explore.run import _refused
 from torchcts.cases.model import Case, NotClaimed
 from torchcts.cases.opinfo import recheck
 from torchcts.cases.opinfo import run as opinfo_run
-from torchcts.cases.opinfo.run import SkipSample, check_call, check_inplace, check_out, or_composite
+from torchcts.cases.opinfo.run import CallCheck, SkipSample, check_call, check_inplace, check_out, or_composite
 from torchcts.cases.opinfo.samples import HostArg, lookup
 from torchcts.manifest.templates import validation_manifest
 from torchcts.oracle.compare import Mismatch, OracleMismatch, assert_matches
@@ -138,7 +138,7 @@ def test_a_reference_that_differs_from_itself_drops_the_sample_instead_of_failin
     op = lookup("abs")
     garbage = lambda x: x + torch.rand(())  # noqa: E731 - differs on every call, on CPU too
     with pytest.raises(SkipSample, match="no reference: the CPU reference differs from itself"):
-        check_call(_ctx("abs"), op, garbage, SampleInput(torch.randn(8)), "elementwise")
+        check_call(_ctx("abs"), CallCheck(op, garbage, "elementwise"), SampleInput(torch.randn(8)))
 
 
 def test_a_stable_reference_keeps_the_devices_failure() -> None:
@@ -202,7 +202,7 @@ class _Op:
 def test_the_composite_answer_passes_the_out_path_as_it_passes_the_functional_one(monkeypatch) -> None:
     _composite_device(monkeypatch)
     ctx = _ctx("addr")
-    check_call(ctx, _Op(_addr), _addr, ADDR, "elementwise")
+    check_call(ctx, CallCheck(_Op(_addr), _addr, "elementwise"), ADDR)
     assert ctx.info.get("allowed_answer") == "addr_composite"
     ctx = _ctx("addr", "out")
     check_out(ctx, _Op(_addr), ADDR, "elementwise")  # raised "got nan, expected -inf" before
@@ -251,10 +251,10 @@ def test_memory_format_checks_follow_the_channels_last_claim() -> None:
     assert not ignores(sample.input, torch.channels_last).is_contiguous(memory_format=torch.channels_last)
     capabilities = dict(validation_manifest().capabilities)
     unclaimed = _ctx("clone", capabilities={**capabilities, "channels_last": False})
-    check_call(unclaimed, op, ignores, sample, "elementwise", expected=expected)
+    check_call(unclaimed, CallCheck(op, ignores, "elementwise"), sample, expected)
     with pytest.raises(OracleMismatch, match="layout"):
-        check_call(_ctx("clone", capabilities={**capabilities, "channels_last": True}), op, ignores, sample,
-                   "elementwise", expected=x_cl)
+        check_call(_ctx("clone", capabilities={**capabilities, "channels_last": True}),
+                   CallCheck(op, ignores, "elementwise"), sample, x_cl)
 
 
 def test_a_failure_where_cpu_computes_in_an_unclaimed_dtype_is_no_claims_failure() -> None:
@@ -279,9 +279,9 @@ def test_a_failure_where_cpu_computes_in_an_unclaimed_dtype_is_no_claims_failure
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(opinfo_run, "copy_sample", copy)
         with pytest.raises(opinfo_run.UnclaimedSample, match="complex64"):
-            check_call(_ctx("stft", supported_dtypes={"float32": True}), op, refuses, sample, "elementwise")
+            check_call(_ctx("stft", supported_dtypes={"float32": True}), CallCheck(op, refuses, "elementwise"), sample)
         with pytest.raises(RuntimeError, match="ComplexFloat"):  # claimed: the device's error stands
-            check_call(_ctx("stft"), op, refuses, sample, "elementwise")
+            check_call(_ctx("stft"), CallCheck(op, refuses, "elementwise"), sample)
 
 
 
@@ -358,11 +358,11 @@ def test_a_write_through_a_view_that_overlaps_itself_is_not_checked() -> None:
     def never(*args, **kwargs):
         raise AssertionError("the op ran: an undefined answer was compared")
 
-    for check in (lambda s: check_call(_ctx("as_strided_scatter"), op, never, s, "elementwise"),
+    for check in (lambda s: check_call(_ctx("as_strided_scatter"), CallCheck(op, never, "elementwise"), s),
                   lambda s: check_out(_ctx("as_strided_scatter", "out"), op, s, "elementwise")):
         with pytest.raises(SkipSample, match="overlaps itself"):
             check(overlapping)
-    check_call(_ctx("as_strided_scatter"), op, op.op, distinct, "elementwise")  # a proper view: checked
+    check_call(_ctx("as_strided_scatter"), CallCheck(op, op.op, "elementwise"), distinct)  # a proper view: checked
     assert opinfo_run.view_overlaps((2, 2), (1, 1)) and not opinfo_run.view_overlaps((2, 3), (1, 2))
     assert opinfo_run.view_overlaps((3,), (0,)) and not opinfo_run.view_overlaps((1, 5), (0, 1))
 

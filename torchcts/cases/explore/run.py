@@ -34,6 +34,7 @@ from torchcts.cases.model import NotApplicable, NotClaimed, repro_command
 from torchcts.cases.observe import hand_to_rerun, unobserved
 from torchcts.cases.opinfo.kinds import KINDS, Slot
 from torchcts.cases.opinfo.run import (
+    CallCheck,
     SkipSample,
     UnclaimedSample,
     asks_pinned_host_copy,
@@ -60,7 +61,7 @@ def variants(ctx: CaseContext, op: Any, dtype: torch.dtype) -> dict[str, Check]:
     # within any atol of CPU's answer can still be far from the truth (tiny values, magnitude.py)
     truth = dtype if dtype.is_floating_point or dtype.is_complex else None
     checks: dict[str, Check] = {
-        "forward": lambda s: check_call(ctx, op, op.op, s, category, truth_dtype=truth, exact=exact),
+        "forward": lambda s, how=CallCheck(op, op.op, category, exact, truth_dtype=truth): check_call(ctx, how, s),
         "inplace": lambda s: check_inplace(ctx, op, s, category, exact),
         "out": lambda s: check_out(ctx, op, s, category, exact),
         "backward": lambda s: check_backward(ctx, op, requiring_grad(s)),

@@ -371,16 +371,27 @@ def _seeded(ctx: CaseContext, fn: Callable[[], Any]) -> Any:
 _UNKNOWN = object()  # check_call's `expected` not given: it computes CPU's result
 
 
-def check_call(ctx: CaseContext, op: Any, fn: Callable[..., Any], sample: Any, category: str,
-               transform: Callable[[Any], Any] | None = None, prepare: Callable[[Any], Any] | None = None,
-               truth_dtype: torch.dtype | None = None, exact: Exact | None = None, *,
-               expected: Any = _UNKNOWN, retained: Retained | None = None) -> None:
-    """One sample of forward / method / noncontiguous / special_values: the same call on the
-    device and on CPU, compared: the result, then the arguments after the call (effects.py).
-    `prepare` rewrites the CPU sample first (special values); `transform` rewrites the device copy
-    (non-contiguous layouts); `truth_dtype` (forward) also judges by the float64 truth of the sample
-    in that dtype; `expected`, CPU's result when the caller already has it (its arguments are then
-    not compared); `retained` keeps the device's result for the case's last check."""
+@dataclasses.dataclass(frozen=True)
+class CallCheck:
+    """How a kind checks a call of an op, the same for each sample of its case (forward, method,
+    noncontiguous, special_values, exploration's forward): made once, applied by check_call."""
+
+    op: Any
+    fn: Callable[..., Any]  # what is called: the op, its method, ...
+    category: str  # the tolerance category
+    exact: Exact | None = None  # results compared bit for bit (oracle/exactness.py)
+    transform: Callable[[Any], Any] | None = None  # rewrites the device copy (non-contiguous layouts)
+    prepare: Callable[[Any], Any] | None = None  # rewrites the CPU sample first (special values)
+    truth_dtype: torch.dtype | None = None  # forward: also judged by the float64 truth in this dtype
+    retained: Retained | None = None  # keeps the device's results for the case's last check
+
+
+def check_call(ctx: CaseContext, how: CallCheck, sample: Any, expected: Any = _UNKNOWN) -> None:
+    """One sample, checked as `how` says: the same call on the device and on CPU, compared: the
+    result, then the arguments after the call (effects.py). `expected`: CPU's result when the caller
+    already has it (its arguments are then not compared)."""
+    op, fn, category, exact = how.op, how.fn, how.category, how.exact
+    transform, prepare, truth_dtype, retained = how.transform, how.prepare, how.truth_dtype, how.retained
     if prepare is not None:
         sample = prepare(sample)
     require_defined_writes(op, sample)
@@ -438,10 +449,9 @@ def _functional(ctx: CaseContext, op: Any, dtype: torch.dtype, fn: Callable[...,
     strengthen = strengthener(op.name, op.variant_test_name)
     if strengthen is not None:
         prepare = strengthen if prepare is None else (lambda s, p=prepare: p(strengthen(s)))
-    truth_dtype = dtype if with_truth else None
     retained = Retained(repeats=with_truth)  # the forward kind also repeats its first sample
-    each_sample(ctx, op, dtype, lambda sample: check_call(ctx, op, fn, sample, category, transform, prepare,
-                                                          truth_dtype, exact, retained=retained))
+    how = CallCheck(op, fn, category, exact, transform, prepare, dtype if with_truth else None, retained)
+    each_sample(ctx, op, dtype, lambda sample: check_call(ctx, how, sample))
     with unobserved():
         retained.check(ctx.describe)
     retained.repeat(ctx.describe)
@@ -470,16 +480,18 @@ def run_special(ctx: CaseContext, op: Any, dtype: torch.dtype) -> None:
     strengthen = strengthener(op.name, op.variant_test_name) or (lambda s: s)
     constant = constant_by_definition(op.name, _name(dtype), variant=op.variant_test_name)
 
+    injected = CallCheck(op, op.op, category, exact, prepare=_special)
+
     def body(sample: Any) -> None:
         base = strengthen(sample)
-        check_call(ctx, op, op.op, base, category, prepare=_special, exact=exact)
+        check_call(ctx, injected, base)
         if ctx.verdict.discriminated or constant:
             return
         found = _discriminating(ctx, op, base, category)
         if found is not None:
             label, variant, expected = found
             ctx.describe(special_confined=label)
-            check_call(ctx, op, op.op, variant, category, exact=exact, expected=expected)
+            check_call(ctx, dataclasses.replace(injected, prepare=None), variant, expected)
             ctx.info.pop("special_confined", None)
 
     each_sample(ctx, op, dtype, body)
