@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.opinfo.samples import rebuilt
+from torchcts.cases.opinfo.samples import rebuilt, with_slots
 from torchcts.oracle.conditioning import running_stats
 from torchcts.oracle.opfacts import FACTS
 
@@ -53,11 +53,6 @@ def _tensor_at(sample: Any, at: Any) -> torch.Tensor:
     return sample.input if at == "input" else sample.args[at]
 
 
-def _with(sample: Any, moved: dict[Any, torch.Tensor]) -> Any:
-    """The sample with the tensors at `moved`'s slots ("input", argument positions) replaced."""
-    return rebuilt(sample, moved.get("input", sample.input), [moved.get(i, a) for i, a in enumerate(sample.args)])
-
-
 def _name(at: Any) -> str:
     return "input" if at == "input" else f"arg{at}"
 
@@ -73,7 +68,7 @@ def expand(sample: Any, case_id: str, index: int) -> tuple[Any, str | None]:
     dims = [d for d in range(t.dim()) if t.shape[d] > 1]
     dim = dims[rng.randrange(len(dims))]
     expanded = t.detach().narrow(dim, 0, 1).expand(t.shape).requires_grad_(t.requires_grad)
-    return _with(sample, {at: expanded}), f"{_name(at)} expanded along dim {dim} (stride 0)"
+    return with_slots(sample, {at: expanded}), f"{_name(at)} expanded along dim {dim} (stride 0)"
 
 
 def _expandable(x: Any) -> bool:
@@ -93,13 +88,13 @@ def relayout(sample: Any, case_id: str, index: int, elementwise: bool) -> tuple[
         rank = 5 + rng.randrange(2)
         shape = factored(every[0].numel(), rank)
         moved = {at: reversed_memory(_tensor_at(sample, at).reshape(shape)) for at in slots}
-        return _with(sample, moved), f"every tensor lifted to rank {rank} {list(shape)}, its dimensions reversed in memory"
+        return with_slots(sample, moved), f"every tensor lifted to rank {rank} {list(shape)}, its dimensions reversed in memory"
     wide = [at for at in slots if sum(n > 1 for n in _tensor_at(sample, at).shape) >= 2]
     if not wide:
         return sample, None
     at = wide[rng.randrange(len(wide))]
     t = reversed_memory(_tensor_at(sample, at))
-    return _with(sample, {at: t}), f"{_name(at)} with its dimensions reversed in memory (strides {list(t.stride())})"
+    return with_slots(sample, {at: t}), f"{_name(at)} with its dimensions reversed in memory (strides {list(t.stride())})"
 
 
 def reversed_memory(t: torch.Tensor) -> torch.Tensor:
@@ -139,7 +134,7 @@ def lazy_view(sample: Any, case_id: str, index: int) -> tuple[Any, str | None]:
         return sample, None
     at = slots[rng.randrange(len(slots))]
     view = _tensor_at(sample, at).detach().conj().resolve_conj().conj()
-    return _with(sample, {at: view}), f"{_name(at)} as a lazily conjugated view"
+    return with_slots(sample, {at: view}), f"{_name(at)} as a lazily conjugated view"
 
 
 def _viewable(x: Any) -> bool:

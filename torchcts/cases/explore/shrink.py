@@ -26,11 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.utils import _pytree as pytree
 
 from torchcts.cases.explore.generate import with_switches
 from torchcts.cases.explore.switches import SwitchPoint
-from torchcts.cases.opinfo.samples import rebuilt
+from torchcts.cases.opinfo.samples import flat, rebuilt, unflat
 
 MAX_CALLS = 48  # device calls one failure's shrinking may spend (each also runs the CPU reference)
 
@@ -73,25 +72,16 @@ def shrink(sample: Any, fails: Callable[[Any], bool], reverts: Sequence[SwitchPo
     return Shrunk(current, calls, steps)
 
 
-def _leaves(sample: Any) -> tuple[list[Any], Any]:
-    return pytree.tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))
-
-
-def _rebuild(sample: Any, leaves: list[Any], spec: Any) -> Any:
-    inp, args, kwargs = pytree.tree_unflatten(leaves, spec)
-    return rebuilt(sample, inp, args, kwargs)
-
-
 def _tensor_slots(leaves: list[Any]) -> list[int]:
     return [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor) and x.layout == torch.strided
             and x.device.type != "meta"]
 
 
 def _replaced(sample: Any, change: dict[int, torch.Tensor]) -> Any:
-    leaves, spec = _leaves(sample)
+    leaves, spec = flat(sample)
     for i, t in change.items():
         leaves[i] = t.detach().contiguous().clone()
-    return _rebuild(sample, leaves, spec)
+    return unflat(sample, leaves, spec)
 
 
 def candidates(sample: Any, reverts: Sequence[SwitchPoint] = ()) -> Iterator[tuple[str, Any]]:
@@ -103,7 +93,7 @@ def candidates(sample: Any, reverts: Sequence[SwitchPoint] = ()) -> Iterator[tup
     for where, value in reverts:
         if isinstance(where, int) and where < len(sample.args) and sample.args[where] is not value:
             yield f"revert {where}", with_switches(sample, [(where, value)])
-    leaves, _ = _leaves(sample)
+    leaves, _ = flat(sample)
     slots = _tensor_slots(leaves)
     yield from _fewer_elements(sample, leaves, slots)
     yield from _fewer_dims(sample, leaves, slots)

@@ -37,7 +37,7 @@ from torch.utils import _pytree as pytree
 
 from torchcts import compat
 from torchcts.cases.observe import unobserved
-from torchcts.cases.opinfo.samples import rebuilt, tensors_of
+from torchcts.cases.opinfo.samples import tensors_of, transformed
 from torchcts.errors import first_line
 from torchcts.oracle.compare import OracleMismatch, TolSpec, find_mismatch
 from torchcts.oracle.tolerances import Tolerance
@@ -75,10 +75,7 @@ def recast(sample: Any, dtype: torch.dtype) -> Any:
     other = INTERLEAVE.get(dtype)
     if other is None:
         return None
-    tree = (sample.input, sample.args, sample.kwargs)
-    inp, args, kwargs = pytree.tree_map(
-        lambda t: t.to(other) if isinstance(t, torch.Tensor) and t.dtype == dtype else t, tree)
-    return rebuilt(sample, inp, args, kwargs)
+    return transformed(sample, lambda t: t.to(other) if isinstance(t, torch.Tensor) and t.dtype == dtype else t)
 
 
 @dataclass

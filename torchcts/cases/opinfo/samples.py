@@ -365,20 +365,40 @@ def leaves_of(obj: Any) -> list[Any]:
     return out if _plain_leaves(obj, out) else pytree.tree_leaves(obj)
 
 
+# Rewriting a sample: every rewrite (a copy to the device, another dtype, a tensor moved, strengthened
+# or shrunk) goes through these, on top of `rebuilt`, as OpInfo's SampleInput.transform does, so that
+# each keeps the sample's output processing, broadcast flag and name.
+def transformed(sample: Any, fn: Callable[[Any], Any]) -> Any:
+    """The sample with `fn` applied to every leaf of its input, args and kwargs, in pytree order
+    (plain containers without pytree's per-node cost)."""
+    tree = (sample.input, tuple(sample.args), dict(sample.kwargs))
+    inp, args, kwargs = _plain_map(tree, fn) if _plain_leaves(tree, []) else pytree.tree_map(fn, tree)
+    return rebuilt(sample, inp, args, kwargs)
+
+
+def with_slots(sample: Any, moved: dict[Any, Any]) -> Any:
+    """The sample with the values at `moved`'s slots ("input", argument positions) replaced."""
+    return rebuilt(sample, moved.get("input", sample.input), [moved.get(i, a) for i, a in enumerate(sample.args)])
+
+
+def flat(sample: Any) -> tuple[list[Any], Any]:
+    """(the leaves of input, args and kwargs, the spec `unflat` takes back)."""
+    return pytree.tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))
+
+
+def unflat(sample: Any, leaves: list[Any], spec: Any) -> Any:
+    """The sample rebuilt from leaves of `flat` (some replaced)."""
+    inp, args, kwargs = pytree.tree_unflatten(leaves, spec)
+    return rebuilt(sample, inp, args, kwargs)
+
+
 def copy_sample(sample: Any, device: torch.device | str) -> Any:
     """A deep copy of a SampleInput on `device` (input, args, kwargs; a `device` kwarg follows)."""
-    tree = (sample.input, tuple(sample.args), dict(sample.kwargs))
-    leaves: list[Any] = []
-    if _plain_leaves(tree, leaves):
-        copier = _Copier(torch.device(device), [x for x in leaves if isinstance(x, torch.Tensor)])
-        inp, args, kwargs = _plain_map(tree, lambda x: _copy_leaf(x, copier))
-    else:
-        leaves, spec = pytree.tree_flatten(tree)
-        copier = _Copier(torch.device(device), [x for x in leaves if isinstance(x, torch.Tensor)])
-        inp, args, kwargs = pytree.tree_unflatten([_copy_leaf(x, copier) for x in leaves], spec)
-    if "device" in kwargs:
-        kwargs["device"] = copier.device
-    return rebuilt(sample, inp, args, kwargs)
+    copier = _Copier(torch.device(device), tensors_of((sample.input, tuple(sample.args), dict(sample.kwargs))))
+    copied = transformed(sample, lambda x: _copy_leaf(x, copier))
+    if "device" in copied.kwargs:
+        copied.kwargs["device"] = copier.device
+    return copied
 
 
 def _copy_leaf(x: Any, copier: _Copier) -> Any:

@@ -24,10 +24,6 @@ def _fresh(t: torch.Tensor) -> torch.Tensor:
     return t.detach().clone(memory_format=torch.contiguous_format)
 
 
-def _with(sample: Any, inp: Any, args: tuple[Any, ...]) -> Any:
-    return rebuilt(sample, inp, args)
-
-
 def _dense(x: Any) -> bool:
     return isinstance(x, torch.Tensor) and x.layout == torch.strided and x.numel() > 1
 
@@ -48,7 +44,7 @@ def _agree(sample: Any) -> Any:
         return sample
     new = _fresh(other)
     new.view(-1)[::2] = sample.input.detach().reshape(-1)[::2]
-    return _with(sample, sample.input, (new, *sample.args[1:]))
+    return rebuilt(sample, sample.input, (new, *sample.args[1:]))
 
 
 def _shared_test_elements(sample: Any) -> Any:
@@ -59,7 +55,7 @@ def _shared_test_elements(sample: Any) -> Any:
     new = _fresh(test)
     k = min(new.numel(), sample.input.numel(), max(1, new.numel() // 2))
     new.view(-1)[:k] = sample.input.detach().reshape(-1)[:k]
-    return _with(sample, sample.input, (new, *sample.args[1:]))
+    return rebuilt(sample, sample.input, (new, *sample.args[1:]))
 
 
 def _specials(sample: Any) -> Any:
@@ -71,7 +67,7 @@ def _scaled(factor: float) -> Callable[[Any], Any]:
         x = sample.input
         if not (isinstance(x, torch.Tensor) and x.is_floating_point()):
             return sample
-        return _with(sample, (_fresh(x) * factor).requires_grad_(x.requires_grad), tuple(sample.args))
+        return rebuilt(sample, (_fresh(x) * factor).requires_grad_(x.requires_grad), tuple(sample.args))
 
     return rewrite
 
@@ -112,7 +108,7 @@ def _places(step: int, value: Any, *operands: Pick) -> Callable[[Any], Any]:
                 parts[index] = _fresh(t)
                 parts[index].view(-1)[::step] = value
                 changed = True
-        return _with(sample, parts[0], tuple(parts[1:])) if changed else sample
+        return rebuilt(sample, parts[0], tuple(parts[1:])) if changed else sample
 
     return rewrite
 
@@ -147,7 +143,7 @@ def _odd_unsigned(sample: Any) -> Any:
     if not (_dense(x) and x.dtype == torch.uint8):
         return sample
     steps = (torch.arange(x.numel()) % 3 * 2).to(torch.uint8).reshape(x.shape)
-    return _with(sample, (_fresh(x) | 1) + steps, tuple(sample.args))
+    return rebuilt(sample, (_fresh(x) | 1) + steps, tuple(sample.args))
 
 
 def _real_places(sample: Any) -> Any:
@@ -157,7 +153,7 @@ def _real_places(sample: Any) -> Any:
         return sample
     inp = _fresh(x)
     inp.view(-1)[::3] = inp.view(-1)[::3].real.to(inp.dtype)
-    return _with(sample, inp, tuple(sample.args))
+    return rebuilt(sample, inp, tuple(sample.args))
 
 
 # The rewrites by name; which op gets which (and why) are op facts of kind `strengthen`
