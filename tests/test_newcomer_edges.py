@@ -64,3 +64,14 @@ def test_pytest_and_torchcts_counts_name_the_same_statuses(tmp_path, workers):
     assert "passed 1" in totals and "not_applicable 1" in totals and "not_claimed 1" in totals
     assert ("  of these, decided before the run from the claims and the build (not in pytest's counts): "
             "not_claimed 1\n") in out
+
+
+def test_check_manifest_takes_runs_manifest_flag_too(tmp_path):
+    """`check-manifest --manifest M.py`, run's spelling, checks M.py (it said "unrecognized argument");
+    two different manifests are one clear error."""
+    manifest = Path(__file__).parent / "helpers" / "ocl_manifest.py"
+    ok = run_cli("check-manifest", "--manifest", str(manifest), "--no-import", cwd=tmp_path)
+    assert ok.returncode == 0 and "OK — device 'ocl'" in ok.stdout, ok.stdout + ok.stderr
+    both = run_cli("check-manifest", str(manifest), "--manifest", "other.py", "--no-import", cwd=tmp_path)
+    assert both.returncode == 2 and both.stderr.strip().splitlines() == [
+        f"torchcts: error: check-manifest got two manifests ({manifest} and --manifest other.py); give one"]

@@ -59,8 +59,8 @@ def served_by_fallback(name: str, key: str) -> str | None:
     if _has(name, key):
         return None
     if _has(name, NON_FUNCTIONAL):
-        out = out_overload(name)
-        return None if out is None else served_by_fallback(out, key)
+        out = out_overload(name)  # itself for an out= overload (aten::logsumexp.out): never followed again
+        return None if out is None or out == name else served_by_fallback(out, key)
     if any(_has(name, k) for k in COMPOSITE):
         return None
     return name

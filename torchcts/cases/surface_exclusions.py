@@ -69,6 +69,10 @@ EXCLUDED: dict[str, str] = {
     "_weight_int4pack_mm*": "int4 packed-weight matmul: a packing format of one backend's kernel",
     "_convert_weight_to_int4pack*": "int4 weight packing: the packed format is backend-specific",
     "_weight_int8pack_mm": "int8 packed-weight matmul of the CPU/MPS backends",
+    # a host-side code path: registered CompositeExplicitAutograd, it reads its arguments through CPU
+    # accessors, and PyTorch calls it only for CPU tensors (grid_sampler_2d's CPU fallback); on a device
+    # it dereferences device memory on the host (OpenReg: SIGSEGV), as it would on CUDA
+    "*_cpu_fallback*": "a CPU-only code path PyTorch calls for CPU tensors alone (reads arguments on the host)",
     "_fused_moving_avg_obs_fq_helper*": "quantization-aware-training observer of the quantization engine",
     "fused_moving_avg_obs_fake_quant": "quantization-aware-training observer of the quantization engine",
     # sparse and nested layouts

@@ -15,13 +15,19 @@ HELP = "validate a manifest and list every problem (exit 2 if any)"
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", nargs="?", help="manifest file (default: the one found here)")
+    # `run`'s spelling, which users carry over (OpenReg's first check-manifest): the same file
+    p.add_argument("--manifest", dest="manifest_flag", metavar="PATH", help="the same as PATH")
     p.add_argument("--no-import", action="store_true", help="do not import backend_import")
 
 
 def main(args: argparse.Namespace) -> int:
+    from torchcts.errors import UsageError
     from torchcts.manifest.load import load_manifest
 
-    manifest = load_manifest(args.path)
+    flag = getattr(args, "manifest_flag", None)
+    if flag is not None and args.path is not None and flag != args.path:
+        raise UsageError(f"check-manifest got two manifests ({args.path} and --manifest {flag}); give one")
+    manifest = load_manifest(args.path if args.path is not None else flag)
     notes = check_device(manifest, imports=not args.no_import)
     if manifest.expectations:  # only then is the case registry built
         from torchcts.errors import ManifestError

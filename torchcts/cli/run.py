@@ -28,7 +28,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                         f"is recorded timeout (default {DEFAULT_TIMEOUT_S:g}, 0: none)")
     p.add_argument("--crash-budget", type=int, default=None, metavar="N",
                    help=f"after N crashes with the same signature in one op family (op and dtype), record the "
-                        f"family's other cases not_run instead of crashing on them (default {DEFAULT_LIMIT})")
+                        f"family's other cases not_run instead of crashing on them; a signature that crashes N cases "
+                        f"of one kind across op families (and half of that kind's cases so far: a storm, such as "
+                        f"every op's out=) stops that kind's other cases the same way (default {DEFAULT_LIMIT})")
     p.add_argument("--no-crash-budget", action="store_true",
                    help="run every case, however often the same crash repeats")
     p.add_argument("--explore", type=int, metavar="N",

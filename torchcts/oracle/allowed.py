@@ -208,6 +208,14 @@ RULES: tuple[Rule, ...] = (
         source="torch/nn/utils/rnn.py: pack_padded_sequence; ATen's PackedSequence.cpp checkLongTensor",
     ),
     HostArgument(
+        name="pack_padded_sequence_batch_sizes_out_on_host",
+        op="_pack_padded_sequence",
+        argument="out1",
+        reason="the batch_sizes _pack_padded_sequence returns are a CPU int64 tensor on every device, and its "
+               "out= overload's wrapper checks \"Expected out tensor to have device cpu\" for them (OpenReg, CUDA)",
+        source="ATen's PackedSequence.cpp (batch_sizes built on the CPU); the generated out= wrapper's device check",
+    ),
+    HostArgument(
         name="reshape_from_tensor_shape_on_host",
         op="_reshape_from_tensor",
         argument="shape",

@@ -33,6 +33,7 @@ from torchcts.cases.explore.shrink import shrink
 from torchcts.cases.model import NotApplicable, NotClaimed, repro_command
 from torchcts.cases.observe import hand_to_rerun, unobserved
 from torchcts.cases.opinfo.kinds import KINDS, Slot
+from torchcts.cases.opinfo.recheck import writes_outside
 from torchcts.cases.opinfo.run import (
     CallCheck,
     SkipSample,
@@ -218,7 +219,7 @@ def _run(ctx: CaseContext, op: Any, dtype: torch.dtype, level: int, found: Find 
                 stats["unclaimed"] = stats.get("unclaimed", 0) + (kind == "unclaimed")
                 continue
             stats["checks"] += 1
-            if kind is not None and not _fail(ctx, case_id, name, check, made, kind, made_from.bases):
+            if kind is not None and not _fail(ctx, case_id, name, check, made, kind, made_from.bases, op.op):
                 stats["checks"] -= 1  # a second look found no reference (recheck.py): no verdict on it
                 stats["dropped"] += 1
     for key in ("sample_index", "sample", "recipe", "repro"):  # a pass names no sample
@@ -354,7 +355,7 @@ def confirmed(check: Check, shrunk: Any, original: Any, flaky: str) -> BaseExcep
 
 
 def _fail(ctx: CaseContext, case_id: str, variant: str, check: Check, made: Explored, kind: str,
-          bases: list[tuple[int, Any]]) -> bool:
+          bases: list[tuple[int, Any]], forward: Callable[..., Any]) -> bool:
     """Shrink the failing sample, save it, describe both, and raise the shrunk sample's failure;
     False (nothing saved, the case's info as it was) when a second look finds no reference."""
     base = dict(bases)[made.base]
@@ -364,7 +365,10 @@ def _fail(ctx: CaseContext, case_id: str, variant: str, check: Check, made: Expl
     # the wrong device" (a factory's device= dropped) is another failure, not a smaller one
     again = outcome(check, made.sample, detailed=True) if kind == "mismatch" else None
     same = again if again is not None and again.startswith("mismatch: ") else kind
-    result = shrink(made.sample, lambda s: outcome(check, s, detailed=same != kind) == same, reverts)
+    # a candidate on which CPU's forward writes outside its arguments (recheck.py) is never called:
+    # CPU's kernel itself would corrupt this process, and its answer is no reference
+    result = shrink(made.sample, lambda s: not writes_outside(forward, s)
+                    and outcome(check, s, detailed=same != kind) == same, reverts)
     ctx.info.clear()
     ctx.info.update(kept)
     record: dict[str, Any] = {"variant": variant, "index": made.index, "recipe": made.recipe(), "failure": kind,

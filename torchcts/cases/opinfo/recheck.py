@@ -12,6 +12,11 @@ not_applicable): neither a pass nor a failure.
 The contiguous copy is compared only when the sample holds a non-contiguous tensor and CPU's result
 is no view of an input (a view answers with the input's own strides, as_strided's point).
 
+A reference that writes outside its arguments is none either, and worse: PyTorch's CPU
+native_batch_norm takes running statistics shorter than the input's channels and writes past them,
+corrupting the heap of the process that holds the oracle (a shrunk explore sample, OpenReg). The
+shrinker asks `writes_outside` of each candidate before any call of it counts (explore/run.py).
+
 A failure may also be no claim at all: a reference that computes in a dtype the manifest does not
 claim (`computed_dtypes`) makes the sample unclaimed (cases/opinfo/run.py: UnclaimedSample).
 """
@@ -24,7 +29,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from torchcts.cases.opinfo.samples import leaves_of, rebuilt, tensors_of
+from torchcts.cases.opinfo.samples import leaves_of, rebuilt, tensors_of, transformed
 from torchcts.oracle.compare import TolSpec, find_mismatch
 
 # again(contiguous) -> (the CPU sample the call ran on, the answer compared): the reference again, on
@@ -103,3 +108,40 @@ def computed_dtypes(call: Callable[[], Any]) -> set[torch.dtype]:
     except Exception:  # noqa: BLE001 - CPU rejects it now: what it computed so far is all there is
         pass
     return mode.seen
+
+
+GUARD_BYTE = 0xA5  # the margins' pattern: an unlikely value in every dtype
+
+
+def writes_outside(fn: Callable[..., Any], sample: Any) -> bool:
+    """Whether CPU's `fn` on the sample writes outside its tensor arguments. Each strided CPU tensor
+    is called from inside a buffer with a margin its own size (at least 64 elements) on both sides,
+    filled with GUARD_BYTE; a margin changed after the call is a write out of bounds, which the
+    margins kept off the heap. A call CPU rejects writes nothing here (the checks judge it)."""
+    guards: list[tuple[torch.Tensor, int, int]] = []
+
+    def place(x: Any) -> Any:
+        if not (isinstance(x, torch.Tensor) and x.layout == torch.strided and x.device.type == "cpu"
+                and x.numel() and not x.is_conj() and not x.is_neg()):
+            return x
+        span = 1 + sum((n - 1) * st for n, st in zip(x.shape, x.stride(), strict=True))
+        margin = max(span, 64)
+        buf = torch.empty(span + 2 * margin, dtype=x.dtype)
+        buf.view(torch.uint8).fill_(GUARD_BYTE)
+        inner = buf.as_strided(x.shape, x.stride(), margin)
+        inner.copy_(x.detach())
+        guards.append((buf, margin, span))
+        return inner
+
+    with torch.no_grad():
+        try:
+            guarded = transformed(sample, place)
+            fn(guarded.input, *guarded.args, **guarded.kwargs)
+        except Exception:  # noqa: BLE001 - rejected (or not placeable): not this question
+            return False
+    for buf, margin, span in guards:
+        raw = buf.view(torch.uint8)
+        size = buf.element_size()
+        if bool((raw[: margin * size] != GUARD_BYTE).any()) or bool((raw[(margin + span) * size:] != GUARD_BYTE).any()):
+            return True
+    return False

@@ -5,6 +5,9 @@ Every case needs device_count() >= 2 and reports not_applicable otherwise.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 
 from torchcts.cases.api import CaseContext, CaseSet, compat, exactness_of, expect, sample
@@ -74,13 +77,27 @@ def device_guard(ctx: CaseContext) -> None:
     expect(mod.current_device() == before, "the device guard did not restore the current device")
 
 
-@SUITE.case("errors/cross_device", level=7, requires=MULTI, ops=("aten::add",), oracle="property:errors")
+# Ops whose kernels take two device operands, one per family a backend writes apart (a binary
+# elementwise kernel, a matmul, a concatenation, a ternary select): each checks the devices itself.
+CROSS_DEVICE: dict[str, Callable[[torch.Tensor, torch.Tensor], Any]] = {
+    "add": torch.add,
+    "mm": lambda a, b: torch.mm(a.reshape(3, 1), b.reshape(1, 3)),
+    "cat": lambda a, b: torch.cat([a, b]),
+    "where": lambda a, b: torch.where(a > 0, a, b),
+}
+
+
+@SUITE.case("errors/cross_device", level=7, requires=MULTI, ops=tuple(f"aten::{op}" for op in CROSS_DEVICE),
+            oracle="property:errors")
 def cross_device_error(ctx: CaseContext) -> None:
-    """Combining tensors on different indices raises a RuntimeError instead of computing silently."""
+    """Combining tensors on different indices raises a RuntimeError instead of computing silently, in
+    each op of CROSS_DEVICE (OpenReg raised for add and computed mm, cat and where)."""
     _, d0, d1 = two_devices(ctx)
-    raised = False
-    try:
-        torch.ones(3, device=d0) + torch.ones(3, device=d1)
-    except RuntimeError:
-        raised = True
-    expect(raised, "adding tensors on index 0 and index 1 did not raise")
+    silent = []
+    for name, fn in CROSS_DEVICE.items():
+        try:
+            fn(torch.ones(3, device=d0), torch.ones(3, device=d1))
+        except RuntimeError:
+            continue
+        silent.append(name)
+    expect(not silent, f"{', '.join(silent)} of tensors on index 0 and index 1 did not raise")
