@@ -16,10 +16,12 @@ replacement starts: `server` (the run's fork server, workers/crash_server.py; th
 
 `--ocl` measures a real backend instead: pytorch_ocl on PoCL (../shared/backends on PYTHONPATH),
 OpInfo cases in uint8 at level 8 whose kernels kill the process (bilinear interpolation, tanh)
-among ops that pass (OCL_SELECTION), crashing runs only: the replacement latencies.
+among ops that pass (OCL_SELECTION), crashing runs only: the replacement latencies. `--openreg`:
+PyTorch's OpenReg (a build on PYTHONPATH), whose growing out= resize segfaults: the out= cases of
+the OpInfo ops starting with a-c at level 8 among their forward cases (OPENREG_SELECTION).
 
     PYTHONPATH=. python3 bench/crash_cost.py [--crashes 6] [--cases 30] [--case-s 1] [--opinfo] [--path server|fresh]
-                                             [--pairs 2] [--ocl] [--out bench/results-crash-cost.json]
+                                             [--pairs 2] [--ocl | --openreg] [--out bench/results-crash-cost.json]
 """
 
 from __future__ import annotations
@@ -87,16 +89,22 @@ OCL_SELECTION = ["--level", "8", "--suite", "opinfo", "--dtype", "uint8",
                    for a in ("--op", op)]]
 
 
-def run_args(cwd: str, env: dict[str, str], ocl: bool) -> list[str]:
-    """The command of one run: the planted suite on the autoloaded sim, or pytorch_ocl's selection."""
-    if ocl:
+OPENREG_SELECTION = ["--level", "8", "--dtype", "float32",
+                     *[a for glob in ("opinfo/[a-c]*/float32/out", "opinfo/[a-c]*/float32/forward") for a in ("--case", glob)]]
+
+
+def run_args(cwd: str, env: dict[str, str], backend: str) -> list[str]:
+    """The command of one run: the planted suite on the autoloaded sim, or a real backend's selection."""
+    if backend == "ocl":
         return ["--device", "ocl:0", "--manifest", str(OCL_MANIFEST), *OCL_SELECTION]
+    if backend == "openreg":
+        return ["--device", "openreg", "--manifest", str(HERE / "openreg_manifest.py"), *OPENREG_SELECTION]
     extra, manifest = autoload_site(Path(cwd))
     env.update(extra, PYTHONPATH=os.pathsep.join([extra["PYTHONPATH"], env["PYTHONPATH"]]))
     return ["--device", "sim", *manifest, "--suite", "crashcost"]
 
 
-def one_run(root: Path, crash: bool, path: str, workers: str, ocl: bool = False) -> dict[str, object]:
+def one_run(root: Path, crash: bool, path: str, workers: str, backend: str = "sim") -> dict[str, object]:
     env = {**os.environ, "CI": "true", "TORCHCTS_EXTRA_SUITES": "crashcost=crashcost_suite",
            "PYTHONPATH": os.pathsep.join([str(root), str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
     if crash:
@@ -104,7 +112,7 @@ def one_run(root: Path, crash: bool, path: str, workers: str, ocl: bool = False)
     if path == "fresh":
         env["TORCHCTS_CRASH_SERVER"] = "0"
     with tempfile.TemporaryDirectory() as cwd:
-        args = [sys.executable, "-m", "torchcts", "run", *run_args(cwd, env, ocl), "--no-crash-budget",
+        args = [sys.executable, "-m", "torchcts", "run", *run_args(cwd, env, backend), "--no-crash-budget",
                 "--results-dir", f"{cwd}/results", "--", "-q", "-n", workers]
         load0, cpu0, start = os.getloadavg()[0], children_cpu(), time.perf_counter()
         r = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
@@ -130,9 +138,11 @@ def main() -> int:
     p.add_argument("--crashing-only", action="store_true", help="no clean runs (replacement latency only)")
     p.add_argument("--workers", default="2")
     p.add_argument("--ocl", action="store_true", help="pytorch_ocl's crashing uint8 kernels (crashing runs only)")
+    p.add_argument("--openreg", action="store_true", help="OpenReg's out= resize crash (crashing runs only)")
     p.add_argument("--out", type=Path, default=HERE / "results-crash-cost.json")
     a = p.parse_args()
-    if a.ocl:
+    backend = "ocl" if a.ocl else "openreg" if a.openreg else "sim"
+    if backend != "sim":
         a.crashing_only = True
     pairs = []
     with tempfile.TemporaryDirectory() as root:
@@ -140,14 +150,14 @@ def main() -> int:
         (Path(root) / "crashcost_suite.py").write_text(suite)
         for i in range(a.pairs):
             clean = None if a.crashing_only else one_run(Path(root), False, a.path, a.workers)
-            crashing = one_run(Path(root), True, a.path, a.workers, a.ocl)
+            crashing = one_run(Path(root), True, a.path, a.workers, backend)
             n = int(crashing["crashed"])  # type: ignore[call-overload]
             per = round((float(crashing["wall_s"]) - float(clean["wall_s"])) / max(1, n), 2) if clean else None  # type: ignore[arg-type]
             pairs.append({"clean": clean, "crashing": crashing, "per_crash_s": per})
             print(f"pair {i + 1}: clean {clean['wall_s'] if clean else '-'} s, {n} crashes {crashing['wall_s']} s: "
                   f"{per} s a crash; replacements {crashing['replacement_s']} s "
                   f"(load {crashing['load_before']} -> {crashing['load_after']})", flush=True)
-    a.out.write_text(json.dumps({"path": a.path, "backend": "pytorch_ocl" if a.ocl else "sim", "opinfo": a.opinfo,
+    a.out.write_text(json.dumps({"path": a.path, "backend": backend, "opinfo": a.opinfo,
                                  "cases": a.cases, "crashes": a.crashes,
                                  "case_s": a.case_s,
                                  "workers": a.workers, "pairs": pairs}, indent=1) + "\n")
