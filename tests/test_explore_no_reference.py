@@ -49,7 +49,7 @@ def test_a_second_look_without_reference_drops_the_sample_and_saves_nothing(tmp_
     check = FlipFlop()
     assert explore_run.outcome(check, made.sample) == "mismatch"  # what exploration saw first
     assert explore_run._fail(ctx, "opinfo/x/float32/explore", "forward", check, made, "mismatch",
-                             [(0, made.sample)]) is False
+                             [(0, made.sample)], torch.neg) is False
     assert ctx.info == {"explored": {"samples": 1}}  # the case's info as it was
     assert not (tmp_path / "corpus").exists() and not list(tmp_path.rglob("*.json"))  # no find saved
 

@@ -126,7 +126,8 @@ def host_positions(op: str) -> tuple[int, ...]:
     found: set[int] = set()
     for overload in packet.overloads() if packet is not None else ():
         arguments = getattr(packet, overload)._schema.arguments
-        found.update(i - 1 for i, a in enumerate(arguments) if a.name in names and str(a.type) == "Tensor" and i > 0)
+        found.update(i - 1 for i, a in enumerate(arguments)  # positional only: an out= (out1) is a keyword
+                     if a.name in names and str(a.type) == "Tensor" and i > 0 and not a.kwarg_only)
     return tuple(sorted(found))
 
 
