@@ -42,6 +42,18 @@ def test_a_difference_only_where_cpu_is_not_finite_is_not_claimed():
         _within_ieee754(OP, device_check(wrong_at=0, by=-3e38))(SAMPLE)
 
 
+def test_a_device_error_where_cpu_is_not_finite_is_the_devices():
+    """OpenReg raised NotImplementedError on conv_transpose3d's overflowing float64 samples: dropped as
+    'ieee754 not claimed', the case said 'CPU rejected every explored input'."""
+    def raises(sample: SampleInput) -> None:
+        raise NotImplementedError("Could not run 'aten::slow_conv3d_forward' with arguments from the backend")
+
+    with pytest.raises(NotImplementedError):
+        _within_ieee754(OP, raises)(SAMPLE)
+    with pytest.raises(NotImplementedError):
+        _within_ieee754(OP, raises, gradient=True)(SAMPLE)
+
+
 def test_a_device_nan_where_cpu_is_finite_is_the_devices():
     with pytest.raises(OracleMismatch):
         _within_ieee754(OP, device_check(wrong_at=2, by=float("nan")))(SAMPLE)
