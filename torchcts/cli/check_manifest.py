@@ -24,7 +24,7 @@ def main(args: argparse.Namespace) -> int:
     from torchcts.errors import UsageError
     from torchcts.manifest.load import load_manifest
 
-    flag = getattr(args, "manifest_flag", None)
+    flag = args.manifest_flag
     if flag is not None and args.path is not None and flag != args.path:
         raise UsageError(f"check-manifest got two manifests ({args.path} and --manifest {flag}); give one")
     manifest = load_manifest(args.path if args.path is not None else flag)
