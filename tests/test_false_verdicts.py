@@ -285,6 +285,33 @@ def test_a_failure_where_cpu_computes_in_an_unclaimed_dtype_is_no_claims_failure
 
 
 
+def test_a_wrong_answer_computed_through_an_unclaimed_dtype_still_fails() -> None:
+    """OpenReg's float32 fft.hfft2 answered float32, off by up to 364, and passed: its wrong samples
+    were dropped because CPU computes through complex64. A device that answers in claimed dtypes
+    answers for them: only a refusal is excused by an unclaimed intermediate (claimed_if_failing)."""
+    op = lookup("fft.hfft2")
+    sample = SampleInput(torch.randn(3, 6), kwargs={"s": (3, 10)})
+
+    def off(x, **kwargs):
+        out = torch.fft.hfft2(x, **kwargs)
+        return out + 1 if getattr(x, "on_device", False) else out
+
+    plain = opinfo_run.copy_sample
+
+    def copy(s, device):
+        out = plain(s, device)
+        if isinstance(device, torch.device):
+            out.input.on_device = True
+        return out
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(opinfo_run, "copy_sample", copy)
+        with pytest.raises(OracleMismatch, match="values differ|elements differ"):
+            check_call(_ctx("fft.hfft2", supported_dtypes={"float32": True}), CallCheck(op, off, "elementwise"), sample)
+        check_call(_ctx("fft.hfft2", supported_dtypes={"float32": True}), CallCheck(op, torch.fft.hfft2, "elementwise"), sample)
+
+
+
 def test_a_backward_whose_forward_is_of_an_unclaimed_dtype_is_not_claimed() -> None:
     """linalg.eig of float32 computes complex64 eigenpairs: its backward (and the explored backward,
     which runs the same check) was pytorch_ocl's error 'Unsupported data type:ComplexFloat', not a claim."""
@@ -524,13 +551,52 @@ def test_dtype_cases_honour_the_dtype_claims_of_their_results() -> None:
     assert ctx.info["not_claimed"] == ["tensor complex"]
 
 
-def test_an_out_variant_computed_in_an_unclaimed_dtype_is_not_claimed() -> None:
-    """fft_irfft.out of float32 returns float32 but computes in complex64 (pytorch_ocl: an error)."""
-    from torchcts.cases.suites.out_variants import OUT_OPS, out_case
+def test_an_out_variant_computed_in_an_unclaimed_dtype_may_be_refused_not_answered_wrong() -> None:
+    """fft_irfft.out of float32 returns float32 but computes in complex64: pytorch_ocl's refusal is
+    not_claimed, a wrong float32 answer fails (as OpenReg's hfft2 should have), a right one passes."""
+    from torchcts.cases.suites import out_variants
 
-    case = next(k for k, v in OUT_OPS.items() if v[0] == "fft_irfft")
-    with pytest.raises(NotClaimed, match="complex64"):
-        out_case(_ctx("fft_irfft", supported_dtypes={"float32": True}), torch.float32, case)
+    case = next(k for k, v in out_variants.OUT_OPS.items() if v[0] == "fft_irfft")
+    plain_inputs, plain_resolve = out_variants._inputs, out_variants.resolve
+
+    def inputs(dtype, n, dev, *rest):  # the device's inputs (cpu:0 here) carry a mark
+        made = plain_inputs(dtype, n, dev, *rest)
+        for t in made:
+            t.on_device = dev.index == 0
+        return made
+
+    def answering(how):
+        def resolve(name, overload):
+            fn = plain_resolve(name, overload)
+
+            def device_fn(*args, **kwargs):
+                return how(fn, *args, **kwargs) if getattr(args[0], "on_device", False) else fn(*args, **kwargs)
+            return device_fn
+        return resolve
+
+    def refuse(fn, *args, **kwargs):
+        raise RuntimeError("Unsupported data type:ComplexFloat")
+
+    def off(fn, *args, **kwargs):
+        result = fn(*args, **kwargs)
+        result.add_(1)
+        return result
+
+    def ctx():
+        made = _ctx("fft_irfft", supported_dtypes={"float32": True})
+        made.device = torch.device("cpu", 0)
+        return made
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(out_variants, "_inputs", inputs)
+        mp.setattr(out_variants, "resolve", answering(refuse))
+        with pytest.raises(NotClaimed, match="raised RuntimeError where CPU computes in the unclaimed dtype complex64"):
+            out_variants.out_case(ctx(), torch.float32, case)
+        mp.setattr(out_variants, "resolve", answering(off))
+        with pytest.raises(OracleMismatch):
+            out_variants.out_case(ctx(), torch.float32, case)
+        mp.setattr(out_variants, "resolve", answering(lambda fn, *a, **k: fn(*a, **k)))
+        out_variants.out_case(ctx(), torch.float32, case)
 
 
 def test_a_composite_is_followed_through_the_key_it_has_a_kernel_for() -> None:
