@@ -269,7 +269,20 @@ def test_a_crash_is_replaced_by_a_fork_that_has_the_opinfo_database_already(ocl,
     assert ran.returncode == 1, ran.stdout[-3000:] + ran.stderr[-3000:]
     got = records(latest_run(tmp_path))
     crashed = [r for r in got if r["status"] == "crashed"]
-    assert crashed and {r["id"].split("/")[1] for r in crashed} <= set(CRASHING), [(r["id"], r["message"]) for r in crashed]
+    # PoCL's aborts may land in a later case of the same process (workers/attribution.py): such a crash
+    # is rerun alone, and stays where it landed only undetermined (no suspect crashed alone), past the
+    # run's cap on settled suspicions, or where the process had run a crashing op's case before (a
+    # loaded CI machine: one landed in neg). Any other crash of an op that never crashes is a verdict
+    # this run should not give.
+    capped = "more kept as recorded" in ran.stdout
+
+    def after_a_crashing_op(r: dict) -> bool:
+        return any(o is not r and o.get("worker") == r.get("worker") and o["id"].split("/")[1] in CRASHING
+                   and str(o.get("started_at", "")) < str(r.get("started_at", "")) for o in got)
+
+    unsettled = [r for r in crashed if r["id"].split("/")[1] not in CRASHING and not capped
+                 and (r.get("attribution") or {}).get("belongs_to", "") is not None and not after_a_crashing_op(r)]
+    assert crashed and not unsettled, [(r["id"], r["message"], r.get("attribution"), r.get("output_tail")) for r in unsettled]
     assert all(r.get("started_at") for r in crashed if r.get("duration_s") is not None)
     by_worker: dict[str, list[dict]] = {}
     for r in got:
@@ -279,5 +292,5 @@ def test_a_crash_is_replaced_by_a_fork_that_has_the_opinfo_database_already(ocl,
               and any(r["status"] in ("passed", "failed") for r in rs) and not any(r.get("warmup_s") for r in rs)]
     assert forked, {w: [(r["id"], r["status"], r.get("warmup_s")) for r in rs] for w, rs in by_worker.items()}
     # what ran in a forked replacement has the verdicts a fresh worker gives: add and neg pass there
-    assert all(r["status"] == "passed" for w in forked for r in by_worker[w]
+    assert all(r["status"] == "passed" or r in crashed for w in forked for r in by_worker[w]
                if r["op"] in ("add", "neg") and r["kind"] in ("forward", "method", "noncontiguous")), by_worker
