@@ -26,6 +26,7 @@ from torchcts.engine.repeat import run_one_repeated
 from torchcts.engine.shard import estimated_cost
 from torchcts.engine.spec import RunSpec
 from torchcts.engine.terminal_guard import TerminalGuard
+from torchcts.results.decide import is_timeout
 from torchcts.results.plan import read_plan
 from torchcts.results.records import CaseRecord, record_repro, skip_record
 from torchcts.results.rundir import RecordWriter, read_run
@@ -323,10 +324,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
         for name in _EMPTY_DROPPED:
             if getattr(record, name) in ({}, ""):
                 setattr(record, name, None)
-        if report.failed and record.status is None and _is_timeout(call):  # pytest-timeout, in-process
-            record.status, record.message = Status.TIMEOUT, str(call.excinfo.value).strip()
-        if record.status is None:
-            record.status = Status.ERROR if report.failed else Status.PASSED
+        if record.status is None:  # no case call decided it (engine/one_case.py): pytest's setup, or a timeout there
+            raised = call.excinfo.value if call.excinfo is not None else None
+            if report.failed and is_timeout(raised):
+                record.status, record.message = Status.TIMEOUT, str(raised).strip()
+            else:
+                record.status = Status.ERROR if report.failed else Status.PASSED
         if record.duration_s is None:
             record.duration_s = round(call.duration, 6)
         state = _state(item.config)
@@ -388,11 +391,6 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     record = record_of(report)
     status = str(record.status) if record and record.status else None
     return (status, NO_VERDICT_LETTERS[status], status.upper()) if status in NO_VERDICT else None
-
-
-def _is_timeout(call: pytest.CallInfo[None]) -> bool:
-    exc = call.excinfo
-    return exc is not None and exc.typename == "Failed" and str(exc.value).lstrip().startswith("Timeout")
 
 
 class Recorder:

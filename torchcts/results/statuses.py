@@ -75,19 +75,26 @@ class StatusInfo:
     # No verdict reached: pytest's progress line shows it by this letter (engine/plugin.py), not "s".
     letter: str | None = None
     repro: bool = True  # its record carries a repro line (engine/judge.py): nothing to reproduce otherwise
+    # What pytest is told of a case's call that came to it (results/decide.py): a failure fails the item
+    # (-x, --maxfail, --lf see it), a case without a verdict is its skip. The ledger's xfailed/xpassed
+    # are told after (engine/judge.py: align_report).
+    told: str = "skipped"
 
 
 STATUSES: dict[str, StatusInfo] = {
     s.name: s
     for s in (
-        StatusInfo("passed", False, True, "matched the oracle or property", passing=True, repro=False),
-        StatusInfo("failed", True, True, "ran and disagreed with the oracle or property", forgivable=True),
-        StatusInfo("error", True, True, "the backend raised an exception", forgivable=True),
-        StatusInfo("crashed", True, True, "the case killed its worker process", forgivable=True, crash_like=True),
-        StatusInfo("timeout", True, True, "the case exceeded its time limit", forgivable=True, crash_like=True),
+        StatusInfo("passed", False, True, "matched the oracle or property", passing=True, repro=False, told="passed"),
+        StatusInfo("failed", True, True, "ran and disagreed with the oracle or property", forgivable=True, told="failed"),
+        StatusInfo("error", True, True, "the backend raised an exception", forgivable=True, told="failed"),
+        StatusInfo("crashed", True, True, "the case killed its worker process", forgivable=True, crash_like=True,
+                   told="failed"),
+        StatusInfo("timeout", True, True, "the case exceeded its time limit", forgivable=True, crash_like=True,
+                   told="failed"),
         StatusInfo("xfailed", False, True, "failed as the expectations ledger says", passing=True),
-        StatusInfo("xpassed", False, True, "passed although the ledger expects a failure", passing=True),
-        StatusInfo("flaky", True, True, "failed, then passed on a rerun; or failed some of its --repeat runs"),
+        StatusInfo("xpassed", False, True, "passed although the ledger expects a failure", passing=True, told="passed"),
+        StatusInfo("flaky", True, True, "failed, then passed on a rerun; or failed some of its --repeat runs",
+                   told="failed"),
         StatusInfo("not_claimed", False, False, "the manifest does not claim the dtype or capability", letter="c"),
         StatusInfo("filtered", False, False, "deselected by the user's selection"),
         StatusInfo("not_applicable", False, False, "this build, PyTorch version or device lacks it", letter="n",
