@@ -23,7 +23,7 @@ import pytest
 from torchcts.results.annotate import RecordAnnotator
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import NO_REPRO
+from torchcts.results.statuses import NO_REPRO, Status
 
 RECORD_ATTR = "torchcts_record"
 
@@ -59,15 +59,15 @@ def align_report(report: pytest.TestReport, record: CaseRecord, strict: bool) ->
     failure that passed is XPASS (a failure under --strict-expectations, as pytest's strict xfail)."""
     note = record.expectation_dict
     reason = f"expectations[{note.get('entry')}]: {note.get('reason') or ''}".strip()
-    if record.status == "xfailed":
+    if record.status == Status.XFAILED:
         report.outcome = "skipped"
         report.wasxfail = reason  # type: ignore[attr-defined]
-    elif record.status == "xpassed" and strict:
+    elif record.status == Status.XPASSED and strict:
         report.outcome = "failed"
         report.longrepr = f"[XPASS(strict)] {reason}: passed, remove the entry from the ledger"
         if hasattr(report, "wasxfail"):
             del report.wasxfail
-    elif record.status == "xpassed":
+    elif record.status == Status.XPASSED:
         report.outcome = "passed"
         report.wasxfail = reason  # type: ignore[attr-defined]
 

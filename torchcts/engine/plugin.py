@@ -424,7 +424,7 @@ class Recorder:
             case = self._case(case_id)
             if case is None or case_id in self._recorded:
                 continue
-            self.writer.append(skip_record(case, "filtered", DESELECTED_REASON))
+            self.writer.append(skip_record(case, Status.FILTERED, DESELECTED_REASON))
             self._recorded.add(case_id)
 
     @pytest.hookimpl(optionalhook=True)

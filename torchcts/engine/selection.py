@@ -16,6 +16,7 @@ from torchcts.cases.ops import case_matches_op
 from torchcts.errors import UsageError
 from torchcts.levels import MAX_LEVEL, MIN_LEVEL
 from torchcts.manifest.schema import Manifest
+from torchcts.results.statuses import Status
 
 
 @dataclass
@@ -77,7 +78,7 @@ def parse_shard(text: str) -> tuple[int, int]:
 @dataclass
 class Decision:
     case: Case
-    status: str  # "run", "not_claimed", "not_applicable"
+    status: str  # "run", or the Status it is recorded with: not_claimed, not_applicable
     reason: str = ""
 
 
@@ -115,14 +116,14 @@ def user_selects(case: Case, sel: Selection, lo: int, hi: int) -> bool:
 
 def claim_decision(case: Case, manifest: Manifest) -> Decision:
     if case.not_applicable:
-        return Decision(case, "not_applicable", case.not_applicable)
+        return Decision(case, Status.NOT_APPLICABLE, case.not_applicable)
     for dtype in case.all_dtypes:
         if not manifest.claims_dtype(dtype):
             why = "claimed False" if manifest.supported_dtypes.get(dtype) is False else "not in supported_dtypes"
-            return Decision(case, "not_claimed", f"dtype {dtype} {why}")
+            return Decision(case, Status.NOT_CLAIMED, f"dtype {dtype} {why}")
     missing = case.missing_capabilities(manifest.capabilities)
     if missing:
-        return Decision(case, "not_claimed", "capability " + ", ".join(repr(m) for m in missing) + " not claimed")
+        return Decision(case, Status.NOT_CLAIMED, "capability " + ", ".join(repr(m) for m in missing) + " not claimed")
     return Decision(case, "run")
 
 

@@ -26,7 +26,7 @@ from torchcts import settings
 from torchcts.errors import ExitCode, UsageError
 from torchcts.results import rundir
 from torchcts.results.jsonl import read_jsonl
-from torchcts.results.statuses import FAILURES
+from torchcts.results.statuses import FAILURES, Status
 
 ENV = settings.env_name("sim_fault")
 SIM_MANIFEST = Path(__file__).parent.parent / "sim" / "manifest.py"
@@ -95,7 +95,7 @@ def judge(name: str, run_dir: Path | None, returncode: int | None, seconds: floa
         done = {r.id for r in records}
         pending = [case_id for case_id in plan if case_id not in done]
         out.detected = True
-        out.status = "timeout" if returncode is None else "crashed"
+        out.status = str(Status.TIMEOUT if returncode is None else Status.CRASHED)
         out.first_case = pending[0] if pending else None
     elif returncode not in (ExitCode.OK, ExitCode.FAILURES):
         out.note = f"torchcts run exited {returncode} (usage or internal error)"

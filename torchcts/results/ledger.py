@@ -70,7 +70,7 @@ def crash_rule(record: CaseRecord, device: str | None) -> CaseRecord:
     """The record with the crash rule re-applied (`torchcts report` rebuilds a verdict from records
     anyone can edit): on a device that never forgives a crash, an xfailed crash or a crash that
     passed on a rerun (flaky) is the crash again, decided from the record's evidence (`crash_evidence`)."""
-    if forgives_crashes(device) or record.status not in ("xfailed", "flaky"):
+    if forgives_crashes(device) or record.status not in (Status.XFAILED, Status.FLAKY):
         return record
     was = crash_evidence(record)
     if was is None:
@@ -128,14 +128,14 @@ def apply(record: CaseRecord, entries: list[dict[str, Any]], today: _dt.date,
     """
     status = record.status
     out = record.copy(signature=signature_of(record)) if status in FAILING else record.copy()
-    if not entries or status not in (*FAILING, "passed"):
+    if not entries or status not in (*FAILING, Status.PASSED):
         return out
     index = (matcher or compile_entries(entries)).first(out.selector_view())
     if index is None:
         return out
     entry = entries[index]
     note = _note(entry, index, today)
-    if status == "passed":
+    if status == Status.PASSED:
         out.status = Status.XPASSED
         note["note"] = f"passed: remove expectations[{index}] from the ledger"
     elif status in CRASHES and not forgives_crashes(device):
@@ -186,9 +186,9 @@ def ledger_report(entries: list[dict[str, Any]], records: list[CaseRecord], toda
                 hit[index] = True
         if note is None:
             continue
-        if r.status == "xpassed":
+        if r.status == Status.XPASSED:
             xpassed.append({"id": r.id, "entry": note["entry"]})
-        elif r.status == "xfailed":
+        elif r.status == Status.XFAILED:
             xfailed += 1
         elif note.get("note"):
             changed.append({"id": r.id, "entry": note["entry"], "signature": r.signature})
