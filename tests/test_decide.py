@@ -12,6 +12,10 @@ from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import STATUSES, Status
 
 
+def _mismatch(error: float) -> Mismatch:
+    return Mismatch("values differ", max_abs_error=error, max_rel_error=0.5, mismatched=1, total=4, atol=0.0, rtol=0.0)
+
+
 def _raised(exc: BaseException) -> BaseException:
     try:
         raise exc
@@ -24,7 +28,7 @@ def _raised(exc: BaseException) -> BaseException:
     (NotApplicable("no such kernel in this build"), Status.NOT_APPLICABLE, "skipped"),
     (NotClaimed("complex64"), Status.NOT_CLAIMED, "skipped"),
     (Pending("CPU rejected every input"), Status.PENDING, "skipped"),
-    (OracleMismatch(Mismatch("values differ", max_abs_error=1.0, max_rel_error=0.5, mismatched=1, total=4, atol=0.0, rtol=0.0)), Status.FAILED, "failed"),
+    (OracleMismatch(_mismatch(1.0)), Status.FAILED, "failed"),
     (RuntimeError("Unsupported data type:ComplexFloat"), Status.ERROR, "failed"),
     (SystemExit(3), Status.ERROR, "failed"),
     (pytest.fail.Exception("Timeout >15.0s"), Status.TIMEOUT, "failed"),
@@ -45,7 +49,7 @@ def test_the_decision_fills_the_record_with_its_evidence() -> None:
     assert error.exception == "ValueError" and error.message == "ValueError: the backend's message"
     assert "raise exc" in error.traceback  # the traceback's end, where it was caught
     record = CaseRecord(id="suite/case", suite="suite")
-    decide(OracleMismatch(Mismatch("values differ", max_abs_error=2.0, max_rel_error=0.5, mismatched=1, total=4, atol=0.0, rtol=0.0))).apply(record)
+    decide(OracleMismatch(_mismatch(2.0))).apply(record)
     assert record.status == Status.FAILED and record.mismatch["max_abs_error"] == 2.0
     skipped = decide(NotClaimed("a tensor of the unclaimed dtype complex64"))
     assert skipped.said == "not claimed: a tensor of the unclaimed dtype complex64"
