@@ -203,3 +203,48 @@ def test_an_overload_cpu_has_no_kernel_for_is_not_applicable_not_pending():
     # an entry point only out-of-tree backends implement stays a gap to fill, not "lacks it"
     with pytest.raises(Pending, match="CPU rejected all"):
         run_surface(_ctx(), "aten::convolution_overrideable", torch.float32)
+
+
+def test_a_generated_case_follows_the_dtype_claim(monkeypatch):
+    """pytorch_ocl claims float32 alone and refuses complex64 and float16 tensors themselves: `_conj`
+    of complex inputs and `_cast_Half` were its errors. An input or CPU result of an unclaimed dtype is
+    not_claimed, as in every OpInfo kind (an empty one holds no value: batch norm's uint8 reserve);
+    the device's refusal of what CPU computes in an unclaimed dtype is too, and a wrong answer
+    fails whatever CPU computed through."""
+    import dataclasses
+
+    from torchcts.cases.model import NotClaimed
+    from torchcts.cases.schema import run as run_mod
+
+    floats = dataclasses.replace(validation_manifest(), supported_dtypes={"float32": True})
+
+    def ctx() -> CaseContext:
+        return CaseContext(device=torch.device("cpu"), manifest=floats, case=Case("generated/x", "generated", 8, "m:f"))
+
+    for overload, dtype in (("aten::_conj", "complex64"), ("aten::_cast_Half", "float16"),
+                            ("aten::view_as_real_copy", "complex64")):
+        with pytest.raises(NotClaimed, match=f"unclaimed dtype {dtype}"):
+            run_surface(ctx(), overload, torch.float32)
+    run_surface(ctx(), "aten::_batch_norm_with_update_functional", torch.float32)
+    run_surface(ctx(), "aten::linalg_pinv.out_rcond_tensor", torch.float32, category="linalg")
+    real = run_mod._to
+    refusing = run_mod.overload_of("aten::linalg_pinv.out_rcond_tensor")
+
+    def device_call(*args, **kwargs):  # the device's inputs carry a mark; CPU's run as usual
+        if any(getattr(a, "on_device", False) for a in args):
+            raise RuntimeError("Unsupported data type:Double")
+        return refusing(*args, **kwargs)
+
+    device_call._schema = refusing._schema
+    monkeypatch.setattr(run_mod, "_to", lambda v, d: _marked(real(v, d)))
+    monkeypatch.setattr(run_mod, "overload_of", lambda name: device_call)
+    with pytest.raises(NotClaimed, match="the device raised where CPU computes in the unclaimed dtype float64"):
+        run_surface(ctx(), "aten::linalg_pinv.out_rcond_tensor", torch.float32, category="linalg")
+    with pytest.raises(RuntimeError, match="Double"):  # float64 claimed: the refusal is the device's error
+        run_surface(_ctx(), "aten::linalg_pinv.out_rcond_tensor", torch.float32, category="linalg")
+
+
+def _marked(value):
+    if isinstance(value, torch.Tensor):
+        value.on_device = True
+    return value

@@ -20,8 +20,9 @@ from typing import Any
 import torch
 
 from torchcts.cases.context import CaseContext
-from torchcts.cases.model import NotApplicable, Pending
+from torchcts.cases.model import NotApplicable, NotClaimed, Pending
 from torchcts.cases.observe import unobserved
+from torchcts.cases.opinfo.recheck import computed_dtypes
 from torchcts.cases.overloads import written
 from torchcts.cases.schema import synth
 from torchcts.compat import is_missing_kernel
@@ -76,10 +77,17 @@ def _reference(ctx: CaseContext, op: Any, overload: str, dtype: torch.dtype) -> 
             errors.append(f"{type(exc).__name__}: {first_line(exc, 160)}")
             missing += is_missing_kernel(exc)
             continue
+        ctx.describe(sample=f"{overload} with {profile.describe()} {str(dtype).removeprefix('torch.')} inputs")
+        _require_claimed(ctx, [*args, *kwargs.values(), expected])  # before any copy: a device may refuse the dtype itself
         with unobserved():  # made on CPU; the copies to the device are the device's
             dargs, dkwargs = synth.build_args(schema, overload, k, dtype, profile, ctx.device)
         dargs, dkwargs = to_device(ctx, schema, dargs, dkwargs)
-        return profile, args, kwargs, expected, dargs, dkwargs
+
+        def again(k: int = k, profile: Any = profile) -> Callable[[], Any]:
+            """CPU's call on fresh inputs of this profile (made here, outside what is watched)."""
+            fresh, fresh_kwargs = synth.build_args(schema, overload, k, dtype, profile, "cpu")
+            return lambda: op(*fresh, **fresh_kwargs)
+        return profile, args, kwargs, expected, dargs, dkwargs, again
     # No input will ever have a reference: nothing for the generator to do later. Except PyTorch's
     # `*_overrideable` entry points, which only an out-of-tree backend implements (CPU never will):
     # those stay pending, a gap to fill with a reference of their own (CPU's convolution, SDPA's math).
@@ -87,6 +95,28 @@ def _reference(ctx: CaseContext, op: Any, overload: str, dtype: torch.dtype) -> 
         raise NotApplicable(f"CPU has no kernel for {schema.name} ({errors[0]}); no reference")
     raise Pending(f"CPU rejected all {len(errors)} generated inputs, so there is no reference "
                   f"(first: {errors[0] if errors else 'no profile'})")
+
+
+def _require_claimed(ctx: CaseContext, values: Any) -> None:
+    """NotClaimed where an input or CPU's result is of a dtype the manifest does not claim (index and
+    mask dtypes aside), as every OpInfo kind and out_variants judge theirs: pytorch_ocl refuses
+    complex64 itself, so `_conj` of complex inputs was its error. An empty tensor holds no value of
+    its dtype to judge (batch norm's uint8 reserve: its case stays batch norm's)."""
+    for t in _tensors(values):
+        if t.numel() and not ctx.claims_value_dtype(t.dtype):
+            raise NotClaimed(f"a tensor of the unclaimed dtype {str(t.dtype).removeprefix('torch.')} "
+                             "(an input or CPU's result)")
+
+
+def _unclaimed_inside(ctx: CaseContext, again: Callable[[], Callable[[], Any]]) -> None:
+    """NotClaimed where the device raised and CPU's call (`again()`, on fresh inputs) computes in a
+    dtype not claimed (linalg_pinv's float64 intermediate of float32 inputs); a wrong answer is never
+    excused so."""
+    with unobserved():
+        inside = computed_dtypes(again())
+    unclaimed = sorted(str(d).removeprefix("torch.") for d in inside if not ctx.claims_value_dtype(d))
+    if unclaimed:
+        raise NotClaimed(f"the device raised where CPU computes in the unclaimed dtype {', '.join(unclaimed)}")
 
 
 def _properties(value: Any) -> Any:
@@ -139,10 +169,13 @@ def _tensors(value: Any) -> list[torch.Tensor]:
 def run_surface(ctx: CaseContext, overload: str, dtype: torch.dtype, check: str = "values",
                 category: str = "reduction", why: str = "") -> None:
     op = overload_of(overload)
-    profile, args, kwargs, expected, dargs, dkwargs = _reference(ctx, op, overload, dtype)
-    ctx.describe(sample=f"{overload} with {profile.describe()} {str(dtype).removeprefix('torch.')} inputs",
-                 check=check if not why else f"{check}: {why}")
-    actual = op(*dargs, **dkwargs)
+    profile, args, kwargs, expected, dargs, dkwargs, again = _reference(ctx, op, overload, dtype)
+    ctx.describe(check=check if not why else f"{check}: {why}")
+    try:
+        actual = op(*dargs, **dkwargs)
+    except Exception:
+        _unclaimed_inside(ctx, again)  # a refusal of what CPU computes in a dtype not claimed
+        raise
     actual_written = written(op._schema, dargs, dkwargs)
     expected_written = written(op._schema, args, kwargs)
     if check == "properties":
