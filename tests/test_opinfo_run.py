@@ -32,20 +32,29 @@ def test_validation_runs_every_kind_with_zero_failures(tmp_path):
 
 
 BROKEN_ADD = '''
-"""A planted fault: torch.add is wrong (+1) on every second float32 call. The opinfo runner calls
-the CPU reference first and the device second, so on --device cpu the 'device' result is wrong."""
+"""A planted fault: torch.add is wrong (+1) on float32 when the opinfo runner calls it as the device
+(its `device_call`): on --device cpu the reference and the device are one torch.add. (Every second
+call, as this was, made the verdict depend on how many calls the runner makes on a failure.)"""
+import sys
+
 import torch
 
 _orig = torch.add
-_calls = [0]
+
+
+def _as_device() -> bool:
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_name == "device_call":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def add(*args, **kwargs):
     out = _orig(*args, **kwargs)
-    if isinstance(out, torch.Tensor) and out.dtype == torch.float32 and "out" not in kwargs:
-        _calls[0] += 1
-        if _calls[0] % 2 == 0:
-            return out + 1
+    if isinstance(out, torch.Tensor) and out.dtype == torch.float32 and "out" not in kwargs and _as_device():
+        return out + 1
     return out
 
 
