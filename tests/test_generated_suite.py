@@ -248,3 +248,18 @@ def _marked(value):
     if isinstance(value, torch.Tensor):
         value.on_device = True
     return value
+
+
+def test_a_message_names_the_overload_and_shows_both_sides(monkeypatch):
+    """A properties failure shows the device's and CPU's shapes in its message (it read only "shapes,
+    dtypes or types differ": pytorch_ocl's scatter out= of shape (0,) for CPU's (2, 3, 3)); a CPU
+    without a kernel is named by the case's overload, not its packet (addmm.dtype_out read 'addmm')."""
+    from torchcts.cases.schema import run as run_mod
+
+    with pytest.raises(NotApplicable, match=r"CPU has no kernel for aten::_cudnn_ctc_loss\.Tensor "):
+        run_surface(_ctx(), "aten::_cudnn_ctc_loss.Tensor", torch.float32)
+    real = run_mod._to
+    monkeypatch.setattr(run_mod, "_to", lambda v, d: real(v, d)[:1] if isinstance(v, torch.Tensor) and v.dim() else real(v, d))
+    with pytest.raises(OracleMismatch, match=r"differ from CPU's: got .*1.*, expected .*3") as caught:
+        run_surface(_ctx(), "aten::rand_like", torch.float32, check="properties", why="random")
+    assert caught.value.mismatch.first_actual != caught.value.mismatch.first_expected

@@ -92,7 +92,8 @@ def _reference(ctx: CaseContext, op: Any, overload: str, dtype: torch.dtype) -> 
     # `*_overrideable` entry points, which only an out-of-tree backend implements (CPU never will):
     # those stay pending, a gap to fill with a reference of their own (CPU's convolution, SDPA's math).
     if errors and missing == len(errors) and not schema.name.split(".")[0].endswith("_overrideable"):
-        raise NotApplicable(f"CPU has no kernel for {schema.name} ({errors[0]}); no reference")
+        named = f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name  # the case's overload
+        raise NotApplicable(f"CPU has no kernel for {named} ({errors[0]}); no reference")
     raise Pending(f"CPU rejected all {len(errors)} generated inputs, so there is no reference "
                   f"(first: {errors[0] if errors else 'no profile'})")
 
@@ -181,8 +182,8 @@ def run_surface(ctx: CaseContext, overload: str, dtype: torch.dtype, check: str 
     if check == "properties":
         got, want = _properties((actual, actual_written)), _properties((expected, expected_written))
         if got != want:
-            raise OracleMismatch(Mismatch("shapes, dtypes or types differ from CPU's",
-                                          extra={"actual": repr(got)[:300], "expected": repr(want)[:300]}))
+            raise OracleMismatch(Mismatch("shapes, dtypes or types differ from CPU's",  # both shown: what differs
+                                          first_actual=repr(got)[:300], first_expected=repr(want)[:300]))
         if why == "random":
             _check_support(overload, actual, expected)
         return
