@@ -142,6 +142,35 @@ def test_crash_log_blames_the_running_case():
     assert hung["timeout"] == 3.0 and hung["start"] == 7.0
 
 
+def test_a_crash_names_the_sample_it_died_in(tmp_path):
+    """A crash's record names its sample as a failure's does: the case's context notes each sample it
+    turns to in the worker's log (workers/isolation.py: sample_noter) before the device's call; the
+    last note after the case's marker is the one (an explore crash named none: pytorch_ocl's softmax
+    of an empty tensor was found by hand)."""
+    import torch
+
+    from torchcts.cases.context import CaseContext
+    from torchcts.cases.model import Case
+    from torchcts.manifest.templates import validation_manifest
+    from torchcts.workers.isolation import crash_record, log_path, sample_noter
+
+    log = log_path(tmp_path, "gw0")
+    log.write_text(f"{CASE_MARK}100.0 torchcts::a\n")
+    case = Case("opinfo/softmax/int32/explore", "opinfo", 5, "m:f")
+    ctx = CaseContext(device=torch.device("cpu"), manifest=validation_manifest(), case=case,
+                      on_sample=sample_noter(tmp_path, "gw0"))
+    ctx.describe(op="softmax")  # no sample: nothing noted
+    ctx.describe(sample_index=3, sample="(Tensor[0] int32, 0)\nsecond line", recipe="empty", repro="torchcts run ...")
+    ctx.describe(sample_index=4, sample="(Tensor[2, 0] int32, 1)", recipe="empty, dim 1")
+    with open(log, "a") as fh:
+        fh.write("Fatal Python error: Segmentation fault\n")
+    started, record = crash_record(case, log.read_text(), tmp_path, "gw0", "torchcts::a", {"signal": "SIGSEGV"})
+    assert started and record.status == "crashed"
+    assert record.info == {"sample_index": 4, "sample": "(Tensor[2, 0] int32, 1)", "recipe": "empty, dim 1",
+                           "repro": "torchcts run ..."}
+    assert "@@torchcts" not in record.output_tail and "Segmentation fault" in record.output_tail
+    assert parse_log(f"{CASE_MARK}1.0 torchcts::b\nboom\n", "torchcts::b")["sample"] is None
+
 def test_isolation_arguments():
     assert pytest_extra_args([], True, 300, 10)[:2] == ["-n", "1"]
     assert pytest_extra_args([], True, 300, 10_000)[:2] == ["-n", str(os.cpu_count() or 1)]

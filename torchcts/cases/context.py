@@ -34,6 +34,8 @@ def dtype_of(name: str) -> torch.dtype:
 # PyTorch fixes these dtypes for indices, counts and masks whatever the values' dtype: a claim of the
 # values' dtype covers them (CaseContext.claims_value_dtype).
 INDEX_DTYPES = (torch.int64, torch.int32, torch.bool)
+# What names one sample in a record's `info`: what a crash in that sample's call is recorded with.
+SAMPLE_KEYS = ("sample_index", "sample", "recipe", "repro")
 
 
 @dataclass
@@ -57,6 +59,10 @@ class CaseContext:
     # What the case body builds for its record (cases/verdict.py): the oracle's findings, the case's
     # notes, what reached the device; engine/runner.py gives each rerun its own (`Verdict.for_rerun`).
     verdict: Verdict = field(default_factory=Verdict)
+    # Told the sample the case turns to (SAMPLE_KEYS of `info`) before the device sees it: a worker
+    # keeps it where the record of a process that dies in the call is built (workers/isolation.py:
+    # sample_noter), so a crash names its sample as a failure does. None outside an isolated run.
+    on_sample: Callable[[dict[str, Any]], None] | None = None
 
     @property
     def info(self) -> dict[str, Any]:
@@ -231,6 +237,8 @@ class CaseContext:
     def describe(self, **details: Any) -> None:
         """Attach what a person needs to understand a failure (sample shapes, args...)."""
         self.info.update(details)
+        if self.on_sample is not None and "sample" in details:
+            self.on_sample({k: self.info[k] for k in SAMPLE_KEYS if k in self.info})
 
 
 def _outputs(actual: Any, expected: Any) -> list[tuple[Any, Any, int | None]]:

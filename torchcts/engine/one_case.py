@@ -17,6 +17,7 @@ from torchcts.cases.model import Case
 from torchcts.engine.probe import CaseProbe, release_memory
 from torchcts.results.decide import decide
 from torchcts.results.records import CaseRecord
+from torchcts.workers.isolation import sample_noter
 from torchcts.workers.outcome import FAILED, SKIPPED, CaseOutcome, CaseState
 
 
@@ -30,6 +31,8 @@ def run_one(case: Case, state: CaseState, corpus: str | None) -> CaseOutcome:
     ctx = CaseContext(device=device, manifest=manifest, max_samples=sel.max_samples, sample=sel.sample,
                       validation=state.spec.validation, explore=state.spec.explore,
                       corpus=Path(corpus) if corpus else None, run_dir=state.run_dir)
+    if state.work_dir is not None:  # an isolated worker: a crash's record names the sample it died in
+        ctx.on_sample = sample_noter(state.work_dir, state.worker)
     record = CaseRecord.from_case(case)
     outcome = CaseOutcome(record)
     probe = CaseProbe(state.worker)

@@ -6,7 +6,8 @@ traceback there, and the timeout watchdog writes a timeout marker and every thre
 before it ends the worker. When xdist reports "worker crashed while running X", the controller
 reads that log: the last marker names the case and its start (so the next cases are not blamed),
 a timeout marker after it makes the status `timeout` instead of `crashed`, the worker's exit code
-or signal comes from its process, and the log's tail becomes the record's output tail.
+or signal comes from its process, and the log's tail becomes the record's output tail. A case notes
+each sample it turns to there (SAMPLE_MARK, `sample_noter`): the last note names the crash's sample.
 
 What C code writes to fd 2 (a driver's assertion before it aborts) goes, under pytest's fd capture,
 to a temporary file that dies with the worker: the worker points that capture at a named file beside
@@ -19,6 +20,7 @@ process, which is what crash attribution reruns (workers/attribution.py).
 from __future__ import annotations
 
 import faulthandler
+import json
 import os
 import re
 import sys
@@ -41,6 +43,8 @@ from torchcts.results.statuses import Status
 CASE_MARK = "@@torchcts-case "
 TIMEOUT_MARK = "@@torchcts-timeout "
 FRESH_MARK = "@@torchcts-fresh-process"  # the cases after it run in a new process
+SAMPLE_MARK = "@@torchcts-sample "  # the sample the case turned to next (JSON): a crash's sample
+SAMPLE_TEXT = 500  # characters of a noted sample's text
 RETIRED_MARK = "@@torchcts-retired"  # the worker left on purpose: its device was poisoned (workers/canary.py)
 STDERR_HEADER = "--- stderr of the dead process (fd 2, last lines) ---"
 STDERR_LINES = 20
@@ -55,6 +59,32 @@ def log_path(work_dir: Path, worker_id: str) -> Path:
 def stderr_path(work_dir: Path, worker_id: str) -> Path:
     """Where a worker's captured fd 2 lives (the crashed phase's stderr survives the worker)."""
     return work_dir / f"{worker_id}.stderr"
+
+
+def sample_noter(work_dir: Path, worker_id: str) -> Callable[[dict[str, Any]], None]:
+    """What a case's context calls with each sample it turns to (cases/context.py: on_sample): one
+    line in the worker's log, flushed before the device's call, so the record of a process that
+    dies in it names that sample (an explore case's crash named none: pytorch_ocl's softmax of an
+    empty tensor had to be found by hand). Forked children write to the same log."""
+    path = log_path(work_dir, worker_id)
+
+    def note(sample: dict[str, Any]) -> None:
+        shown = {k: (v[:SAMPLE_TEXT] if isinstance(v, str) else v) for k, v in sample.items()}
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"\n{SAMPLE_MARK}{json.dumps(shown, default=str)}\n")
+    return note
+
+
+def _noted_sample(body: str) -> dict[str, Any] | None:
+    """The last sample a case's log body notes (sample_noter), if any."""
+    at = body.rfind(SAMPLE_MARK)
+    if at < 0:
+        return None
+    try:
+        noted = json.loads(body[at + len(SAMPLE_MARK):].split("\n", 1)[0])
+    except ValueError:
+        return None
+    return noted if isinstance(noted, dict) else None
 
 
 def mark_fresh_process(log: Path) -> None:
@@ -235,8 +265,11 @@ def parse_log(text: str, nodeid: str) -> dict[str, Any]:
             timeout = float(value)
         except ValueError:
             timeout = 0.0
-    tail = _tail(body.replace(TIMEOUT_MARK, "timeout after "))
-    return {"start": start, "timeout": timeout, "tail": tail, "started": True, "reference": reference_death(body)}
+    sample = _noted_sample(body)
+    shown = "\n".join(line for line in body.splitlines() if not line.startswith(SAMPLE_MARK))
+    tail = _tail(shown.replace(TIMEOUT_MARK, "timeout after "))
+    return {"start": start, "timeout": timeout, "tail": tail, "started": True, "reference": reference_death(body),
+            "sample": sample}
 
 
 # Frames of the harness itself (pytest, pluggy, xdist, execnet) say nothing about the case.
@@ -329,6 +362,8 @@ def _death_record(case: Case, log: str | None, work_dir: Path | None, worker_id:
     tail = with_stderr(info["tail"], read_stderr(stderr_path(work_dir, worker_id) if work_dir else None))
     if tail:
         record.output_tail = tail
+    if info.get("sample"):  # the sample whose call it died in, as a failure names its own
+        record.info = dict(info["sample"])
     if info["timeout"] is not None:
         record.status, record.timeout_s = Status.TIMEOUT, info["timeout"]
         record.message = f"exceeded the {info['timeout']:g} s timeout; {ended}"
