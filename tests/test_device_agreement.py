@@ -149,3 +149,29 @@ def test_clean_device_passes_the_agree_kind(device, tmp_path):
     assert any("decomposition" in form for rec in passed for form in rec["info"]["agree_rules"])
     if device == "sim":  # the sim claims no complex32: not_claimed, as every kind's
         assert {rec["status"] for rec in recs if rec["id"] == "opinfo/add/complex32/agree"} == {"not_claimed"}
+
+
+def test_a_disagreement_says_which_form_differs_from_cpu():
+    """deg2rad of int32 on pytorch_ocl: the decomposition answered CPU's 0.1047, the functional form
+    0.0 (unpromoted), and the message read the right one as "got", the wrong one as "expected". It
+    names both sides now, and which of them CPU's answer for the same pair disagrees with."""
+    from torchcts.cases.context import CaseContext
+    from torchcts.cases.opinfo.agree import _Agree
+    from torchcts.cases.opinfo.kernels import Rule
+    from torchcts.manifest.templates import validation_manifest
+    from torchcts.oracle.mismatch import OracleMismatch
+
+    op = lookup("deg2rad")
+    agree = _Agree(CaseContext(device=torch.device("cpu"), manifest=validation_manifest()), op, torch.float32)
+    sample = next(iter(op.sample_inputs("cpu", torch.float32)))
+    right = torch.deg2rad(sample.input)
+    wrong = right + 1
+    within = Rule(False, "within the tolerance")
+    for first, second, named in ((wrong, right, "the functional form differs"),
+                                 (right, wrong, "the Tensor method differs"),
+                                 (wrong, wrong + 1, "both differ")):
+        with pytest.raises(OracleMismatch) as caught:
+            agree._compare("method", sample, first, second, within, lambda: (right, right.clone()))
+        message = str(caught.value)
+        assert "got: the Tensor method's, expected: the functional form's" in message, message
+        assert f"{named} from CPU's answer" in message, message
