@@ -144,32 +144,33 @@ def test_crash_log_blames_the_running_case():
 
 def test_a_crash_names_the_sample_it_died_in(tmp_path):
     """A crash's record names its sample as a failure's does: the case's context notes each sample it
-    turns to in the worker's log (workers/isolation.py: sample_noter) before the device's call; the
-    last note after the case's marker is the one (an explore crash named none: pytorch_ocl's softmax
-    of an empty tensor was found by hand)."""
+    turns to in the worker's sample file (workers/isolation.py: sample_noter) before the device's
+    call; the dead case's own note is the one (an explore crash named none: pytorch_ocl's softmax of
+    an empty tensor was found by hand). A note never fails the case, and another case's is no one's."""
     import torch
 
     from torchcts.cases.context import CaseContext
     from torchcts.cases.model import Case
     from torchcts.manifest.templates import validation_manifest
-    from torchcts.workers.isolation import crash_record, log_path, sample_noter
+    from torchcts.workers.isolation import crash_record, log_path, sample_noter, sample_path
 
     log = log_path(tmp_path, "gw0")
-    log.write_text(f"{CASE_MARK}100.0 torchcts::a\n")
+    log.write_text(f"{CASE_MARK}100.0 torchcts::a\nFatal Python error: Segmentation fault\n")
     case = Case("opinfo/softmax/int32/explore", "opinfo", 5, "m:f")
     ctx = CaseContext(device=torch.device("cpu"), manifest=validation_manifest(), case=case,
-                      on_sample=sample_noter(tmp_path, "gw0"))
+                      on_sample=sample_noter(tmp_path, "gw0", case.id))
     ctx.describe(op="softmax")  # no sample: nothing noted
+    assert not sample_path(tmp_path, "gw0").exists()
     ctx.describe(sample_index=3, sample="(Tensor[0] int32, 0)\nsecond line", recipe="empty", repro="torchcts run ...")
     ctx.describe(sample_index=4, sample="(Tensor[2, 0] int32, 1)", recipe="empty, dim 1")
-    with open(log, "a") as fh:
-        fh.write("Fatal Python error: Segmentation fault\n")
     started, record = crash_record(case, log.read_text(), tmp_path, "gw0", "torchcts::a", {"signal": "SIGSEGV"})
-    assert started and record.status == "crashed"
+    assert started and record.status == "crashed" and "Segmentation fault" in record.output_tail
     assert record.info == {"sample_index": 4, "sample": "(Tensor[2, 0] int32, 1)", "recipe": "empty, dim 1",
                            "repro": "torchcts run ..."}
-    assert "@@torchcts" not in record.output_tail and "Segmentation fault" in record.output_tail
-    assert parse_log(f"{CASE_MARK}1.0 torchcts::b\nboom\n", "torchcts::b")["sample"] is None
+    other = Case("opinfo/softmax/int32/forward", "opinfo", 5, "m:f")  # the note is explore's, not forward's
+    assert crash_record(other, log.read_text(), tmp_path, "gw0", "torchcts::a", {"signal": "SIGSEGV"})[1].info is None
+    sample_noter(tmp_path / "gone", "gw0", case.id)({"sample": "x"})  # a note that cannot be written: no error
+
 
 def test_isolation_arguments():
     assert pytest_extra_args([], True, 300, 10)[:2] == ["-n", "1"]

@@ -32,7 +32,7 @@ def run_one(case: Case, state: CaseState, corpus: str | None) -> CaseOutcome:
                       validation=state.spec.validation, explore=state.spec.explore,
                       corpus=Path(corpus) if corpus else None, run_dir=state.run_dir)
     if state.work_dir is not None:  # an isolated worker: a crash's record names the sample it died in
-        ctx.on_sample = sample_noter(state.work_dir, state.worker)
+        ctx.on_sample = sample_noter(state.work_dir, state.worker, case.id)
     record = CaseRecord.from_case(case)
     outcome = CaseOutcome(record)
     probe = CaseProbe(state.worker)
@@ -53,6 +53,7 @@ def run_one(case: Case, state: CaseState, corpus: str | None) -> CaseOutcome:
         outcome.kind, outcome.message = SKIPPED, decision.said
     elif raised is not None:  # a failure, and pytest's own exceptions (Ctrl-C), raised as they came
         outcome.kind, outcome.message, outcome.error = FAILED, decision.said, raised
+    del raised  # a skip's exception (its frames, its tensors) is not kept past its decision
     warmup = sum(compat.WARMUP_S.values()) - warmed  # the worker's one-time cost, paid in this case
     record.duration_s = round(time.perf_counter() - start - warmup, 6)
     record.warmup_s = round(warmup, 3) if warmup > 0 else None

@@ -7,7 +7,8 @@ before it ends the worker. When xdist reports "worker crashed while running X", 
 reads that log: the last marker names the case and its start (so the next cases are not blamed),
 a timeout marker after it makes the status `timeout` instead of `crashed`, the worker's exit code
 or signal comes from its process, and the log's tail becomes the record's output tail. A case notes
-each sample it turns to there (SAMPLE_MARK, `sample_noter`): the last note names the crash's sample.
+each sample it turns to in a small file beside the log (`sample_noter`, overwritten each time, so
+nothing grows): the note of the case that died names the crash's sample.
 
 What C code writes to fd 2 (a driver's assertion before it aborts) goes, under pytest's fd capture,
 to a temporary file that dies with the worker: the worker points that capture at a named file beside
@@ -19,6 +20,7 @@ process, which is what crash attribution reruns (workers/attribution.py).
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import json
 import os
@@ -43,7 +45,6 @@ from torchcts.results.statuses import Status
 CASE_MARK = "@@torchcts-case "
 TIMEOUT_MARK = "@@torchcts-timeout "
 FRESH_MARK = "@@torchcts-fresh-process"  # the cases after it run in a new process
-SAMPLE_MARK = "@@torchcts-sample "  # the sample the case turned to next (JSON): a crash's sample
 SAMPLE_TEXT = 500  # characters of a noted sample's text
 RETIRED_MARK = "@@torchcts-retired"  # the worker left on purpose: its device was poisoned (workers/canary.py)
 STDERR_HEADER = "--- stderr of the dead process (fd 2, last lines) ---"
@@ -61,30 +62,38 @@ def stderr_path(work_dir: Path, worker_id: str) -> Path:
     return work_dir / f"{worker_id}.stderr"
 
 
-def sample_noter(work_dir: Path, worker_id: str) -> Callable[[dict[str, Any]], None]:
-    """What a case's context calls with each sample it turns to (cases/context.py: on_sample): one
-    line in the worker's log, flushed before the device's call, so the record of a process that
-    dies in it names that sample (an explore case's crash named none: pytorch_ocl's softmax of an
-    empty tensor had to be found by hand). Forked children write to the same log."""
-    path = log_path(work_dir, worker_id)
+def sample_path(work_dir: Path, worker_id: str) -> Path:
+    return work_dir / f"{worker_id}.sample.json"
+
+
+def sample_noter(work_dir: Path, worker_id: str, case_id: str) -> Callable[[dict[str, Any]], None]:
+    """What a case's context calls with each sample it turns to (cases/context.py: on_sample): the
+    worker's sample file, overwritten and closed before the device's call, so the record of a
+    process that dies in it names that sample (an explore case's crash named none: pytorch_ocl's
+    softmax of an empty tensor had to be found by hand). Forked children write the same file. A
+    note that cannot be written is no case's failure: the record then names no sample."""
+    path = sample_path(work_dir, worker_id)
 
     def note(sample: dict[str, Any]) -> None:
         shown = {k: (v[:SAMPLE_TEXT] if isinstance(v, str) else v) for k, v in sample.items()}
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(f"\n{SAMPLE_MARK}{json.dumps(shown, default=str)}\n")
+        try:
+            path.write_text(json.dumps({"case": case_id, **shown}, default=str), encoding="utf-8")
+        except OSError:
+            pass
     return note
 
 
-def _noted_sample(body: str) -> dict[str, Any] | None:
-    """The last sample a case's log body notes (sample_noter), if any."""
-    at = body.rfind(SAMPLE_MARK)
-    if at < 0:
+def noted_sample(work_dir: Path | None, worker_id: str, case_id: str) -> dict[str, Any] | None:
+    """The sample the case `case_id` last noted on this worker (sample_noter), if the note is its."""
+    if work_dir is None:
         return None
     try:
-        noted = json.loads(body[at + len(SAMPLE_MARK):].split("\n", 1)[0])
-    except ValueError:
+        noted = json.loads(sample_path(work_dir, worker_id).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
-    return noted if isinstance(noted, dict) else None
+    if not isinstance(noted, dict) or noted.pop("case", None) != case_id:
+        return None
+    return noted
 
 
 def mark_fresh_process(log: Path) -> None:
@@ -98,6 +107,7 @@ class WorkerWatch:
 
     def __init__(self, work_dir: Path, worker_id: str, retiring: Callable[[], bool] = lambda: False) -> None:
         self.log = open(log_path(work_dir, worker_id), "a", encoding="utf-8")  # noqa: SIM115
+        self.work_dir, self.worker_id = work_dir, worker_id
         self.stderr = stderr_path(work_dir, worker_id)
         self.retiring = retiring  # the device was found poisoned (workers/canary.py): leave before the next case
 
@@ -117,6 +127,8 @@ class WorkerWatch:
             self.log.write(f"\n{RETIRED_MARK}\n")
             self.log.flush()
             os._exit(RETIRED_EXIT)
+        with contextlib.suppress(OSError):  # no earlier case's note (a note names its case, too)
+            sample_path(self.work_dir, self.worker_id).unlink(missing_ok=True)
         self.log.write(f"\n{CASE_MARK}{time.time():.6f} {nodeid}\n")
         self.log.flush()
 
@@ -265,11 +277,8 @@ def parse_log(text: str, nodeid: str) -> dict[str, Any]:
             timeout = float(value)
         except ValueError:
             timeout = 0.0
-    sample = _noted_sample(body)
-    shown = "\n".join(line for line in body.splitlines() if not line.startswith(SAMPLE_MARK))
-    tail = _tail(shown.replace(TIMEOUT_MARK, "timeout after "))
-    return {"start": start, "timeout": timeout, "tail": tail, "started": True, "reference": reference_death(body),
-            "sample": sample}
+    tail = _tail(body.replace(TIMEOUT_MARK, "timeout after "))
+    return {"start": start, "timeout": timeout, "tail": tail, "started": True, "reference": reference_death(body)}
 
 
 # Frames of the harness itself (pytest, pluggy, xdist, execnet) say nothing about the case.
@@ -362,8 +371,9 @@ def _death_record(case: Case, log: str | None, work_dir: Path | None, worker_id:
     tail = with_stderr(info["tail"], read_stderr(stderr_path(work_dir, worker_id) if work_dir else None))
     if tail:
         record.output_tail = tail
-    if info.get("sample"):  # the sample whose call it died in, as a failure names its own
-        record.info = dict(info["sample"])
+    noted = noted_sample(work_dir, worker_id, case.id) if info["started"] else None
+    if noted:  # the sample whose call it died in, as a failure names its own
+        record.info = noted
     if info["timeout"] is not None:
         record.status, record.timeout_s = Status.TIMEOUT, info["timeout"]
         record.message = f"exceeded the {info['timeout']:g} s timeout; {ended}"

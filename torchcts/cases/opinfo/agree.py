@@ -358,8 +358,8 @@ class _Agree:
         where the decomposition's answer was CPU's). "" where that cannot be told."""
         if self.category == "linalg":  # unique up to signs and phases: no one answer to hold a side to
             return ""
-        tol = self._tolerance(sample)
         try:
+            tol = self._tolerance(sample)
             with unobserved():
                 off = [name for name, dev, cpu in sides if find_mismatch(_host(dev), _host(cpu), tol) is not None]
         except Exception:  # noqa: BLE001 - a hint only: sides that cannot be compared name none
