@@ -89,7 +89,8 @@ def load(key: str) -> SelectionResult | None:
 
 def store(key: str, result: SelectionResult) -> None:
     """Write the result for `key` (best effort: a read-only cache only costs speed)."""
-    rows = [(d.status, d.reason, case_row(d.case)) for d in result.decisions]
+    # a Status as its plain value: marshal takes no str subclass (it wrote nothing, silently)
+    rows = [(str(d.status), d.reason, case_row(d.case)) for d in result.decisions]
     path = _path(key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
