@@ -278,7 +278,7 @@ def test_a_crash_is_replaced_by_a_fork_that_has_the_opinfo_database_already(ocl,
 
     def after_a_crashing_op(r: dict) -> bool:
         return any(o is not r and o.get("worker") == r.get("worker") and o["id"].split("/")[1] in CRASHING
-                   and str(o.get("started_at", "")) < str(r.get("started_at", "")) for o in got)
+                   and float(o.get("started_at") or 0) < float(r.get("started_at") or 0) for o in got)
 
     unsettled = [r for r in crashed if r["id"].split("/")[1] not in CRASHING and not capped
                  and (r.get("attribution") or {}).get("belongs_to", "") is not None and not after_a_crashing_op(r)]

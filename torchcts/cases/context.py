@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +85,11 @@ class CaseContext:
         claimed dtype, or one PyTorch fixes for indices, counts and masks (INDEX_DTYPES) whatever the
         values' dtype (median's indices, index_add's index, where's condition)."""
         return dtype in INDEX_DTYPES or self.claims_dtype(dtype)
+
+    def unclaimed(self, dtypes: Iterable[torch.dtype]) -> list[str]:
+        """The names of `dtypes` outside the claims (claims_value_dtype), sorted: what a case computing
+        through them says when the device refuses it (opinfo, out_variants, generated)."""
+        return sorted({str(d).removeprefix("torch.") for d in dtypes if not self.claims_value_dtype(d)})
 
     @property
     def seed(self) -> int:

@@ -35,8 +35,12 @@ class Decision:
     mismatch: dict[str, Any] | None = None
     exception: str | None = None  # the backend exception's type name, on an error
     traceback: str | None = None
-    told: str = "failed"  # pytest's word: passed, skipped or failed (workers/outcome.py)
     said: str = ""  # what pytest is told with a skip or a failure
+
+    @property
+    def told(self) -> str:
+        """pytest's word (workers/outcome.py): the status table's, failed for pytest's own exception."""
+        return self.status.info.told if self.status is not None else "failed"
 
     def apply(self, record: Any) -> None:
         """Onto a record (results/records.py: CaseRecord): the status and the fields decided."""
@@ -51,21 +55,21 @@ def decide(exc: BaseException | None, formatted: str | None = None) -> Decision:
     """The decision for a call that raised `exc` (None: it returned). `formatted`: its traceback as
     `traceback.format_exc()` gave it where it was caught (an error keeps its end)."""
     if exc is None:
-        return Decision(Status.PASSED, told=Status.PASSED.info.told)
+        return Decision(Status.PASSED)
     if isinstance(exc, NotApplicable):  # Pending and NotClaimed are ones: no verdict, shown apart
         status = (Status.PENDING if isinstance(exc, Pending) else
                   Status.NOT_CLAIMED if isinstance(exc, NotClaimed) else Status.NOT_APPLICABLE)
-        return Decision(status, str(exc), told=status.info.told, said=f"{status.replace('_', ' ')}: {exc}")
+        return Decision(status, str(exc), said=f"{status.replace('_', ' ')}: {exc}")
     if isinstance(exc, OracleMismatch):
-        return Decision(Status.FAILED, str(exc), exc.mismatch.to_json(), told=Status.FAILED.info.told, said=str(exc))
+        return Decision(Status.FAILED, str(exc), exc.mismatch.to_json(), said=str(exc))
     if isinstance(exc, (Exception, SystemExit)):  # the backend's own exception, of any type: the case's error
         message = f"{type(exc).__name__}: {first_line(exc, 500)}"
         tail = formatted if formatted is not None else "".join(_traceback.format_exception(exc))
         return Decision(Status.ERROR, message, exception=type(exc).__name__,
-                        traceback="\n".join(tail.splitlines()[-TRACEBACK_LINES:]), told=Status.ERROR.info.told,
+                        traceback="\n".join(tail.splitlines()[-TRACEBACK_LINES:]),
                         said=message)
     if is_timeout(exc):  # pytest-timeout's signal method, in the case's own process
-        return Decision(Status.TIMEOUT, str(exc).strip(), told=Status.TIMEOUT.info.told)
+        return Decision(Status.TIMEOUT, str(exc).strip())
     return Decision(None)  # pytest's own (Ctrl-C, an exit): raised as it came, the record filled
 
 

@@ -114,8 +114,7 @@ def _unclaimed_inside(ctx: CaseContext, again: Callable[[], Callable[[], Any]]) 
     dtype not claimed (linalg_pinv's float64 intermediate of float32 inputs); a wrong answer is never
     excused so."""
     with unobserved():
-        inside = computed_dtypes(again())
-    unclaimed = sorted(str(d).removeprefix("torch.") for d in inside if not ctx.claims_value_dtype(d))
+        unclaimed = ctx.unclaimed(computed_dtypes(again()))
     if unclaimed:
         raise NotClaimed(f"the device raised where CPU computes in the unclaimed dtype {', '.join(unclaimed)}")
 
