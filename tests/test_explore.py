@@ -153,6 +153,28 @@ def test_every_switch_point_is_tried_within_one_round() -> None:
     assert seen == {(w, json.dumps(v, default=str)) for w, v in points}
 
 
+def test_an_int32_case_explores_and_shrinks_int32_calls_only() -> None:
+    """pytorch_ocl's eye: the int32 case's dtype= switch made eye(1, 1, dtype=float32), and the
+    shrinker then dropped dtype=, so an int32 case reported the float32 kernel's bug as its own."""
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    from torchcts.cases.explore.generate import carries, plan
+
+    made_from = plan(lookup("eye"), selected_samples(lookup("eye"), torch.int32, None, None), torch.int32)
+    assert any(w == "dtype" for w, _ in made_from.points)  # the switch point is there, for sum's sake
+    made = [made_from.sample("opinfo/eye/int32/explore", i) for i in range(3 * (len(made_from.points) + 1))]
+    assert all(carries(m.sample, torch.int32) for m in made)
+    assert all(w != "dtype" for m in made for w, _ in m.switches)
+    # sum of an int32 tensor keeps its dtype= switch: the input is still int32
+    summed = plan(lookup("sum"), selected_samples(lookup("sum"), torch.int32, None, None), torch.int32)
+    switched = {v for i in range(3 * (len(summed.points) + 1))
+                for w, v in summed.sample("opinfo/sum/int32/explore", i).switches if w == "dtype"}
+    assert torch.float64 in switched
+    sample = SampleInput(2, args=(2,), kwargs={"dtype": torch.int32})
+    assert shrink(sample, lambda s: True, keeps=lambda s: carries(s, torch.int32)).sample.kwargs == {"dtype": torch.int32}
+    assert shrink(sample, lambda s: True).sample.kwargs == {}
+
+
 def test_value_classes_reach_the_tensors() -> None:
     bases = bases_of("add")
     points = switch_points(lookup("add"), [s for _, s in bases])

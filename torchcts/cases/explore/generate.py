@@ -70,21 +70,31 @@ class Plan:
     rules: values.Policy
     positional: Mapping[str, int]  # switches.op_positions
     elementwise: bool = False  # a ufunc (OpInfo's Unary/BinaryUfuncInfo): any shape is an input of it
+    dtype: torch.dtype | None = None  # the case's: no switch takes a base that carries it away from it
 
     def sample(self, case_id: str, index: int) -> Explored:
         return explored(case_id, index, self.bases, self.points, self.hooked, self.rules, self.positional,
-                        self.elementwise)
+                        self.elementwise, self.dtype)
 
 
-def plan(op: Any, samples: Iterable[tuple[int, Any]]) -> Plan | None:
-    """The op's exploration plan from its OpInfo samples (the first BASE_WINDOW); None: no base."""
+def plan(op: Any, samples: Iterable[tuple[int, Any]], dtype: torch.dtype | None = None) -> Plan | None:
+    """The op's exploration plan from its OpInfo samples of `dtype` (the first BASE_WINDOW); None: no base."""
     bases = usable_bases(list(itertools.islice(samples, BASE_WINDOW)))
     if not bases:
         return None
     return Plan(bases, switch_points(op, [s for _, s in bases]),
                 sum(len(v) for v in own_switches(op.name).values()),
                 values.policy(op.name, tolerance_category(op), op.variant_test_name), op_positions(op),
-                type(op).__name__ in ELEMENTWISE_INFOS)
+                type(op).__name__ in ELEMENTWISE_INFOS, dtype)
+
+
+def carries(sample: Any, dtype: torch.dtype) -> bool:
+    """Whether a sample exercises `dtype`: a tensor of it, or a factory's `dtype=` of it. A `dtype=`
+    switch (or the shrinker dropping one) must not make eye(2, dtype=int32) of an int32 case into
+    eye(2, dtype=float32): that call belongs to the float32 case, and its failure, reported as an int32
+    one, sends the engineer to the wrong kernel (pytorch_ocl's eye of float32)."""
+    return (sample.kwargs.get("dtype") == dtype
+            or any(t.dtype == dtype for t in tensors_of((sample.input, sample.args, sample.kwargs))))
 
 
 def usable_bases(samples: Sequence[tuple[int, Any]]) -> list[tuple[int, Any]]:
@@ -124,11 +134,13 @@ def _order(case_id: str, n_points: int) -> tuple[tuple[int, ...], tuple[int, ...
 
 def explored(case_id: str, index: int, bases: Sequence[tuple[int, Any]], points: Sequence[SwitchPoint],
              hooked: int = 0, rules: values.Policy = values.Policy(),
-             positional: Mapping[str, int] = MappingProxyType({}), elementwise: bool = False) -> Explored:
+             positional: Mapping[str, int] = MappingProxyType({}), elementwise: bool = False,
+             dtype: torch.dtype | None = None) -> Explored:
     """Explored sample `index` of the case; `points` as switches.switch_points gave them, the first
     `hooked` of them the op's own (tried first, in their order); `rules` the op's values.policy;
     `positional` each keyword's position where the op takes it positionally (switches.positions);
-    `elementwise`: a ufunc, whose tensors may be lifted to rank 5-6 (layout.py)."""
+    `elementwise`: a ufunc, whose tensors may be lifted to rank 5-6 (layout.py); `dtype` the case's,
+    which a switch never takes away from a base that carries it (`carries`: the switch is left out)."""
     order, offsets = _order(case_id, len(points))
     order = tuple(range(hooked)) + tuple(p for p in order if p >= hooked or p < 0)
     slot, round_ = index % len(order), index // len(order)
@@ -149,6 +161,8 @@ def explored(case_id: str, index: int, bases: Sequence[tuple[int, Any]], points:
         fits = [b for b in bases if _fits(b[1], chosen[0][0], positional)]
     fits = fits or list(bases)
     base_index, base = fits[rng.randrange(len(fits))]
+    if dtype is not None and carries(base, dtype):
+        chosen = [c for c in chosen if carries(with_switches(base, [c]), dtype)]
     sample = values.apply(with_switches(base, chosen), classes, rng, rules)
     sample, shaped = layout.fit_memory_format(sample)
     sample, placed = placement.place(sample, case_id, index) if rules.host_operands else (sample, None)

@@ -33,7 +33,7 @@ def materialize_explored(case_id: str, params: Mapping[str, Any], info: Mapping[
             if isinstance(found.get(key), dict):
                 calls.append(_call(op, variant, codec.decode_sample(found[key]), label))
         return variant, calls
-    made_from = plan(op, selected_samples(op, dtype, None, None))
+    made_from = plan(op, selected_samples(op, dtype, None, None), dtype)
     if made_from is None:
         raise NotApplicable(f"{op.name} has no sample to explore from")
     i = index if index is not None else int((info or {}).get("sample_index") or 0)

@@ -28,7 +28,7 @@ from torchcts.cases.context import CaseContext
 from torchcts.cases.explore import codec, corpus, host_rule, placement
 from torchcts.cases.explore.budget import default_depth, samples_for
 from torchcts.cases.explore.find import Find
-from torchcts.cases.explore.generate import Explored, plan, requiring_grad
+from torchcts.cases.explore.generate import Explored, Plan, carries, plan, requiring_grad
 from torchcts.cases.explore.shrink import shrink
 from torchcts.cases.model import NotApplicable, NotClaimed, repro_command
 from torchcts.cases.observe import hand_to_rerun, unobserved
@@ -203,7 +203,7 @@ def _run(ctx: CaseContext, op: Any, dtype: torch.dtype, level: int, found: Find 
         if stats["replayed"]:
             return
         raise NotApplicable("exploration is off (--explore 0)")
-    made_from = plan(op, selected_samples(op, dtype, ctx.max_samples, None, device=ctx.device))
+    made_from = plan(op, selected_samples(op, dtype, ctx.max_samples, None, device=ctx.device), dtype)
     if made_from is None:
         raise NotApplicable("the op has no sample to explore from")
     budget = samples_for(depth, len(made_from.points) + 1)
@@ -221,7 +221,7 @@ def _run(ctx: CaseContext, op: Any, dtype: torch.dtype, level: int, found: Find 
                 stats["unclaimed"] = stats.get("unclaimed", 0) + (kind == "unclaimed")
                 continue
             stats["checks"] += 1
-            if kind is not None and not _fail(ctx, case_id, name, check, made, kind, made_from.bases, op.op):
+            if kind is not None and not _fail(ctx, case_id, name, check, made, kind, made_from, op.op):
                 stats["checks"] -= 1  # a second look found no reference (recheck.py): no verdict on it
                 stats["dropped"] += 1
     for key in ("sample_index", "sample", "recipe", "repro"):  # a pass names no sample
@@ -357,10 +357,10 @@ def confirmed(check: Check, shrunk: Any, original: Any, flaky: str) -> BaseExcep
 
 
 def _fail(ctx: CaseContext, case_id: str, variant: str, check: Check, made: Explored, kind: str,
-          bases: list[tuple[int, Any]], forward: Callable[..., Any]) -> bool:
+          made_from: Plan, forward: Callable[..., Any]) -> bool:
     """Shrink the failing sample, save it, describe both, and raise the shrunk sample's failure;
     False (nothing saved, the case's info as it was) when a second look finds no reference."""
-    base = dict(bases)[made.base]
+    base = dict(made_from.bases)[made.base]
     reverts = [(w, base.args[w]) for w, _ in made.switches if isinstance(w, int) and w < len(base.args)]
     kept = dict(ctx.info)
     # shrunk while it fails the same way, down to what differs: a value mismatch that becomes "output on
@@ -369,8 +369,10 @@ def _fail(ctx: CaseContext, case_id: str, variant: str, check: Check, made: Expl
     same = again if again is not None and again.startswith("mismatch: ") else kind
     # a candidate on which CPU's forward writes outside its arguments (recheck.py) is never called:
     # CPU's kernel itself would corrupt this process, and its answer is no reference
+    dtype = made_from.dtype
+    keeps = (lambda s: carries(s, dtype)) if dtype is not None and carries(made.sample, dtype) else (lambda s: True)
     result = shrink(made.sample, lambda s: not writes_outside(forward, s)
-                    and outcome(check, s, detailed=same != kind) == same, reverts)
+                    and outcome(check, s, detailed=same != kind) == same, reverts, keeps=keeps)
     ctx.info.clear()
     ctx.info.update(kept)
     record: dict[str, Any] = {"variant": variant, "index": made.index, "recipe": made.recipe(), "failure": kind,

@@ -42,10 +42,11 @@ class Shrunk:
 
 
 def shrink(sample: Any, fails: Callable[[Any], bool], reverts: Sequence[SwitchPoint] = (),
-           max_calls: int = MAX_CALLS) -> Shrunk:
-    """The smallest failing sample the greedy passes reach within `max_calls` calls of `fails`.
-    A candidate that passed once is not retried until a pass finds nothing else (its step rarely
-    fails later, and the calls are the budget)."""
+           max_calls: int = MAX_CALLS, keeps: Callable[[Any], bool] = lambda s: True) -> Shrunk:
+    """The smallest failing sample the greedy passes reach within `max_calls` calls of `fails`,
+    among candidates that `keeps` (the case's dtype, generate.carries: dropping eye's `dtype=` is another
+    dtype's call, not a smaller one). A candidate that passed once is not retried until a pass finds
+    nothing else (its step rarely fails later, and the calls are the budget)."""
     calls = steps = 0
     current = sample
     passed: set[str] = set()
@@ -55,7 +56,7 @@ def shrink(sample: Any, fails: Callable[[Any], bool], reverts: Sequence[SwitchPo
         for label, candidate in candidates(current, reverts):
             if calls >= max_calls:
                 break
-            if label in passed:
+            if label in passed or not keeps(candidate):
                 continue
             calls += 1
             if fails(candidate):
