@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import runpy
 
 import pytest
@@ -127,3 +128,24 @@ def test_a_failure_shows_op_dtype_and_sample_everywhere(tmp_path):
     for text in (summary.replace("\\", ""), page, out.getvalue()):  # Markdown escapes [ and ]
         assert all(line in text for line in lines), text
     assert "n/a (expected 0)" in page and "e+308" not in page
+
+
+def test_the_script_measures_a_difference_as_the_record_does(tmp_path):
+    """pytorch_ocl's sigmoid of int32 into a float32 out= gave NaNs: the record said "max abs error
+    inf", the repro script its own copy's "nan". The script now runs the oracle's metrics.py source."""
+    from torchcts.results.repro import shared_source
+    from torchcts.results.repro_script import BODY
+
+    (tmp_path / "body.py").write_text(shared_source() + BODY)
+    script = runpy.run_path(str(tmp_path / "body.py"), {"ATOL": 1e-5, "RTOL": 1.3e-6, "HOST": "host", "FORMAT": "f"})
+    pairs = [(torch.tensor([0.5, float("nan"), 0.25]), torch.tensor([0.5, 0.27, 0.0])),
+             (torch.tensor([1.0, float("inf"), 3.0]), torch.tensor([1.0, 2.0, 3.5])),
+             (torch.tensor([1e3 + 1e-3, 1e-4]), torch.tensor([1e3, 0.0])),  # the larger difference within tolerance
+             (torch.tensor([1 + 2j, 3 - 1j]), torch.tensor([1 + 2j, 3 + 1j]))]
+    for actual, expected in pairs:
+        record = find_mismatch(actual, expected, Tolerance(1e-5, 1.3e-6)).describe()
+        said = script["compare"](actual, expected, "output")
+        assert re.search(r"max abs error (\S+),", record)[1] == re.search(r"max abs error (\S+),", said)[1], (record, said)
+        rel = re.search(r"max rel error (\S+) ", record)
+        assert (rel[1] if rel else "n/a") == re.search(r"max rel error (\S+) ", said)[1], (record, said)
+        assert record.split(" elements differ")[0] in said

@@ -13,7 +13,9 @@ from typing import Any
 
 import torch
 
+from torchcts.oracle import metrics
 from torchcts.oracle.allowed import AllowedLookup
+from torchcts.oracle.metrics import widened
 from torchcts.oracle.mismatch import Mismatch, OracleMismatch
 from torchcts.oracle.tolerances import Tolerance
 
@@ -93,22 +95,9 @@ def _layouts(actual: torch.Tensor, expected: torch.Tensor) -> dict[str, str]:
     return {"actual_layout": layout(actual), "expected_layout": layout(expected)}
 
 
-def widened(t: torch.Tensor) -> torch.Tensor:
-    """A comparable tensor in float64 (complex128 for complex ones): differences are exact there."""
-    return t.to(torch.complex128 if t.dtype.is_complex else torch.float64)
-
-
 def outside_tolerance(a64: torch.Tensor, e64: torch.Tensor, tol: Tolerance) -> tuple[torch.Tensor, torch.Tensor]:
-    """(|a - e| with equal NaNs and equal infinities at 0, the mask of elements outside
-    atol + rtol * |e|) of two widened tensors: the one elementwise tolerance rule."""
-    both_nan = torch.isnan(a64) & torch.isnan(e64)
-    diff = (a64 - e64).abs()
-    diff = torch.where(both_nan, torch.zeros_like(diff, dtype=diff.dtype), diff)
-    same_inf = (a64 == e64)
-    diff = torch.where(same_inf, torch.zeros_like(diff), diff)
-    # An infinite difference never fits (inf <= atol + rtol*inf would say it does).
-    bad = ~(same_inf | both_nan | (torch.isfinite(diff) & (diff <= tol.atol + tol.rtol * e64.abs())))
-    return diff, bad
+    """metrics.outside_tolerance with a Tolerance: the one elementwise rule."""
+    return metrics.outside_tolerance(a64, e64, tol.atol, tol.rtol)
 
 
 def _zero_signs_differ(a: torch.Tensor, e: torch.Tensor) -> torch.Tensor | None:
@@ -163,17 +152,14 @@ def tensor_mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: TolSpec, 
     if zero_sign is not None:
         what = "values differ" if bool((bad & ~zero_sign).any()) else "sign of zero differs"
         bad = bad | zero_sign
-    diff_real = diff.real if diff.is_complex() else diff
-    finite = torch.where(torch.isfinite(diff_real), diff_real, torch.full_like(diff_real, float("inf")))
+    max_abs, max_rel = metrics.error_maxima(diff, bad, e64)
     scale = e64.abs().real if e64.is_complex() else e64.abs()
-    rated = bad & (scale > 0)
-    rel = finite[rated] / scale[rated]
     idx = bad.nonzero()
     first = idx[0].tolist() if idx.shape[0] else None  # [] for a 0-d tensor
     extra: dict[str, Any] = {}
     if actual.layout == expected.layout == torch.strided and actual.stride() != expected.stride():
         extra.update(_layouts(actual, expected))
-    if not rel.numel() and bad.any():  # every differing element expects 0: no relative error
+    if max_rel is None and bad.any():  # every differing element expects 0: no relative error
         finite_scale = scale[torch.isfinite(scale)]
         extra["max_abs_expected"] = float(finite_scale.max()) if finite_scale.numel() else 0.0
     if tol.exact and (a.dtype.is_floating_point or a.dtype.is_complex):
@@ -181,8 +167,8 @@ def tensor_mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: TolSpec, 
     return Mismatch(
         what,
         path,
-        max_abs_error=float(finite.max()) if finite.numel() else 0.0,
-        max_rel_error=float(rel.max()) if rel.numel() else None,
+        max_abs_error=max_abs,
+        max_rel_error=max_rel,
         extra=extra,
         mismatched=int(bad.sum()),
         total=a.numel(),

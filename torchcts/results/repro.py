@@ -11,7 +11,9 @@ device raised or the call hung past the run's per-case timeout.
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import inspect
 import io
 import math
 import re
@@ -205,7 +207,18 @@ def render_script(target: ReproTarget, spec: ReproSpec) -> str:
         call_lit=lit(spec.call),
         call=spec.call,
         sim_env_block=_SIM_ENV_BLOCK.format(sim_env_lit=lit(target.sim_env)) if target.sim_env else "",
-    ) + BODY
+    ) + shared_source() + BODY
+
+
+def shared_source() -> str:
+    """torchcts/oracle/metrics.py's source without its docstring: the script judges and measures a
+    difference with the oracle's own lines (it cannot import TorchCTS), never a copy that drifts."""
+    from torchcts.oracle import metrics
+
+    text = inspect.getsource(metrics)
+    docstring = ast.parse(text).body[0]
+    return ("\n\n# torchcts/oracle/metrics.py: the elementwise tolerance rule and the record's error metrics\n"
+            + "".join(text.splitlines(keepends=True)[docstring.end_lineno:]).strip("\n") + "\n\n")
 
 
 def _saved_sample(sample: dict[str, Any]) -> dict[str, Any]:

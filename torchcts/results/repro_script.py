@@ -1,7 +1,9 @@
 """The body of a standalone repro script (results/repro.py renders the header constants above it).
 
 Static text, no formatting: the header defines CASE, DEVICE, BACKEND_IMPORT, KIND, ATOL, RTOL,
-TIMEOUT_S, INPUTS and OP, and the float64 truth's rule (TRUTH and its constants). The truth's
+TIMEOUT_S, INPUTS and OP, and the float64 truth's rule (TRUTH and its constants); the elementwise
+tolerance rule and its metrics are torchcts/oracle/metrics.py's own source, copied above (`widened`,
+`outside_tolerance`, `error_maxima`), so the script measures as the record did. The truth's
 functions (`ulp`, `ulps`, `sensitivity`, `truth_problem`) repeat torchcts/oracle/truth.py and
 cases/opinfo/truth.py, for the same reason. The script cannot import TorchCTS, so `place` repeats the rule of the
 OpInfo suite's `_Copier` (cases/opinfo/samples.py): each tensor is rebuilt on the device with its
@@ -97,21 +99,17 @@ def compare(actual, expected, what):
             continue
         except AssertionError:
             pass
-        wide = torch.complex128 if a.dtype.is_complex else torch.float64
-        a64, e64 = a.resolve_conj().resolve_neg().to(wide), e.resolve_conj().resolve_neg().to(wide)
-        same = (a64 == e64) | (torch.isnan(a64) & torch.isnan(e64))
-        diff = torch.where(same, torch.zeros_like(a64), a64 - e64).abs()
-        diff = diff.real if diff.is_complex() else diff
-        bad = ~same & ~(diff <= ATOL + RTOL * e64.abs())
-        bad = bad if bad.any() else ~same
-        scale = e64.abs().real if e64.is_complex() else e64.abs()
-        nonzero = bad & (scale > 0)
-        rel = f"{float((diff / scale)[nonzero].max()):.3g}" if nonzero.any() else "n/a (expected 0)"
+        a64, e64 = widened(a.resolve_conj().resolve_neg()), widened(e.resolve_conj().resolve_neg())
+        diff, bad = outside_tolerance(a64, e64, ATOL, RTOL)  # the record's rule and metrics (metrics.py above)
+        if not bad.any():  # assert_close saw a difference the rule did not: show every unequal element
+            bad = ~((a64 == e64) | (torch.isnan(a64) & torch.isnan(e64)))
+        max_abs, max_rel = error_maxima(diff, bad, e64)
+        rel = f"{max_rel:.3g}" if max_rel is not None else "n/a (expected 0)"
         first = bad.nonzero()[0].tolist() if bad.any() else []
         got = a[tuple(first)].item() if first or a.dim() == 0 else "?"
         exp = e[tuple(first)].item() if first or e.dim() == 0 else "?"
         return (f"{where}: values differ: {int(bad.sum())}/{a.numel()} elements differ, max abs error "
-                f"{float(diff[bad].max()) if bad.any() else 0.0:.3g}, max rel error {rel} "
+                f"{max_abs:.3g}, max rel error {rel} "
                 f"(atol {ATOL:.3g}, rtol {RTOL:.3g}); first at index {first}: got {got}, expected {exp}")
     return None
 
