@@ -39,3 +39,44 @@ def error_maxima(diff: torch.Tensor, bad: torch.Tensor, e64: torch.Tensor) -> tu
     rated = bad & (scale > 0)
     rel = finite[rated] / scale[rated]
     return (float(finite.max()) if finite.numel() else 0.0), (float(rel.max()) if rel.numel() else None)
+
+
+# The truth's measure (oracle/truth.py judges by it; the script's "Truth beyond CPU" check too).
+
+def real_dtype(dtype: torch.dtype) -> torch.dtype:
+    """A complex dtype's component dtype; any other dtype itself."""
+    return {torch.complex32: torch.float16, torch.complex64: torch.float32, torch.complex128: torch.float64}.get(dtype, dtype)
+
+
+def ulp(truth: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The spacing of `dtype` at each |truth| (float64): eps * 2**floor(log2 |t|) for normal
+    magnitudes, smallest_normal * eps (the subnormal spacing) below them and at 0. Non-finite
+    magnitudes get a NaN spacing: `ulps` treats them apart. Complex dtypes: the spacing of the
+    component dtype at the modulus."""
+    info = torch.finfo(real_dtype(dtype))
+    mag = truth.abs().to(torch.float64)
+    _, exponent = torch.frexp(mag)  # mag = m * 2**e with m in [0.5, 1): floor(log2 mag) = e - 1
+    spacing = torch.ldexp(torch.full_like(mag, info.eps), exponent - 1)
+    spacing = torch.where(mag < info.smallest_normal, torch.full_like(mag, info.smallest_normal * info.eps), spacing)
+    return torch.where(torch.isfinite(mag), spacing, torch.full_like(mag, float("nan")))
+
+
+def representable(truth: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The truth rounded to `dtype` and widened back: infinite where it overflows `dtype`."""
+    if truth.is_complex():
+        real = real_dtype(dtype)
+        return torch.complex(truth.real.to(real).double(), truth.imag.to(real).double())
+    return truth.to(dtype).double()
+
+
+def ulps(value: torch.Tensor, truth: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """|value - truth| in ulps of `dtype` (both widened). Where the truth is not finite in `dtype`
+    (NaN, infinite, or overflowing it): 0 if the value is that same non-finite number (NaN for NaN),
+    else inf; where the truth is finite and the value is not, inf (off scale)."""
+    rounded = representable(truth, dtype)
+    same = (value == rounded) | (torch.isnan(value) & torch.isnan(rounded))
+    diff = (value - truth).abs()
+    diff = diff.real if diff.is_complex() else diff
+    inf = torch.full_like(diff, float("inf"))
+    return torch.where(~torch.isfinite(rounded), torch.where(same, torch.zeros_like(diff), inf),
+                       torch.where(torch.isfinite(value), diff / ulp(truth, dtype), inf))

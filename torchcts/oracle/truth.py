@@ -29,6 +29,7 @@ from torchcts.oracle.compare import (
     tensor_mismatch,
     widened,
 )
+from torchcts.oracle.metrics import real_dtype, representable, ulp, ulps
 from torchcts.oracle.precision import (
     COND_FACTOR,
     CPU_ILL_ULPS,
@@ -90,31 +91,6 @@ def truth_dtype(dtype: torch.dtype) -> torch.dtype | None:
     return _WIDER.get(dtype)
 
 
-def _real(dtype: torch.dtype) -> torch.dtype:
-    return {torch.complex32: torch.float16, torch.complex64: torch.float32, torch.complex128: torch.float64}.get(dtype, dtype)
-
-
-def ulp(truth: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """The spacing of `dtype` at each |truth| (float64): eps * 2**floor(log2 |t|) for normal
-    magnitudes, smallest_normal * eps (the subnormal spacing) below them and at 0. Non-finite
-    magnitudes get a NaN spacing: errors() treats them apart. Complex dtypes: the spacing of the
-    component dtype at the modulus."""
-    info = torch.finfo(_real(dtype))
-    mag = truth.abs().to(torch.float64)
-    _, exponent = torch.frexp(mag)  # mag = m * 2**e with m in [0.5, 1): floor(log2 mag) = e - 1
-    spacing = torch.ldexp(torch.full_like(mag, info.eps), exponent - 1)
-    spacing = torch.where(mag < info.smallest_normal, torch.full_like(mag, info.smallest_normal * info.eps), spacing)
-    return torch.where(torch.isfinite(mag), spacing, torch.full_like(mag, float("nan")))
-
-
-def _representable(truth: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """The truth rounded to `dtype` and widened back: infinite where it overflows `dtype`."""
-    if truth.is_complex():
-        real = _real(dtype)
-        return torch.complex(truth.real.to(real).double(), truth.imag.to(real).double())
-    return truth.to(dtype).double()
-
-
 @dataclass
 class Errors:
     """Per-element errors of one value tensor against the truth (float64 tensors, truth's shape)."""
@@ -133,19 +109,12 @@ def errors(value: torch.Tensor, truth: torch.Tensor, dtype: torch.dtype) -> Erro
     Where the truth is not finite in `dtype` (NaN, infinite, or overflowing it) the error is 0 if
     the value is that same non-finite number (NaN for NaN), else infinite; where the truth is
     finite and the value is not, infinite. Infinite errors are counted apart (off scale)."""
-    rounded = _representable(truth, dtype)
-    special = ~torch.isfinite(rounded)
-    same = (value == rounded) | (torch.isnan(value) & torch.isnan(rounded))
+    special = ~torch.isfinite(representable(truth, dtype))
     diff = (value - truth).abs()
-    if diff.is_complex():  # pragma: no cover - abs() of a complex tensor is real already
-        diff = diff.real
-    inf = torch.full_like(diff, float("inf"))
-    ulps = torch.where(special, torch.where(same, torch.zeros_like(diff), inf),
-                       torch.where(torch.isfinite(value), diff / ulp(truth, dtype), inf))
     mag = truth.abs()
     rated = ~special & torch.isfinite(value) & (mag > 0)
     rel = torch.where(rated, diff / torch.where(rated, mag, torch.ones_like(mag)), torch.full_like(diff, float("nan")))
-    return Errors(ulps, rel)
+    return Errors(ulps(value, truth, dtype), rel)
 
 
 def _max(t: torch.Tensor) -> float | None:
@@ -194,7 +163,7 @@ def judge_leaf(actual: torch.Tensor, expected: torch.Tensor, truth: torch.Tensor
     worse = torch.zeros_like(outside)
     if sensitivity is not None:
         # Subnormal truths are left to the tolerance: flushing them to zero is a hardware mode, not a kernel's accuracy.
-        normal = t64.abs() >= torch.finfo(_real(dtype)).smallest_normal
+        normal = t64.abs() >= torch.finfo(real_dtype(dtype)).smallest_normal
         worse = (~outside & normal & (dev.ulps > torch.clamp(WORSE_FACTOR * cpu.ulps, min=WORSE_FLOOR_ULPS))
                  & (cpu.ulps <= CPU_ILL_ULPS))
         sens_value = (sensitivity() if callable(sensitivity) else sensitivity) if bool(worse.any()) else None

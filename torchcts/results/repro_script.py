@@ -3,9 +3,9 @@
 Static text, no formatting: the header defines CASE, DEVICE, BACKEND_IMPORT, KIND, ATOL, RTOL,
 TIMEOUT_S, INPUTS and OP, and the float64 truth's rule (TRUTH and its constants); the elementwise
 tolerance rule and its metrics are torchcts/oracle/metrics.py's own source, copied above (`widened`,
-`outside_tolerance`, `error_maxima`), so the script measures as the record did. The truth's
-functions (`ulp`, `ulps`, `sensitivity`, `truth_problem`) repeat torchcts/oracle/truth.py and
-cases/opinfo/truth.py, for the same reason. The script cannot import TorchCTS, so `place` repeats the rule of the
+`outside_tolerance`, `error_maxima`) and the truth's measure (`ulp`, `ulps`), so the script
+measures and judges as the record did. The truth's judgement (`sensitivity`, `truth_problem`)
+repeats torchcts/oracle/truth.py's `judge_leaf` and cases/opinfo/truth.py, and `place` the rule of the
 OpInfo suite's `_Copier` (cases/opinfo/samples.py): each tensor is rebuilt on the device with its
 sizes, strides, storage offset and dtype, and tensors that shared a storage share one again. A
 plain `.to(device)` would make a strided or aliased input contiguous and hide a layout bug.
@@ -188,26 +188,6 @@ def is_float(t):
     return isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
 
 
-def ulp(t, dtype):
-    """The spacing of dtype at |t|: eps * 2**floor(log2 |t|), smallest_normal * eps below smallest_normal."""
-    info = torch.finfo(dtype.to_real() if dtype.is_complex else dtype)
-    mag = t.abs().double()
-    _, exponent = torch.frexp(mag)
-    spacing = torch.ldexp(torch.full_like(mag, info.eps), exponent - 1)
-    return torch.where(mag < info.smallest_normal, torch.full_like(mag, info.smallest_normal * info.eps), spacing)
-
-
-def ulps(x, t, dtype):
-    """|x - t| in ulps of dtype; 0 for the truth's own non-finite value, inf for any other off-scale value."""
-    real = dtype.to_real() if dtype.is_complex else dtype
-    rounded = torch.complex(t.real.to(real).double(), t.imag.to(real).double()) if t.is_complex() else t.to(real).double()
-    same = (x == rounded) | (torch.isnan(x) & torch.isnan(rounded))
-    diff = (x - t).abs()
-    inf = torch.full_like(diff, float("inf"))
-    near = torch.where(torch.isfinite(x), diff / ulp(t, dtype), inf)
-    return torch.where(torch.isfinite(rounded), near, torch.where(same, torch.zeros_like(diff), inf))
-
-
 def sensitivity(wide, truth):
     """The summed |f(.., x (1 + eps), ..) - f(..)| over each floating input x in turn; None when not measurable."""
     from torch.utils import _pytree as pytree
@@ -259,9 +239,7 @@ def truth_problem(actual, expected, args, kwargs, problem):
                 return other
             continue
         a64, e64, t64 = dense_wide(a), dense_wide(e), dense_wide(t)
-        same = (a64 == e64) | (torch.isnan(a64) & torch.isnan(e64))
-        diff = torch.where(same, torch.zeros_like(a64), a64 - e64).abs()
-        outside = ~same & ~(diff <= ATOL + RTOL * e64.abs())
+        _, outside = outside_tolerance(a64, e64, ATOL, RTOL)
         dev, cpu = ulps(a64, t64, e.dtype), ulps(e64, t64, e.dtype)
         rescued = torch.isfinite(dev) & (dev <= RESCUE_FACTOR * cpu) & (torch.isfinite(cpu) | (dev <= WORSE_FLOOR_ULPS))
         if (outside & ~rescued).any():
@@ -270,7 +248,7 @@ def truth_problem(actual, expected, args, kwargs, problem):
             continue
         allowed = torch.maximum(torch.clamp(WORSE_FACTOR * cpu, min=WORSE_FLOOR_ULPS),
                                 COND_FACTOR * torch.nan_to_num(s / ulp(t64, e.dtype), nan=float("inf")))
-        normal = t64.abs() >= torch.finfo(e.dtype.to_real() if e.dtype.is_complex else e.dtype).smallest_normal
+        normal = t64.abs() >= torch.finfo(real_dtype(e.dtype)).smallest_normal
         worse = ~outside & normal & (dev > allowed) & (cpu <= CPU_ILL_ULPS)
         if worse.any():
             at = torch.where(worse, dev, torch.full_like(dev, -1.0)).argmax()
