@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -68,12 +70,25 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600):
-    """Run `python -m torchcts ARGS` in a subprocess; returns CompletedProcess with text output."""
+    """Run `python -m torchcts ARGS` in a subprocess; returns CompletedProcess with text output. A run
+    past `timeout` is killed with its process group (its workers too: a killed controller alone leaves
+    them holding the output pipes) and fails the test with its output so far, not a bare timeout."""
     full_env = {**os.environ, "CI": "true", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "torchcts", *args],
-        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-    )
+    command = [sys.executable, "-m", "torchcts", *args]
+    with subprocess.Popen(command, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          stdin=subprocess.DEVNULL, start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            try:
+                out, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:  # a process outside the group holds the pipes
+                out, err = "(not read: a process outside the run's group holds its output)", ""
+            pytest.fail(f"torchcts {' '.join(args)} ran past {timeout} s and was killed\n"
+                        f"--- stdout (tail)\n{(out or '')[-4000:]}\n--- stderr (tail)\n{(err or '')[-4000:]}")
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)
 
 
 def pythonpath(*dirs: Path | str) -> dict[str, str]:

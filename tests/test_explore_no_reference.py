@@ -16,7 +16,7 @@ import torch
 from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.cases.explore import run as explore_run
-from torchcts.cases.explore.generate import Explored
+from torchcts.cases.explore.generate import Explored, Plan
 from torchcts.cases.opinfo.run import SkipSample
 from torchcts.oracle.mismatch import Mismatch, OracleMismatch
 
@@ -43,13 +43,13 @@ def _made() -> Explored:
 
 
 def test_a_second_look_without_reference_drops_the_sample_and_saves_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr(explore_run, "shrink", lambda s, fails, reverts: SimpleNamespace(sample=s, calls=0, steps=0))
+    monkeypatch.setattr(explore_run, "shrink", lambda s, fails, reverts, keeps=None: SimpleNamespace(sample=s, calls=0, steps=0))
     ctx = SimpleNamespace(info={"explored": {"samples": 1}}, corpus=tmp_path / "corpus", run_dir=tmp_path)
     made = _made()
     check = FlipFlop()
     assert explore_run.outcome(check, made.sample) == "mismatch"  # what exploration saw first
     assert explore_run._fail(ctx, "opinfo/x/float32/explore", "forward", check, made, "mismatch",
-                             [(0, made.sample)], torch.neg) is False
+                             Plan([(0, made.sample)], [], 0, None, {}), torch.neg) is False
     assert ctx.info == {"explored": {"samples": 1}}  # the case's info as it was
     assert not (tmp_path / "corpus").exists() and not list(tmp_path.rglob("*.json"))  # no find saved
 

@@ -217,7 +217,7 @@ def shared_source() -> str:
 
     text = inspect.getsource(metrics)
     docstring = ast.parse(text).body[0]
-    return ("\n\n# torchcts/oracle/metrics.py: the elementwise tolerance rule and the record's error metrics\n"
+    return ("\n\n# The oracle's own lines (its metrics module, copied whole): the tolerance rule, the record's metrics\n"
             + "".join(text.splitlines(keepends=True)[docstring.end_lineno:]).strip("\n") + "\n\n")
 
 
