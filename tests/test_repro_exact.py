@@ -149,3 +149,30 @@ def test_the_script_measures_a_difference_as_the_record_does(tmp_path):
         rel = re.search(r"max rel error (\S+) ", record)
         assert (rel[1] if rel else "n/a") == re.search(r"max rel error (\S+) ", said)[1], (record, said)
         assert record.split(" elements differ")[0] in said
+
+
+def test_the_script_copies_a_sample_as_the_run_did(tmp_path):
+    """The script rebuilt every input over a flat copy of its storage (so a view at an offset kept it)
+    where the run's copy did not: a layout the run never sent could pass or fail there alone. It now
+    runs the OpInfo suite's own copier (cases/opinfo/copier.py)."""
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    from torchcts.cases.opinfo.samples import copy_sample
+    from torchcts.results.repro import shared_source
+    from torchcts.results.repro_script import BODY
+
+    (tmp_path / "body.py").write_text(shared_source() + BODY)
+    script = runpy.run_path(str(tmp_path / "body.py"), {"ATOL": 0.0, "RTOL": 0.0, "HOST": "host", "FORMAT": "f",
+                                                         "MEMORY_FORMATS": ()})
+    base = torch.arange(24.0)
+    alone = torch.arange(10.0)[2:8]  # a view at an offset that shares with nothing: copied plainly by the run
+    inputs = [base[3:9], base.view(4, 6).t(), base[::2], torch.randn(3, dtype=torch.complex64).conj(), alone]
+    out = base[:6]  # shares the storage of the first three
+    sample = SampleInput(inputs[0], args=tuple(inputs[1:]), kwargs={"out": out})
+    run = copy_sample(sample, "cpu")
+    args, kwargs = script["place"](([sample.input, *sample.args], dict(sample.kwargs)), "cpu")
+    for mine, theirs in zip([run.input, *run.args, run.kwargs["out"]], [*args, kwargs["out"]], strict=True):
+        assert (mine.shape, mine.stride(), mine.storage_offset(), mine.dtype) == \
+               (theirs.shape, theirs.stride(), theirs.storage_offset(), theirs.dtype)
+        assert torch.equal(mine, theirs)
+    assert args[0].untyped_storage().data_ptr() == kwargs["out"].untyped_storage().data_ptr()  # aliasing kept

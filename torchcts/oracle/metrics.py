@@ -5,8 +5,10 @@ Two places judge and measure a difference: the oracle's comparison (compare.py: 
 this module's source as it is (results/repro.py: `source`), so the two never disagree: before, the
 script measured a NaN on the device against a finite CPU value as "max abs error nan" where the
 record said inf (pytorch_ocl's sigmoid of int32 into a float32 out=). Hence: no import but torch,
-no `from __future__`, nothing at module level but definitions.
+no `from __future__`, nothing at module level but definitions, and annotations quoted: a script
+may run on a Python older than TorchCTS needs (3.9, with torch 2.7).
 """
+# ruff: noqa: UP037
 
 import torch
 
@@ -16,7 +18,7 @@ def widened(t: torch.Tensor) -> torch.Tensor:
     return t.to(torch.complex128 if t.dtype.is_complex else torch.float64)
 
 
-def outside_tolerance(a64: torch.Tensor, e64: torch.Tensor, atol: float, rtol: float) -> tuple[torch.Tensor, torch.Tensor]:
+def outside_tolerance(a64: torch.Tensor, e64: torch.Tensor, atol: float, rtol: float) -> "tuple[torch.Tensor, torch.Tensor]":
     """(|a - e| with equal NaNs and equal infinities at 0, the mask of elements outside
     atol + rtol * |e|) of two widened tensors: the one elementwise tolerance rule."""
     both_nan = torch.isnan(a64) & torch.isnan(e64)
@@ -29,7 +31,7 @@ def outside_tolerance(a64: torch.Tensor, e64: torch.Tensor, atol: float, rtol: f
     return diff, bad
 
 
-def error_maxima(diff: torch.Tensor, bad: torch.Tensor, e64: torch.Tensor) -> tuple[float, float | None]:
+def error_maxima(diff: torch.Tensor, bad: torch.Tensor, e64: torch.Tensor) -> "tuple[float, float | None]":
     """(max abs error over every element, max rel error over the elements in `bad`): a NaN or infinite
     difference (a NaN against a number) counts as inf; the relative error only over elements whose
     expected value is not 0, None when every one expects 0 (dividing by a tiny floor gave 1e308)."""

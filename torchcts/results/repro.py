@@ -211,14 +211,20 @@ def render_script(target: ReproTarget, spec: ReproSpec) -> str:
 
 
 def shared_source() -> str:
-    """torchcts/oracle/metrics.py's source without its docstring: the script judges and measures a
-    difference with the oracle's own lines (it cannot import TorchCTS), never a copy that drifts."""
+    """The torch-only modules a script runs as they are, without their docstrings: it judges and
+    measures a difference with the oracle's own lines and copies its inputs with the OpInfo suite's
+    own copier (it cannot import TorchCTS), never copies of them that drift."""
+    from torchcts.cases.opinfo import copier
     from torchcts.oracle import metrics
 
-    text = inspect.getsource(metrics)
-    docstring = ast.parse(text).body[0]
-    return ("\n\n# The oracle's own lines (its metrics module, copied whole): the tolerance rule, the record's metrics\n"
-            + "".join(text.splitlines(keepends=True)[docstring.end_lineno:]).strip("\n") + "\n\n")
+    parts = []
+    for module, what in ((metrics, "the tolerance rule, the record's metrics, the truth's ulps"),
+                         (copier, "how the run copied a sample to the device")):
+        text = inspect.getsource(module)
+        docstring = ast.parse(text).body[0]
+        body = "".join(text.splitlines(keepends=True)[docstring.end_lineno:]).strip("\n")
+        parts.append(f"# The run's own lines ({module.__name__.rsplit('.', 1)[-1]}, copied whole): {what}\n{body}\n")
+    return "\n\n" + "\n\n".join(parts) + "\n\n"
 
 
 def _saved_sample(sample: dict[str, Any]) -> dict[str, Any]:

@@ -4,11 +4,12 @@ Static text, no formatting: the header defines CASE, DEVICE, BACKEND_IMPORT, KIN
 TIMEOUT_S, INPUTS and OP, and the float64 truth's rule (TRUTH and its constants); the elementwise
 tolerance rule and its metrics are torchcts/oracle/metrics.py's own source, copied above (`widened`,
 `outside_tolerance`, `error_maxima`) and the truth's measure (`ulp`, `ulps`), so the script
-measures and judges as the record did. The truth's judgement (`sensitivity`, `truth_problem`)
-repeats torchcts/oracle/truth.py's `judge_leaf` and cases/opinfo/truth.py, and `place` the rule of the
-OpInfo suite's `_Copier` (cases/opinfo/samples.py): each tensor is rebuilt on the device with its
-sizes, strides, storage offset and dtype, and tensors that shared a storage share one again. A
-plain `.to(device)` would make a strided or aliased input contiguous and hide a layout bug.
+measures and judges as the record did; the inputs reach the device through the OpInfo suite's own
+copier (cases/opinfo/copier.py: `Copier`, also copied above): each tensor keeps its sizes, strides
+and dtype, and tensors that shared a storage share one again, exactly as in the run (a plain
+`.to(device)` would make a strided or aliased input contiguous and hide a layout bug). The truth's
+judgement (`sensitivity`, `truth_problem`) repeats torchcts/oracle/truth.py's `judge_leaf` and
+cases/opinfo/truth.py, since it cannot import them.
 """
 
 BODY = r'''
@@ -24,34 +25,14 @@ def leaves(obj, path=""):
 
 
 def place(obj, device):
-    """obj with its tensors rebuilt on device: same sizes, strides, storage offset, dtype, conj/neg
-    bits (resolved on "cpu", the reference), requires_grad, and shared storages shared again; {HOST: t}
-    stays on the host."""
-    bases = {}
-
-    def one(t):
-        if t.device.type == "meta":
-            return t
-        if (t.is_conj() or t.is_neg()) and device == "cpu":  # the reference: the values the bit means
-            t = t.resolve_conj().resolve_neg()
-        elif t.is_conj():  # the bit set again on the device's copy of the memory (a copy would resolve it)
-            return one(t.conj()).conj()
-        elif t.is_neg():
-            return torch._neg_view(one(torch._neg_view(t)))
-        src = t.detach()
-        storage = src.untyped_storage()
-        key = (storage.data_ptr(), storage.nbytes(), src.dtype)
-        if key not in bases or storage.nbytes() == 0:
-            flat = src.as_strided((storage.nbytes() // src.element_size(),), (1,), 0)
-            bases[key] = flat.to(device, copy=True)
-        out = bases[key].as_strided(src.shape, src.stride(), src.storage_offset())
-        if t.requires_grad:
-            out.requires_grad_(True)
-        return out
+    """obj with its tensors on device as the run copied them (`Copier`, the OpInfo suite's own source
+    above): same sizes, strides, dtype, conj/neg bits (resolved on "cpu", the reference),
+    requires_grad, and shared storages shared again; {HOST: t} stays on the host."""
+    one = Copier(torch.device(device), [t for _, t in leaves(obj) if isinstance(t, torch.Tensor)])
 
     def walk(o):
         if isinstance(o, torch.Tensor):
-            return one(o) if o.layout == torch.strided else o.detach().clone().to(device)
+            return one(o)
         if isinstance(o, dict) and HOST in o:  # a view at a storage offset stays one (over a copied storage)
             h = o[HOST].detach()
             if h.storage_offset() == 0 and h.is_contiguous():

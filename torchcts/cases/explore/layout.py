@@ -6,7 +6,7 @@ operand as if it were contiguous, or takes a stride of 0 for a scalar, passes th
 sample in EXPAND_EVERY gets one of its tensors (the input or a positional argument, with a dimension
 of size > 1) as a stride-0 expansion of its first slice along that dimension (`t[:1].expand_as(t)`,
 so every slice holds the same values); the copy to the device keeps the strides
-(cases/opinfo/samples.py: _Copier). Drawn from the sample's own seed (`f"{case_id}#{index}#layout"`),
+(cases/opinfo/copier.py: Copier). Drawn from the sample's own seed (`f"{case_id}#{index}#layout"`),
 so the other axes' draws are unchanged. An in-place op CPU refuses on such an input is dropped, as
 any input CPU rejects.
 """

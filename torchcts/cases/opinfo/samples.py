@@ -18,6 +18,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from torchcts.cases.model import NotApplicable
+from torchcts.cases.opinfo.copier import Copier
 from torchcts.oracle.allowed import RULES, HostArgument, host_arguments
 from torchcts.oracle.opfacts import FACTS
 
@@ -281,54 +282,6 @@ def select_samples(samples: Any, max_samples: int | None, index: int | None) -> 
     return list(_numbered(samples, max_samples, index))
 
 
-def _storage_key(t: torch.Tensor) -> tuple[int, torch.dtype] | None:
-    if t.layout != torch.strided or t.is_conj() or t.is_neg() or t.is_quantized or t.numel() == 0:
-        return None
-    return t.untyped_storage().data_ptr(), t.dtype
-
-
-class _Copier:
-    """Copies a sample's tensors to a device, keeping sizes, strides, conj/neg bits and the aliasing between them
-    (error inputs pass `out=` overlapping the input on purpose). A tensor that shares its storage,
-    or whose strides a plain copy would not keep, is rebuilt as a view of a flat copy of its storage."""
-
-    def __init__(self, device: torch.device, tensors: list[torch.Tensor]) -> None:
-        self.device = device
-        self.bases: dict[tuple[int, torch.dtype], torch.Tensor] = {}
-        keys = [k for k in map(_storage_key, tensors) if k is not None]
-        self.shared = {k for k in keys if keys.count(k) > 1}
-
-    def __call__(self, t: torch.Tensor) -> torch.Tensor:
-        if t.device.type == "meta":  # error inputs pass meta tensors on purpose: they have no data
-            return t
-        # A lazily conjugated or negated view stays one on the device (a copy would resolve it): its
-        # memory is copied and the bit set again, so the kernel reads memory through the bit. The CPU
-        # reference gets the resolved values, the bit's meaning: CPU's own kernels do not all honour it
-        # (PyTorch 2.13's max_pool1d reads a negated view's raw memory)
-        if (t.is_conj() or t.is_neg()) and self.device.type == "cpu":
-            t = t.resolve_conj().resolve_neg()
-        elif t.is_conj():
-            return self(t.conj()).conj()
-        elif t.is_neg():
-            return torch._neg_view(self(torch._neg_view(t)))
-        src = t.detach()
-        key = _storage_key(src)
-        out = None
-        if key not in self.shared:
-            out = src.to(self.device, copy=True)
-        if key is not None and (out is None or out.stride() != src.stride()):
-            base = self.bases.get(key)
-            if base is None:
-                storage = src.untyped_storage()
-                flat = src.as_strided((storage.nbytes() // src.element_size(),), (1,), 0)
-                base = self.bases[key] = flat.to(self.device, copy=True)
-            out = base.as_strided(src.shape, src.stride(), src.storage_offset())
-        assert out is not None
-        if t.requires_grad:
-            out.requires_grad_(True)
-        return out
-
-
 # Leaves that hold no tensor: pytree would give them back unchanged (torch.Size is a pytree node of
 # ints, rebuilt equal). Anything else that is not a tensor or a plain list/tuple/dict goes to pytree.
 _ATOMS = (bool, int, float, complex, str, bytes, type(None), type(Ellipsis), slice, range, torch.dtype,
@@ -395,14 +348,14 @@ def unflat(sample: Any, leaves: list[Any], spec: Any) -> Any:
 
 def copy_sample(sample: Any, device: torch.device | str) -> Any:
     """A deep copy of a SampleInput on `device` (input, args, kwargs; a `device` kwarg follows)."""
-    copier = _Copier(torch.device(device), tensors_of((sample.input, tuple(sample.args), dict(sample.kwargs))))
+    copier = Copier(torch.device(device), tensors_of((sample.input, tuple(sample.args), dict(sample.kwargs))))
     copied = transformed(sample, lambda x: _copy_leaf(x, copier))
     if "device" in copied.kwargs:
         copied.kwargs["device"] = copier.device
     return copied
 
 
-def _copy_leaf(x: Any, copier: _Copier) -> Any:
+def _copy_leaf(x: Any, copier: Copier) -> Any:
     if isinstance(x, HostArg):
         return host_copy(x.value)
     return copier(x) if isinstance(x, torch.Tensor) else x
