@@ -400,24 +400,38 @@ reference_call(fn, sample) if sys.argv[2] == "reference" else call(fn, sample)
 @pytest.mark.parametrize("where", ["reference", "device"])
 def test_a_cpu_reference_that_dies_is_never_the_devices_crash(tmp_path, where) -> None:
     """SIGFPE in _scaled_dot_product_flash_attention_for_cpu (a zero-size dimension) while TorchCTS
-    computes CPU's reference: recorded pending (no reference, no verdict), not crashed; the same
-    death in the device's call stays the device's crash."""
+    computes CPU's reference: rerun alone, it dies there again, so it is pending (no reference, no
+    verdict), not crashed. A death in the reference that does not recur alone is the device's
+    (pytorch_ocl's uint8 tanh killed a worker while CPU computed: recorded pending, a false clean),
+    and the same death in the device's call stays the device's crash."""
     import os
     import subprocess
     import sys
 
-    from torchcts.workers.isolation import child_death_record, log_path
+    from torchcts.workers.attribution import Alone, attribute, suspicion
+    from torchcts.workers.isolation import child_death_record, log_path, read_log
 
     log = log_path(tmp_path, "gw0")
     proc = subprocess.run([sys.executable, "-c", _DIE, str(log), where], capture_output=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert proc.returncode == -8, proc.stderr[-2000:]  # SIGFPE
-    record = child_death_record(_case("nn.functional.scaled_dot_product_attention", "explore"), tmp_path, "gw0",
-                                "torchcts::opinfo/sdpa/float32/explore", {"signal": "SIGFPE"})
-    if where == "reference":
-        assert record.status == "pending" and "run.py:reference_call" in record.message, record.message
-    else:
-        assert record.status == "crashed", record.message
+    case = _case("nn.functional.scaled_dot_product_attention", "explore")
+    nodeid = f"torchcts::{case.id}"
+    log.write_text(log.read_text().replace("opinfo/sdpa/float32/explore", case.id))
+    record = child_death_record(case, tmp_path, "gw0", nodeid, {"signal": "SIGFPE"})
+    assert record.status == "crashed", record.message  # until the run alone settles it
+    found = suspicion(record, read_log(tmp_path, "gw0"), nodeid)
+    if where == "device":
+        assert not (record.attribution or {}).get("reference") and found is None, record.message
+        return
+    assert "run.py:reference_call" in record.message and found is not None, record.message
+    died_again = Alone(case.id, died={"signal": "SIGFPE"}, stderr=log.read_text())
+    settled = attribute([found], {case.id: died_again}, {case.id: case})
+    assert [(r.status, r.attribution["belongs_to"]) for r in settled] == [("pending", None)], settled[0].message
+    survived = Alone(case.id, died={"signal": "SIGSEGV"}, stderr="Fatal Python error: Segmentation fault\n")
+    settled = attribute([found], {case.id: survived}, {case.id: case})
+    assert [(r.status, r.attribution["belongs_to"]) for r in settled] == [("crashed", case.id)], settled[0].message
+    assert "the device's crash" in settled[0].message
 
 
 def test_exploration_puts_no_nan_or_inf_where_ieee754_is_not_claimed() -> None:

@@ -22,6 +22,11 @@ up to SUSPECTS_BEFORE cases before it in that process) runs alone in a fresh pro
   recorded as well);
 - nothing crashed alone: the crash stands, undetermined (it needs the cases in sequence): a crash is
   never turned into a pass without a culprit.
+A death in TorchCTS's CPU reference (workers/isolation.py: `attribution.reference`) is a suspicion
+too, earlier cases or not: CPU's own death (SIGFPE in `_scaled_dot_product_flash_attention_for_cpu` on
+a zero-size dimension) dies there again alone and becomes `pending` (no reference, no verdict); one
+that does not is the device's (pytorch_ocl's tanh of uint8: its deferred abort, or memory its calls
+wrote, killed the process while CPU computed) and stays crashed. Past MAX_SUSPICIONS it stays crashed.
 Records are appended (the last record of an id wins, results/rundir.py) and judged as any (repro,
 ledger). A first attempt's session only; `--rerun-failures` runs after this.
 """
@@ -39,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from torchcts.process import exit_fields
-from torchcts.results.crash_frames import native_frames, python_frames
+from torchcts.results.crash_frames import native_frames, python_frames, reference_death
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
 from torchcts.workers.isolation import STDERR_HEADER, earlier_cases, read_stderr
@@ -103,10 +108,11 @@ def suspicion(record: CaseRecord, log: str, nodeid: str | None) -> Suspicion | N
     tail does not show the case's own stack."""
     if not record.signal:  # an exit code is the process's own decision (a case's os._exit), not deferred work
         return None
-    if nodeid is not None and (record.status != Status.CRASHED or not ambiguous(record.output_tail)):
+    reference = nodeid is not None and bool((record.attribution or {}).get("reference"))
+    if nodeid is not None and (record.status != Status.CRASHED or not (reference or ambiguous(record.output_tail))):
         return None
     earlier = [n.split("::", 1)[-1] for n in earlier_cases(log, nodeid, SUSPECTS_BEFORE)]
-    if not earlier:
+    if not earlier and not reference:
         return None
     return Suspicion(earlier, record if nodeid is not None else None)
 
@@ -167,6 +173,10 @@ def attribute(suspicions: list[Suspicion], alone: dict[str, Alone], plan: dict[s
                 attribution={"landed_in": s.landed_in, "belongs_to": cid, "alone": ran})
         if s.landed_in is None or s.record is None:
             continue
+        settled_by_culprit = culprits and landed is not None and landed.outcome is not None  # the branch below
+        if (s.record.attribution or {}).get("reference") and s.landed_in not in out and not settled_by_culprit:
+            out[s.landed_in] = _reference_death(s.record, landed, ran)
+            continue
         if landed is not None and landed.outcome is not None and culprits:
             record = landed.outcome.record.copy(worker="alone")
             note = (f"its process died in the run ({s.record.signal or s.record.exit_code}) while it ran; rerun alone "
@@ -184,6 +194,25 @@ def attribute(suspicions: list[Suspicion], alone: dict[str, Alone], plan: dict[s
             record.message = f"{record.message}; {why}"
             out[s.landed_in] = record
     return list(out.values())
+
+
+def _reference_death(record: CaseRecord, landed: Alone | None, ran: dict[str, str]) -> CaseRecord:
+    """A death in CPU's reference, settled by the case's run alone: `pending` where it died in CPU's
+    reference again, else the device's crash, the case's own (no earlier case crashed alone)."""
+    record = record.copy()
+    reference = (record.attribution or {}).get("reference")
+    again = reference_death(landed.stderr or "") if landed is not None and landed.died else None
+    if again:
+        record.status = Status.PENDING
+        why = f"it died in CPU's reference again alone ({again}): CPU's own death, no reference, no verdict"
+    else:
+        alone = landed.status if landed is not None else "not settled"
+        why = (f"rerun alone it {alone}, not dying in CPU's reference: the device's crash (its deferred work, "
+               "or memory its calls wrote, killed the process while CPU computed)")
+    record.attribution = {"reference": reference, "landed_in": record.id,
+                          "belongs_to": None if again else record.id, "alone": ran}
+    record.message = f"{record.message}; {why}"
+    return record
 
 
 def settle(run_dir: Path, suspicions: list[Suspicion], judge: Any, plan: dict[str, Any],

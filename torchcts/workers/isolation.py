@@ -381,10 +381,10 @@ def _death_record(case: Case, log: str | None, work_dir: Path | None, worker_id:
         how = record.signal or (f"exit code {record.exit_code}" if record.exit_code is not None else "unknown cause")
         record.status = Status.CRASHED
         record.message = f"{who} died ({how}) while running this case; {after}"
-        if info.get("reference"):  # CPU's kernel died computing the reference: no verdict, not the device's crash
-            record.status = Status.PENDING
-            record.message = (f"{who} died ({how}) in TorchCTS's CPU reference ({info['reference']}): no reference, "
-                              f"no verdict; not the device's crash; {after}")
+        if info.get("reference"):  # in CPU's reference: CPU's death only if it dies there again alone
+            record.message = (f"{who} died ({how}) in TorchCTS's CPU reference ({info['reference']}); {after}; "
+                              "rerun alone to tell CPU's death from the device's (workers/attribution.py)")
+            record.attribution = {"reference": info["reference"]}
     return info["started"], record
 
 
