@@ -78,4 +78,5 @@ def probe(ctx: CaseContext) -> None:
                     if isinstance(getattr(torch, name, None), torch.dtype)}
     ctx.describe(reported=compat.reported_capabilities(ctx.device_type), observed=observed)
     broken = {n: why for n, why in observed.items() if ctx.claims_dtype(n) and why != "works"}
-    expect(not broken, "claimed dtypes fail the basic probe (empty, zeros, copy, add)", failing=broken)
+    named = "; ".join(f"{n} {why.removeprefix('fails: ')}" for n, why in sorted(broken.items()))
+    expect(not broken, f"claimed dtypes fail the basic probe (empty, zeros, copy, add): {named}", failing=broken)
