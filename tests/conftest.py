@@ -88,6 +88,10 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
                 out, err = "(not read: a process outside the run's group holds its output)", ""
             pytest.fail(f"torchcts {' '.join(args)} ran past {timeout} s and was killed\n"
                         f"--- stdout (tail)\n{(out or '')[-4000:]}\n--- stderr (tail)\n{(err or '')[-4000:]}")
+        except BaseException:  # pytest-timeout's Failed, Ctrl-C: the run's group goes too, never left behind
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            raise
     return subprocess.CompletedProcess(command, proc.returncode, out, err)
 
 

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import pytest
 import torch
@@ -425,13 +426,36 @@ def test_a_cpu_reference_that_dies_is_never_the_devices_crash(tmp_path, where) -
         assert not (record.attribution or {}).get("reference") and found is None, record.message
         return
     assert "run.py:reference_call" in record.message and found is not None, record.message
-    died_again = Alone(case.id, died={"signal": "SIGFPE"}, stderr=log.read_text())
+    died_again = Alone(case.id, died={"signal": "SIGFPE"}, stderr="", reference="run.py:reference_call")
     settled = attribute([found], {case.id: died_again}, {case.id: case})
     assert [(r.status, r.attribution["belongs_to"]) for r in settled] == [("pending", None)], settled[0].message
     survived = Alone(case.id, died={"signal": "SIGSEGV"}, stderr="Fatal Python error: Segmentation fault\n")
     settled = attribute([found], {case.id: survived}, {case.id: case})
     assert [(r.status, r.attribution["belongs_to"]) for r in settled] == [("crashed", case.id)], settled[0].message
     assert "the device's crash" in settled[0].message
+    assert settled[0].attribution["reference"] == "run.py:reference_call"
+
+
+_DEEP = _DIE.replace("reference_call(fn, sample) if sys.argv[2] == \"reference\" else call(fn, sample)", """
+def deep(n):
+    return deep(n - 1) if n else reference_call(fn, sample)
+deep(40)""").replace("log = open(sys.argv[1], \"a\")", "log = sys.stderr").replace("log.write(", "str(")
+
+
+def test_a_death_in_cpus_reference_alone_is_read_from_its_whole_stderr(tmp_path, monkeypatch) -> None:
+    """The run alone keeps 20 lines of stderr, and faulthandler's header sits above a deep stack: CPU's
+    own death was read as the device's. The frame is found in the whole stderr (attribution._alone)."""
+    import sys
+
+    from torchcts.results.crash_frames import reference_death
+    from torchcts.workers.attribution import _alone
+
+    (tmp_path / "deepdie.py").write_text(_DEEP)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), *sys.path]))
+    alone = _alone(tmp_path, "opinfo/x/float32/forward", tmp_path / "a", 120.0, None, "deepdie")
+    assert alone.died.get("signal") == "SIGFPE", alone.stderr
+    assert alone.reference == "run.py:reference_call", alone.stderr
+    assert reference_death(alone.stderr) is None  # the tail kept for the record: the header is above it
 
 
 def test_exploration_puts_no_nan_or_inf_where_ieee754_is_not_claimed() -> None:

@@ -162,7 +162,7 @@ def test_the_script_copies_a_sample_as_the_run_did(tmp_path):
     from torchcts.results.repro_script import BODY
 
     (tmp_path / "body.py").write_text(shared_source() + BODY)
-    script = runpy.run_path(str(tmp_path / "body.py"), {"ATOL": 0.0, "RTOL": 0.0, "HOST": "host", "FORMAT": "f",
+    script = runpy.run_path(str(tmp_path / "body.py"), {"ATOL": 0.0, "RTOL": 0.0, "KIND": "call", "HOST": "host", "FORMAT": "f",
                                                          "MEMORY_FORMATS": ()})
     base = torch.arange(24.0)
     alone = torch.arange(10.0)[2:8]  # a view at an offset that shares with nothing: copied plainly by the run
@@ -176,3 +176,12 @@ def test_the_script_copies_a_sample_as_the_run_did(tmp_path):
                (theirs.shape, theirs.stride(), theirs.storage_offset(), theirs.dtype)
         assert torch.equal(mine, theirs)
     assert args[0].untyped_storage().data_ptr() == kwargs["out"].untyped_storage().data_ptr()  # aliasing kept
+    # an out= kind's destination is sent over its whole storage, at its offset, as out_layouts.on_device does
+    from torchcts.cases.opinfo import out_layouts
+
+    dest = out_layouts.destinations(torch.empty(2, 3), "offset")
+    outs = runpy.run_path(str(tmp_path / "body.py"), {"KIND": "out", "HOST": "host", "FORMAT": "f", "MEMORY_FORMATS": ()})
+    _, kwargs = outs["place"](([torch.ones(2, 3)], {"out": dest}), "cpu")
+    run_dest = out_layouts.on_device(dest, "cpu")
+    assert kwargs["out"].storage_offset() == run_dest.storage_offset() == dest.storage_offset() > 0
+    assert kwargs["out"].untyped_storage().nbytes() == run_dest.untyped_storage().nbytes()

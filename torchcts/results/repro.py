@@ -43,8 +43,8 @@ _HEADER = '''\
 Needs only torch and the backend module you name (--import MODULE or $TORCHCTS_BACKEND_IMPORT);
 it never imports from its own folder and loads its inputs with torch.load(weights_only=True). \
 The inputs are in {inputs} beside this file, with their
-exact layout: each tensor is rebuilt on the device with its shape, strides, storage offset and
-dtype, and arguments that shared memory share it again.
+exact layout: each tensor reaches the device as in the run (TorchCTS's own copier): its shape, strides
+and dtype, arguments that shared memory sharing it again, an out= destination over its whole storage.
 Run: python {script} [--import MODULE]   (exit 0: the sample matches CPU; 1: a mismatch, the device raised, or it
 hung for TIMEOUT_S seconds; 2: the device cannot be reached, nothing was reproduced; a crash kills the process,
 printing its Python stack)

@@ -25,10 +25,22 @@ def leaves(obj, path=""):
 
 
 def place(obj, device):
-    """obj with its tensors on device as the run copied them (`Copier`, the OpInfo suite's own source
-    above): same sizes, strides, dtype, conj/neg bits (resolved on "cpu", the reference),
-    requires_grad, and shared storages shared again; {HOST: t} stays on the host."""
+    """(args, kwargs) with their tensors on device as the run copied them (`Copier`, the OpInfo suite's
+    own source above): same sizes, strides, dtype, conj/neg bits (resolved on "cpu", the reference),
+    requires_grad, and shared storages shared again; {HOST: t} stays on the host; an out= kind's
+    destination over its whole storage (`over_storage`: its offset and what is around it are checked)."""
     one = Copier(torch.device(device), [t for _, t in leaves(obj) if isinstance(t, torch.Tensor)])
+    if KIND == "out" and isinstance(obj[1].get("out"), (torch.Tensor, tuple, list)):
+        args, kwargs = walk_with(one, obj)
+        out = obj[1]["out"]
+        kwargs["out"] = over_storage(out, device) if isinstance(out, torch.Tensor) else \
+            type(out)(over_storage(t, device) for t in out)
+        return args, kwargs
+    return walk_with(one, obj)
+
+
+def walk_with(one, obj):
+    """obj with each tensor through `one`, host arguments and memory formats rebuilt."""
 
     def walk(o):
         if isinstance(o, torch.Tensor):

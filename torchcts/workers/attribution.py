@@ -26,7 +26,8 @@ A death in TorchCTS's CPU reference (workers/isolation.py: `attribution.referenc
 too, earlier cases or not: CPU's own death (SIGFPE in `_scaled_dot_product_flash_attention_for_cpu` on
 a zero-size dimension) dies there again alone and becomes `pending` (no reference, no verdict); one
 that does not is the device's (pytorch_ocl's tanh of uint8: its deferred abort, or memory its calls
-wrote, killed the process while CPU computed) and stays crashed. Past MAX_SUSPICIONS it stays crashed.
+wrote, killed the process while CPU computed) and stays crashed. Past MAX_REFERENCE_DEATHS it stays
+crashed; the crash budget does not count it (workers/crash_budget.py).
 Records are appended (the last record of an id wins, results/rundir.py) and judged as any (repro,
 ledger). A first attempt's session only; `--rerun-failures` runs after this.
 """
@@ -57,6 +58,9 @@ MAX_PARALLEL = 2
 # imported), so a storm of native crashes would cost more than the run. The rest keep their crash as
 # recorded (a failure either way: never forgiven, only possibly misplaced), and the line says so.
 MAX_SUSPICIONS = 8
+# Deaths in CPU's reference settled a run, apart from the others (a correct backend's run may hold a few:
+# CPU's own kernel dying on a sample; one unsettled stays crashed, a failure that is only possibly CPU's).
+MAX_REFERENCE_DEATHS = 16
 
 
 @dataclass
@@ -81,6 +85,7 @@ class Alone:
     died: dict[str, Any] = field(default_factory=dict)  # CaseRecord exit fields (signal, exit_code)
     stderr: str = ""
     seconds: float = 0.0
+    reference: str | None = None  # the TorchCTS reference frame it died in (its whole stderr, not the tail kept)
 
     @property
     def crashed(self) -> bool:
@@ -106,9 +111,9 @@ def suspicion(record: CaseRecord, log: str, nodeid: str | None) -> Suspicion | N
     """A Suspicion for a crash record (or, `nodeid` None, a worker that died between cases) when its
     process ran earlier cases (`log`: the worker's log, as the death's handler read it once) and the
     tail does not show the case's own stack."""
-    if not record.signal:  # an exit code is the process's own decision (a case's os._exit), not deferred work
-        return None
     reference = nodeid is not None and bool((record.attribution or {}).get("reference"))
+    if not record.signal and not reference:  # an exit code is the process's own decision (a case's os._exit)
+        return None
     if nodeid is not None and (record.status != Status.CRASHED or not (reference or ambiguous(record.output_tail))):
         return None
     earlier = [n.split("::", 1)[-1] for n in earlier_cases(log, nodeid, SUSPECTS_BEFORE)]
@@ -141,6 +146,11 @@ def _alone(run_dir: Path, case_id: str, base: Path, limit: float, corpus: str | 
             code = None
     alone.seconds = round(time.monotonic() - began, 3)
     alone.stderr = read_stderr(err)
+    if code not in (0, None):
+        try:
+            alone.reference = reference_death(err.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            alone.reference = None
     if code == 0 and out.is_file():
         try:
             alone.outcome = CaseOutcome.from_json(json.loads(out.read_text(encoding="utf-8")))
@@ -175,7 +185,7 @@ def attribute(suspicions: list[Suspicion], alone: dict[str, Alone], plan: dict[s
             continue
         settled_by_culprit = culprits and landed is not None and landed.outcome is not None  # the branch below
         if (s.record.attribution or {}).get("reference") and s.landed_in not in out and not settled_by_culprit:
-            out[s.landed_in] = _reference_death(s.record, landed, ran)
+            out[s.landed_in] = _reference_death(s.record, landed, culprits, ran)
             continue
         if landed is not None and landed.outcome is not None and culprits:
             record = landed.outcome.record.copy(worker="alone")
@@ -196,21 +206,22 @@ def attribute(suspicions: list[Suspicion], alone: dict[str, Alone], plan: dict[s
     return list(out.values())
 
 
-def _reference_death(record: CaseRecord, landed: Alone | None, ran: dict[str, str]) -> CaseRecord:
+def _reference_death(record: CaseRecord, landed: Alone | None, culprits: list[str], ran: dict[str, str]) -> CaseRecord:
     """A death in CPU's reference, settled by the case's run alone: `pending` where it died in CPU's
-    reference again, else the device's crash, the case's own (no earlier case crashed alone)."""
+    reference again, else the device's crash: an earlier case's that crashed alone, else its own."""
     record = record.copy()
     reference = (record.attribution or {}).get("reference")
-    again = reference_death(landed.stderr or "") if landed is not None and landed.died else None
+    again = landed.reference if landed is not None and landed.died else None
+    belongs = None if again else (culprits[-1] if culprits else record.id)
     if again:
         record.status = Status.PENDING
         why = f"it died in CPU's reference again alone ({again}): CPU's own death, no reference, no verdict"
     else:
         alone = landed.status if landed is not None else "not settled"
         why = (f"rerun alone it {alone}, not dying in CPU's reference: the device's crash (its deferred work, "
-               "or memory its calls wrote, killed the process while CPU computed)")
-    record.attribution = {"reference": reference, "landed_in": record.id,
-                          "belongs_to": None if again else record.id, "alone": ran}
+               f"or memory its calls wrote, killed the process while CPU computed)"
+               + (f", which {belongs} crashed alone" if belongs != record.id else ""))
+    record.attribution = {"reference": reference, "landed_in": record.id, "belongs_to": belongs, "alone": ran}
     record.message = f"{record.message}; {why}"
     return record
 
@@ -221,12 +232,17 @@ def settle(run_dir: Path, suspicions: list[Suspicion], judge: Any, plan: dict[st
     ledger) by `judge` (engine/judge.py: RecordJudge of the first attempt)."""
     from torchcts.results.rundir import RecordWriter
 
-    left = len(suspicions) - MAX_SUSPICIONS
-    suspicions = suspicions[:MAX_SUSPICIONS]
+    def in_reference(s: Suspicion) -> bool:  # a reference death has its own cap: a correct backend's
+        return s.record is not None and bool((s.record.attribution or {}).get("reference"))
+
+    cpu, others = [s for s in suspicions if in_reference(s)], [s for s in suspicions if not in_reference(s)]
+    left = max(len(others) - MAX_SUSPICIONS, 0) + max(len(cpu) - MAX_REFERENCE_DEATHS, 0)  # stay crashed
+    suspicions = others[:MAX_SUSPICIONS] + cpu[:MAX_REFERENCE_DEATHS]
     ids = [cid for s in suspicions for cid in [*s.earlier, *([s.landed_in] if s.landed_in else [])]]
     print(f"torchcts: {len(suspicions)} crash(es) may have landed in another case than the one that caused "
           f"them: running {len(set(ids))} suspect(s) alone (workers/attribution.py)"
-          + (f"; {left} more kept as recorded (at most {MAX_SUSPICIONS} settled a run)" if left > 0 else ""),
+          + (f"; {left} more kept as recorded (at most {MAX_SUSPICIONS}, and {MAX_REFERENCE_DEATHS} deaths in CPU's "
+             "reference, settled a run)" if left > 0 else ""),
           flush=True)
     records = [judge(r) for r in attribute(suspicions, run_alone(run_dir, ids, timeout_s, corpus, solo), plan)]
     writer = RecordWriter(run_dir)

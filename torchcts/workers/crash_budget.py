@@ -130,8 +130,8 @@ class CrashBudget:
             return
         scope = scope_of(case)
         self.done[scope] += 1
-        if record.status != Status.CRASHED:
-            return
+        if record.status != Status.CRASHED or (record.attribution or {}).get("reference"):
+            return  # a death in CPU's reference is settled by its run alone (workers/attribution.py), no storm
         family, signature = family_of(case), crash_signature(record)
         self.counts[family, signature] += 1
         count = self.counts[family, signature]

@@ -59,3 +59,11 @@ class Copier:
         if t.requires_grad:
             out.requires_grad_(True)
         return out
+
+
+def over_storage(t: torch.Tensor, device: "torch.device | str") -> torch.Tensor:
+    """t on `device` as the same view of a copy of its whole storage: an out= destination, whose
+    offset, strides and the memory around it are what the out kind checks (cases/opinfo/out_layouts.py;
+    a plain copy would make it contiguous at offset 0, the very layout under test)."""
+    flat = t.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0).to(device, copy=True)
+    return flat.as_strided(t.shape, t.stride(), t.storage_offset())

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from torchcts.cases.observe import unobserved
+from torchcts.cases.opinfo.copier import over_storage
 from torchcts.oracle.compare import Mismatch, OracleMismatch, assert_matches, find_mismatch
 from torchcts.oracle.tolerances import Tolerance
 
@@ -72,13 +73,9 @@ def storage_elements(t: torch.Tensor) -> int:
 
 @unobserved()
 def on_device(cpu: Any, device: torch.device | str) -> Any:
-    """The destination(s) on the device: each rebuilt as the same view of a copy of its whole storage
-    (a plain `.to` would make it contiguous at offset 0, the very layout under test)."""
-    def one(t: torch.Tensor) -> torch.Tensor:
-        flat = t.as_strided((storage_elements(t),), (1,), 0).to(device, copy=True)
-        return flat.as_strided(t.shape, t.stride(), t.storage_offset())
-
-    return one(cpu) if isinstance(cpu, torch.Tensor) else tuple(one(t) for t in cpu)
+    """The destination(s) on the device, each over a copy of its whole storage (copier.over_storage,
+    which the repro script runs too)."""
+    return over_storage(cpu, device) if isinstance(cpu, torch.Tensor) else tuple(over_storage(t, device) for t in cpu)
 
 
 @unobserved()
