@@ -83,6 +83,10 @@ def test_budget_counts_per_family_and_signature_and_skips_ledger_forgiven_crashe
     budget.crashed(mul32, _crash(mul32, "k1"))
     budget.crashed(mul32, _crash(mul32, "k2"))  # another signature: its own count
     budget.crashed(mul32, _crash(mul32, "k1", Status.XFAILED))  # forgiven by the ledger: not counted
+    in_cpu = _crash(mul32, "k1")
+    in_cpu.attribution = {"reference": "run.py:reference_call"}  # CPU's death or not: its run alone says
+    budget.crashed(mul32, in_cpu)
+    budget.crashed(mul32, in_cpu)
     assert reader.stops(mul32) is None and not (tmp_path / BUDGET_FILE).exists()
     budget.crashed(mul32, _crash(mul32, "k1"))
     stop = reader.stops(mul32)

@@ -180,8 +180,9 @@ def test_the_script_copies_a_sample_as_the_run_did(tmp_path):
     from torchcts.cases.opinfo import out_layouts
 
     dest = out_layouts.destinations(torch.empty(2, 3), "offset")
-    outs = runpy.run_path(str(tmp_path / "body.py"), {"KIND": "out", "HOST": "host", "FORMAT": "f", "MEMORY_FORMATS": ()})
-    _, kwargs = outs["place"](([torch.ones(2, 3)], {"out": dest}), "cpu")
+    outs = runpy.run_path(str(tmp_path / "body.py"), {"KIND": "out", "HOST": "host", "FORMAT": "f", "MEMORY_FORMATS": (),
+                                                       "OP": torch.add})
+    _, kwargs, _ = outs["call"]({"args": [torch.ones(2, 3), 1.0], "kwargs": {"out": dest}}, "cpu")
     run_dest = out_layouts.on_device(dest, "cpu")
     assert kwargs["out"].storage_offset() == run_dest.storage_offset() == dest.storage_offset() > 0
     assert kwargs["out"].untyped_storage().nbytes() == run_dest.untyped_storage().nbytes()

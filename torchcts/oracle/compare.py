@@ -153,13 +153,13 @@ def tensor_mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: TolSpec, 
         what = "values differ" if bool((bad & ~zero_sign).any()) else "sign of zero differs"
         bad = bad | zero_sign
     max_abs, max_rel = metrics.error_maxima(diff, bad, e64)
-    scale = e64.abs().real if e64.is_complex() else e64.abs()
     idx = bad.nonzero()
     first = idx[0].tolist() if idx.shape[0] else None  # [] for a 0-d tensor
     extra: dict[str, Any] = {}
     if actual.layout == expected.layout == torch.strided and actual.stride() != expected.stride():
         extra.update(_layouts(actual, expected))
     if max_rel is None and bad.any():  # every differing element expects 0: no relative error
+        scale = e64.abs().real if e64.is_complex() else e64.abs()
         finite_scale = scale[torch.isfinite(scale)]
         extra["max_abs_expected"] = float(finite_scale.max()) if finite_scale.numel() else 0.0
     if tol.exact and (a.dtype.is_floating_point or a.dtype.is_complex):

@@ -184,3 +184,11 @@ def reference_death(log: str) -> str | None:
             if m["func"] == func and path.endswith(f"torchcts/{suffix}"):
                 return f"{_base(path)}:{func}"
     return None
+
+
+def died_in_reference(record: CaseRecord) -> str | None:
+    """The reference frame a `crashed` record's process died in (workers/isolation.py writes it to
+    `attribution.reference`), None for any other record: CPU's death or the device's, until the case's
+    run alone settles it (workers/attribution.py); the crash budget does not count it meanwhile."""
+    found = record.attribution.get("reference") if isinstance(record.attribution, dict) else None
+    return found if isinstance(found, str) and found else None

@@ -25,32 +25,18 @@ def leaves(obj, path=""):
 
 
 def place(obj, device):
-    """(args, kwargs) with their tensors on device as the run copied them (`Copier`, the OpInfo suite's
-    own source above): same sizes, strides, dtype, conj/neg bits (resolved on "cpu", the reference),
-    requires_grad, and shared storages shared again; {HOST: t} stays on the host; an out= kind's
-    destination over its whole storage (`over_storage`: its offset and what is around it are checked)."""
+    """obj with its tensors on device as the run copied them (`Copier`, the OpInfo suite's own source
+    above): same sizes, strides, dtype, conj/neg bits (resolved on "cpu", the reference),
+    requires_grad, and shared storages shared again; {HOST: t} stays on the host (a view over a copy of
+    its storage)."""
     one = Copier(torch.device(device), [t for _, t in leaves(obj) if isinstance(t, torch.Tensor)])
-    if KIND == "out" and isinstance(obj[1].get("out"), (torch.Tensor, tuple, list)):
-        args, kwargs = walk_with(one, obj)
-        out = obj[1]["out"]
-        kwargs["out"] = over_storage(out, device) if isinstance(out, torch.Tensor) else \
-            type(out)(over_storage(t, device) for t in out)
-        return args, kwargs
-    return walk_with(one, obj)
-
-
-def walk_with(one, obj):
-    """obj with each tensor through `one`, host arguments and memory formats rebuilt."""
 
     def walk(o):
         if isinstance(o, torch.Tensor):
             return one(o)
-        if isinstance(o, dict) and HOST in o:  # a view at a storage offset stays one (over a copied storage)
+        if isinstance(o, dict) and HOST in o:
             h = o[HOST].detach()
-            if h.storage_offset() == 0 and h.is_contiguous():
-                return h.clone()
-            whole = torch.as_strided(h, (h.untyped_storage().nbytes() // h.element_size(),), (1,), 0).clone()
-            return whole.as_strided(h.shape, h.stride(), h.storage_offset())
+            return h.clone() if h.storage_offset() == 0 and h.is_contiguous() else over_storage(h, "cpu")
         if isinstance(o, dict) and FORMAT in o and o[FORMAT] in MEMORY_FORMATS:
             return getattr(torch, o[FORMAT])
         if isinstance(o, (list, tuple)):
@@ -140,7 +126,15 @@ def around(device_out, cpu_out):
 
 
 def call(sample, device):
-    args, kwargs = place((sample["args"], sample["kwargs"]), device)
+    out = sample["kwargs"].get("out") if KIND == "out" else None
+    if not isinstance(out, (torch.Tensor, tuple, list)):
+        out = None
+    args, kwargs = place((sample["args"], {k: v for k, v in sample["kwargs"].items() if out is None or k != "out"}),
+                         device)
+    if out is not None:  # over its whole storage, as the run sends an out= kind's destination (`over_storage`):
+        # its offset and what is around it are checked
+        kwargs["out"] = over_storage(out, device) if isinstance(out, torch.Tensor) else \
+            type(out)(over_storage(t, device) for t in out)
     if "device" in kwargs:  # a factory-like sample names the device: the one under test
         kwargs["device"] = device
     return args, kwargs, OP(*args, **kwargs)

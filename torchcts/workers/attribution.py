@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from torchcts.process import exit_fields
-from torchcts.results.crash_frames import native_frames, python_frames, reference_death
+from torchcts.results.crash_frames import died_in_reference, native_frames, python_frames, reference_death
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import Status
 from torchcts.workers.isolation import STDERR_HEADER, earlier_cases, read_stderr
@@ -111,7 +111,7 @@ def suspicion(record: CaseRecord, log: str, nodeid: str | None) -> Suspicion | N
     """A Suspicion for a crash record (or, `nodeid` None, a worker that died between cases) when its
     process ran earlier cases (`log`: the worker's log, as the death's handler read it once) and the
     tail does not show the case's own stack."""
-    reference = nodeid is not None and bool((record.attribution or {}).get("reference"))
+    reference = nodeid is not None and died_in_reference(record) is not None
     if not record.signal and not reference:  # an exit code is the process's own decision (a case's os._exit)
         return None
     if nodeid is not None and (record.status != Status.CRASHED or not (reference or ambiguous(record.output_tail))):
@@ -184,7 +184,7 @@ def attribute(suspicions: list[Suspicion], alone: dict[str, Alone], plan: dict[s
         if s.landed_in is None or s.record is None:
             continue
         settled_by_culprit = culprits and landed is not None and landed.outcome is not None  # the branch below
-        if (s.record.attribution or {}).get("reference") and s.landed_in not in out and not settled_by_culprit:
+        if died_in_reference(s.record) and s.landed_in not in out and not settled_by_culprit:
             out[s.landed_in] = _reference_death(s.record, landed, culprits, ran)
             continue
         if landed is not None and landed.outcome is not None and culprits:
@@ -210,7 +210,7 @@ def _reference_death(record: CaseRecord, landed: Alone | None, culprits: list[st
     """A death in CPU's reference, settled by the case's run alone: `pending` where it died in CPU's
     reference again, else the device's crash: an earlier case's that crashed alone, else its own."""
     record = record.copy()
-    reference = (record.attribution or {}).get("reference")
+    reference = died_in_reference(record)
     again = landed.reference if landed is not None and landed.died else None
     belongs = None if again else (culprits[-1] if culprits else record.id)
     if again:
@@ -233,7 +233,7 @@ def settle(run_dir: Path, suspicions: list[Suspicion], judge: Any, plan: dict[st
     from torchcts.results.rundir import RecordWriter
 
     def in_reference(s: Suspicion) -> bool:  # a reference death has its own cap: a correct backend's
-        return s.record is not None and bool((s.record.attribution or {}).get("reference"))
+        return s.record is not None and died_in_reference(s.record) is not None
 
     cpu, others = [s for s in suspicions if in_reference(s)], [s for s in suspicions if not in_reference(s)]
     left = max(len(others) - MAX_SUSPICIONS, 0) + max(len(cpu) - MAX_REFERENCE_DEATHS, 0)  # stay crashed

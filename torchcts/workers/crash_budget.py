@@ -58,7 +58,7 @@ from typing import Any
 
 from torchcts.cases.model import Case
 from torchcts.cases.ops import parse_op
-from torchcts.results.crash_frames import budget_reason, cluster_reason, crash_signature
+from torchcts.results.crash_frames import budget_reason, cluster_reason, crash_signature, died_in_reference
 from torchcts.results.records import CaseRecord
 from torchcts.results.statuses import EXECUTED, Status
 from torchcts.safe_io import write_atomic
@@ -130,7 +130,7 @@ class CrashBudget:
             return
         scope = scope_of(case)
         self.done[scope] += 1
-        if record.status != Status.CRASHED or (record.attribution or {}).get("reference"):
+        if record.status != Status.CRASHED or died_in_reference(record):
             return  # a death in CPU's reference is settled by its run alone (workers/attribution.py), no storm
         family, signature = family_of(case), crash_signature(record)
         self.counts[family, signature] += 1

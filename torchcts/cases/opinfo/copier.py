@@ -51,9 +51,7 @@ class Copier:
         if key is not None and (out is None or out.stride() != src.stride()):
             base = self.bases.get(key)
             if base is None:
-                storage = src.untyped_storage()
-                flat = src.as_strided((storage.nbytes() // src.element_size(),), (1,), 0)
-                base = self.bases[key] = flat.to(self.device, copy=True)
+                base = self.bases[key] = storage_copy(src, self.device)
             out = base.as_strided(src.shape, src.stride(), src.storage_offset())
         assert out is not None
         if t.requires_grad:
@@ -65,5 +63,9 @@ def over_storage(t: torch.Tensor, device: "torch.device | str") -> torch.Tensor:
     """t on `device` as the same view of a copy of its whole storage: an out= destination, whose
     offset, strides and the memory around it are what the out kind checks (cases/opinfo/out_layouts.py;
     a plain copy would make it contiguous at offset 0, the very layout under test)."""
-    flat = t.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0).to(device, copy=True)
-    return flat.as_strided(t.shape, t.stride(), t.storage_offset())
+    return storage_copy(t, device).as_strided(t.shape, t.stride(), t.storage_offset())
+
+
+def storage_copy(t: torch.Tensor, device: "torch.device | str") -> torch.Tensor:
+    """t's whole storage, copied to `device` as a flat tensor of t's dtype."""
+    return t.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0).to(device, copy=True)
