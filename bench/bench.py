@@ -279,9 +279,9 @@ def shard_balance(done: list, count: int, field: str = "duration_s") -> dict[str
     """Split the executed cases as `--shard I/4` would without durations (estimated cost per case
     kind), then weigh each shard by what its cases really took (`field`: wall seconds, or CPU
     seconds, which a loaded machine inflates less): max/mean - 1 is the imbalance."""
-    from torchcts.cases.model import Case
     from torchcts.engine.selection import Decision
     from torchcts.engine.shard import shard_decisions
+    from torchcts.model.case import Case
 
     decisions = [Decision(Case(id=r.id, suite=r.suite, level=r.level or 1, runner="m:f",
                                kind=r.kind or "", params={"op": r.op} if r.op else {}), "run")

@@ -237,8 +237,8 @@ def schemas() -> dict[str, dict[str, str]]:
     from dataclasses import fields
 
     from torchcts.manifest.schema import KEYS
+    from torchcts.model.record import CaseRecord
     from torchcts.results.outcome import TYPES
-    from torchcts.results.records import CaseRecord
 
     record = {f.name: _kind(f.type) for f in fields(CaseRecord) if not f.name.startswith("_") and f.name != "extra"}
     run = {k: _kind([t.__name__ for t in v]) for k, v in TYPES.items()}

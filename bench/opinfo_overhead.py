@@ -24,9 +24,9 @@ def main(op_name: str = "add", dtype_name: str = "float32") -> None:
     print(f"op_db import {t1 - t0:.2f}s; build {len(cases)} cases {t2 - t1:.2f}s")
 
     from torchcts.cases.context import CaseContext
-    from torchcts.cases.model import Case
     from torchcts.engine.runner import run_case as run
     from torchcts.manifest.templates import validation_manifest
+    from torchcts.model.case import Case
 
     op = lookup(op_name)
     dtype = getattr(torch, dtype_name)

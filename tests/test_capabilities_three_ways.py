@@ -21,11 +21,11 @@ from test_suites_high import run_clean
 from torchcts.cases.context import CaseContext
 from torchcts.cases.suites import capabilities as suite
 from torchcts.manifest.templates import validation_manifest
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.oracle.compare import OracleMismatch
 from torchcts.results.capabilities import compare, markdown_lines, render_html
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
 
 
 def _run(claimed: dict[str, bool], *, device_count: int = 1, caps: dict[str, bool] | None = None) -> RunOutcome:

@@ -20,8 +20,8 @@ from types import SimpleNamespace
 import pytest
 from conftest import latest_run, records, run_cli
 
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.workers.case_process import fork_refusal
 from torchcts.workers.outcome import FAILED, PASSED, SKIPPED, CaseFailed, CaseOutcome
 

@@ -21,9 +21,10 @@ import pytest
 from conftest import latest_run, run_cli
 
 from torchcts.engine.selftest import ENV, SIM_MANIFEST
+from torchcts.model.record import CaseRecord
 from torchcts.results import rundir
+from torchcts.results.commands import record_repro, repro_script_command
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import CaseRecord, record_repro, repro_script_command
 from torchcts.results.scrub import scrub
 
 FAULT, CASE = "abs_zero_dim", "operators/elementwise/abs/float32"

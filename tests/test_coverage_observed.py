@@ -11,9 +11,9 @@ import torch
 
 from torchcts.cases import observe
 from torchcts.cases.context import CaseContext
-from torchcts.cases.model import Case
 from torchcts.engine.runner import run_case
 from torchcts.manifest.templates import validation_manifest
+from torchcts.model.case import Case
 
 
 def _run(case: Case) -> CaseContext:

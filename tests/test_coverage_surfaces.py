@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.cases.model import Case
 from torchcts.coverage.mapping import build_coverage, resolve_op, select_surfaces
 from torchcts.coverage.report import family
 from torchcts.coverage.surfaces import KINDS, all_surfaces, registration
 from torchcts.errors import UsageError
+from torchcts.model.case import Case
 
 
 def kinds() -> dict[str, str]:

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from conftest import latest_run, records, run_cli
 
-from torchcts.cases.model import Case
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.workers.attribution import Alone, Suspicion, ambiguous, attribute
 from torchcts.workers.isolation import CASE_MARK, FRESH_MARK, STDERR_HEADER, earlier_cases
 from torchcts.workers.outcome import CaseOutcome

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import latest_run, records, run_cli
 
-from torchcts.cases.model import Case
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.workers.crash_budget import BUDGET_FILE, BudgetReader, CrashBudget, family_of, scope_of
 
 TESTS = Path(__file__).resolve().parent

@@ -23,8 +23,8 @@ from test_hostile_inputs import fake_run
 from torchcts import compat
 from torchcts.engine import execute as ex
 from torchcts.engine import progress as P
+from torchcts.model.record import CaseRecord
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import CaseRecord
 
 TESTS = Path(__file__).resolve().parent
 README = TESTS.parent / "README.md"
@@ -76,7 +76,7 @@ def test_an_interrupt_while_the_folder_is_closed_waits_for_the_close(workdir, cl
 
 
 def test_report_on_a_folder_left_running_says_what_happened(workdir, cli, capsys):
-    from torchcts.cases.model import Case
+    from torchcts.model.case import Case
 
     plan = [Case(f"a/{i}", "a", 1, "helpers.observed_cases:tan_and_backward").to_json() for i in (1, 2)]
     fake_run(workdir, "killed", [{"id": "a/1", "status": "passed"}], plan=plan, status="running")
@@ -98,8 +98,8 @@ def warming_case(ctx, dtype) -> None:  # noqa: ANN001 - a case body (ctx, dtype)
 def test_a_workers_warm_up_is_charged_to_the_worker_not_its_first_case(tmp_path, monkeypatch):
     from test_verdict import _state
 
-    from torchcts.cases.model import Case
     from torchcts.engine.one_case import run_one
+    from torchcts.model.case import Case
     from torchcts.results.scorecard import print_scorecard
 
     monkeypatch.setattr(compat, "WARMUP_S", {})
@@ -219,9 +219,9 @@ def test_selftest_fault_and_option_typos_name_the_fix(cli, capsys):
 
 def test_a_repro_script_that_crashes_prints_the_stack(tmp_path, monkeypatch):
     from torchcts.cases import repro_builders
-    from torchcts.cases.model import Case
     from torchcts.cases.repro_builders import ReproSpec
     from torchcts.manifest.templates import cpu_manifest
+    from torchcts.model.case import Case
     from torchcts.results.repro import ReproTarget, write_repro
 
     def build(case, manifest, record, sample=None):  # noqa: ANN001,ANN202

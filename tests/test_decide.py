@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from torchcts.cases.model import NotApplicable, NotClaimed, Pending
+from torchcts.model.case import NotApplicable, NotClaimed, Pending
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import STATUSES, Status
 from torchcts.oracle.mismatch import Mismatch, OracleMismatch
 from torchcts.results.decide import decide, is_timeout
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import STATUSES, Status
 
 
 def _mismatch(error: float) -> Mismatch:

@@ -155,8 +155,8 @@ def test_interrupted_collection_keeps_finished_surfaces(cli, workdir, monkeypatc
 
 
 def test_oracle_id_drops_the_dtype_anywhere():
-    from torchcts.cases.model import Case
     from torchcts.evidence.oracles import oracle_id
+    from torchcts.model.case import Case
 
     assert oracle_id(Case("opinfo/add/float32/forward", "opinfo", 2, "m:f", dtype="float32")) == "opinfo/add/forward"
     assert oracle_id(Case("operators/core/zeros/int8", "operators", 1, "m:f", dtype="int8")) == "operators/core/zeros"

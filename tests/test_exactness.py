@@ -17,12 +17,12 @@ import torch
 from torchcts import compat
 from torchcts.cases.context import CaseContext
 from torchcts.manifest.templates import validation_manifest
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.oracle import weak
 from torchcts.oracle.compare import OracleMismatch, tensor_mismatch
 from torchcts.oracle.exactness import EXACT, NOT_EXACT, Exact, exactness_of
 from torchcts.oracle.tolerances import EXACT_DTYPES, Tolerance, tolerance_for
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
 from torchcts.results.strength import render_html, render_markdown, strength, weak_lines
 
 F32 = tolerance_for("elementwise", "float32")

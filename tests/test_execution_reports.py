@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
+from torchcts.model.record import CaseRecord
 from torchcts.results import rundir
 from torchcts.results.artifacts import write_artifacts
 from torchcts.results.compare import compare_records
@@ -20,7 +21,6 @@ from torchcts.results.html import render_html
 from torchcts.results.html_charts import excess
 from torchcts.results.junit import render_junit
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import CaseRecord
 from torchcts.results.scrub import scrub
 from torchcts.workers.isolation import CASE_MARK, TIMEOUT_MARK, parse_log, pytest_extra_args
 
@@ -150,8 +150,8 @@ def test_a_crash_names_the_sample_it_died_in(tmp_path):
     import torch
 
     from torchcts.cases.context import CaseContext
-    from torchcts.cases.model import Case
     from torchcts.manifest.templates import validation_manifest
+    from torchcts.model.case import Case
     from torchcts.workers.isolation import crash_record, log_path, sample_noter, sample_path
 
     log = log_path(tmp_path, "gw0")

@@ -27,9 +27,9 @@ from torchcts.cases.explore.switches import (
     schema_keywords,
     switch_points,
 )
-from torchcts.cases.model import Case, NotApplicable
 from torchcts.cases.opinfo.samples import lookup, selected_samples
 from torchcts.manifest.templates import validation_manifest
+from torchcts.model.case import Case, NotApplicable
 from torchcts.oracle.opfacts import OpFacts
 
 HELPERS = Path(__file__).parent / "helpers"

@@ -12,10 +12,10 @@ from torch.utils._python_dispatch import _get_current_dispatch_mode
 from torchcts.cases.context import CaseContext
 from torchcts.cases.explore import run as explore
 from torchcts.cases.explore.find import Find
-from torchcts.cases.model import Case
 from torchcts.cases.observe import DispatchObserver, hand_to_rerun, rerun_kwargs
 from torchcts.engine.runner import run_case
 from torchcts.manifest.templates import validation_manifest
+from torchcts.model.case import Case
 
 
 def _case(op: str = "abs") -> Case:

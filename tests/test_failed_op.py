@@ -15,9 +15,9 @@ from conftest import latest_run, run_cli
 
 from torchcts.cases.context import CaseContext
 from torchcts.manifest.templates import validation_manifest
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.results import rundir
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
 from torchcts.results.triage import clusters, op_of, render_text
 
 TESTS = Path(__file__).resolve().parent

@@ -15,9 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from torchcts.model.record import CaseRecord
 from torchcts.results.fallback_section import markdown_lines, render_html, scorecard_lines, summarize
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import CaseRecord
 from torchcts.results.scorecard import print_scorecard
 
 CLASSIFY = """import json, torch

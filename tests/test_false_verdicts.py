@@ -23,12 +23,12 @@ from torch.testing._internal.opinfo.core import SampleInput
 from torchcts.cases.context import CaseContext
 from torchcts.cases.explore import host_rule
 from torchcts.cases.explore.run import _refused
-from torchcts.cases.model import Case, NotClaimed
 from torchcts.cases.opinfo import recheck
 from torchcts.cases.opinfo import run as opinfo_run
 from torchcts.cases.opinfo.run import CallCheck, SkipSample, check_call, check_inplace, check_out, or_composite
 from torchcts.cases.opinfo.samples import HostArg, lookup
 from torchcts.manifest.templates import validation_manifest
+from torchcts.model.case import Case, NotClaimed
 from torchcts.oracle.compare import Mismatch, OracleMismatch, assert_matches
 from torchcts.oracle.tolerances import Tolerance
 
@@ -534,7 +534,7 @@ def test_item_of_many_elements_asks_the_defined_call() -> None:
 
 def test_show_skips_counts_a_runtime_not_claimed_under_its_dtype() -> None:
     """`polar/float32` found at run time to need complex64 is counted under complex64, the claim that runs it."""
-    from torchcts.results.records import CaseRecord
+    from torchcts.model.record import CaseRecord
     from torchcts.results.skips import summarize
 
     record = CaseRecord.from_case(_case("polar"))

@@ -17,15 +17,16 @@ from pathlib import Path
 import pytest
 from conftest import latest_run, records, run_cli
 
-from torchcts.cases.model import Case
 from torchcts.cases.registry import KNOWN_SUITE_NAMES, SUITES, suite_cases
-from torchcts.engine.selection import Selection, user_selects
+from torchcts.engine.selection import user_selects
 from torchcts.engine.selftest import ENV, SIM_MANIFEST
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord
+from torchcts.model.selection import Selection
+from torchcts.model.status import Status
 from torchcts.results.failure import cite_url, details
 from torchcts.results.html_failures import failure_row
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
 from torchcts.results.summary import render_markdown
 
 ID = re.compile(r"field/[A-Z]{1,2}[0-9]{1,2}/[A-Za-z0-9_.-]+-[A-Za-z0-9_.-]+-[0-9]+(/[A-Za-z0-9_.-]+)*")

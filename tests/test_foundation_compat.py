@@ -100,8 +100,8 @@ def test_missing_kernel_whatever_the_exception_class():
 
 def test_run_both_not_applicable_on_a_runtime_error_missing_kernel():
     from torchcts.cases.api import CaseContext, cpu_reference, run_both
-    from torchcts.cases.model import NotApplicable
     from torchcts.manifest.schema import Manifest
+    from torchcts.model.case import NotApplicable
 
     ctx = CaseContext(device=torch.device("cpu"), manifest=Manifest(device_name="cpu", supported_dtypes={}, capabilities={}))
 
@@ -214,7 +214,7 @@ def test_a_cached_case_list_notes_its_build_fallbacks_again(tmp_path, monkeypatc
     import marshal
 
     from torchcts.cases import cache
-    from torchcts.cases.model import Case
+    from torchcts.model.case import Case
 
     monkeypatch.setenv("TORCHCTS_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("TORCHCTS_NO_CACHE", raising=False)

@@ -22,7 +22,7 @@ from test_hostile_inputs import fake_run
 from torchcts.cli.main import main as cli
 from torchcts.levels import MAX_LEVEL, MIN_LEVEL
 from torchcts.manifest.schema import KEYS
-from torchcts.results.statuses import STATUSES
+from torchcts.model.status import STATUSES
 
 FUZZ = settings(max_examples=25, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

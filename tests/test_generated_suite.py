@@ -11,13 +11,13 @@ import torch
 from conftest import latest_run, records, run_cli
 
 from torchcts.cases.context import CaseContext
-from torchcts.cases.model import Case, NotApplicable, Pending
 from torchcts.cases.schema import build, synth
 from torchcts.cases.schema.run import run_surface
 from torchcts.cases.surface_exclusions import EXCLUDED, excluded_reason
 from torchcts.manifest.templates import validation_manifest
+from torchcts.model.case import Case, NotApplicable, Pending
+from torchcts.model.status import FAILURES, PASSING, STATUSES
 from torchcts.oracle.mismatch import OracleMismatch
-from torchcts.results.statuses import FAILURES, PASSING, STATUSES
 
 
 @pytest.fixture(scope="module")
@@ -213,8 +213,8 @@ def test_a_generated_case_follows_the_dtype_claim(monkeypatch):
     fails whatever CPU computed through."""
     import dataclasses
 
-    from torchcts.cases.model import NotClaimed
     from torchcts.cases.schema import run as run_mod
+    from torchcts.model.case import NotClaimed
 
     floats = dataclasses.replace(validation_manifest(), supported_dtypes={"float32": True})
 

@@ -24,9 +24,9 @@ from conftest import run_cli
 
 from torchcts.manifest.load import tomllib
 from torchcts.manifest.templates import validation_manifest
+from torchcts.model.record import CaseRecord
 from torchcts.results import rundir
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import CaseRecord
 
 # Quotes, a triple quote and a newline that would end a docstring or comment, shell and HTML
 # injection, a terminal escape sequence (title change + red) and a backslash escape.
@@ -91,9 +91,9 @@ def test_repro_script_from_a_crafted_plan_runs_no_data(workdir, cli):
 
 
 def test_repro_refuses_an_op_expression_that_is_not_a_name(workdir):
-    from torchcts.cases.model import Case
     from torchcts.cases.repro_builders import ReproSpec
     from torchcts.errors import UsageError
+    from torchcts.model.case import Case
     from torchcts.results.repro import ReproTarget, render_script
 
     target = ReproTarget(Case.from_json(case_json("a")), "cpu", validation_manifest(), None, None, workdir)

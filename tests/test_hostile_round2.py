@@ -250,7 +250,7 @@ PROJECT_PATHS = ("cc -I/srv/acme-secret/include -L/srv/acme-secret/lib PATH=/usr
 
 
 def test_paths_inside_tokens_never_reach_a_run_folder(workdir, cli):
-    from torchcts.results.records import CaseRecord
+    from torchcts.model.record import CaseRecord
     from torchcts.results.rundir import RecordWriter
 
     run_dir = fake_run(workdir, "r", [failed(CASE, PROJECT_PATHS)], plan=[case_json(CASE)])

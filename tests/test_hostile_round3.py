@@ -377,8 +377,8 @@ def test_the_warm_folder_that_cannot_be_made_names_no_absolute_path(tmp_path, mo
 def test_the_record_writer_never_writes_a_line_the_readers_refuse(tmp_path, monkeypatch):
     """A record past the line bound (a huge traceback) is cut to its verdict when written: a run of
     ours never leaves a record no report can read."""
+    from torchcts.model.record import CaseRecord
     from torchcts.results import jsonl, rundir
-    from torchcts.results.records import CaseRecord
 
     monkeypatch.setattr(rundir, "MAX_LINE", 2000)
     monkeypatch.setattr(jsonl, "MAX_LINE", 2000)

@@ -17,10 +17,10 @@ from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.cases.context import CaseContext
 from torchcts.cases.explore.run import BeyondRange, NotIeee754, _within_ieee754, _within_range
-from torchcts.cases.model import Case
 from torchcts.cases.opinfo import run as opinfo_run
 from torchcts.cases.opinfo.samples import lookup
 from torchcts.manifest.templates import validation_manifest
+from torchcts.model.case import Case
 from torchcts.oracle.compare import assert_matches
 from torchcts.oracle.mismatch import OracleMismatch
 from torchcts.oracle.tolerances import Tolerance

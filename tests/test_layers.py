@@ -18,6 +18,7 @@ PACKAGE = Path(torchcts.__file__).parent
 LAYERS: list[tuple[str, ...]] = [
     ("torchcts", "torchcts.errors", "torchcts.levels", "torchcts.settings", "torchcts.safe_io",
      "torchcts.process", "torchcts.untrusted", "torchcts.releases"),
+    ("torchcts.model",),
     ("torchcts.compat",),
     ("torchcts.oracle",),
     ("torchcts.manifest",),
@@ -173,3 +174,26 @@ def test_the_suite_test_sees_another_import() -> None:
     assert [f.split()[2] for f in found] == ["torchcts.cases.helpers", "torchcts.cases.suites.rng"]
     clean = "import torch\nfrom torchcts.cases.api import CaseSet, compat\n"
     assert suite_imports_beside_the_api({"torchcts.cases.suites.probe": imports_in(clean, "torchcts.cases.suites.probe")}) == []
+
+
+# The data model's only doors out of itself (torchcts/model/__init__.py says why): the error line
+# of a record's internal error and the one bounded parser of untrusted JSON.
+MODEL_PACKAGE = "torchcts.model"
+MODEL_MAY_IMPORT = {"torchcts.errors", "torchcts.untrusted"}
+
+
+def model_imports_beside_itself(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of the package by the data model that is neither the model nor one of its two leaves."""
+    return [f"{mod} imports {dep}" for mod, deps in graph.items()
+            if mod == MODEL_PACKAGE or mod.startswith(MODEL_PACKAGE + ".")
+            for dep in sorted(deps)
+            if dep != "torchcts" and not dep.startswith(MODEL_PACKAGE) and dep not in MODEL_MAY_IMPORT]
+
+
+def test_the_data_model_imports_nothing_but_itself() -> None:
+    graph = all_modules()
+    assert {"torchcts.model.record", "torchcts.model.status", "torchcts.model.case"} <= set(graph)
+    assert model_imports_beside_itself(graph) == []
+    # the check itself works: a model module importing the manifest (a lower layer than most) is found
+    assert model_imports_beside_itself({"torchcts.model.run": {"torchcts.manifest.schema", "torchcts.model.status"}}) \
+        == ["torchcts.model.run imports torchcts.manifest.schema"]

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from torchcts.cases.model import Case
 from torchcts.cases.repro_builders import builder_for, callable_expression
 from torchcts.errors import UsageError
 from torchcts.manifest.templates import cpu_manifest
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord
 from torchcts.results import rundir
 from torchcts.results.annotate import RecordAnnotator
 from torchcts.results.plan import write_plan
-from torchcts.results.records import CaseRecord
 from torchcts.results.repro import ReproTarget, write_repro
 
 RELU = Case(id="opinfo/nn.functional.relu/float32/forward", suite="opinfo", level=2, runner="torchcts.cases.opinfo:run",

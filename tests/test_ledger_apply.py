@@ -8,10 +8,10 @@ import pytest
 
 from torchcts.manifest.expectations import validate_entries
 from torchcts.manifest.validate import validate
+from torchcts.model.record import CaseRecord
 from torchcts.results.ledger import apply, gate_failures, ledger_report
 from torchcts.results.ledger_match import matches, registry_problems
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import CaseRecord
 
 TODAY = dt.date(2026, 11, 30)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchcts.results.records import CaseRecord
+from torchcts.model.record import CaseRecord
 from torchcts.results.shared_args import sample_features, shared
 from torchcts.results.signatures import normalise_message, signature_of
 from torchcts.results.triage import clusters, render_markdown, render_text

@@ -6,11 +6,12 @@ import random
 
 import pytest
 
-from torchcts.cases.model import Case
 from torchcts.cases.ops import case_matches_op, case_op_names, case_refs, parse_op
-from torchcts.engine.selection import Selection, select
+from torchcts.engine.selection import select
 from torchcts.errors import UsageError
 from torchcts.manifest.templates import validation_manifest
+from torchcts.model.case import Case
+from torchcts.model.selection import Selection
 from torchcts.results.ledger_match import matches
 
 
@@ -118,7 +119,7 @@ def test_cli_exits_2_on_a_selection_of_nothing(workdir):
 def test_outside_selection_names_entries_of_left_out_cases_only():
     """Issue 40: a ledger entry naming only cases a focused selection left out is not judged (not
     "unmatched"); an entry naming no case at all stays unmatched (stale)."""
-    from torchcts.cases.model import Case
+    from torchcts.model.case import Case
     from torchcts.results.ledger_match import outside_selection
 
     def case(op: str, dtype: str) -> Case:

@@ -158,7 +158,8 @@ def test_materialize_returns_the_exact_cpu_call():
 
 
 def test_validation_claims_run_every_kind(all_cases):
-    from torchcts.engine.selection import Selection, select
+    from torchcts.engine.selection import select
+    from torchcts.model.selection import Selection
 
     result = select(all_cases, validation_manifest(), Selection(level=5, ops=["add"], dtypes=["float32"]))
     assert {c.kind for c in result.to_run} >= {"forward", "method", "inplace", "out", "backward", "noncontiguous",
@@ -182,9 +183,9 @@ def test_copy_sample_keeps_aliasing_strides_and_grad():
 def test_an_unknown_case_kind_is_our_error_not_a_quiet_not_applicable(op_db):
     """A case built with a kind the runner lacks must fail loudly (status error), never skip."""
     from torchcts.cases.context import CaseContext
-    from torchcts.cases.model import NotApplicable
     from torchcts.cases.opinfo.kinds import KINDS
     from torchcts.cases.opinfo.run import run
+    from torchcts.model.case import NotApplicable
 
     ctx = CaseContext(device=torch.device("cpu"), manifest=validation_manifest())
     assert "bogus" not in KINDS

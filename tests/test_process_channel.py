@@ -22,9 +22,9 @@ from typing import Any, ClassVar
 import pytest
 
 from torchcts.cases.rank_messages import RANK_PROTOCOL, RankAnswer, RankCall
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.process import Channel, ChannelTimeout, Message, PeerGone, Protocol, ProtocolError, ready
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
 from torchcts.workers.case_messages import CASE_PROTOCOL, CaseDone, CaseRaised, Ready, RunCase, Stop
 from torchcts.workers.outcome import FAILED, CaseOutcome
 from torchcts.workers.zygote import keys, protocol

@@ -8,7 +8,7 @@ import os
 from types import SimpleNamespace
 
 from torchcts.engine import progress as P
-from torchcts.results.records import CaseRecord
+from torchcts.model.record import CaseRecord
 
 
 class Clock:

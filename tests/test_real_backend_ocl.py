@@ -34,7 +34,7 @@ import torch
 from conftest import latest_run, records, run_cli
 
 from torchcts import settings
-from torchcts.results.statuses import FAILURES
+from torchcts.model.status import FAILURES
 
 pytestmark = pytest.mark.main_only
 

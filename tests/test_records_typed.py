@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from torchcts.cases.model import Case
-from torchcts.results import statuses as st
-from torchcts.results.records import CaseRecord, base_record, skip_record
-from torchcts.results.statuses import STATUSES, Status
+from torchcts.model import status as st
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord, base_record, skip_record
+from torchcts.model.status import STATUSES, Status
 
 CASE = Case(id="operators/elementwise/neg/float32", suite="operators", level=1, runner="m:f",
             ops=("aten::neg",), dtype="float32", kind="elementwise")
@@ -97,7 +97,7 @@ def test_a_record_rides_pytests_report_serialisation_exactly():
 # --- no string-key access to case records outside their serialiser ---------------------------------
 
 ROOTS = ("torchcts", "bench")
-SERIALISER = "torchcts/results/records.py"
+SERIALISER = "torchcts/model/record.py"
 # Names the code gives case records (and lists of them): `r["id"]`, `record.get("message")`,
 # `records[0]["status"]`, `prev.get("status")` on any of them is a string-key record access.
 RECORD_NAMES = {"r", "rec", "record", "records", "recs", "prev", "failing", "done", "held", "mem", "top", "grew",

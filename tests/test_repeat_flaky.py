@@ -14,14 +14,15 @@ from torchcts.engine.repeat import run_repeated
 from torchcts.engine.selftest import ENV, SIM_MANIFEST
 from torchcts.engine.spec import RunSpec
 from torchcts.errors import ExitCode, UsageError
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import FAILURES, Status
+from torchcts.results.commands import record_repro
 from torchcts.results.html import render_html
 from torchcts.results.ledger import gate_failures, verdict_exit
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import CaseRecord, record_repro
 from torchcts.results.repeat_rate import MAX_REPEAT, pass_rate, repeated, repro_repeat
 from torchcts.results.repeats import combine, flaky_under_repeat
 from torchcts.results.scorecard import print_scorecard
-from torchcts.results.statuses import FAILURES, Status
 from torchcts.results.summary import render_markdown, totals
 from torchcts.results.triage import cluster_key
 from torchcts.workers.outcome import FAILED, PASSED, SKIPPED, CaseOutcome

@@ -11,16 +11,17 @@ import pytest
 import torch
 
 from torchcts.cases import repro_builders
-from torchcts.cases.model import Case
 from torchcts.cases.repro_builders import ReproSpec, has_script
 from torchcts.manifest.templates import cpu_manifest
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord
 from torchcts.oracle.compare import find_mismatch
 from torchcts.oracle.tolerances import Tolerance
 from torchcts.results import rundir
+from torchcts.results.commands import record_repro
 from torchcts.results.failure import details
 from torchcts.results.html import render_html
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import CaseRecord, record_repro
 from torchcts.results.repro import ReproTarget, write_repro
 from torchcts.results.scorecard import print_scorecard
 from torchcts.results.summary import render_markdown

@@ -16,7 +16,7 @@ import pytest
 from torchcts.cli.common import run_spec
 from torchcts.cli.main import build_parser
 from torchcts.errors import UsageError
-from torchcts.results.records import CaseRecord
+from torchcts.model.record import CaseRecord
 
 # run.json's keys when a run opens: reports, compare, merge and users read these names.
 OPEN_KEYS = {
@@ -68,10 +68,10 @@ def test_every_flag_of_the_spec_is_checked_where_it_is_built(tmp_path):
 
 
 def test_run_json_is_the_spec_and_reads_back_typed(tmp_path):
-    from torchcts.backends.devices import DeviceInfo
-    from torchcts.engine.selection import Selection
     from torchcts.engine.spec import RunSpec
     from torchcts.manifest.schema import Manifest
+    from torchcts.model.device import DeviceInfo
+    from torchcts.model.selection import Selection
     from torchcts.results import rundir
 
     opened = _opened(tmp_path, "--validation")

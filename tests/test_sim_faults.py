@@ -18,8 +18,8 @@ from conftest import latest_run, records, run_cli
 
 from torchcts import compat
 from torchcts.engine.selftest import ENV, SIM_MANIFEST, Outcome, fault_catalog, judge, missing_cases, run_one
+from torchcts.model.status import FAILURES
 from torchcts.results import rundir
-from torchcts.results.statuses import FAILURES
 
 HERE = Path(__file__).parent
 FAULTS = {f["name"]: f for f in fault_catalog()}
@@ -319,8 +319,9 @@ def test_depth_fault_reached_by_a_plain_op_selection(name):
     catches the fault (the run itself: tests above, docs/depth.md and docs/coverage.md); for the
     depth faults OpInfo's own cases of the op are planned beside it: the bug class is one they miss."""
     from torchcts.cases.registry import iter_cases
-    from torchcts.engine.selection import Selection, select
+    from torchcts.engine.selection import select
     from torchcts.manifest.load import load_manifest
+    from torchcts.model.selection import Selection
 
     fault = FAULTS[name]
     if fault["suite"] == "compiler_ops" and not COMPILES:

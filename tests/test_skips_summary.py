@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from torchcts.cases.model import Case
 from torchcts.engine.selection import claim_decision
 from torchcts.manifest.templates import cpu_manifest
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord, skip_record
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import CaseRecord, skip_record
 from torchcts.results.skips import render_markdown, render_text, summarize
 from torchcts.results.summary import render_markdown as summary_md
 

@@ -104,9 +104,9 @@ def test_probe_names_the_worker_and_sees_a_case_raise_the_memory_peak(monkeypatc
 
 
 def test_shards_without_durations_balance_estimated_cost_not_count(monkeypatch):
-    from torchcts.cases.model import Case
     from torchcts.engine import shard
     from torchcts.engine.selection import Decision
+    from torchcts.model.case import Case
 
     table = {"suite": {"s": 2.0}, "kind": {"s/heavy": 10.0, "s/light": 1.0}, "op": {"s/slowop": 4.0, "s/fastop": 2.0}}
     monkeypatch.setattr(shard, "cost_table", lambda: table)
@@ -130,9 +130,9 @@ def _decided(result):
 
 
 def _prepare(path, **selection):
-    from torchcts.engine.selection import Selection
     from torchcts.engine.setup import prepare
     from torchcts.engine.spec import RunSpec
+    from torchcts.model.selection import Selection
 
     return prepare(RunSpec(device="cpu", manifest_arg=str(path), selection=Selection(**selection))).result
 

@@ -10,10 +10,10 @@ import pytest
 from conftest import latest_run, records, run_cli
 
 from torchcts.cases import cache
-from torchcts.cases.model import Case
 from torchcts.engine.selection import Decision
 from torchcts.engine.shard import partition, shard_decisions
-from torchcts.results.records import CaseRecord
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord
 
 
 def _decisions(n: int, status: str = "run") -> list[Decision]:
@@ -104,7 +104,7 @@ def test_extra_suites_are_never_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHCTS_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("TORCHCTS_NO_CACHE", raising=False)
     mod = tmp_path / "extra_suite_mod.py"
-    mod.write_text("from torchcts.cases.model import Case\nN = 2\n"
+    mod.write_text("from torchcts.model.case import Case\nN = 2\n"
                    "def cases():\n    return [Case(id=f'x/{i}', suite='x', level=1, runner='m:f') for i in range(N)]\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(registry.SUITES, "x", registry.Suite("x", "extra_suite_mod", "test"))

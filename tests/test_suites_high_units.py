@@ -7,10 +7,10 @@ import torch
 
 from torchcts import compat
 from torchcts.cases.context import CaseContext
-from torchcts.cases.model import NotApplicable
 from torchcts.cases.registry import suite_cases
 from torchcts.engine.runner import run_case
 from torchcts.manifest.templates import validation_manifest
+from torchcts.model.case import NotApplicable
 
 
 def _case(case_id: str):

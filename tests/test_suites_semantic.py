@@ -11,8 +11,9 @@ from conftest import latest_run, records, run_cli
 
 from torchcts.cases.api import CaseSet
 from torchcts.cases.registry import SUITES, iter_cases
-from torchcts.engine.selection import Selection, claim_decision, select
+from torchcts.engine.selection import claim_decision, select
 from torchcts.manifest.templates import validation_manifest
+from torchcts.model.selection import Selection
 
 MINE = ("operators", "strides", "dtypes", "errors", "rng", "serialization", "autograd")
 

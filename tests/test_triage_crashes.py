@@ -6,9 +6,9 @@ Crash records cluster by signal and the innermost frames of the worker's stack
 
 from __future__ import annotations
 
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.results.crash_frames import crash_signature, native_frames, python_frames, reference_death
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
 from torchcts.results.triage import clusters, render_text
 
 

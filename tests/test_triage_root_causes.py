@@ -5,7 +5,7 @@ one per op."""
 
 from __future__ import annotations
 
-from torchcts.results.records import CaseRecord
+from torchcts.model.record import CaseRecord
 from torchcts.results.root_causes import device_index_type, message_shape
 from torchcts.results.signatures import signature_of
 from torchcts.results.triage import clusters, render_text

@@ -10,14 +10,14 @@ import torch
 
 from torchcts.cases.opinfo.samples import lookup, selected_samples
 from torchcts.cases.opinfo.truth import truth_of, why_no_truth
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.oracle.precision import COND_FACTOR, WORSE_FACTOR, WORSE_FLOOR_ULPS, Precision
 from torchcts.oracle.tolerances import tolerance_for
 from torchcts.oracle.truth import Truth, errors, judge, ulp
 from torchcts.results.html import render_html
 from torchcts.results.html_precision import render_precision
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
 
 F32 = tolerance_for("elementwise", "float32")
 

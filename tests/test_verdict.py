@@ -9,13 +9,13 @@ from types import SimpleNamespace
 
 import torch
 
-from torchcts.cases.model import Case
 from torchcts.cases.verdict import Verdict
 from torchcts.engine.one_case import run_one
 from torchcts.manifest.templates import validation_manifest
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.oracle.precision import Precision
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
 from torchcts.workers.outcome import FAILED, PASSED
 
 # Each field of a Verdict -> the record field it decides. A field added to Verdict without a place
@@ -38,7 +38,7 @@ def test_every_field_of_a_verdict_reaches_the_record():
     assert set(REACHES) == {f.name for f in fields(Verdict)}
     verdict, helper = _filled()
     failed = CaseRecord(id="s/c/float32", status=Status.FAILED)
-    failed.take(verdict, helper)
+    verdict.write_to(failed, helper)
     data = failed.to_json()
     assert data["info"] == {"sample": "x: (4,)"} and data["dispatched"] == ["aten::neg"]
     assert data["dispatch_unobserved"] == "why not" and data["exactness"] == "tolerance"
@@ -47,13 +47,13 @@ def test_every_field_of_a_verdict_reaches_the_record():
     assert data["fallback"] == ["aten::neg"]
     assert CaseRecord.from_json(data).to_json() == data
     passed = CaseRecord(id="s/c/float32", status=Status.PASSED)
-    passed.take(verdict, None)
+    verdict.write_to(passed, None)
     assert passed.weak == "zeros" and passed.failed_op is None
     verdict.weighed(None)  # one comparison could tell right from wrong: not weak
-    passed.take(verdict)
+    verdict.write_to(passed)
     assert passed.weak is None
     other = CaseRecord(id="s/c/float32", status=Status.ERROR)
-    other.take(verdict, RuntimeError("the op under test"))  # not the helper's failure: no failed_op
+    verdict.write_to(other, RuntimeError("the op under test"))  # not the helper's failure: no failed_op
     assert other.failed_op is None and other.weak is None
 
 

@@ -313,9 +313,9 @@ def test_the_repro_script_of_a_confined_failure_calls_the_confined_copy():
     """A record failing in the confined copy names it (info.special_confined); the standalone
     script's spec replays that copy, a record without it the NaN injection, and a hostile value
     no copy at all."""
-    from torchcts.cases.model import Case, NotApplicable
     from torchcts.cases.repro_builders import builder_for
     from torchcts.manifest.templates import cpu_manifest
+    from torchcts.model.case import Case, NotApplicable
 
     case = Case(id="opinfo/mm/float32/special_values", suite="opinfo", level=2, runner="torchcts.cases.opinfo:run",
                 params={"op": "mm", "dtype": "float32", "kind": "special_values"}, ops=("aten::mm",),

@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from torchcts.cases.model import Case
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.workers.crash_budget import CrashBudget
 from torchcts.workers.deaths import RESCHEDULED, WorkerDeaths
 from torchcts.workers.isolation import CASE_MARK, FRESH_MARK, RETIRED_MARK, log_path, retired

@@ -49,7 +49,7 @@ def _rank_raises(env: RankEnv) -> None:
 
 def _rank_not_applicable(env: RankEnv) -> torch.Tensor:
     """Rank 0's reference cannot run; the others wait for it inside the all_reduce."""
-    from torchcts.cases.model import NotApplicable
+    from torchcts.model.case import NotApplicable
 
     if env.rank == 0:
         raise NotApplicable("planted: rank 0's CPU reference raises")

@@ -4,27 +4,11 @@ from __future__ import annotations
 
 import importlib
 import sys
-from dataclasses import dataclass
 
 from torchcts.backends.gates import IN_TREE_DEVICES, derive_gate
 from torchcts.compat import privateuse1_name
 from torchcts.errors import UsageError, first_line
-
-
-@dataclass(frozen=True)
-class DeviceInfo:
-    type: str
-    gate: str
-    count: int
-    model: str | None = None
-    # What the device module lacks and what TorchCTS did instead (compat.module_gaps_note), or None.
-    note: str | None = None
-
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {"type": self.type, "gate": self.gate, "count": self.count, "model": self.model}
-        if self.note:
-            out["note"] = self.note
-        return out
+from torchcts.model.device import DeviceInfo
 
 
 def import_backend(module: str | None) -> None:

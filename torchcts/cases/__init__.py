@@ -1,5 +1,5 @@
 """Cases: the pytest-independent case model and the sources that produce cases."""
 
-from torchcts.cases.model import Case
+from torchcts.model.case import Case
 
 __all__ = ["Case"]

@@ -55,7 +55,6 @@ from torchcts.cases.helpers import (
     synchronize,
     to_device,
 )
-from torchcts.cases.model import Case, NotApplicable, NotClaimed
 from torchcts.cases.networks import (
     MODELS,
     OPTIMIZERS,
@@ -77,6 +76,7 @@ from torchcts.cases.ranks import RankEnv, on_ranks
 from torchcts.compat import is_missing_kernel
 from torchcts.errors import first_line
 from torchcts.manifest.schema import DTYPES as MANIFEST_DTYPES
+from torchcts.model.case import Case, NotApplicable, NotClaimed
 from torchcts.oracle.allowed import out_cast_allowed
 from torchcts.oracle.categories import oracle_for, tolerance_category
 from torchcts.oracle.exactness import exactness_of

@@ -18,8 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from torchcts import compat, settings
-from torchcts.cases.model import Case
 from torchcts.errors import UsageError
+from torchcts.model.case import Case
 from torchcts.safe_io import write_atomic
 
 _PACKAGE = Path(__file__).resolve().parent.parent

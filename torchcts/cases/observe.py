@@ -35,8 +35,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode, _pop_mode, _push_mode
 
 from torchcts import settings
-from torchcts.cases.model import Case
 from torchcts.cases.ops import schema_name
+from torchcts.model.case import Case
 
 # `TORCHCTS_OBSERVE_DISPATCH=0` runs every case without observation (benchmarks, debugging).
 ENV = settings.env_name("observe_dispatch")

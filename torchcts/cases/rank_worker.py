@@ -35,7 +35,7 @@ def _answer(folder: Path, rank: int, seq: int, call: Callable[[], Any]) -> RankA
     exception's last line."""
     import torch
 
-    from torchcts.cases.model import NotApplicable
+    from torchcts.model.case import NotApplicable
 
     try:
         torch.save(call(), folder / payload_name(seq, rank))

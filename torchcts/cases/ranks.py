@@ -38,8 +38,8 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.model import NotApplicable
 from torchcts.cases.rank_messages import JOINED, RANK_PROTOCOL, RankAnswer, RankCall, payload_name
+from torchcts.model.case import NotApplicable
 from torchcts.oracle.mismatch import Mismatch, OracleMismatch
 from torchcts.process import Channel, PeerGone, ProtocolError, ready, signal_name
 

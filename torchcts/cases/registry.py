@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
 
-from torchcts.cases.model import Case
 from torchcts.manifest.schema import KNOWN_SUITE_NAMES, extra_suites
+from torchcts.model.case import Case
 
 __all__ = ["KNOWN_SUITE_NAMES", "SUITES", "Suite", "iter_cases", "suite_cases"]
 

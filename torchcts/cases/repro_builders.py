@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchcts.cases.model import Case
 from torchcts.errors import UsageError
 from torchcts.manifest.schema import Manifest
+from torchcts.model.case import Case
 
 
 @dataclass
@@ -58,6 +58,23 @@ def callable_expression(fn: Any) -> str | None:
             if n and getattr(ns, n, None) is fn:
                 return f"{ns_name}.{n}"
     return None
+
+
+def repro_command(case_id: str, device: str, validation: bool = False, *, manifest: str | None = None,
+                  sample: int | None = None, level: int | None = None,
+                  quote_path: Callable[[str], str] = shlex.quote) -> str:
+    """One line that reruns just this case, as printed: the manifest when it is not the one found
+    by default, the level when the case is above the manifest's, the one failing sample.
+    `quote_path` quotes the manifest's path for the shell (results/commands.py: `shell_path`)."""
+    parts = ["torchcts run", "--validation" if validation else f"--device {shlex.quote(device)}"]
+    if manifest and not validation:
+        parts.append(f"--manifest {quote_path(manifest)}")
+    parts.append(f"--case {shlex.quote(case_id)}")
+    if level is not None:
+        parts.append(f"--level {level}")
+    if sample is not None:
+        parts.append(f"--sample {sample}")
+    return " ".join(parts)
 
 
 def failing_sample(info: dict[str, Any] | None) -> int | None:

@@ -3,7 +3,7 @@
 The case notes what a person needs (`info`: `CaseContext.describe`), the oracle what its comparisons
 showed (`CaseContext.assert_close`: precision, exactness, weakness), a helper op its failures
 (`CaseContext.helper_op`), and `engine/runner.py` what reached the device. The record takes it whole
-(`results/records.py: CaseRecord.take`), so a field added here reaches every record in one place.
+(`Verdict.write_to`), so a field added here reaches every record in one place.
 The runner's reruns without the dispatch observer each measure their own notes and precision
 (`for_rerun`), and the record keeps those of the run its outcome comes from (`deciding`).
 """
@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.oracle.precision import Precision
 
 
@@ -40,6 +42,20 @@ class Verdict:
     # comparison's reference could tell a right result from a wrong one (then the case is not weak).
     weak_reason: str | None = None
     discriminated: bool = False
+
+    def write_to(self, record: CaseRecord, failure: BaseException | None = None) -> None:
+        """Onto `record`, whole: the notes, dispatch, precision and how values were compared; the
+        helper op `failure` is, when it decided a failed or error record; why a pass proves
+        nothing, on a passed record. The record's status is set first."""
+        record.info = self.info
+        record.dispatched, record.dispatch_unobserved = self.dispatched, self.dispatch_unobserved
+        record.fallback = self.fallback or None  # only a record that ran something on the fallback says so
+        record.precision = self.precision.to_json() if self.precision is not None else None
+        record.exactness = self.exactness
+        if failure is not None and record.status in (Status.FAILED, Status.ERROR):
+            record.failed_op = self.failed_op_of(failure)  # a helper op's failure names that op
+        if record.status == Status.PASSED:
+            record.weak = self.weak
 
     def compared(self, exact: bool) -> None:
         """One tensor compared, bit for bit or within a tolerance: "exact" holds only while all were."""

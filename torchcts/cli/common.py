@@ -12,8 +12,8 @@ from torchcts import settings
 from torchcts.errors import UsageError, did_you_mean
 
 if TYPE_CHECKING:
-    from torchcts.engine.selection import Selection
     from torchcts.engine.spec import RunSpec
+    from torchcts.model.selection import Selection
 
 
 def folder_arg(value: str) -> str:
@@ -131,9 +131,10 @@ def explore_from_args(args: argparse.Namespace) -> tuple[int | None, str | None]
 
 
 def selection_from_args(args: argparse.Namespace) -> Selection:
-    from torchcts.engine.selection import Selection, parse_level_range
+    from torchcts.engine.selection import parse_level_range
     from torchcts.levels import check_level
     from torchcts.manifest.schema import dtype_name
+    from torchcts.model.selection import Selection
 
     check_level("--level", args.level)
     check_level("--level-exact", args.level_exact)

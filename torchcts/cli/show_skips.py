@@ -22,8 +22,8 @@ def main(args: argparse.Namespace) -> int:
     from torchcts.cli.common import run_spec
     from torchcts.engine.setup import prepare
     from torchcts.errors import UsageError
+    from torchcts.model.record import skip_record
     from torchcts.results.quoting import terminal
-    from torchcts.results.records import skip_record
     from torchcts.results.skips import headline, render_text, summarize
 
     if args.top < 1:

@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from torchcts.cases.model import Case
 from torchcts.coverage.mapping import Coverage, build_coverage
 from torchcts.coverage.surfaces import all_surfaces, dispatch_key_for_device, kernel_table, registration
+from torchcts.model.case import Case
 
 
 @functools.lru_cache(maxsize=8)

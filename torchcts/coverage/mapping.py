@@ -1,6 +1,6 @@
 """Which TorchCTS cases cover which surfaces.
 
-The rule, applied to each op name a case declares (`Case.covered_ops`, from `cases/ops.py`, whose
+The rule, applied to each op name a case declares (`cases/ops.py: case_op_names`, whose
 refs `--op` selection and ledger op selectors match):
 
 - `aten::NAME.OVERLOAD` covers exactly that overload.
@@ -21,9 +21,9 @@ import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from torchcts.cases.model import Case
-from torchcts.cases.ops import resolve_op_name
+from torchcts.cases.ops import case_op_names, resolve_op_name
 from torchcts.coverage.surfaces import Surface, all_surfaces, by_op
+from torchcts.model.case import Case
 
 
 def resolve_op(name: str, surfaces: tuple[Surface, ...] | None = None) -> list[str]:
@@ -62,7 +62,7 @@ def build_coverage(cases: Iterable[Case], surfaces: tuple[Surface, ...] | None =
     resolved: dict[str, list[str]] = {}
     for case in cases:
         cov.cases[case.id] = case
-        for name in case.covered_ops:
+        for name in case_op_names(case):
             if name not in resolved:
                 resolved[name] = resolve_op(name, surfaces)
             if not resolved[name]:

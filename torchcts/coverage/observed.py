@@ -31,12 +31,12 @@ from torchcts.coverage.surfaces import (
     kernel_table,
     registration,
 )
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import STATUSES
 from torchcts.results.coverage_section import dispatched_names, is_pending
 from torchcts.results.fallback_section import FallbackSummary
 from torchcts.results.fallback_section import ops_table as fallback_table
 from torchcts.results.fallback_section import summarize as summarize_fallback
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import STATUSES
 
 # Kernels the dispatch hook can see on the device: a surface of another kernel is not implementable there.
 OBSERVABLE_KERNELS = ("native", "composite_explicit", "fallback")

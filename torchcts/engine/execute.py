@@ -20,11 +20,11 @@ from torchcts.compat import build_info, describe_fallbacks, fallbacks_used
 from torchcts.engine.setup import RunSetup
 from torchcts.engine.spec import RunSpec
 from torchcts.errors import ExitCode
+from torchcts.model.record import CaseRecord, skip_record
 from torchcts.results import rundir, sim_env
 from torchcts.results.finalize import finalize
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.plan import write_plan
-from torchcts.results.records import CaseRecord, skip_record
 
 if TYPE_CHECKING:
     from torchcts.engine.plugin import Recorder

@@ -20,10 +20,10 @@ from typing import Any, Protocol
 
 import pytest
 
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import NO_REPRO, Status
 from torchcts.results.annotate import RecordAnnotator
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import NO_REPRO, Status
 
 RECORD_ATTR = "torchcts_record"
 

@@ -13,10 +13,10 @@ import traceback
 from pathlib import Path
 
 from torchcts import compat
-from torchcts.cases.model import Case
 from torchcts.engine.probe import CaseProbe, release_memory
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord
 from torchcts.results.decide import decide
-from torchcts.results.records import CaseRecord
 from torchcts.workers.isolation import sample_noter
 from torchcts.workers.outcome import FAILED, SKIPPED, CaseOutcome, CaseState
 
@@ -62,7 +62,7 @@ def run_one(case: Case, state: CaseState, corpus: str | None) -> CaseOutcome:
     record.compat_fallbacks = sorted(state.setup_fallbacks | fallbacks) or None
     # What the case built for its record (cases/verdict.py): its notes, what reached the device,
     # the oracle's precision, exactness and weakness, the helper op a failure names.
-    record.take(ctx.verdict, outcome.error)
+    ctx.verdict.write_to(record, outcome.error)
     rss = release_memory()  # the process's resident set after the case, freed heap returned
     if rss is not None:
         record.rss_mb = round(rss, 1)

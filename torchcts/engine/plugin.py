@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from torchcts import compat
-from torchcts.cases.model import Case
 from torchcts.engine import judge
 from torchcts.engine.judge import RecordJudge, align_report, record_of
 from torchcts.engine.lean import exit_without_teardown, skip_exit_gc
@@ -26,11 +25,13 @@ from torchcts.engine.repeat import run_one_repeated
 from torchcts.engine.shard import estimated_cost
 from torchcts.engine.spec import RunSpec
 from torchcts.engine.terminal_guard import TerminalGuard
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord, skip_record
+from torchcts.model.status import FAILURES, NO_VERDICT_LETTERS, Status
+from torchcts.results.commands import record_repro
 from torchcts.results.decide import is_timeout
 from torchcts.results.plan import read_plan
-from torchcts.results.records import CaseRecord, record_repro, skip_record
 from torchcts.results.rundir import RecordWriter, read_run
-from torchcts.results.statuses import FAILURES, NO_VERDICT_LETTERS, Status
 from torchcts.workers.case_process import CaseRunner
 from torchcts.workers.crash_budget import BudgetReader, CrashBudget
 from torchcts.workers.deaths import RESCHEDULED, WorkerDeaths

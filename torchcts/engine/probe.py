@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from torchcts.engine.threads import intra_op_threads
-from torchcts.results.records import CaseRecord
+from torchcts.model.record import CaseRecord
 
 # ru_maxrss is KiB on Linux, bytes on macOS.
 _RSS_TO_MB = 1 / (1024 * 1024) if sys.platform == "darwin" else 1 / 1024

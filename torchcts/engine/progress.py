@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from torchcts.results.records import CaseRecord
+    from torchcts.model.record import CaseRecord
 
 PERIOD_S = 15.0  # a status line this often when the output is not a terminal
 REDRAW_S = 1.0  # the terminal line's refresh

@@ -24,8 +24,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from torchcts.cases.model import Case
 from torchcts.engine.one_case import run_one
+from torchcts.model.case import Case
 from torchcts.results.repeats import combine
 from torchcts.workers.outcome import FAILED, PASSED, CaseOutcome, CaseState
 

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from torchcts.cases.context import CaseContext, dtype_of
-from torchcts.cases.model import Case, NotApplicable
 from torchcts.cases.observe import observe, rerun_kwargs, unobserved, unobserved_reason
+from torchcts.model.case import Case, NotApplicable
 
 
 def resolve_runner(case: Case) -> Callable[..., Any]:

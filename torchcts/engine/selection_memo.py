@@ -22,10 +22,11 @@ from pathlib import Path
 
 from torchcts import compat, settings
 from torchcts.cases.cache import FIELDS, case_row, well_formed
-from torchcts.cases.model import Case
-from torchcts.engine.selection import Decision, Selection, SelectionResult
+from torchcts.engine.selection import Decision, SelectionResult
 from torchcts.errors import UsageError
 from torchcts.manifest.schema import Manifest
+from torchcts.model.case import Case
+from torchcts.model.selection import Selection
 from torchcts.safe_io import write_atomic
 
 _HERE = Path(__file__).resolve().parent

@@ -24,9 +24,9 @@ from pathlib import Path
 
 from torchcts import settings
 from torchcts.errors import ExitCode, UsageError
+from torchcts.model.status import FAILURES, Status
 from torchcts.results import rundir
 from torchcts.results.jsonl import read_jsonl
-from torchcts.results.statuses import FAILURES, Status
 
 ENV = settings.env_name("sim_fault")
 SIM_MANIFEST = Path(__file__).parent.parent / "sim" / "manifest.py"
@@ -149,8 +149,9 @@ def _unclaimed_by_sim(suite: str, cases: list) -> str | None:
     """The sim's manifest claims nothing these cases need on this PyTorch (compile before 2.12)."""
     import torch
 
-    from torchcts.engine.selection import Selection, select
+    from torchcts.engine.selection import select
     from torchcts.manifest.load import load_manifest
+    from torchcts.model.selection import Selection
 
     if select(cases, load_manifest(SIM_MANIFEST), Selection()).to_run:
         return None

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from torchcts.results.records import CaseRecord
+    from torchcts.model.record import CaseRecord
 
 from torchcts import settings
 

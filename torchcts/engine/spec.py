@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from torchcts import settings
-from torchcts.backends.devices import DeviceInfo
-from torchcts.engine.selection import Selection
 from torchcts.errors import UsageError
 from torchcts.manifest.schema import Manifest
+from torchcts.model.device import DeviceInfo
+from torchcts.model.selection import Selection
 from torchcts.results.outcome import RunOutcome
 from torchcts.workers.crash_budget import DEFAULT_LIMIT
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from torchcts.backends.gates import IN_TREE_DEVICES, Gate, check_gates_for_device, parse_gates
-from torchcts.cases.model import Case
 from torchcts.errors import ExitCode, UsageError
 from torchcts.evidence import store as st
 from torchcts.evidence.privacy import leaks, local_identities
 from torchcts.manifest.schema import Manifest
+from torchcts.model.case import Case
 
 DEFAULT_EXCLUDED_SUITES = ("opinfo", "generated")
 BUILTIN_LEVEL = 2

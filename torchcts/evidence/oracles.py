@@ -12,14 +12,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchcts.cases.model import Case, NotApplicable
 from torchcts.engine.selection import claim_decision
 from torchcts.errors import first_line
 from torchcts.evidence.privacy import scrub
 from torchcts.evidence.promoted import is_promoted
 from torchcts.manifest.schema import Manifest
+from torchcts.model.case import Case, NotApplicable
+from torchcts.model.status import FAILURES
 from torchcts.oracle.compare import OracleMismatch
-from torchcts.results.statuses import FAILURES
 
 # Result of one surface (or one oracle) in an evidence record.
 RESULTS: dict[str, str] = {

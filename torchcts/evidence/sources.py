@@ -13,7 +13,7 @@ import secrets
 import sys
 from typing import Any
 
-from torchcts.backends.devices import DeviceInfo
+from torchcts.model.device import DeviceInfo
 
 
 def device_details(device: DeviceInfo) -> dict[str, Any]:

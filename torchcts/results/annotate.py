@@ -13,14 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from torchcts.cases.model import Case
 from torchcts.cases.repro_builders import has_script
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
+from torchcts.results.commands import repro_script_command
 from torchcts.results.ledger import CRASHES, FAILING, RunLedger, forgives_crashes
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.plan import PLAN, read_plan
-from torchcts.results.records import CaseRecord, repro_script_command
 from torchcts.results.rundir import final_records
-from torchcts.results.statuses import Status
 
 
 class RecordAnnotator:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from torchcts.model.record import CaseRecord
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import CaseRecord
 from torchcts.results.scrub import scrub_obj
 from torchcts.safe_io import write_atomic
 

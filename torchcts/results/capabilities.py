@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from torchcts.model.record import CaseRecord
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import html_text as _e
 from torchcts.results.quoting import md_code, md_text
-from torchcts.results.records import CaseRecord
 
 PROBE_CASE = "capabilities/probe"
 SEVERITIES = ("failure", "disagreement", "info")

@@ -4,7 +4,7 @@ A record's stored `repro` / `repro_script` strings are data anyone can craft (is
 they are, a downloaded run folder would offer its reader an attacker's command to paste. So every
 report (terminal, summary.md, report.html, junit.xml) shows commands rebuilt here from the record's
 id, level and failing sample and run.json's device, validation flag and `--manifest` value, each
-argument quoted for the shell (`cases/model.py: repro_command`); a stored command is only a sign
+argument quoted for the shell (`cases/repro_builders.py: repro_command`); a stored command is only a sign
 that the record had one. A `--manifest` naming a file inside the results folder is never offered
 (the command would execute a manifest that came with the run). Each command runs as pasted in the
 folder the run was made from (the results folder's parent): paths the scrubber hides are quoted,
@@ -15,12 +15,17 @@ sets the sim's variables it had (tests/test_copied_commands.py).
 from __future__ import annotations
 
 import os
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
+from torchcts.cases.repro_builders import failing_sample, repro_command
 from torchcts.manifest.load import portable_manifest
+from torchcts.model.record import CaseRecord
+from torchcts.results import sim_env
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import CaseRecord, record_repro, repro_script_command, shell_path
+from torchcts.results.repeat_rate import repro_repeat
 from torchcts.results.scrub import scrub
 
 
@@ -57,3 +62,31 @@ def reader_manifest(value: Any, run_dir: Path) -> str | None:
     except (OSError, ValueError):
         return None
     return None if path == results or results in path.parents else value
+
+
+def record_repro(record: CaseRecord, run: RunOutcome, manifest: str | None) -> str:
+    """`repro_command` for a run's record; `manifest` is the `--manifest` value as given. The line
+    runs as pasted in the folder the run was made from: it sets the sim's variables the run had
+    (results/sim_env.py), and a manifest path the scrubber must hide is quoted (`shell_path`)."""
+    level = record.level
+    claimed = (run.manifest or {}).get("semantic_level")
+    above = isinstance(level, int) and isinstance(claimed, int) and level > claimed
+    repeat = repro_repeat(record)  # a flaky case under --repeat: one run would most likely pass
+    return sim_env.shell_prefix(run) + repro_command(
+        record.id, str((run.device or {}).get("type", "DEVICE")), bool(run.validation),
+        manifest=manifest, sample=failing_sample(record.info), level=level if above else None,
+        quote_path=shell_path) + (f" --repeat {repeat}" if repeat else "")
+
+
+def repro_script_command(case_id: str, run_dir: str) -> str:
+    """One line that writes a standalone script reproducing this case from this run folder."""
+    return f"torchcts repro {shlex.quote(case_id)} --run {shell_path(run_dir)}"
+
+
+def shell_path(path: str) -> str:
+    """`path` quoted for the shell so that it stays one argument once scrubbed (results/scrub.py): a
+    path the scrubber turns into a placeholder (`<path:manifest.py>`, `<tmp>/...`) is quoted even where
+    the shell needs no quotes for it, so a pasted line never reads it as a redirection; one the
+    scrubber leaves runnable (under the working folder: `./manifest.py`) is quoted as shlex does."""
+    quoted = shlex.quote(path)
+    return f"'{path}'" if quoted == path and re.search("[<>]", scrub(path)) else quoted

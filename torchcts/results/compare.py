@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from torchcts.errors import UsageError
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import FAILURES, PASSING
 from torchcts.results import rundir
+from torchcts.results.commands import shell_path
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import one_field
-from torchcts.results.records import CaseRecord, shell_path
-from torchcts.results.statuses import FAILURES, PASSING
 from torchcts.results.upgrade import Upgrade, render_lines, upgrade_view
 from torchcts.results.wording import plural
 

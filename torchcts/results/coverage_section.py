@@ -9,14 +9,14 @@ surfaces needs the dispatcher, so `torchcts coverage report RUN` computes it
 
 from __future__ import annotations
 
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import EXECUTED
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import html_text as _e
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import EXECUTED
 
 
 def is_pending(rec: CaseRecord) -> bool:
-    """A generated case waiting for a reference: the engine records status `pending` (results/statuses.py)."""
+    """A generated case waiting for a reference: the engine records status `pending` (model/status.py)."""
     return rec.status == "pending"
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from torchcts.results.records import CaseRecord
+from torchcts.model.record import CaseRecord
 
 TOP_FRAMES = 3
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from torchcts.cases.model import NotApplicable, NotClaimed, Pending
 from torchcts.errors import first_line
+from torchcts.model.case import NotApplicable, NotClaimed, Pending
+from torchcts.model.status import Status
 from torchcts.oracle.mismatch import OracleMismatch
-from torchcts.results.statuses import Status
 
 TRACEBACK_LINES = 30  # the end of an error's traceback the record keeps
 
@@ -43,7 +43,7 @@ class Decision:
         return self.status.info.told if self.status is not None else "failed"
 
     def apply(self, record: Any) -> None:
-        """Onto a record (results/records.py: CaseRecord): the status and the fields decided."""
+        """Onto a record (model/record.py: CaseRecord): the status and the fields decided."""
         if self.status is not None:
             record.status = self.status
         for name in ("message", "mismatch", "exception", "traceback"):

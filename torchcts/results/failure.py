@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from torchcts.results.records import CaseRecord
+from torchcts.model.record import CaseRecord
 from torchcts.results.repeat_rate import repeated
 
 # A citation shown as a link: an http(s) URL of plain URL characters only. The record is untrusted

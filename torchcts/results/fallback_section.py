@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import EXECUTED, FAILURES
 from torchcts.results.quoting import html_text as _e
 from torchcts.results.quoting import md_code
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import EXECUTED, FAILURES
 
 
 def fallback_names(rec: CaseRecord) -> list[str]:

@@ -10,14 +10,14 @@ from pathlib import Path
 
 from torchcts.compat import describe_fallbacks
 from torchcts.errors import UsageError
+from torchcts.model.record import CaseRecord, skip_record
+from torchcts.model.status import EXECUTED
 from torchcts.results import rundir
 from torchcts.results.artifacts import write_artifacts
 from torchcts.results.commands import offered_commands
 from torchcts.results.ledger import crash_rule, report_for_run, run_device
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.plan import PLAN, iter_plan
-from torchcts.results.records import CaseRecord, skip_record
-from torchcts.results.statuses import EXECUTED
 from torchcts.results.summary import totals
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchcts.manifest.schema import DTYPES
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import EXECUTED, ORDER
 from torchcts.results.capabilities import render_html as render_capabilities
 from torchcts.results.coverage_section import render_coverage_section
 from torchcts.results.fallback_section import render_html as render_fallback
@@ -23,9 +25,7 @@ from torchcts.results.html_failures import COLORS, failures_section
 from torchcts.results.html_precision import render_precision
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import html_text as _e  # None reads as ''
-from torchcts.results.records import CaseRecord
 from torchcts.results.repeats import render_html as render_flaky
-from torchcts.results.statuses import EXECUTED, ORDER
 from torchcts.results.strength import render_html as strength_section
 from torchcts.results.summary import NOT_RUN_NOTE, by, failures, filtered_note, not_run, slowest, totals, warmup_line
 from torchcts.results.triage import op_of

@@ -11,9 +11,9 @@ import math
 from collections import defaultdict
 from typing import Any
 
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import EXECUTED, PASSING
 from torchcts.results.quoting import html_text as _e  # None reads as ''
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import EXECUTED, PASSING
 
 LABEL_W, BAR_W, ROW_H, TEXT_W = 150, 260, 20, 170
 MAX_BARS = 25

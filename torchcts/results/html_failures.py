@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from torchcts.model.record import CaseRecord
 from torchcts.results.failure import cite_url, details, rel_error_text
 from torchcts.results.quoting import html_text as _e  # None reads as ''
-from torchcts.results.records import CaseRecord
 from torchcts.results.triage import Cluster, clusters, top_counts
 
 COLORS = {

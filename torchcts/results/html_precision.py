@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from torchcts.model.record import CaseRecord
 from torchcts.oracle.precision import Precision
 from torchcts.results.quoting import html_text as _e  # None reads as ''
-from torchcts.results.records import CaseRecord
 
 MAX_ROWS = 200
 # A row is highlighted when the device is this many ulps farther from the truth than CPU at some

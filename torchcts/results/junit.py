@@ -7,10 +7,10 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Iterator
 
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import CRASH_LIKE, FAILURES, STATUSES, Status
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import one_line, strip_controls
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import CRASH_LIKE, FAILURES, STATUSES, Status
 
 # Characters XML 1.0 does not allow (besides the controls the quoting layer removes): surrogates and
 # the noncharacters U+FFFE/U+FFFF. One of them in a message makes the whole file unreadable to a CI

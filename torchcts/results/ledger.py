@@ -22,11 +22,11 @@ from typing import Any
 
 from torchcts.errors import ExitCode
 from torchcts.manifest.expectations import is_expired
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import CRASH_LIKE, EXECUTED, FAILURES, FORGIVABLE, Status
 from torchcts.results.ledger_match import LedgerMatcher
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import CaseRecord
 from torchcts.results.signatures import entry_signature, signature_matches, signature_of
-from torchcts.results.statuses import CRASH_LIKE, EXECUTED, FAILURES, FORGIVABLE, Status
 from torchcts.results.wording import plural
 
 # The device type a rule is decided on: `MPS`, ` mps:0 `, `mps\u200b` are all `mps` (run.json's is

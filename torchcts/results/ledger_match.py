@@ -86,7 +86,7 @@ class LedgerMatcher:
 
 def outside_selection(entries: list[dict[str, Any]], selected: Iterable[Any], left_out: Iterable[Any]) -> list[int]:
     """The entries that name none of the `selected` cases but some case the selection `left_out`
-    (cases/model.py: Case): a focused run does not judge them, so they are not "unmatched". An
+    (model/case.py: Case): a focused run does not judge them, so they are not "unmatched". An
     entry naming no case at all stays unmatched (stale). Stops scanning once each entry is placed."""
     pending = {i: EntryMatcher(e) for i, e in enumerate(entries)}
     for case in selected:

@@ -37,7 +37,7 @@ class RunOutcome:
 
     # --- the run as asked and resolved (engine/spec.py: RunSpec.to_json, one key per field) ---
     name: str | None = None  # the run folder's name
-    device: dict[str, Any] | None = None  # backends/devices.py: DeviceInfo.to_json (type, gate, count, model)
+    device: dict[str, Any] | None = None  # model/device.py: DeviceInfo.to_json (type, gate, count, model)
     gate: str | None = None  # the device's backend gate
     validation: bool | None = None  # --validation: a harness check on cpu, never backend evidence
     manifest: dict[str, Any] | None = None  # the claims (Manifest.to_json); its `expectations` is the ledger

@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from torchcts.cases.model import Case
+from torchcts.model.case import Case
 from torchcts.results.jsonl import read_jsonl
 from torchcts.untrusted import Unreadable
 

@@ -13,11 +13,11 @@ import json
 from collections import defaultdict
 from typing import Any
 
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import CRASH_LIKE
 from torchcts.results.ledger import FAILING
 from torchcts.results.quoting import py_comment, quoted_string
-from torchcts.results.records import CaseRecord
 from torchcts.results.signatures import signature_of
-from torchcts.results.statuses import CRASH_LIKE
 from torchcts.results.triage import Cluster, cluster_key, clusters, top_counts
 
 TODO_TRACKER = "TODO: tracker URL or id"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchcts.results.statuses import Status
+from torchcts.model.status import Status
 
 # The most repeats one run may ask for (cli/common.py checks --repeat against it): a case repeated
 # more than this is a soak test, not a conformance run.

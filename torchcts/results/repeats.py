@@ -14,12 +14,12 @@ hidden by the repeats that passed. In a run with --repeat, `flaky` fails the run
 
 from __future__ import annotations
 
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.results.failure import repeat_line
 from torchcts.results.quoting import html_text, md_code, md_text
-from torchcts.results.records import CaseRecord
 from torchcts.results.repeat_rate import flaky_in_repeats, pass_rate, repeated
 from torchcts.results.signatures import signature_of
-from torchcts.results.statuses import Status
 
 _FIRST_FAILURE = ("status", "message", "signature", "mismatch", "exception")
 

@@ -23,14 +23,14 @@ from typing import Any
 
 from torchcts import settings
 from torchcts.cases.explore.codec import MEMORY_FORMATS
-from torchcts.cases.model import Case
 from torchcts.cases.repro_builders import ReproSpec, builder_for
 from torchcts.errors import UsageError, first_line
 from torchcts.manifest.schema import Manifest
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord
 from torchcts.oracle.precision import COND_FACTOR, CPU_ILL_ULPS, RESCUE_FACTOR, WORSE_FACTOR, WORSE_FLOOR_ULPS
 from torchcts.results import sim_env
 from torchcts.results.quoting import one_line, py_docstring, py_literal
-from torchcts.results.records import CaseRecord
 from torchcts.safe_io import make_folder, write_atomic
 
 SCRIPT = "repro.py"

@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from torchcts.results.records import CaseRecord
+from torchcts.model.record import CaseRecord
 
 # `ocl:0`, `cuda:1`: a device with an index, not inside a path or a dotted name.
 _INDEXED = re.compile(r"(?<![\w./<])([a-z][a-z0-9_]*):(\d+)\b")

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from torchcts import settings
+from torchcts.model.record import MAX_DEPTH, CaseRecord, plain
 from torchcts.results.jsonl import read_jsonl
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import MAX_DEPTH, CaseRecord, plain
 from torchcts.results.scrub import scrub_obj
 from torchcts.safe_io import open_append, write_atomic
 from torchcts.untrusted import MAX_LINE, NotRegular, Unreadable, check_depth, loads, read_bounded

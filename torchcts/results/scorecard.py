@@ -6,16 +6,16 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import TextIO
 
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import ORDER
 from torchcts.results import rundir
 from torchcts.results.crash_frames import stopped_by_budget
 from torchcts.results.failure import details
 from torchcts.results.fallback_section import scorecard_lines as fallback_lines
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import TerminalOut, one_field
-from torchcts.results.records import CaseRecord
 from torchcts.results.repeat_rate import pass_rate
 from torchcts.results.repeats import flaky_under_repeat
-from torchcts.results.statuses import ORDER
 from torchcts.results.strength import weak_lines
 from torchcts.results.summary import by, failures, filtered_note, ordered, warmup_line
 from torchcts.results.summary import slowest as slowest_records

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from torchcts.results.records import CaseRecord
+from torchcts.model.record import CaseRecord
 
 # `ctx.describe` keys that identify rather than describe the sample (or are shown elsewhere).
 _NOT_ARGUMENTS = frozenset({"op", "variant", "dtype", "kind", "repro", "sample", "sample_index", "tolerance",

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from torchcts.manifest.schema import BUCKETS  # bucket name -> what it covers (the ledger's words)
-from torchcts.results.records import CaseRecord
+from torchcts.model.record import CaseRecord
 
 _MISSING_KERNEL = re.compile(r"Could not run '([\w:.]+)' with arguments from the '([\w]+)' backend")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")

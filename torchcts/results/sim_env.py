@@ -4,7 +4,7 @@ The simulated device reads `TORCHCTS_SIM_FAULT` (planted faults) and `TORCHCTS_S
 `torchcts.sim` is imported (sim/faults.py, sim/decomp.py). A repro of a run with a planted fault
 that does not set the same variables passes, and says nothing of why. So run.json records them
 (`sim_env`, written at open by engine/execute.py for a run whose backend is the sim), each repro
-line starts with them (`TORCHCTS_SIM_FAULT=abs_zero_dim torchcts run ...`, results/records.py:
+line starts with them (`TORCHCTS_SIM_FAULT=abs_zero_dim torchcts run ...`, results/commands.py:
 `record_repro`) and a standalone script sets them before importing the backend (results/repro.py).
 
 run.json is untrusted (a downloaded run folder): only these names are read back, and only values

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchcts.results.records import CaseRecord
+from torchcts.model.record import CaseRecord
 
 SKIPPED = ("not_claimed", "not_applicable")
 # The wording of engine/selection.py: claim_decision (records hold it as `message`).

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.results.quoting import html_text as _e
 from torchcts.results.quoting import md_text
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
 
 
 @dataclass

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import FAILURES, ORDER, STATUSES
 from torchcts.results.crash_frames import stopped_by_budget
 from torchcts.results.failure import cite_url, details
 from torchcts.results.outcome import RunOutcome
 from torchcts.results.quoting import md_code, md_text, one_line
-from torchcts.results.records import CaseRecord
 from torchcts.results.repeats import markdown_lines as flaky_markdown
 from torchcts.results.skips import render_markdown as skip_summary
-from torchcts.results.statuses import FAILURES, ORDER, STATUSES
 from torchcts.results.strength import render_markdown as strength_markdown
 
 

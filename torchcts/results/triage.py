@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import FAILURES
 from torchcts.results.crash_frames import crash_signature
 from torchcts.results.quoting import md_code, md_text, one_field
-from torchcts.results.records import CaseRecord
 from torchcts.results.repeat_rate import flaky_in_repeats
 from torchcts.results.root_causes import message_shape, root_cause, structural_mismatch
 from torchcts.results.shared_args import shared
 from torchcts.results.signatures import bucket_of, signature_of
-from torchcts.results.statuses import FAILURES
 from torchcts.results.wording import plural
 
 

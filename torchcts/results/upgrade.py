@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchcts.model.record import CaseRecord
 from torchcts.results.outcome import RunOutcome
-from torchcts.results.records import CaseRecord
 
 
 def torch_release(run: RunOutcome) -> str | None:

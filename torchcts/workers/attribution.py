@@ -44,10 +44,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.process import exit_fields
 from torchcts.results.crash_frames import died_in_reference, native_frames, python_frames, reference_death
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
 from torchcts.workers.isolation import STDERR_HEADER, earlier_cases, read_stderr
 from torchcts.workers.outcome import CaseOutcome
 

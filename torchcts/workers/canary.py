@@ -21,7 +21,7 @@ import os
 from typing import Any
 
 from torchcts.errors import first_line
-from torchcts.results.records import CaseRecord
+from torchcts.model.record import CaseRecord
 
 WHAT = "arange(4) + 1 on the device"
 RETIRED_EXIT = 87  # a worker that left because its device was poisoned (the log's RETIRED mark says so)

@@ -45,11 +45,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from torchcts.cases.model import Case
 from torchcts.errors import first_line
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.process import Channel, ChannelTimeout, PeerGone, ProtocolError, die_with_parent, exit_fields
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
 from torchcts.workers.canary import Canary
 from torchcts.workers.case_messages import CASE_PROTOCOL, CaseDone, CaseRaised, Ready, Refused, RunCase, Stop
 from torchcts.workers.crash_server import case_fork_refusal

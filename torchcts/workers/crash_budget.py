@@ -56,11 +56,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from torchcts.cases.model import Case
 from torchcts.cases.ops import parse_op
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import EXECUTED, Status
 from torchcts.results.crash_frames import budget_reason, cluster_reason, crash_signature, died_in_reference
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import EXECUTED, Status
 from torchcts.safe_io import write_atomic
 
 DEFAULT_LIMIT = 3

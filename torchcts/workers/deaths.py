@@ -33,9 +33,9 @@ from typing import Any, Protocol
 
 import pytest
 
-from torchcts.cases.model import Case
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.workers.attribution import Suspicion, suspicion
 from torchcts.workers.crash_budget import CrashBudget
 from torchcts.workers.isolation import crash_record, read_log, retired, worker_exit

@@ -36,11 +36,11 @@ from typing import Any
 import pytest
 
 from torchcts import settings
-from torchcts.cases.model import Case
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord
+from torchcts.model.status import Status
 from torchcts.process import exit_fields
 from torchcts.results.crash_frames import reference_death
-from torchcts.results.records import CaseRecord
-from torchcts.results.statuses import Status
 
 CASE_MARK = "@@torchcts-case "
 TIMEOUT_MARK = "@@torchcts-timeout "

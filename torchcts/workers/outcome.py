@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 import pytest
 
-from torchcts.cases.model import Case
-from torchcts.results.records import CaseRecord
+from torchcts.model.case import Case
+from torchcts.model.record import CaseRecord
 
 
 class CaseState(Protocol):  # engine/plugin.py: RunState, as running a case uses it

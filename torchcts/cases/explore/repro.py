@@ -14,8 +14,8 @@ import torch
 
 from torchcts.cases.explore import codec
 from torchcts.cases.explore.generate import plan, requiring_grad
-from torchcts.cases.model import NotApplicable
 from torchcts.cases.opinfo.samples import function_name, lookup, selected_samples
+from torchcts.model.case import NotApplicable
 
 Call = tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 

@@ -30,7 +30,6 @@ from torchcts.cases.explore.budget import default_depth, samples_for
 from torchcts.cases.explore.find import Find
 from torchcts.cases.explore.generate import Explored, Plan, carries, plan, requiring_grad
 from torchcts.cases.explore.shrink import shrink
-from torchcts.cases.model import NotApplicable, NotClaimed, repro_command
 from torchcts.cases.observe import hand_to_rerun, unobserved
 from torchcts.cases.opinfo.kinds import KINDS, Slot
 from torchcts.cases.opinfo.recheck import writes_outside
@@ -47,6 +46,8 @@ from torchcts.cases.opinfo.run import (
     reference,
 )
 from torchcts.cases.opinfo.samples import HostArg, describe_sample, leaves_of, lookup, selected_samples, tensors_of
+from torchcts.cases.repro_builders import repro_command
+from torchcts.model.case import NotApplicable, NotClaimed
 from torchcts.oracle.categories import tolerance_category
 from torchcts.oracle.compare import OracleMismatch, finite_only
 from torchcts.oracle.opfacts import FACTS

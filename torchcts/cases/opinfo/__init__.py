@@ -8,8 +8,8 @@
 
 from __future__ import annotations
 
-from torchcts.cases.model import Case
 from torchcts.cases.opinfo.repro import materialize
+from torchcts.model.case import Case
 
 
 def cases() -> list[Case]:

@@ -12,9 +12,9 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.model import Case
 from torchcts.cases.opinfo.kinds import KINDS, Slot, has_variant, op_key
 from torchcts.manifest.schema import DTYPES, ordered_dtypes
+from torchcts.model.case import Case
 from torchcts.oracle.categories import namespace, oracle_for
 from torchcts.oracle.opfacts import FACTS
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import torch
 
-from torchcts.cases.model import NotApplicable
 from torchcts.cases.opinfo import out_layouts
 from torchcts.cases.opinfo.confined import confine
 from torchcts.cases.opinfo.samples import (
@@ -19,6 +18,7 @@ from torchcts.cases.opinfo.samples import (
     select_samples,
 )
 from torchcts.cases.opinfo.strengthen import strengthener
+from torchcts.model.case import NotApplicable
 
 
 def materialize(

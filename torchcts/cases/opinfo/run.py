@@ -21,7 +21,6 @@ import torch
 from torch.utils import _pytree as pytree
 
 from torchcts.cases.context import CaseContext
-from torchcts.cases.model import NotApplicable, NotClaimed, repro_command
 from torchcts.cases.observe import unobserved
 from torchcts.cases.opinfo import out_layouts, recheck
 from torchcts.cases.opinfo.confined import candidates
@@ -40,7 +39,9 @@ from torchcts.cases.opinfo.samples import (
 )
 from torchcts.cases.opinfo.strengthen import strengthener
 from torchcts.cases.opinfo.truth import truth_of
+from torchcts.cases.repro_builders import repro_command
 from torchcts.compat import processes_output
+from torchcts.model.case import NotApplicable, NotClaimed
 from torchcts.oracle.allowed import accepted_exception, output_alternatives
 from torchcts.oracle.categories import tolerance_category
 from torchcts.oracle.compare import Mismatch, OracleMismatch, assert_matches

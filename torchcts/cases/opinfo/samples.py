@@ -17,8 +17,8 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from torchcts.cases.model import NotApplicable
 from torchcts.cases.opinfo.copier import Copier
+from torchcts.model.case import NotApplicable
 from torchcts.oracle.allowed import RULES, HostArgument, host_arguments
 from torchcts.oracle.opfacts import FACTS
 

@@ -7,7 +7,7 @@ CPU. docs/coverage.md ("Generated cases") documents the generator, the statuses 
 
 from __future__ import annotations
 
-from torchcts.cases.model import Case
+from torchcts.model.case import Case
 
 
 def cases() -> list[Case]:

@@ -17,9 +17,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from torchcts.cases.model import Case
-from torchcts.cases.ops import is_random, resolve_op_name, schema_name, writes_out
+from torchcts.cases.ops import case_op_names, is_random, resolve_op_name, schema_name, writes_out
 from torchcts.cases.surface_exclusions import excluded_pattern
+from torchcts.model.case import Case
 from torchcts.oracle.opfacts import FACTS
 
 SUITE = "generated"
@@ -66,7 +66,7 @@ def covered(surfaces: list[Surface], cases: Iterable[Case]) -> set[str]:
         if not s.is_out and (not is_random(s.schema) or "backward" in s.base):  # kind rng (coverage/surfaces.py)
             packets[s.name.split(".", 1)[0]].append(s.name)
     overloads = frozenset(s.name for s in surfaces)
-    names = {name for case in cases for name in case.covered_ops}
+    names = {name for case in cases for name in case_op_names(case)}
     return {o for name in names for o in resolve_op_name(name, packets, overloads)}
 
 

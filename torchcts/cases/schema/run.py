@@ -20,13 +20,13 @@ from typing import Any
 import torch
 
 from torchcts.cases.context import CaseContext
-from torchcts.cases.model import NotApplicable, NotClaimed, Pending
 from torchcts.cases.observe import unobserved
 from torchcts.cases.opinfo.recheck import computed_dtypes
 from torchcts.cases.overloads import written
 from torchcts.cases.schema import synth
 from torchcts.compat import is_missing_kernel
 from torchcts.errors import first_line
+from torchcts.model.case import NotApplicable, NotClaimed, Pending
 from torchcts.oracle.allowed import host_arguments
 from torchcts.oracle.exactness import exactness_of
 from torchcts.oracle.mismatch import Mismatch, OracleMismatch

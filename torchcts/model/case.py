@@ -7,8 +7,7 @@ without importing the code that runs it.
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,15 +63,6 @@ class Case:
         return [req for req in self.requires if not any(claims.get(c) for c in req.split("|"))]
 
     @property
-    def covered_ops(self) -> tuple[str, ...]:
-        """The op names this case declares (its ops, an OpInfo case's name). Which cases exercise
-        op X (`--op`, ledger op selectors, coverage) is decided by `cases/ops.py` from these and
-        the OpInfo variant."""
-        from torchcts.cases.ops import case_op_names
-
-        return tuple(case_op_names(self))
-
-    @property
     def all_dtypes(self) -> tuple[str, ...]:
         """The dtypes a claim check must cover: the pair when set, else the single dtype."""
         return self.dtypes or ((self.dtype,) if self.dtype is not None else ())
@@ -92,20 +82,3 @@ class Pending(NotApplicable):
     """Raised by a generated case that could not reach a verdict (CPU rejected every input the
     generator made, so there is no reference): recorded `pending`, visible, never a pass. A
     NotApplicable, so code that only knows that (the evidence oracles) still skips it."""
-
-
-def repro_command(case_id: str, device: str, validation: bool = False, *, manifest: str | None = None,
-                  sample: int | None = None, level: int | None = None,
-                  quote_path: Callable[[str], str] = shlex.quote) -> str:
-    """One line that reruns just this case, as printed: the manifest when it is not the one found
-    by default, the level when the case is above the manifest's, the one failing sample.
-    `quote_path` quotes the manifest's path for the shell (results/records.py: `shell_path`)."""
-    parts = ["torchcts run", "--validation" if validation else f"--device {shlex.quote(device)}"]
-    if manifest and not validation:
-        parts.append(f"--manifest {quote_path(manifest)}")
-    parts.append(f"--case {shlex.quote(case_id)}")
-    if level is not None:
-        parts.append(f"--level {level}")
-    if sample is not None:
-        parts.append(f"--sample {sample}")
-    return " ".join(parts)

@@ -14,23 +14,16 @@ from __future__ import annotations
 import copy as _copy
 import json
 import math
-import re
-import shlex
 import sys
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from torchcts.cases.model import Case, repro_command
-from torchcts.cases.verdict import Verdict
 from torchcts.errors import first_line
-from torchcts.results import sim_env
-from torchcts.results.outcome import RunOutcome
-from torchcts.results.repeat_rate import repro_repeat
-from torchcts.results.scrub import scrub
-from torchcts.results.statuses import STATUSES, Status
+from torchcts.model.case import Case
+from torchcts.model.status import STATUSES, Status
 from torchcts.untrusted import check_depth, loads
 
-__all__ = ["CaseRecord", "base_record", "record_repro", "repro_command", "repro_script_command", "skip_record"]
+__all__ = ["MAX_DEPTH", "CaseRecord", "base_record", "plain", "skip_record"]
 
 # Written for every case built from a Case (even when None); the other fields only when set.
 _BASE = frozenset({"id", "suite", "level", "ops", "dtype", "kind", "oracle", "requires"})
@@ -41,7 +34,7 @@ class CaseRecord:
     """One case's result. Field groups: what the case is, its verdict, its evidence, where and
     how it ran, and what the controller side added (repro lines, ledger, reruns)."""
 
-    # -- the case (cases/model.py: Case), written for every record --
+    # -- the case (model/case.py: Case), written for every record --
     id: str  # the case id, `suite/.../dtype`: the key every report and rerun uses
     suite: str | None = None  # the suite that made the case
     level: int | None = None  # its semantic level (levels.py)
@@ -152,20 +145,6 @@ class CaseRecord:
             known["message"] = (f"cases.jsonl holds unknown status {str(status)[:40]!r}, counted as error: "
                                 f"{data.get('message', '')}")
         return cls(**known, extra=extra, _keys=_key_set(known))
-
-    def take(self, verdict: Verdict, failure: BaseException | None = None) -> None:
-        """The verdict the case built (cases/verdict.py), whole: its notes, dispatch, precision and
-        how values were compared; the helper op `failure` is, when it decided a failed or error
-        record; why a pass proves nothing, on a passed record. Set the status first."""
-        self.info = verdict.info
-        self.dispatched, self.dispatch_unobserved = verdict.dispatched, verdict.dispatch_unobserved
-        self.fallback = verdict.fallback or None  # only a record that ran something on the fallback says so
-        self.precision = verdict.precision.to_json() if verdict.precision is not None else None
-        self.exactness = verdict.exactness
-        if failure is not None and self.status in (Status.FAILED, Status.ERROR):
-            self.failed_op = verdict.failed_op_of(failure)  # a helper op's failure names that op
-        if self.status == Status.PASSED:
-            self.weak = verdict.weak
 
     def copy(self, **changes: Any) -> CaseRecord:
         """A shallow copy with `changes` set: what `dataclasses.replace` gives, without running
@@ -319,36 +298,6 @@ def _coerce(name: str, value: Any) -> Any:
         items = value if isinstance(value, list) else [value]
         return [sys.intern(v) if isinstance(v, str) and len(v) <= 64 else str(v) for v in items]
     return value
-
-
-def record_repro(record: CaseRecord, run: RunOutcome, manifest: str | None) -> str:
-    """`repro_command` for a run's record; `manifest` is the `--manifest` value as given. The line
-    runs as pasted in the folder the run was made from: it sets the sim's variables the run had
-    (results/sim_env.py), and a manifest path the scrubber must hide is quoted (`shell_path`)."""
-    from torchcts.cases.repro_builders import failing_sample
-
-    level = record.level
-    claimed = (run.manifest or {}).get("semantic_level")
-    above = isinstance(level, int) and isinstance(claimed, int) and level > claimed
-    repeat = repro_repeat(record)  # a flaky case under --repeat: one run would most likely pass
-    return sim_env.shell_prefix(run) + repro_command(
-        record.id, str((run.device or {}).get("type", "DEVICE")), bool(run.validation),
-        manifest=manifest, sample=failing_sample(record.info), level=level if above else None,
-        quote_path=shell_path) + (f" --repeat {repeat}" if repeat else "")
-
-
-def repro_script_command(case_id: str, run_dir: str) -> str:
-    """One line that writes a standalone script reproducing this case from this run folder."""
-    return f"torchcts repro {shlex.quote(case_id)} --run {shell_path(run_dir)}"
-
-
-def shell_path(path: str) -> str:
-    """`path` quoted for the shell so that it stays one argument once scrubbed (results/scrub.py): a
-    path the scrubber turns into a placeholder (`<path:manifest.py>`, `<tmp>/...`) is quoted even where
-    the shell needs no quotes for it, so a pasted line never reads it as a redirection; one the
-    scrubber leaves runnable (under the working folder: `./manifest.py`) is quoted as shlex does."""
-    quoted = shlex.quote(path)
-    return f"'{path}'" if quoted == path and re.search("[<>]", scrub(path)) else quoted
 
 
 def base_record(case: Case) -> CaseRecord:
