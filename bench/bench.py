@@ -41,7 +41,7 @@ def torchcts(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 7
 
 
 def latest(cwd: Path) -> Path:
-    from torchcts.results.rundir import latest_run
+    from torchcts.results.records.rundir import latest_run
 
     run = latest_run(cwd / "results")
     if run is None:
@@ -178,8 +178,8 @@ class RunRecords(list):
 
 def records(run: Path) -> RunRecords:
     """The run's final record per case (rundir.final_records), with the planned case ids."""
-    from torchcts.results.plan import read_plan
-    from torchcts.results.rundir import final_records
+    from torchcts.results.records.plan import read_plan
+    from torchcts.results.records.rundir import final_records
 
     out = RunRecords(final_records(run))
     out.planned = {case.id for case in read_plan(run)}  # the one reader: a damaged line is an error, never skipped
@@ -206,7 +206,7 @@ def analyse(run: Path) -> dict[str, object]:
     the memory peak's case, and how a 4-shard split by estimated cost would balance."""
     recs = records(run)
     done = with_duration(recs)
-    from torchcts.results.rundir import read_run
+    from torchcts.results.records.rundir import read_run
 
     outcome = read_run(run)
     out: dict[str, object] = {
@@ -331,7 +331,7 @@ def main() -> int:
                     help="write torchcts/engine/case_costs.json (--shard's cost estimates) from a full run's records")
     ap.add_argument("--output", help="also write the JSON here")
     args = ap.parse_args()
-    from torchcts.results.rundir import resolve_run  # RUN: a run folder, a results folder or `latest`
+    from torchcts.results.records.rundir import resolve_run  # RUN: a run folder, a results folder or `latest`
 
     if args.write_costs:
         from torchcts.engine.shard import COSTS_FILE, cost_table_from

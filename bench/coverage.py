@@ -38,7 +38,7 @@ DEFAULT_ARGS = ["--validation", "--shard", "1/40"]
 
 
 def timed(args: list[str], observe: bool) -> dict[str, float]:
-    from torchcts.results.rundir import final_records
+    from torchcts.results.records.rundir import final_records
 
     env = {**os.environ, "CI": "true", "TORCHCTS_OBSERVE_DISPATCH": "1" if observe else "0",
            "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")])}

@@ -69,7 +69,7 @@ def children_cpu() -> float:
 def statuses(results: Path) -> dict[str, int]:
     """Status counts of the one run under `results` (its cases.jsonl)."""
     sys.path.insert(0, str(HERE.parent))
-    from torchcts.results import rundir
+    from torchcts.results.records import rundir
 
     run = rundir.latest_run(results)
     assert run is not None, f"no run under {results}"

@@ -66,7 +66,7 @@ def replacements(results: Path) -> list[float]:
     marker) to its replacement's first case: the k-th crash's worker is replaced by the k-th new
     worker id (xdist names them in order)."""
     sys.path.insert(0, str(HERE.parent))
-    from torchcts.results import rundir
+    from torchcts.results.records import rundir
 
     run = rundir.latest_run(results)
     assert run is not None, f"no run under {results}"

@@ -57,7 +57,7 @@ def load() -> list[float]:
 
 def timed_run(args: list[str], work: Path, env: dict[str, str]) -> dict[str, object]:
     """One `torchcts` run: wall and CPU time, the load around it, and what its records say."""
-    from torchcts.results.rundir import final_records
+    from torchcts.results.records.rundir import final_records
 
     before, load_before = resource.getrusage(resource.RUSAGE_CHILDREN), load()
     wall, code = torchcts(args, work, env)

@@ -238,7 +238,7 @@ def schemas() -> dict[str, dict[str, str]]:
 
     from torchcts.manifest.schema import KEYS
     from torchcts.model.record import CaseRecord
-    from torchcts.results.outcome import TYPES
+    from torchcts.results.records.outcome import TYPES
 
     record = {f.name: _kind(f.type) for f in fields(CaseRecord) if not f.name.startswith("_") and f.name != "extra"}
     run = {k: _kind([t.__name__ for t in v]) for k, v in TYPES.items()}
@@ -288,7 +288,7 @@ def target_run(rng: random.Random, seeds: Seeds, box: Path, shapes: dict[str, di
 
 def target_manifest(rng: random.Random, seeds: Seeds, box: Path, shapes: dict[str, dict[str, str]]) -> list[list[str]]:
     """A manifest (Python literal or TOML) with its ledger, changed; `check-manifest --no-import`."""
-    from torchcts.results.quoting import quoted_string
+    from torchcts.results.reports.quoting import quoted_string
 
     claims = json.loads(json.dumps(seeds.manifest))
     claims = mutate_obj(rng, claims, list(shapes["manifest"])) if rng.random() < 0.6 else \
@@ -459,7 +459,7 @@ def fuzz(inputs: int, seed: int, seeds: Seeds, work: Path, keep: Path | None = N
     shapes = schemas()
     tally = Tally()
     from torchcts import untrusted
-    from torchcts.results import jsonl
+    from torchcts.results.records import jsonl
 
     bounds = untrusted.MAX_LINE, jsonl.MAX_LINE
     untrusted.MAX_LINE = jsonl.MAX_LINE = LONG_LINE

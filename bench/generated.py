@@ -53,7 +53,7 @@ def plan_numbers() -> dict:
 
 
 def run_numbers() -> dict:
-    from torchcts.results.rundir import final_records
+    from torchcts.results.records.rundir import final_records
 
     with tempfile.TemporaryDirectory() as tmp:
         wall, _ = torchcts(["run", "--validation", "--suite", "generated", "--level", "8"], Path(tmp), dict(os.environ))

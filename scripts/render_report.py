@@ -65,7 +65,7 @@ def report_html(ref: str) -> Path:
     if ref.endswith(".html"):
         return Path(ref)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from torchcts.results.rundir import resolve_run
+    from torchcts.results.records.rundir import resolve_run
 
     return resolve_run(ref) / "report.html"
 

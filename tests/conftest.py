@@ -14,7 +14,7 @@ import pytest
 
 from torchcts import settings
 from torchcts.cli.main import main as cli_main
-from torchcts.results import rundir
+from torchcts.results.records import rundir
 
 # No run of the test suite forks from (or starts) a warm worker server unless it passes --warm
 # (workers/warm.py: on by default in a terminal): tests/test_speed_warm.py does, in private folders.

@@ -21,7 +21,7 @@ import torch
 
 from torchcts.engine.selftest import fault_catalog, run_one
 from torchcts.model.status import FAILURES
-from torchcts.results import rundir
+from torchcts.results.records import rundir
 
 HERE = Path(__file__).parent
 AXIS = {f["name"]: f for f in fault_catalog() if f["axis"]}

@@ -1,6 +1,6 @@
 """Capabilities three ways (issue 32 item 5): claimed vs reported vs observed, findings in the reports.
 
-The probe case runs on CPU (validation) and the sim; the comparison (results/capabilities.py) is
+The probe case runs on CPU (validation) and the sim; the comparison (results/reports/capabilities.py) is
 checked on records that plant each disagreement: a claimed dtype failing its probe, a backend
 reporting bfloat16 unsupported while the manifest claims it (the sim's device module, patched in
 a child process), a device count that differs, a dtype that works without being claimed.
@@ -24,8 +24,8 @@ from torchcts.manifest.templates import validation_manifest
 from torchcts.model.record import CaseRecord
 from torchcts.model.status import Status
 from torchcts.oracle.compare import OracleMismatch
-from torchcts.results.capabilities import compare, markdown_lines, render_html
-from torchcts.results.outcome import RunOutcome
+from torchcts.results.records.outcome import RunOutcome
+from torchcts.results.reports.capabilities import compare, markdown_lines, render_html
 
 
 def _run(claimed: dict[str, bool], *, device_count: int = 1, caps: dict[str, bool] | None = None) -> RunOutcome:

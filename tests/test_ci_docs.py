@@ -15,7 +15,7 @@ from conftest import records, run_cli
 from torchcts.cli.common import selection_from_args
 from torchcts.cli.main import build_parser
 from torchcts.engine.shard import COUNT_VAR
-from torchcts.results import rundir
+from torchcts.results.records import rundir
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "ci.md"
 SMALL = ["--op", "add", "--dtype", "float32"]
@@ -155,7 +155,7 @@ def run_request_ids(argv: list[str]) -> list[str]:
 
 
 def test_step_summary_is_capped_and_never_fails_the_run(tmp_path, capsys):
-    from torchcts.results.step_summary import LIMIT_BYTES, append_step_summary
+    from torchcts.results.reports.step_summary import LIMIT_BYTES, append_step_summary
 
     run = tmp_path / "run"
     run.mkdir()

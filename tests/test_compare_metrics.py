@@ -23,8 +23,8 @@ def test_max_abs_error_of_sparse_results():
 def test_compare_names_differing_selections_readably(tmp_path):
     """issue 30: differing selections were printed as raw Python dicts."""
     from torchcts.model.selection import Selection
-    from torchcts.results import rundir
-    from torchcts.results.compare import compare_runs, render
+    from torchcts.results.records import rundir
+    from torchcts.results.reports.compare import compare_runs, render
 
     def run(name: str, selection: Selection, validation: bool) -> object:
         path = tmp_path / name

@@ -22,10 +22,10 @@ from conftest import latest_run, run_cli
 
 from torchcts.engine.selftest import ENV, SIM_MANIFEST
 from torchcts.model.record import CaseRecord
-from torchcts.results import rundir
-from torchcts.results.commands import record_repro, repro_script_command
-from torchcts.results.outcome import RunOutcome
-from torchcts.results.scrub import scrub
+from torchcts.results.records import rundir
+from torchcts.results.records.outcome import RunOutcome
+from torchcts.results.records.scrub import scrub
+from torchcts.results.repro.commands import record_repro, repro_script_command
 
 FAULT, CASE = "abs_zero_dim", "operators/elementwise/abs/float32"
 SHELL_OPERATORS = set("<>|&;()")

@@ -24,7 +24,7 @@ from torchcts import compat
 from torchcts.engine import execute as ex
 from torchcts.engine import progress as P
 from torchcts.model.record import CaseRecord
-from torchcts.results.outcome import RunOutcome
+from torchcts.results.records.outcome import RunOutcome
 
 TESTS = Path(__file__).resolve().parent
 README = TESTS.parent / "README.md"
@@ -100,7 +100,7 @@ def test_a_workers_warm_up_is_charged_to_the_worker_not_its_first_case(tmp_path,
 
     from torchcts.engine.one_case import run_one
     from torchcts.model.case import Case
-    from torchcts.results.scorecard import print_scorecard
+    from torchcts.results.reports.scorecard import print_scorecard
 
     monkeypatch.setattr(compat, "WARMUP_S", {})
     case = Case("warm/first/float32", "warm", 1, f"{__name__}:warming_case", {"dtype": "float32"}, dtype="float32")
@@ -173,7 +173,7 @@ def test_a_foreign_store_folder_is_refused_before_the_oracles_run(tmp_path, monk
 # -- 5 and 11 (merge): one "filtered" count, totals in one order ----------------------------------
 
 def test_one_filtered_count_with_each_part_named_and_totals_in_the_run_order(tmp_path):
-    from torchcts.results.scorecard import print_scorecard
+    from torchcts.results.reports.scorecard import print_scorecard
 
     records = [CaseRecord(id=f"a/{i}", status="passed") for i in range(2)]
     records += [CaseRecord(id=f"k/{i}", status="filtered") for i in range(63)]
@@ -222,7 +222,7 @@ def test_a_repro_script_that_crashes_prints_the_stack(tmp_path, monkeypatch):
     from torchcts.cases.repro_builders import ReproSpec
     from torchcts.manifest.templates import cpu_manifest
     from torchcts.model.case import Case
-    from torchcts.results.repro import ReproTarget, write_repro
+    from torchcts.results.repro.script import ReproTarget, write_repro
 
     def build(case, manifest, record, sample=None):  # noqa: ANN001,ANN202
         return ReproSpec("torch.add", [{"args": [torch.ones(2), torch.ones(2)], "kwargs": {}, "describe": {}}],
@@ -300,7 +300,7 @@ def test_show_skips_takes_the_device_from_the_manifest(workdir, cli, capsys):
 # -- 10. the HTML page ---------------------------------------------------------------------------
 
 def test_the_page_wraps_commands_at_spaces_orders_got_expected_and_keeps_filtered_small():
-    from torchcts.results.html import CSS, render_html
+    from torchcts.results.reports.html import CSS, render_html
 
     rule = re.search(r"code\.repro\{([^}]*)\}", CSS).group(1)
     assert "break-all" not in rule and "word-break:keep-all" in rule and "overflow-wrap:normal" in rule
@@ -329,7 +329,7 @@ def test_check_manifest_warns_on_the_placeholder_reason(workdir, cli, capsys):
 
 
 def test_triage_cuts_its_example_at_a_word():
-    from torchcts.results.triage import render_text
+    from torchcts.results.triage.clusters import render_text
 
     message = "values differ: " + " ".join(f"word{i}" for i in range(60))
     text = render_text([CaseRecord(id="opinfo/neg/float32/forward", status="failed", message=message)])

@@ -1,4 +1,4 @@
-"""results/decide.py: a case's status decided once, by one pure function of what its call raised
+"""results/records/decide.py: a case's status decided once, by one pure function of what its call raised
 (issue 52 item 2), and the status table's `told` column that says what pytest hears of it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from torchcts.model.case import NotApplicable, NotClaimed, Pending
 from torchcts.model.record import CaseRecord
 from torchcts.model.status import STATUSES, Status
 from torchcts.oracle.mismatch import Mismatch, OracleMismatch
-from torchcts.results.decide import decide, is_timeout
+from torchcts.results.records.decide import decide, is_timeout
 
 
 def _mismatch(error: float) -> Mismatch:

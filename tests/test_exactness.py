@@ -23,7 +23,7 @@ from torchcts.oracle import weak
 from torchcts.oracle.compare import OracleMismatch, tensor_mismatch
 from torchcts.oracle.exactness import EXACT, NOT_EXACT, Exact, exactness_of
 from torchcts.oracle.tolerances import EXACT_DTYPES, Tolerance, tolerance_for
-from torchcts.results.strength import render_html, render_markdown, strength, weak_lines
+from torchcts.results.reports.strength import render_html, render_markdown, strength, weak_lines
 
 F32 = tolerance_for("elementwise", "float32")
 EXACT_SIGNED = Tolerance(0.0, 0.0, signed_zero=True)

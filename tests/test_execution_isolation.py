@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import latest_run, records, run_cli, start_hanging_run
 
-from torchcts.results import rundir
+from torchcts.results.records import rundir
 
 TESTS = Path(__file__).resolve().parent
 PLANTED_ENV = {

@@ -14,14 +14,14 @@ import pytest
 from conftest import run_cli
 
 from torchcts.model.record import CaseRecord
-from torchcts.results import rundir
-from torchcts.results.artifacts import write_artifacts
-from torchcts.results.compare import compare_records
-from torchcts.results.html import render_html
-from torchcts.results.html_charts import excess
-from torchcts.results.junit import render_junit
-from torchcts.results.outcome import RunOutcome
-from torchcts.results.scrub import scrub
+from torchcts.results.records import rundir
+from torchcts.results.records.artifacts import write_artifacts
+from torchcts.results.records.outcome import RunOutcome
+from torchcts.results.records.scrub import scrub
+from torchcts.results.reports.compare import compare_records
+from torchcts.results.reports.html import render_html
+from torchcts.results.reports.html_charts import excess
+from torchcts.results.reports.junit import render_junit
 from torchcts.workers.isolation import CASE_MARK, TIMEOUT_MARK, parse_log, pytest_extra_args
 
 
@@ -210,8 +210,8 @@ TRIAGE_RECORDS = [
 
 
 def test_report_groups_failures_by_cluster_with_what_to_act_on(tmp_path):
-    from torchcts.results import html
-    from torchcts.results.repro import SCRIPT, safe_name
+    from torchcts.results.reports import html
+    from torchcts.results.repro.script import SCRIPT, safe_name
 
     script = tmp_path / "repro" / safe_name("opinfo/sum/float16/forward") / SCRIPT
     script.parent.mkdir(parents=True)
@@ -291,8 +291,8 @@ def test_report_renders_in_headless_chromium(tmp_path):
 def test_scorecard_sections_and_regressions_since_previous(tmp_path):
     import io
 
-    from torchcts.results.compare import regressions_line
-    from torchcts.results.scorecard import print_scorecard
+    from torchcts.results.reports.compare import regressions_line
+    from torchcts.results.reports.scorecard import print_scorecard
 
     root = tmp_path / "results"
     _fake_run(root, "20260101T000000Z-aaaaaa", [rec("a/x/float32", "passed"), rec("a/y/float32", "failed")])
@@ -313,7 +313,7 @@ def test_scorecard_sections_and_regressions_since_previous(tmp_path):
     print_scorecard(new, RunOutcome.from_json({**RUN, "totals": {"crashed": 1, "passed": 1}}), out, regressions=line)
     text = out.getvalue()
     assert "by capability:" in text and "autograd" in text and "crashed=1" in text
-    from torchcts.results.scrub import scrub
+    from torchcts.results.records.scrub import scrub
 
     # the terminal is scrubbed: absolute run paths (tmp_path here) print as placeholders
     assert "CRASHED  a/x/float32: died" in text and "slowest:" in text and scrub(line) in text
@@ -326,7 +326,7 @@ def test_negative_timeout_is_a_usage_error(tmp_path):
 
 def test_not_run_cases_and_the_slowest_are_listed_in_every_report(tmp_path):
     """Planned cases without a result never vanish: summary.md and report.html list each by id."""
-    from torchcts.results.summary import render_markdown
+    from torchcts.results.reports.summary import render_markdown
 
     records = [*RECORDS, rec("opinfo/sub/float32", "not_run"), rec("opinfo/div/float32", "passed", duration_s=9.5)]
     md, page = render_markdown(RunOutcome.from_json(RUN), records), render_html(RunOutcome.from_json(RUN), records)

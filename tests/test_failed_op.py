@@ -17,8 +17,8 @@ from torchcts.cases.context import CaseContext
 from torchcts.manifest.templates import validation_manifest
 from torchcts.model.record import CaseRecord
 from torchcts.model.status import Status
-from torchcts.results import rundir
-from torchcts.results.triage import clusters, op_of, render_text
+from torchcts.results.records import rundir
+from torchcts.results.triage.clusters import clusters, op_of, render_text
 
 TESTS = Path(__file__).resolve().parent
 # Cases that used abs on the device to prepare their inputs before issue 30 (pow's exponent, fmod's

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 from torchcts.model.record import CaseRecord
-from torchcts.results.fallback_section import markdown_lines, render_html, scorecard_lines, summarize
-from torchcts.results.outcome import RunOutcome
-from torchcts.results.scorecard import print_scorecard
+from torchcts.results.records.outcome import RunOutcome
+from torchcts.results.reports.fallback_section import markdown_lines, render_html, scorecard_lines, summarize
+from torchcts.results.reports.scorecard import print_scorecard
 
 CLASSIFY = """import json, torch
 from torchcts.cases import fallback

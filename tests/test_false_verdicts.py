@@ -447,7 +447,7 @@ def test_a_death_in_cpus_reference_alone_is_read_from_its_whole_stderr(tmp_path,
     own death was read as the device's. The frame is found in the whole stderr (attribution._alone)."""
     import sys
 
-    from torchcts.results.crash_frames import reference_death
+    from torchcts.results.triage.crash_frames import reference_death
     from torchcts.workers.attribution import _alone
 
     (tmp_path / "deepdie.py").write_text(_DEEP)
@@ -535,7 +535,7 @@ def test_item_of_many_elements_asks_the_defined_call() -> None:
 def test_show_skips_counts_a_runtime_not_claimed_under_its_dtype() -> None:
     """`polar/float32` found at run time to need complex64 is counted under complex64, the claim that runs it."""
     from torchcts.model.record import CaseRecord
-    from torchcts.results.skips import summarize
+    from torchcts.results.reports.skips import summarize
 
     record = CaseRecord.from_case(_case("polar"))
     record.status = "not_claimed"

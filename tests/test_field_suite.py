@@ -24,10 +24,10 @@ from torchcts.model.case import Case
 from torchcts.model.record import CaseRecord
 from torchcts.model.selection import Selection
 from torchcts.model.status import Status
-from torchcts.results.failure import cite_url, details
-from torchcts.results.html_failures import failure_row
-from torchcts.results.outcome import RunOutcome
-from torchcts.results.summary import render_markdown
+from torchcts.results.records.outcome import RunOutcome
+from torchcts.results.reports.failure import cite_url, details
+from torchcts.results.reports.html_failures import failure_row
+from torchcts.results.reports.summary import render_markdown
 
 ID = re.compile(r"field/[A-Z]{1,2}[0-9]{1,2}/[A-Za-z0-9_.-]+-[A-Za-z0-9_.-]+-[0-9]+(/[A-Za-z0-9_.-]+)*")
 CITE = re.compile(r"https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/(issues|pull)/[0-9]+")

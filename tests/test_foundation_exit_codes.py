@@ -98,9 +98,9 @@ def test_newer_than_validated_is_data_never_a_stderr_line(version, capsys):
 def test_newer_torch_is_said_once_in_run_json_summary_and_report_and_errors_stay_one_line(
         workdir, cli, capsys, monkeypatch):
     from torchcts.engine.execute import opening_facts
-    from torchcts.results.html import render_html
-    from torchcts.results.outcome import RunOutcome
-    from torchcts.results.summary import render_markdown
+    from torchcts.results.records.outcome import RunOutcome
+    from torchcts.results.reports.html import render_html
+    from torchcts.results.reports.summary import render_markdown
 
     monkeypatch.setenv("CI", "true")
     monkeypatch.setattr(torch, "__version__", "2.16.0")

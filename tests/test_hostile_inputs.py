@@ -25,8 +25,8 @@ from conftest import run_cli
 from torchcts.manifest.load import tomllib
 from torchcts.manifest.templates import validation_manifest
 from torchcts.model.record import CaseRecord
-from torchcts.results import rundir
-from torchcts.results.outcome import RunOutcome
+from torchcts.results.records import rundir
+from torchcts.results.records.outcome import RunOutcome
 
 # Quotes, a triple quote and a newline that would end a docstring or comment, shell and HTML
 # injection, a terminal escape sequence (title change + red) and a backslash escape.
@@ -77,7 +77,7 @@ def test_repro_script_from_a_crafted_plan_runs_no_data(workdir, cli):
     assert cli(["repro", case_id, "--run", str(run_dir), "-o", "out"]) == 0
     script = workdir / "out" / "repro.py"
     doc = ast.get_docstring(ast.parse(script.read_text()))
-    from torchcts.results.repro import _HEADER
+    from torchcts.results.repro.script import _HEADER
 
     # the template's own lines, plus those of the id, the run name and the message (all HOSTILE)
     header_lines = _HEADER.split('"""')[1].count("\n") + 3 * HOSTILE.count("\n")
@@ -94,7 +94,7 @@ def test_repro_refuses_an_op_expression_that_is_not_a_name(workdir):
     from torchcts.cases.repro_builders import ReproSpec
     from torchcts.errors import UsageError
     from torchcts.model.case import Case
-    from torchcts.results.repro import ReproTarget, render_script
+    from torchcts.results.repro.script import ReproTarget, render_script
 
     target = ReproTarget(Case.from_json(case_json("a")), "cpu", validation_manifest(), None, None, workdir)
     with pytest.raises(UsageError, match="not a dotted name"):
@@ -141,7 +141,7 @@ def test_reports_quote_every_record_field(workdir, cli, capsys):
 
 
 def test_scrub_reduces_any_path_and_address():
-    from torchcts.results.scrub import scrub
+    from torchcts.results.records.scrub import scrub
 
     ids = {"alice", "alice-box"}
     cases = {
@@ -164,7 +164,7 @@ def test_scrub_reduces_any_path_and_address():
 
 
 def test_records_and_reports_never_hold_identity(workdir, cli, monkeypatch):
-    from torchcts.results import scrub as scrub_mod
+    from torchcts.results.records import scrub as scrub_mod
 
     monkeypatch.setattr(scrub_mod, "_default_identities", lambda: frozenset({"alice-box", "alice"}))
     run_dir = workdir / "results" / "r"
@@ -292,13 +292,13 @@ def test_unreadable_and_unknown_records_are_counted(workdir, cli, capsys):
     assert run["unreadable_records"] == 5 and run["totals"] == {"passed": 1, "error": 1}
     assert "5 unreadable records" in (run_dir / "summary.md").read_text()
     assert "5 unreadable records" in (run_dir / "report.html").read_text()
-    from torchcts.results.ledger import gate_failures
+    from torchcts.results.ledger.apply import gate_failures
 
     assert gate_failures(RunOutcome.from_json(run))  # never a clean run
 
 
 def test_the_one_jsonl_reader_gives_every_line_its_number_and_value_or_problem(tmp_path):
-    from torchcts.results.jsonl import read_jsonl
+    from torchcts.results.records.jsonl import read_jsonl
 
     path = tmp_path / "x.jsonl"
     path.write_bytes(b'{"a": 1}\n\n  \n[2]\n{"torn": \n\xff\xfe\n"s"')  # blank lines keep their numbers
@@ -309,7 +309,7 @@ def test_the_one_jsonl_reader_gives_every_line_its_number_and_value_or_problem(t
 
 def test_a_damaged_plan_line_is_a_usage_error_naming_it(workdir):
     from torchcts.errors import UsageError
-    from torchcts.results.plan import read_plan
+    from torchcts.results.records.plan import read_plan
 
     run_dir = fake_run(workdir, "r", [], plan=[case_json("a/one")])
     with open(run_dir / "plan.jsonl", "ab") as fh:
@@ -345,7 +345,7 @@ def test_records_of_the_wrong_types_are_reported_not_crashed_on(workdir, cli):
 
 def test_failed_merge_leaves_no_run_folder(workdir, cli, monkeypatch):
     """A merge that fails half-way (a full disk) leaves nothing behind; run.json never says complete."""
-    import torchcts.results.merge as merge_module
+    import torchcts.results.records.merge as merge_module
 
     shard = {"selection": {}}
     for i in (1, 2):
@@ -436,8 +436,8 @@ def test_cache_entry_of_the_wrong_shape_is_a_miss(tmp_path, monkeypatch):
 def test_mps_refuses_known_crash_and_flaky_crashes(tmp_path):
     import datetime as dt
 
-    from torchcts.results.annotate import RecordAnnotator
-    from torchcts.results.ledger import apply, gate_failures, ledger_report
+    from torchcts.results.ledger.annotate import RecordAnnotator
+    from torchcts.results.ledger.apply import apply, gate_failures, ledger_report
 
     entries = [{"match": "a/*", "status": "known_crash", "reason": "r"}]
     crash = {"id": "a/x", "status": "crashed", "message": "signal SIGSEGV"}

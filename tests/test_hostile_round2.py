@@ -181,7 +181,7 @@ def test_a_record_cannot_print_a_line_of_its_own(workdir, cli, capsys, command):
 
 
 def test_every_format_control_is_removed_by_category():
-    from torchcts.results.quoting import html_text, one_field, quoted_string
+    from torchcts.results.reports.quoting import html_text, one_field, quoted_string
 
     for ch in ("\U0001bca1", "\U000e01ef", "\u2066", "\U000e0041", "\u180e"):
         assert ch not in one_field(f"a{ch}b") and ch not in html_text(f"a{ch}b") and ch not in quoted_string(f"a{ch}b")
@@ -251,7 +251,7 @@ PROJECT_PATHS = ("cc -I/srv/acme-secret/include -L/srv/acme-secret/lib PATH=/usr
 
 def test_paths_inside_tokens_never_reach_a_run_folder(workdir, cli):
     from torchcts.model.record import CaseRecord
-    from torchcts.results.rundir import RecordWriter
+    from torchcts.results.records.rundir import RecordWriter
 
     run_dir = fake_run(workdir, "r", [failed(CASE, PROJECT_PATHS)], plan=[case_json(CASE)])
     writer = RecordWriter(run_dir)  # the one writer of cases.jsonl, as a run appends
@@ -426,7 +426,7 @@ def test_the_canonical_form_is_byte_exact(workdir, cli, capsys, edit):
 def test_report_on_a_full_disk_leaves_no_stale_report(workdir, cli, capsys, monkeypatch):
     import errno
 
-    from torchcts.results import artifacts
+    from torchcts.results.records import artifacts
 
     run_dir = _run(workdir)
     assert cli(["report", str(run_dir)]) == 1

@@ -40,7 +40,7 @@ def test_an_invisible_character_does_not_talk_mps_out_of_its_rule(workdir, cli, 
 
 
 def test_the_device_type_is_normalised_once_in_run_json():
-    from torchcts.results.outcome import RunOutcome
+    from torchcts.results.records.outcome import RunOutcome
     from torchcts.untrusted import device_type
 
     assert device_type(" M\u200bPS:1 ") == "mps" and device_type("cuda") == "cuda" and device_type(5) is None
@@ -174,7 +174,7 @@ def test_merge_of_disjoint_shards_still_works(workdir, cli):
 @pytest.mark.parametrize("where", [".git/refs/heads", ".git", "sub/.git/x", ".GIT/objects"])
 def test_a_results_folder_inside_git_is_refused(workdir, cli, capsys, where):
     from torchcts.errors import UsageError
-    from torchcts.results.rundir import check_results_root
+    from torchcts.results.records.rundir import check_results_root
 
     (workdir / ".git" / "refs" / "heads").mkdir(parents=True)
     with pytest.raises(UsageError, match=r"\.git"):
@@ -218,7 +218,7 @@ def test_extra_suites_naming_a_module_that_is_no_suite(fresh_settings, monkeypat
 
 
 def test_an_over_long_line_is_one_unreadable_line(tmp_path, monkeypatch):
-    from torchcts.results import jsonl
+    from torchcts.results.records import jsonl
 
     monkeypatch.setattr(jsonl, "MAX_LINE", 1000)
     path = tmp_path / "cases.jsonl"
@@ -234,7 +234,7 @@ def test_a_newline_free_file_reads_in_bounded_memory(workdir, cli, capsys):
     benchmark, bench/big_runs.py; here the reader must not hold the line)."""
     import tracemalloc
 
-    from torchcts.results import jsonl
+    from torchcts.results.records import jsonl
 
     run_dir = fake_run(workdir, "r", [], plan=[case_json(CASE)])
     with open(run_dir / "cases.jsonl", "wb") as fh:
@@ -262,7 +262,7 @@ def test_run_json_past_its_bound_is_refused(workdir, cli, capsys, monkeypatch):
 def test_the_record_reader_streams(tmp_path):
     """read_jsonl and iter_records take one line at a time: the first record arrives before the
     file's end is written (memory for 10^6 records is measured in bench/big_runs.py)."""
-    from torchcts.results import jsonl, rundir
+    from torchcts.results.records import jsonl, rundir
 
     path = tmp_path / "cases.jsonl"
     path.write_text(json.dumps(passed(CASE)) + "\n")
@@ -318,14 +318,14 @@ def test_a_fifo_run_json_is_a_data_error(workdir, cli, capsys):
     (run_dir / "run.json").unlink()
     os.mkfifo(run_dir / "run.json")
     from torchcts.errors import UsageError
-    from torchcts.results import rundir
+    from torchcts.results.records import rundir
 
     with pytest.raises(UsageError, match="not a regular file"):
         rundir.read_run(run_dir)
 
 
 def test_repro_of_a_300_character_case_id(workdir, cli, capsys):
-    from torchcts.results.repro import safe_name
+    from torchcts.results.repro.script import safe_name
 
     long_id = "operators/elementwise/add/" + "x" * 300
     assert len(safe_name(long_id)) <= 120 and safe_name(long_id) != safe_name(long_id + "y")
@@ -378,7 +378,7 @@ def test_the_record_writer_never_writes_a_line_the_readers_refuse(tmp_path, monk
     """A record past the line bound (a huge traceback) is cut to its verdict when written: a run of
     ours never leaves a record no report can read."""
     from torchcts.model.record import CaseRecord
-    from torchcts.results import jsonl, rundir
+    from torchcts.results.records import jsonl, rundir
 
     monkeypatch.setattr(rundir, "MAX_LINE", 2000)
     monkeypatch.setattr(jsonl, "MAX_LINE", 2000)

@@ -17,10 +17,10 @@ from torchcts.errors import UsageError
 from torchcts.manifest.templates import cpu_manifest
 from torchcts.model.case import Case
 from torchcts.model.record import CaseRecord
-from torchcts.results import rundir
-from torchcts.results.annotate import RecordAnnotator
-from torchcts.results.plan import write_plan
-from torchcts.results.repro import ReproTarget, write_repro
+from torchcts.results.ledger.annotate import RecordAnnotator
+from torchcts.results.records import rundir
+from torchcts.results.records.plan import write_plan
+from torchcts.results.repro.script import ReproTarget, write_repro
 
 RELU = Case(id="opinfo/nn.functional.relu/float32/forward", suite="opinfo", level=2, runner="torchcts.cases.opinfo:run",
             params={"op": "nn.functional.relu", "dtype": "float32"}, ops=("aten::relu",), dtype="float32", kind="forward")

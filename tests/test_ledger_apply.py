@@ -9,9 +9,9 @@ import pytest
 from torchcts.manifest.expectations import validate_entries
 from torchcts.manifest.validate import validate
 from torchcts.model.record import CaseRecord
-from torchcts.results.ledger import apply, gate_failures, ledger_report
-from torchcts.results.ledger_match import matches, registry_problems
-from torchcts.results.outcome import RunOutcome
+from torchcts.results.ledger.apply import apply, gate_failures, ledger_report
+from torchcts.results.ledger.match import matches, registry_problems
+from torchcts.results.records.outcome import RunOutcome
 
 TODAY = dt.date(2026, 11, 30)
 
@@ -81,7 +81,7 @@ def test_known_crash_without_signature_forgives_only_a_crash_or_timeout():
 
 
 def test_known_crash_ids_name_the_cases_to_isolate():
-    from torchcts.results.ledger import known_crash_ids
+    from torchcts.results.ledger.apply import known_crash_ids
 
     entries = [entry(ADD_F32), entry("operators/elementwise/*", status="known_crash")]
     cases = [rec(i, "passed").selector_view() for i in (ADD_F32, SUB_F16, "operators/core/zeros/float32")]
@@ -195,7 +195,7 @@ def test_check_manifest_reports_a_selector_matching_no_op(tmp_path, monkeypatch,
 
 
 def test_compiled_ledger_picks_the_first_entry_across_globs_and_selectors():
-    from torchcts.results.ledger_match import LedgerMatcher
+    from torchcts.results.ledger.match import LedgerMatcher
 
     entries = [entry("operators/elementwise/mul/*"), entry({"op": "add", "dtype": "float16"}),
                entry("operators/*/add/*"), entry({"op": "add"}), entry("operators/*")]

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from torchcts.manifest.expectations import validate_entries
-from torchcts.results import rundir
-from torchcts.results.ledger import apply, run_date
+from torchcts.results.ledger.apply import apply, run_date
+from torchcts.results.records import rundir
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -48,7 +48,7 @@ def make_run(root: Path) -> Path:
 
 
 def _final_failures(run_dir: Path) -> list[dict]:
-    from torchcts.results.rundir import final_records
+    from torchcts.results.records.rundir import final_records
 
     return [r for r in final_records(run_dir) if r.status in ("failed", "error", "crashed", "timeout")]
 
@@ -114,7 +114,7 @@ def test_update_proposes_one_entry_per_triage_cluster_with_the_whole_reason(tmp_
     assert LONG in reduction["reason"] and reduction["signature"].startswith("RuntimeError: ")
     assert by_match['"operators/elementwise/mul/float32"']["status"] == "known_crash"
     today = run_date(rundir.read_run(run_dir))
-    from torchcts.results.rundir import final_records
+    from torchcts.results.records.rundir import final_records
 
     applied = {r.id: apply(r, entries, today).status for r in final_records(run_dir)}
     assert {applied[r.id] for r in _final_failures(run_dir)} == {"xfailed"}
@@ -123,7 +123,7 @@ def test_update_proposes_one_entry_per_triage_cluster_with_the_whole_reason(tmp_
 
 
 def test_case_patterns_name_exactly_the_cluster():
-    from torchcts.results.proposals import case_patterns
+    from torchcts.results.ledger.proposals import case_patterns
 
     ids = ["s/k/add/float16", "s/k/add/float32", "s/k/mul/float32", "t/x"]
     assert case_patterns(ids[:2], ids) == ["s/k/add/*"]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from torchcts.model.record import CaseRecord
-from torchcts.results.shared_args import sample_features, shared
-from torchcts.results.signatures import normalise_message, signature_of
-from torchcts.results.triage import clusters, render_markdown, render_text
+from torchcts.results.triage.clusters import clusters, render_markdown, render_text
+from torchcts.results.triage.shared_args import sample_features, shared
+from torchcts.results.triage.signatures import normalise_message, signature_of
 
 R = CaseRecord.from_json
 

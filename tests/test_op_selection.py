@@ -12,7 +12,7 @@ from torchcts.errors import UsageError
 from torchcts.manifest.templates import validation_manifest
 from torchcts.model.case import Case
 from torchcts.model.selection import Selection
-from torchcts.results.ledger_match import matches
+from torchcts.results.ledger.match import matches
 
 
 def _case(cid: str, ops=(), **params) -> Case:
@@ -120,7 +120,7 @@ def test_outside_selection_names_entries_of_left_out_cases_only():
     """Issue 40: a ledger entry naming only cases a focused selection left out is not judged (not
     "unmatched"); an entry naming no case at all stays unmatched (stale)."""
     from torchcts.model.case import Case
-    from torchcts.results.ledger_match import outside_selection
+    from torchcts.results.ledger.match import outside_selection
 
     def case(op: str, dtype: str) -> Case:
         return Case(id=f"operators/elementwise/{op}/{dtype}", suite="operators", level=1, runner="m:f",

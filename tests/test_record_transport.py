@@ -18,9 +18,9 @@ from conftest import pythonpath, run_cli
 from torchcts.engine import judge
 from torchcts.errors import ExitCode
 from torchcts.model.record import MAX_DEPTH, CaseRecord
-from torchcts.results import rundir
-from torchcts.results.ledger import verdict_exit
-from torchcts.results.outcome import RunOutcome
+from torchcts.results.ledger.apply import verdict_exit
+from torchcts.results.records import rundir
+from torchcts.results.records.outcome import RunOutcome
 
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
 

@@ -104,8 +104,8 @@ RECORD_NAMES = {"r", "rec", "record", "records", "recs", "prev", "failing", "don
                 "found", "fails", "missing", "slow", "members", "before", "after"}
 # Such a name that is not a case record there, with the reason.
 NOT_RECORDS = {
-    ("torchcts/results/merge.py", "r"): "run.json of each shard",
-    ("torchcts/results/rundir.py", "rec"): "the raw JSON line scan_records checks before CaseRecord.from_json",
+    ("torchcts/results/records/merge.py", "r"): "run.json of each shard",
+    ("torchcts/results/records/rundir.py", "rec"): "the raw JSON line scan_records checks before CaseRecord.from_json",
     ("bench/bench.py", "r"): "bench's own timing of one measured run",
 }
 # Files whose records are another schema: the backend evidence store (evidence/: oracle results).

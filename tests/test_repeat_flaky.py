@@ -16,15 +16,15 @@ from torchcts.engine.spec import RunSpec
 from torchcts.errors import ExitCode, UsageError
 from torchcts.model.record import CaseRecord
 from torchcts.model.status import FAILURES, Status
-from torchcts.results.commands import record_repro
-from torchcts.results.html import render_html
-from torchcts.results.ledger import gate_failures, verdict_exit
-from torchcts.results.outcome import RunOutcome
-from torchcts.results.repeat_rate import MAX_REPEAT, pass_rate, repeated, repro_repeat
-from torchcts.results.repeats import combine, flaky_under_repeat
-from torchcts.results.scorecard import print_scorecard
-from torchcts.results.summary import render_markdown, totals
-from torchcts.results.triage import cluster_key
+from torchcts.results.ledger.apply import gate_failures, verdict_exit
+from torchcts.results.records.outcome import RunOutcome
+from torchcts.results.reports.html import render_html
+from torchcts.results.reports.repeat_rate import MAX_REPEAT, pass_rate, repeated, repro_repeat
+from torchcts.results.reports.repeats import combine, flaky_under_repeat
+from torchcts.results.reports.scorecard import print_scorecard
+from torchcts.results.reports.summary import render_markdown, totals
+from torchcts.results.repro.commands import record_repro
+from torchcts.results.triage.clusters import cluster_key
 from torchcts.workers.outcome import FAILED, PASSED, SKIPPED, CaseOutcome
 
 SIM = ["--device", "sim", "--manifest", str(SIM_MANIFEST)]
@@ -36,7 +36,7 @@ def _rec(status: str, message: str | None = None, duration: float = 0.5) -> Case
                       status=Status(status), message=message, duration_s=duration)
 
 
-# --- one record from N runs (results/repeats.py: combine) ---------------------------------------
+# --- one record from N runs (results/reports/repeats.py: combine) ---------------------------------------
 
 def test_every_repeat_passing_is_passed_with_its_rate():
     out = combine([_rec("passed") for _ in range(4)])
@@ -166,7 +166,7 @@ def test_run_spec_carries_repeat_through_run_json(tmp_path):
     from torchcts.cli.main import build_parser
     from torchcts.engine.execute import open_run
     from torchcts.engine.setup import prepare
-    from torchcts.results import rundir
+    from torchcts.results.records import rundir
 
     argv = ["run", "--validation", "--op", "add", "--dtype", "float32", "--level", "1", "--repeat", "7",
             "--results-dir", str(tmp_path / "res")]

@@ -17,14 +17,14 @@ from torchcts.model.case import Case
 from torchcts.model.record import CaseRecord
 from torchcts.oracle.compare import find_mismatch
 from torchcts.oracle.tolerances import Tolerance
-from torchcts.results import rundir
-from torchcts.results.commands import record_repro
-from torchcts.results.failure import details
-from torchcts.results.html import render_html
-from torchcts.results.outcome import RunOutcome
-from torchcts.results.repro import ReproTarget, write_repro
-from torchcts.results.scorecard import print_scorecard
-from torchcts.results.summary import render_markdown
+from torchcts.results.records import rundir
+from torchcts.results.records.outcome import RunOutcome
+from torchcts.results.reports.failure import details
+from torchcts.results.reports.html import render_html
+from torchcts.results.reports.scorecard import print_scorecard
+from torchcts.results.reports.summary import render_markdown
+from torchcts.results.repro.commands import record_repro
+from torchcts.results.repro.script import ReproTarget, write_repro
 
 CASE = Case(id="planted/strided_add/float32", suite="planted", level=1, runner="tests.fake:strided_add",
             dtype="float32", ops=("aten::add_.Tensor",))
@@ -134,8 +134,8 @@ def test_a_failure_shows_op_dtype_and_sample_everywhere(tmp_path):
 def test_the_script_measures_a_difference_as_the_record_does(tmp_path):
     """pytorch_ocl's sigmoid of int32 into a float32 out= gave NaNs: the record said "max abs error
     inf", the repro script its own copy's "nan". The script now runs the oracle's metrics.py source."""
-    from torchcts.results.repro import shared_source
-    from torchcts.results.repro_script import BODY
+    from torchcts.results.repro.body import BODY
+    from torchcts.results.repro.script import shared_source
 
     (tmp_path / "body.py").write_text(shared_source() + BODY)
     script = runpy.run_path(str(tmp_path / "body.py"), {"ATOL": 1e-5, "RTOL": 1.3e-6, "HOST": "host", "FORMAT": "f"})
@@ -159,8 +159,8 @@ def test_the_script_copies_a_sample_as_the_run_did(tmp_path):
     from torch.testing._internal.opinfo.core import SampleInput
 
     from torchcts.cases.opinfo.samples import copy_sample
-    from torchcts.results.repro import shared_source
-    from torchcts.results.repro_script import BODY
+    from torchcts.results.repro.body import BODY
+    from torchcts.results.repro.script import shared_source
 
     (tmp_path / "body.py").write_text(shared_source() + BODY)
     script = runpy.run_path(str(tmp_path / "body.py"), {"ATOL": 0.0, "RTOL": 0.0, "KIND": "call", "HOST": "host", "FORMAT": "f",

@@ -1,4 +1,4 @@
-"""run.json typed (results/outcome.py: RunOutcome, issue 42 item 1): one reader of the untrusted file,
+"""run.json typed (results/records/outcome.py: RunOutcome, issue 42 item 1): one reader of the untrusted file,
 an exact round trip of what TorchCTS writes, older files read as before, wrong types refused in one line."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 
 from torchcts.errors import UsageError
 from torchcts.manifest.templates import validation_manifest
-from torchcts.results import rundir
-from torchcts.results.finalize import finalize
-from torchcts.results.ledger import gate_failures, verdict_exit
-from torchcts.results.outcome import RunOutcome
+from torchcts.results.ledger.apply import gate_failures, verdict_exit
+from torchcts.results.records import rundir
+from torchcts.results.records.finalize import finalize
+from torchcts.results.records.outcome import RunOutcome
 
 PASSED = {"id": "operators/elementwise/add/float32", "suite": "operators", "level": 1, "status": "passed"}
 FAILED = {"id": "operators/elementwise/mul/float32", "suite": "operators", "level": 1, "status": "failed",
@@ -117,7 +117,7 @@ def test_a_run_json_that_is_no_run_is_refused_by_the_one_reader():
 # one of them is a string-key read of run.json, which must be an attribute of RunOutcome instead.
 RUN_NAMES = {"run", "finished", "old_run", "new_run", "outcome", "meta", "read_run(run_dir)",
              "rundir.read_run(run_dir)", "rundir.read_run(out)"}
-SERIALISERS = {"torchcts/results/outcome.py"}  # run.json's one reader and writer
+SERIALISERS = {"torchcts/results/records/outcome.py"}  # run.json's one reader and writer
 
 
 def test_no_string_key_reads_of_run_json_outside_its_serialiser():

@@ -72,10 +72,10 @@ def test_run_json_is_the_spec_and_reads_back_typed(tmp_path):
     from torchcts.manifest.schema import Manifest
     from torchcts.model.device import DeviceInfo
     from torchcts.model.selection import Selection
-    from torchcts.results import rundir
+    from torchcts.results.records import rundir
 
     opened = _opened(tmp_path, "--validation")
-    outcome = rundir.read_run(opened.run_dir)  # typed (results/outcome.py); its JSON is the file's, exactly
+    outcome = rundir.read_run(opened.run_dir)  # typed (results/records/outcome.py); its JSON is the file's, exactly
     run = outcome.to_json()
     assert run == json.loads((opened.run_dir / rundir.RUN_JSON).read_text())
     assert set(run) == OPEN_KEYS
@@ -100,7 +100,7 @@ def test_run_json_is_the_spec_and_reads_back_typed(tmp_path):
 
 def test_workers_read_the_spec_and_the_live_manifest(tmp_path, monkeypatch, cli):
     from torchcts.engine.plugin import RunState
-    from torchcts.results import rundir
+    from torchcts.results.records import rundir
 
     monkeypatch.chdir(tmp_path)
     assert cli(["init", "--template", "minimal"]) == 0
@@ -167,7 +167,7 @@ def test_close_run_raises_the_write_the_recorder_could_not_make(tmp_path):
         close_run(opened, 0, recorder)
     assert info.value is refused
     assert json.loads((opened.run_dir / "run.json").read_text())["status"] == "running"  # not finalised
-    from torchcts.results.outcome import RunOutcome
+    from torchcts.results.records.outcome import RunOutcome
 
     none = RunOutcome()
     assert exit_code(pytest.ExitCode.INTERRUPTED, none) == 130 and exit_code(pytest.ExitCode.USAGE_ERROR, none) == 2

@@ -314,8 +314,8 @@ def test_the_grep_sees_every_kind_of_read() -> None:
 
 # What names a default folder's ingredient outside settings.py, each with why it is not one.
 FOLDER_EXCEPTIONS = {
-    ("results/scrub.py", "gettempdir"): "the scrubber redacts the temporary folder from what it writes",
-    ("results/scrub.py", "expanduser"): "the scrubber redacts the home folder's name",
+    ("results/records/scrub.py", "gettempdir"): "the scrubber redacts the temporary folder from what it writes",
+    ("results/records/scrub.py", "expanduser"): "the scrubber redacts the home folder's name",
     ("workers/zygote/keys.py", "XDG_CACHE_HOME"): "the warm server's key names the variables imports read; the "
     "server cannot import torchcts",
 }

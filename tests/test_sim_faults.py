@@ -19,7 +19,7 @@ from conftest import latest_run, records, run_cli
 from torchcts import compat
 from torchcts.engine.selftest import ENV, SIM_MANIFEST, Outcome, fault_catalog, judge, missing_cases, run_one
 from torchcts.model.status import FAILURES
-from torchcts.results import rundir
+from torchcts.results.records import rundir
 
 HERE = Path(__file__).parent
 FAULTS = {f["name"]: f for f in fault_catalog()}

@@ -17,7 +17,7 @@ import pytest
 from conftest import run_cli
 
 from torchcts.engine.selftest import fault_catalog, missing_cases, run_one
-from torchcts.results import rundir
+from torchcts.results.records import rundir
 
 HERE = Path(__file__).parent
 UNLISTED = {f["name"]: f for f in fault_catalog() if f["unlisted"]}

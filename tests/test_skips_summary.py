@@ -1,4 +1,4 @@
-"""show-skips' summary and summary.md's "Not claimed or not applicable" section (results/skips.py)."""
+"""show-skips' summary and summary.md's "Not claimed or not applicable" section (results/reports/skips.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from torchcts.engine.selection import claim_decision
 from torchcts.manifest.templates import cpu_manifest
 from torchcts.model.case import Case
 from torchcts.model.record import CaseRecord, skip_record
-from torchcts.results.outcome import RunOutcome
-from torchcts.results.skips import render_markdown, render_text, summarize
-from torchcts.results.summary import render_markdown as summary_md
+from torchcts.results.records.outcome import RunOutcome
+from torchcts.results.reports.skips import render_markdown, render_text, summarize
+from torchcts.results.reports.summary import render_markdown as summary_md
 
 
 def _case(id: str, dtype: str | None = "float32", requires: tuple[str, ...] = (), na: str | None = None,

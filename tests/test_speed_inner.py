@@ -168,8 +168,17 @@ def test_selection_memo_returns_what_selecting_returns_and_misses_on_any_change(
         key_file.write_bytes(junk)
         assert selection_memo.load(key_file.stem) is None
     monkeypatch.setenv("TORCHCTS_NO_CACHE", "1")
-    assert selection_memo.memo_key(setup.load_claims("cpu", str(path)), __import__(
-        "torchcts.engine.selection", fromlist=["Selection"]).Selection()) is None
+    from torchcts.model.selection import Selection
+
+    assert selection_memo.memo_key(setup.load_claims("cpu", str(path)), Selection()) is None
+
+
+def test_the_selection_memo_key_reads_every_file_it_names():
+    """A file of the key's list that moved makes every key None: the memo silently off (every rerun
+    selects afresh). Each must exist, so a move fails here instead."""
+    from torchcts.engine import selection_memo
+
+    assert all((selection_memo._HERE / name).is_file() for name in selection_memo._CODE)
 
 
 def test_release_memory_trims_once_the_resident_set_grew(monkeypatch):

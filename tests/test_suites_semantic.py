@@ -75,7 +75,7 @@ def test_show_skips_lists_unclaimed(tmp_path: Path) -> None:
                 cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    # the summary first: counts per unclaimed dtype and capability (results/skips.py)
+    # the summary first: counts per unclaimed dtype and capability (results/reports/skips.py)
     summary = out.split("(--details")[0] if "(--details" in out else out.split("dtypes/")[0]
     assert "not claimed, by capability" in summary and "  rng" not in summary.split("by capability")[0]
     assert "float16" in summary.split("by capability")[0]

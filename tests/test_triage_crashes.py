@@ -1,15 +1,15 @@
 """Triage of dead workers (issue 30 item 2): one native bug is one cluster, however many workers it killed.
 
 Crash records cluster by signal and the innermost frames of the worker's stack
-(results/crash_frames.py), never by their message, which names the worker.
+(results/triage/crash_frames.py), never by their message, which names the worker.
 """
 
 from __future__ import annotations
 
 from torchcts.model.record import CaseRecord
 from torchcts.model.status import Status
-from torchcts.results.crash_frames import crash_signature, native_frames, python_frames, reference_death
-from torchcts.results.triage import clusters, render_text
+from torchcts.results.triage.clusters import clusters, render_text
+from torchcts.results.triage.crash_frames import crash_signature, native_frames, python_frames, reference_death
 
 
 def faulthandler_tail(address: str, line: int, func: str = "_mul_complex128_segv") -> str:

@@ -6,9 +6,9 @@ one per op."""
 from __future__ import annotations
 
 from torchcts.model.record import CaseRecord
-from torchcts.results.root_causes import device_index_type, message_shape
-from torchcts.results.signatures import signature_of
-from torchcts.results.triage import clusters, render_text
+from torchcts.results.triage.clusters import clusters, render_text
+from torchcts.results.triage.root_causes import device_index_type, message_shape
+from torchcts.results.triage.signatures import signature_of
 
 
 def _err(i: str, message: str) -> CaseRecord:

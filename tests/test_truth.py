@@ -15,9 +15,9 @@ from torchcts.model.status import Status
 from torchcts.oracle.precision import COND_FACTOR, WORSE_FACTOR, WORSE_FLOOR_ULPS, Precision
 from torchcts.oracle.tolerances import tolerance_for
 from torchcts.oracle.truth import Truth, errors, judge, ulp
-from torchcts.results.html import render_html
-from torchcts.results.html_precision import render_precision
-from torchcts.results.outcome import RunOutcome
+from torchcts.results.records.outcome import RunOutcome
+from torchcts.results.reports.html import render_html
+from torchcts.results.reports.html_precision import render_precision
 
 F32 = tolerance_for("elementwise", "float32")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from torchcts.model.record import CaseRecord
-from torchcts.results import rundir
-from torchcts.results.compare import compare_runs, render
+from torchcts.results.records import rundir
+from torchcts.results.reports.compare import compare_runs, render
 
 
 def _run(root: Path, name: str, torch_version: str, records: list[CaseRecord]) -> Path:

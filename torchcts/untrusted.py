@@ -142,7 +142,7 @@ def invisible(ch: str) -> bool:
     """A character that changes what text looks like without showing: every Unicode format control
     (category Cf: bidi controls, zero-width characters, shorthand format controls U+1BCA0-3, tags)
     and the variation selectors (VS1-16 and the supplement VS17-256, category Mn). The one rule, for
-    device names here and for every text shown (results/quoting.py)."""
+    device names here and for every text shown (results/reports/quoting.py)."""
     return unicodedata.category(ch) == "Cf" or "\ufe00" <= ch <= "\ufe0f" or "\U000e0100" <= ch <= "\U000e01ef"
 
 

@@ -24,7 +24,7 @@ from torchcts.safe_io import write_atomic
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 # Packages and modules whose source determines the case lists.
-_SOURCE_DIRS = ("cases", "oracle", "manifest")
+_SOURCE_DIRS = ("model", "cases", "oracle", "manifest")  # model/case.py: what a case is
 _SOURCE_FILES = ("compat.py",)
 
 

@@ -1,6 +1,6 @@
 """Repro builders: how to rebuild one case's exact inputs outside TorchCTS.
 
-`torchcts repro` turns a case into a standalone script (results/repro.py). The script cannot
+`torchcts repro` turns a case into a standalone script (results/repro/script.py). The script cannot
 import TorchCTS, so a builder supplies what it needs as data: the op as an importable expression
 ("torch.add", "torch.Tensor.add_", "torch.nn.functional.conv2d"), the CPU input samples (saved
 with torch.save) and the tolerance. A suite makes its cases reproducible by registering a builder
@@ -65,7 +65,7 @@ def repro_command(case_id: str, device: str, validation: bool = False, *, manife
                   quote_path: Callable[[str], str] = shlex.quote) -> str:
     """One line that reruns just this case, as printed: the manifest when it is not the one found
     by default, the level when the case is above the manifest's, the one failing sample.
-    `quote_path` quotes the manifest's path for the shell (results/commands.py: `shell_path`)."""
+    `quote_path` quotes the manifest's path for the shell (results/repro/commands.py: `shell_path`)."""
     parts = ["torchcts run", "--validation" if validation else f"--device {shlex.quote(device)}"]
     if manifest and not validation:
         parts.append(f"--manifest {quote_path(manifest)}")

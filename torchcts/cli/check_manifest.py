@@ -31,7 +31,7 @@ def main(args: argparse.Namespace) -> int:
     notes = check_device(manifest, imports=not args.no_import)
     if manifest.expectations:  # only then is the case registry built
         from torchcts.errors import ManifestError
-        from torchcts.results.ledger_match import registry_problems
+        from torchcts.results.ledger.match import registry_problems
 
         problems = registry_problems(manifest.expectations)
         if problems:
@@ -57,8 +57,8 @@ def main(args: argparse.Namespace) -> int:
 def placeholder_warnings(manifest: Manifest) -> list[str]:
     """Entries whose reason is still `expectations update`'s placeholder: valid, so only a warning,
     but a ledger is where a reader learns why a failure is accepted."""
-    from torchcts.results.proposals import PLACEHOLDER_REASON
-    from torchcts.results.quoting import one_line
+    from torchcts.results.ledger.proposals import PLACEHOLDER_REASON
+    from torchcts.results.reports.quoting import one_line
 
     return [f"warning: expectations[{i}] ({one_line(str(e.get('match')))[:80]}): its reason is still the placeholder "
             f"'{PLACEHOLDER_REASON}' that `torchcts expectations update` wrote: say why it fails"

@@ -72,7 +72,7 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
     if rerun_failures < 0:
         raise UsageError("--rerun-failures must be 0 or a positive number of reruns")
     repeat = getattr(args, "repeat", 1)  # `run` only
-    from torchcts.results.repeat_rate import MAX_REPEAT
+    from torchcts.results.reports.repeat_rate import MAX_REPEAT
 
     if not 1 <= repeat <= MAX_REPEAT:
         raise UsageError(f"--repeat must be a whole number of runs per case from 1 to {MAX_REPEAT}, not {repeat}")
@@ -81,7 +81,7 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
     explore, corpus = explore_from_args(args)
     results_dir = Path(args.results_dir)
     if args.command == "run":  # the folder it will write to, before the run builds anything
-        from torchcts.results.rundir import check_results_root
+        from torchcts.results.records.rundir import check_results_root
 
         check_results_root(results_dir)
     return RunSpec(
@@ -191,7 +191,7 @@ def _durations(args: argparse.Namespace) -> dict[str, float] | None:
     if not args.shard:
         raise UsageError("--shard-durations only balances shards: pass --shard I/N with it")
     from torchcts.engine.shard import durations_of
-    from torchcts.results.rundir import resolve_run
+    from torchcts.results.records.rundir import resolve_run
 
     return durations_of(resolve_run(args.shard_durations, Path(args.results_dir)))
 

@@ -19,9 +19,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from torchcts.errors import ExitCode
-    from torchcts.results import rundir
-    from torchcts.results.compare import compare_runs, render
-    from torchcts.results.quoting import TerminalOut
+    from torchcts.results.records import rundir
+    from torchcts.results.reports.compare import compare_runs, render
+    from torchcts.results.reports.quoting import TerminalOut
 
     root = Path(args.results_dir)
     old, new = rundir.resolve_run(args.old, root), rundir.resolve_run(args.new, root)

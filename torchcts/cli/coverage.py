@@ -205,7 +205,7 @@ def _import_run_backend(args: argparse.Namespace) -> None:
     PrivateUse1 device's kernels are unregistered and the implementable overloads are miscounted."""
     from torchcts.backends.devices import import_backend
     from torchcts.cli.repro import run_backend
-    from torchcts.results import rundir
+    from torchcts.results.records import rundir
 
     run = rundir.read_run(rundir.resolve_run(args.run, Path(args.results_dir)))
     device = "cpu" if run.validation else str(run.device_type or "cpu")

@@ -31,11 +31,11 @@ def main(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from torchcts.errors import UsageError
-    from torchcts.results import rundir
-    from torchcts.results.ledger import run_date
-    from torchcts.results.proposals import propose, render_python, render_toml
-    from torchcts.results.quoting import one_line
-    from torchcts.results.wording import plural
+    from torchcts.results.ledger.apply import run_date
+    from torchcts.results.ledger.proposals import propose, render_python, render_toml
+    from torchcts.results.records import rundir
+    from torchcts.results.reports.quoting import one_line
+    from torchcts.results.reports.wording import plural
 
     run_dir = rundir.resolve_run(args.run, Path(args.results_dir))
     run = rundir.read_run(run_dir)

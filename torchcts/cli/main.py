@@ -135,7 +135,7 @@ ENVIRONMENT_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.E
 def _typed_paths(argv: list[str]) -> dict[str, str]:
     """The paths typed on this command line, scrubbed -> as typed (`--results-dir /proc/nope`, also in
     `--flag=PATH` form): an error line names the user's own argument as given (docs/security.md)."""
-    from torchcts.results.scrub import scrub
+    from torchcts.results.records.scrub import scrub
 
     values = [v for a in argv for v in (a, a.partition("=")[2]) if v]
     return {scrub(v): v for v in values if scrub(v) != v}
@@ -143,8 +143,8 @@ def _typed_paths(argv: list[str]) -> dict[str, str]:
 
 def _error_line(message: str, typed: dict[str, str] | None = None) -> None:
     """One line, scrubbed (a message may quote a file's content), with the user's typed paths put back."""
-    from torchcts.results.quoting import one_line
-    from torchcts.results.scrub import scrub
+    from torchcts.results.records.scrub import scrub
+    from torchcts.results.reports.quoting import one_line
 
     text = scrub(message)
     for scrubbed, raw in (typed or {}).items():

@@ -18,15 +18,15 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from torchcts.errors import ExitCode
-    from torchcts.results import rundir
-    from torchcts.results.ledger import verdict_exit
-    from torchcts.results.merge import merge_runs
-    from torchcts.results.scorecard import print_scorecard
+    from torchcts.results.ledger.apply import verdict_exit
+    from torchcts.results.records import rundir
+    from torchcts.results.records.merge import merge_runs
+    from torchcts.results.reports.scorecard import print_scorecard
 
     root = Path(args.results_dir)
     out = merge_runs(distinct_runs(args.runs, root), root)
     run = rundir.read_run(out)
-    from torchcts.results.step_summary import append_step_summary
+    from torchcts.results.reports.step_summary import append_step_summary
 
     append_step_summary(out)  # a GitHub Actions fan-in job shows the merged summary
     print_scorecard(out, run, sys.stdout)
@@ -37,7 +37,7 @@ def distinct_runs(given: list[str], root: Path) -> list[Path]:
     """Each run once: `results/*` names the latest run twice (its folder and `latest`), which is
     fine; the same run folder given twice otherwise is a mistake, said as such (UsageError)."""
     from torchcts.errors import UsageError
-    from torchcts.results import rundir
+    from torchcts.results.records import rundir
 
     seen: dict[Path, str] = {}
     for ref in given:

@@ -23,9 +23,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from torchcts.results import rundir
-    from torchcts.results.finalize import finalize
-    from torchcts.results.scorecard import print_scorecard
+    from torchcts.results.records import rundir
+    from torchcts.results.records.finalize import finalize
+    from torchcts.results.reports.scorecard import print_scorecard
 
     run_dir = rundir.resolve_run(args.run, Path(args.results_dir))
     status = rundir.read_run(run_dir).status
@@ -36,8 +36,8 @@ def main(args: argparse.Namespace) -> int:
               "down); closed now as interrupted from the records it left, each planned case without one "
               "listed not_run", file=sys.stderr)
     if args.triage:  # only the clusters: the scorecard is one `torchcts report` away
-        from torchcts.results.quoting import TerminalOut
-        from torchcts.results.triage import render_text
+        from torchcts.results.reports.quoting import TerminalOut
+        from torchcts.results.triage.clusters import render_text
 
         print(render_text(records), file=TerminalOut(sys.stdout))
     else:
@@ -48,6 +48,6 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"{run_dir.name}/cases.jsonl has {run.unreadable_records} unreadable records "
                          f"({'; '.join(run.record_problems or [])[:200]}): the reports leave them out; "
                          "restore the file or rerun those cases")
-    from torchcts.results.ledger import verdict_exit
+    from torchcts.results.ledger.apply import verdict_exit
 
     return verdict_exit(run, restated=True)  # the verdict it states (recorded internal errors: exit 1)

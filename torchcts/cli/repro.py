@@ -34,10 +34,10 @@ def main(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from torchcts.errors import UsageError
-    from torchcts.results import rundir
-    from torchcts.results.quoting import TerminalOut
-    from torchcts.results.repro import SCRIPT, target_from_registry, target_from_run, write_repro
-    from torchcts.results.scrub import scrub
+    from torchcts.results.records import rundir
+    from torchcts.results.records.scrub import scrub
+    from torchcts.results.reports.quoting import TerminalOut
+    from torchcts.results.repro.script import SCRIPT, target_from_registry, target_from_run, write_repro
 
     try:
         run_dir = rundir.resolve_run(args.run, Path(args.results_dir))
@@ -90,7 +90,7 @@ def _reader_backend(manifest: str | None, device: str) -> str | None:
     """The backend module of the reader's own manifest (--manifest, else the one found here) when it is
     for the run's device: a repro bundle never chooses what its reader imports."""
     from torchcts.manifest.load import display_path, find_manifest, load_manifest
-    from torchcts.results.quoting import one_line
+    from torchcts.results.reports.quoting import one_line
 
     found = find_manifest() if manifest is None else None
     if manifest is None and found is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from torchcts.cli.common import add_selection_args, folder_arg, run_spec
-from torchcts.results.repeat_rate import MAX_REPEAT
+from torchcts.results.reports.repeat_rate import MAX_REPEAT
 from torchcts.workers.crash_budget import DEFAULT_LIMIT
 
 HELP = "run the conformance suite on a device (anything after -- goes to pytest)"

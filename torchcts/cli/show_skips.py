@@ -23,8 +23,8 @@ def main(args: argparse.Namespace) -> int:
     from torchcts.engine.setup import prepare
     from torchcts.errors import UsageError
     from torchcts.model.record import skip_record
-    from torchcts.results.quoting import terminal
-    from torchcts.results.skips import headline, render_text, summarize
+    from torchcts.results.reports.quoting import terminal
+    from torchcts.results.reports.skips import headline, render_text, summarize
 
     if args.top < 1:
         raise UsageError("--top must be a positive number of rows")

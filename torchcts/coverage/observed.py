@@ -33,10 +33,10 @@ from torchcts.coverage.surfaces import (
 )
 from torchcts.model.record import CaseRecord
 from torchcts.model.status import STATUSES
-from torchcts.results.coverage_section import dispatched_names, is_pending
-from torchcts.results.fallback_section import FallbackSummary
-from torchcts.results.fallback_section import ops_table as fallback_table
-from torchcts.results.fallback_section import summarize as summarize_fallback
+from torchcts.results.reports.coverage_section import dispatched_names, is_pending
+from torchcts.results.reports.fallback_section import FallbackSummary
+from torchcts.results.reports.fallback_section import ops_table as fallback_table
+from torchcts.results.reports.fallback_section import summarize as summarize_fallback
 
 # Kernels the dispatch hook can see on the device: a surface of another kernel is not implementable there.
 OBSERVABLE_KERNELS = ("native", "composite_explicit", "fallback")
@@ -226,8 +226,8 @@ def render_markdown(summary: dict[str, Any], run_name: str, list_unobserved: boo
 
 
 def _cell(text: str) -> str:
-    """Record text in a Markdown table cell: one line, markup (and `|`) escaped (results/quoting.py)."""
-    from torchcts.results.quoting import md_text
+    """Record text in a Markdown table cell: one line, markup (and `|`) escaped (results/reports/quoting.py)."""
+    from torchcts.results.reports.quoting import md_text
 
     return md_text(text[:240])
 
@@ -239,9 +239,9 @@ def _by_reason_order(gaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def report_run(ref: str, top: int = 25, results_root: Path = Path(settings.RESULTS_DIR)) -> tuple[Path, dict[str, Any]]:
     """(run folder, summary) of `coverage report RUN`; the headline is kept in run.json and the run's
-    reports are rebuilt, so report.html shows it (results/coverage_section.py)."""
-    from torchcts.results import rundir
-    from torchcts.results.finalize import finalize
+    reports are rebuilt, so report.html shows it (results/reports/coverage_section.py)."""
+    from torchcts.results.records import rundir
+    from torchcts.results.records.finalize import finalize
 
     run_dir = rundir.resolve_run(ref, results_root)  # a run folder or name, a results folder, `latest`
     run = rundir.read_run(run_dir)

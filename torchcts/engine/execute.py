@@ -21,10 +21,11 @@ from torchcts.engine.setup import RunSetup
 from torchcts.engine.spec import RunSpec
 from torchcts.errors import ExitCode
 from torchcts.model.record import CaseRecord, skip_record
-from torchcts.results import rundir, sim_env
-from torchcts.results.finalize import finalize
-from torchcts.results.outcome import RunOutcome
-from torchcts.results.plan import write_plan
+from torchcts.results.records import rundir
+from torchcts.results.records.finalize import finalize
+from torchcts.results.records.outcome import RunOutcome
+from torchcts.results.records.plan import write_plan
+from torchcts.results.repro import sim_env
 
 if TYPE_CHECKING:
     from torchcts.engine.plugin import Recorder
@@ -71,7 +72,7 @@ def open_run(setup: RunSetup) -> OpenedRun:
     run_dir = rundir.new_run_dir(spec.results_dir)
     to_run = result.to_run
     args = [*pytest_extra_args(spec.pytest_args, spec.isolation, spec.timeout_s, len(to_run)), *spec.pytest_args]
-    # The sim's variables (a planted fault): repro lines and scripts set them again (results/sim_env.py)
+    # The sim's variables (a planted fault): repro lines and scripts set them again (results/repro/sim_env.py)
     sim = sim_env.recorded(spec.manifest.backend_import if spec.manifest else None)
     spec = replace(spec, name=run_dir.name, started=rundir.utc_now(), planned=len(to_run), filtered=result.filtered,
                    sharded_out=result.sharded_out, ledger_outside=list(result.ledger_outside),
@@ -178,7 +179,7 @@ def close_run(run: OpenedRun, code: int, recorder: Recorder | None) -> RunOutcom
     `recorder` is None when an interrupt came before pytest had one."""
     import pytest
 
-    from torchcts.results.step_summary import append_step_summary
+    from torchcts.results.reports.step_summary import append_step_summary
 
     if recorder is not None and recorder.writer.failure is not None:
         raise recorder.writer.failure
@@ -220,9 +221,9 @@ def interrupts_deferred(doing: str) -> Iterator[list[int]]:
 
 def print_run_scorecard(run: OpenedRun, finished: RunOutcome, records: list[CaseRecord]) -> None:
     """The scorecard with the "since the previous comparable run" line, paths shown as given."""
-    from torchcts.results.compare import regressions_line
-    from torchcts.results.scorecard import print_scorecard
-    from torchcts.results.scrub import scrub
+    from torchcts.results.records.scrub import scrub
+    from torchcts.results.reports.compare import regressions_line
+    from torchcts.results.reports.scorecard import print_scorecard
 
     try:
         since = regressions_line(run.spec.results_dir, run.run_dir, records)
@@ -236,7 +237,7 @@ def exit_code(code: int, finished: RunOutcome) -> int:
     """torchcts's exit status from pytest's and the finished run (README.md, "Exit status")."""
     import pytest
 
-    from torchcts.results.ledger import verdict_exit
+    from torchcts.results.ledger.apply import verdict_exit
 
     if code == pytest.ExitCode.INTERRUPTED:
         return ExitCode.INTERRUPTED

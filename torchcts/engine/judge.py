@@ -3,7 +3,7 @@
 A record is judged once, by the process that builds it: a worker for the cases it runs
 (`CaseItem`), the controller for the crash records xdist hands it (`pytest_handlecrashitem`);
 with `-n 0` that is the one process. Judging adds the repro line, then the ledger (or `flaky` on
-a rerun: results/annotate.py), and pytest's report is made to agree with the result
+a rerun: results/ledger/annotate.py), and pytest's report is made to agree with the result
 (`align_report`) before anything counts it. A worker must judge its own cases: xdist's worker
 stops its queue on its own `-x`/`--maxfail` count (xdist/remote.py: `session.shouldfail`), so an
 expected failure must already be xfailed there; the controller counts the shipped, aligned report.
@@ -22,8 +22,8 @@ import pytest
 
 from torchcts.model.record import CaseRecord
 from torchcts.model.status import NO_REPRO, Status
-from torchcts.results.annotate import RecordAnnotator
-from torchcts.results.outcome import RunOutcome
+from torchcts.results.ledger.annotate import RecordAnnotator
+from torchcts.results.records.outcome import RunOutcome
 
 RECORD_ATTR = "torchcts_record"
 

@@ -16,7 +16,7 @@ from torchcts import compat
 from torchcts.engine.probe import CaseProbe, release_memory
 from torchcts.model.case import Case
 from torchcts.model.record import CaseRecord
-from torchcts.results.decide import decide
+from torchcts.results.records.decide import decide
 from torchcts.workers.isolation import sample_noter
 from torchcts.workers.outcome import FAILED, SKIPPED, CaseOutcome, CaseState
 
@@ -46,7 +46,7 @@ def run_one(case: Case, state: CaseState, corpus: str | None) -> CaseOutcome:
             run_case(case, ctx)
     except BaseException as exc:  # noqa: BLE001 - every outcome, pytest's own too, is decided below
         raised, formatted = exc, traceback.format_exc()
-    # the status and what pytest is told, decided once (results/decide.py)
+    # the status and what pytest is told, decided once (results/records/decide.py)
     decision = decide(raised, formatted)
     decision.apply(record)
     if decision.status is not None and decision.status.info.told == SKIPPED:

@@ -28,10 +28,10 @@ from torchcts.engine.terminal_guard import TerminalGuard
 from torchcts.model.case import Case
 from torchcts.model.record import CaseRecord, skip_record
 from torchcts.model.status import FAILURES, NO_VERDICT_LETTERS, Status
-from torchcts.results.commands import record_repro
-from torchcts.results.decide import is_timeout
-from torchcts.results.plan import read_plan
-from torchcts.results.rundir import RecordWriter, read_run
+from torchcts.results.records.decide import is_timeout
+from torchcts.results.records.plan import read_plan
+from torchcts.results.records.rundir import RecordWriter, read_run
+from torchcts.results.repro.commands import record_repro
 from torchcts.workers.case_process import CaseRunner
 from torchcts.workers.crash_budget import BudgetReader, CrashBudget
 from torchcts.workers.deaths import RESCHEDULED, WorkerDeaths

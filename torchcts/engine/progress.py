@@ -305,7 +305,7 @@ class ProgressPlugin:
             return
         self.progress.finished(record.id, failure)
         if failure and self.progress.tty:
-            from torchcts.results.quoting import one_line
+            from torchcts.results.reports.quoting import one_line
 
             self.progress.note(one_line(f"{record.status} {record.id}")[: self.progress.width - 1])
 

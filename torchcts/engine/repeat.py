@@ -26,7 +26,7 @@ from typing import Any
 
 from torchcts.engine.one_case import run_one
 from torchcts.model.case import Case
-from torchcts.results.repeats import combine
+from torchcts.results.reports.repeats import combine
 from torchcts.workers.outcome import FAILED, PASSED, CaseOutcome, CaseState
 
 SEED = 0  # the generators' seed between repeats (each case seeds what its inputs need itself)
@@ -44,7 +44,7 @@ def run_one_repeated(case: Case, state: CaseState, corpus: str | None) -> CaseOu
 
 
 def run_repeated(run_once: Callable[[], CaseOutcome], repeat: int, device: Any = None) -> CaseOutcome:
-    """`run_once` up to `repeat` times, `fresh_state` between; the case's one outcome (results/repeats.py:
+    """`run_once` up to `repeat` times, `fresh_state` between; the case's one outcome (results/reports/repeats.py:
     combine): passed, failed (every repeat: rate 0/N) or flaky (a pytest failure, with its rate)."""
     first = run_once()
     if repeat <= 1 or not _verdict(first):

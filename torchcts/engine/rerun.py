@@ -3,7 +3,7 @@
 Each attempt is a new pytest process (`python -m torchcts.engine.session`: fresh workers, nothing
 left over from the failing session) on just the failing case ids, appending to the same cases.jsonl
 through a Recorder of its own. `--torchcts-attempt N` tells that Recorder which attempt it records:
-a case that passes on a rerun is `flaky` (see results/annotate.py); one that fails again keeps
+a case that passes on a rerun is `flaky` (see results/ledger/annotate.py); one that fails again keeps
 failing. run.json gets the `reruns` summary once, at the end. cases.jsonl stays append-only: the
 last record of an id supersedes (results/rundir.final_records).
 """
@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from torchcts.results import rundir
+from torchcts.results.records import rundir
 
 MAX_IDS_PER_PROCESS = 2000  # keeps the command line short
 

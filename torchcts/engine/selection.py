@@ -52,7 +52,7 @@ class SelectionResult:
     filtered: int
     sharded_out: int = 0
     # ledger entries that name only cases the selection left out: not judged by this run, never
-    # "unmatched" (results/ledger.py: ledger_report)
+    # "unmatched" (results/ledger/apply.py: ledger_report)
     ledger_outside: list[int] = field(default_factory=list)
 
     @property
@@ -140,7 +140,7 @@ def select(cases: Iterable[Case], manifest: Manifest, sel: Selection) -> Selecti
     """Decide every case of every suite; UsageError when the user's selection keeps no case at all.
     `filtered` counts every case the flags leave out (suite, op, dtype, level, case id alike), so a
     `--suite` run and an `--op` run of the same size report the same kind of number."""
-    from torchcts.results.ledger_match import outside_selection
+    from torchcts.results.ledger.match import outside_selection
 
     cases = list(cases)
     check_patterns([c for c in cases if not sel.suites or c.suite in sel.suites], sel)

@@ -31,7 +31,7 @@ from torchcts.safe_io import write_atomic
 
 _HERE = Path(__file__).resolve().parent
 # The selection code besides the case-generating packages (those are in the cache's source key).
-_CODE = ("selection.py", "shard.py", "case_costs.json", "selection_memo.py", "../results/ledger_match.py")
+_CODE = ("selection.py", "shard.py", "case_costs.json", "selection_memo.py", "../results/ledger/match.py")
 _KEEP = 64  # memo files kept (the newest by use); older ones are deleted when one is written
 _STATUSES = ("run", "not_claimed", "not_applicable")
 

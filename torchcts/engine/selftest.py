@@ -25,8 +25,8 @@ from pathlib import Path
 from torchcts import settings
 from torchcts.errors import ExitCode, UsageError
 from torchcts.model.status import FAILURES, Status
-from torchcts.results import rundir
-from torchcts.results.jsonl import read_jsonl
+from torchcts.results.records import rundir
+from torchcts.results.records.jsonl import read_jsonl
 
 ENV = settings.env_name("sim_fault")
 SIM_MANIFEST = Path(__file__).parent.parent / "sim" / "manifest.py"

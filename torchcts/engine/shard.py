@@ -62,7 +62,7 @@ def shard_decisions(
 
 def durations_of(run_dir: Path) -> dict[str, float]:
     """Per-case durations recorded by an earlier run."""
-    from torchcts.results.rundir import final_records
+    from torchcts.results.records.rundir import final_records
 
     return {r.id: float(r.duration_s) for r in final_records(run_dir) if r.duration_s}
 

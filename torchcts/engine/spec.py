@@ -18,7 +18,7 @@ from torchcts.errors import UsageError
 from torchcts.manifest.schema import Manifest
 from torchcts.model.device import DeviceInfo
 from torchcts.model.selection import Selection
-from torchcts.results.outcome import RunOutcome
+from torchcts.results.records.outcome import RunOutcome
 from torchcts.workers.crash_budget import DEFAULT_LIMIT
 
 DEFAULT_RESULTS_DIR = Path(settings.RESULTS_DIR)
@@ -44,7 +44,7 @@ class RunSpec:
     # --rerun-failures N: rerun failing cases up to N times in fresh pytest processes (engine/rerun.py).
     rerun_failures: int = 0
     # --repeat N: each case runs N times in its process, a case failing some is `flaky` with its pass rate
-    # (engine/repeat.py, results/repeats.py); 1: once. run.json "repeat".
+    # (engine/repeat.py, results/reports/repeats.py); 1: once. run.json "repeat".
     repeat: int = 1
     # --timeout: the per-case limit in seconds, None for none (the flag's 0). run.json "timeout_s".
     timeout_s: float | None = None
@@ -182,7 +182,7 @@ def _crash_budget(value: Any) -> int | None:
 
 def _repeat(value: Any) -> int:
     """run.json's "repeat": 1 to MAX_REPEAT runs per case; anything else (an older run, an edit) once."""
-    from torchcts.results.repeat_rate import MAX_REPEAT
+    from torchcts.results.reports.repeat_rate import MAX_REPEAT
 
     return value if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_REPEAT else 1
 

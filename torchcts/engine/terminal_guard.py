@@ -4,8 +4,8 @@ pytest's tracebacks, FAILED lines and xdist's `[gw0] linux Python ... cwd: /home
 written by its terminal reporter, not by TorchCTS: they would show host names, home folders and
 absolute paths, and a case id or message holding escape sequences would reach the terminal raw
 (issue 31). The guard wraps the reporter's writer, before the session header is printed: every
-text is scrubbed (`results/scrub.py`) and stripped of escape sequences and control characters
-(`results/quoting.py: terminal`); pytest's own colours are added after, and the carriage return
+text is scrubbed (`results/records/scrub.py`) and stripped of escape sequences and control characters
+(`results/reports/quoting.py: terminal`); pytest's own colours are added after, and the carriage return
 that starts one of its rewritten lines is kept.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from torchcts.results.quoting import terminal
-from torchcts.results.scrub import scrub
+from torchcts.results.records.scrub import scrub
+from torchcts.results.reports.quoting import terminal
 
 
 def clean(msg: str) -> str:

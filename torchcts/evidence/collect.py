@@ -193,7 +193,7 @@ def exit_status(records: dict[str, list[dict[str, Any]]], p: Plan, require: bool
 
 def collect(req: CollectRequest) -> int:
     from torchcts.evidence.sources import make_source
-    from torchcts.results.rundir import utc_now
+    from torchcts.results.records.rundir import utc_now
 
     st.check_store(Path(req.store))  # a wrong --store said before the oracles run
     p = plan(req)

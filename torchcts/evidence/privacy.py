@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from torchcts.results.scrub import IDENTITY_PATTERN, identity_regex, local_identities
-from torchcts.results.scrub import scrub as _scrub
+from torchcts.results.records.scrub import IDENTITY_PATTERN, identity_regex, local_identities
+from torchcts.results.records.scrub import scrub as _scrub
 
 __all__ = ["FORBIDDEN_KEYS", "leaks", "local_identities", "scrub"]
 
@@ -55,6 +55,6 @@ def leaks(record: Any, identities: set[str] | None = None) -> list[str]:
 
 
 def scrub(text: str, identities: set[str] | None = None) -> str:
-    """Free text made safe for evidence: the one scrubber (results/scrub.py) with this machine's
+    """Free text made safe for evidence: the one scrubber (results/records/scrub.py) with this machine's
     names looked up now (not cached), so nothing identifying reaches a store."""
     return _scrub(text, local_identities() if identities is None else identities)

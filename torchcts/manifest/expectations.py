@@ -12,8 +12,8 @@ An entry:
                                                   # {"exception": "RuntimeError", "message": "..."}
 
 Structure is checked here, on every load (fast, no case list). Matching entries to cases and
-records is results/ledger_match.py; whether a match names any case at all is checked by
-`check-manifest` only, against the case registry (`results/ledger_match.py: registry_problems`).
+records is results/ledger/match.py; whether a match names any case at all is checked by
+`check-manifest` only, against the case registry (`results/ledger/match.py: registry_problems`).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ SEARCH_ORDER = ("manifest.py", "torchcts.toml", "pyproject.toml")
 # printed command runs on any machine without naming where TorchCTS is installed (no absolute path).
 PACKAGE_PREFIX = "torchcts:"
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
-_SCRUBBED_PACKAGE = "<torchcts>/torchcts/"  # results/scrub.py's label of the checkout, as an old run.json holds it
+_SCRUBBED_PACKAGE = "<torchcts>/torchcts/"  # results/records/scrub.py's label of the checkout, as an old run.json holds it
 
 
 def manifest_file(value: str | Path) -> Path:

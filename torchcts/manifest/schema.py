@@ -196,7 +196,7 @@ class Manifest:
 
 # The words of the expectations ledger (manifest/expectations.py checks entries against them).
 # Signature buckets: the coarse failure classes an entry may name instead of a message pattern
-# (results/signatures.py decides which bucket a failure is in).
+# (results/triage/signatures.py decides which bucket a failure is in).
 BUCKETS: dict[str, str] = {
     "mismatch": "ran and disagreed with the oracle or property (status failed)",
     "missing_kernel": "Could not run 'aten::...' with arguments from the '...' backend",

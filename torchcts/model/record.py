@@ -98,17 +98,17 @@ class CaseRecord:
     dispatched: list[str] | None = None  # aten overloads that reached the device; None: not observed
     dispatch_unobserved: str | None = None  # why `dispatched` is None
     fallback: list[str] | None = None  # of `dispatched`, what ran on the backend's CPU fallback (cases/fallback.py)
-    # -- added after the case ran (engine/plugin.py, results/annotate.py, results/ledger.py) --
+    # -- added after the case ran (engine/plugin.py, results/ledger/annotate.py, results/ledger/apply.py) --
     op: str | None = None  # the OpInfo name of an OpInfo case (ledger selectors, triage)
     attempt: int | None = None  # which --rerun-failures attempt recorded it (2 and up)
     repro: str | None = None  # the `torchcts run --case` line that reruns it
     repro_script: str | None = None  # the `torchcts repro` line writing a standalone script
-    signature: str | None = None  # results/signatures.py: the failure's signature (failing records)
-    expectation: dict[str, Any] | None = None  # results/ledger.py: _note() of the entry that matched; kept a dict
+    signature: str | None = None  # results/triage/signatures.py: the failure's signature (failing records)
+    expectation: dict[str, Any] | None = None  # results/ledger/apply.py: _note() of the entry that matched; kept a dict
                                                # (entry, status, reason, tracker, expires, expired, note, original_status)
     first_failure: dict[str, Any] | None = None  # a flaky record's first failure
                                                  # (status, message, signature, mismatch, exception)
-    # --repeat N (results/repeats.py: combine): how many times the case ran, and how many of those passed
+    # --repeat N (results/reports/repeats.py: combine): how many times the case ran, and how many of those passed
     repeats: int | None = None
     repeat_passes: int | None = None
     # -- fields no TorchCTS writes (a newer or foreign record): kept, written back unchanged --

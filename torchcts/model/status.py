@@ -48,7 +48,7 @@ class Status(str, Enum):
 
     @property
     def forgivable(self) -> bool:
-        """A ledger entry may expect it: the record becomes xfailed (results/ledger.py)."""
+        """A ledger entry may expect it: the record becomes xfailed (results/ledger/apply.py)."""
         return self.info.forgivable
 
     @property
@@ -65,7 +65,7 @@ class Status(str, Enum):
 class StatusInfo:
     name: str
     # Listed as a failure (reports, triage) and counts against the exit status; `flaky` fails only
-    # a --strict-expectations or --repeat run, since its rerun passed (results/ledger.py: gate_failures).
+    # a --strict-expectations or --repeat run, since its rerun passed (results/ledger/apply.py: gate_failures).
     failure: bool
     executed: bool  # the case ran (or tried to)
     description: str
@@ -75,7 +75,7 @@ class StatusInfo:
     # No verdict reached: pytest's progress line shows it by this letter (engine/plugin.py), not "s".
     letter: str | None = None
     repro: bool = True  # its record carries a repro line (engine/judge.py): nothing to reproduce otherwise
-    # What pytest is told of a case's call that came to it (results/decide.py): a failure fails the item
+    # What pytest is told of a case's call that came to it (results/records/decide.py): a failure fails the item
     # (-x, --maxfail, --lf see it), a case without a verdict is its skip. The ledger's xfailed/xpassed
     # are told after (engine/judge.py: align_report).
     told: str = "skipped"
@@ -107,7 +107,7 @@ STATUSES: dict[str, StatusInfo] = {
         # Reports add it for planned cases without a record (a killed or interrupted run, pytest's -x or
         # --maxfail), so they show and fail the run instead of vanishing; the crash budget records it,
         # with its reason, for the cases of an op family it stopped (workers/crash_budget.py). Never a
-        # pass: any not_run fails the run (results/ledger.py: gate_failures), never forgiven.
+        # pass: any not_run fails the run (results/ledger/apply.py: gate_failures), never forgiven.
         # pytest's -k/-m/--lf deselections are recorded `filtered` (engine/plugin.py: pytest_deselected).
         StatusInfo("not_run", False, False, "planned, but not run: the run was interrupted or stopped early, "
                    "or the crash budget stopped its op family", letter="-"),

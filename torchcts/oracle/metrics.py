@@ -2,7 +2,7 @@
 
 Two places judge and measure a difference: the oracle's comparison (compare.py: the record's
 "max abs error") and every standalone repro script, which cannot import TorchCTS. The script gets
-this module's source as it is (results/repro.py: `source`), so the two never disagree: before, the
+this module's source as it is (results/repro/script.py: `source`), so the two never disagree: before, the
 script measured a NaN on the device against a finite CPU value as "max abs error nan" where the
 record said inf (pytorch_ocl's sigmoid of int32 into a float32 out=). Hence: no import but torch,
 no `from __future__`, nothing at module level but definitions, and annotations quoted: a script

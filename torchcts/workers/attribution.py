@@ -28,7 +28,7 @@ a zero-size dimension) dies there again alone and becomes `pending` (no referenc
 that does not is the device's (pytorch_ocl's tanh of uint8: its deferred abort, or memory its calls
 wrote, killed the process while CPU computed) and stays crashed. Past MAX_REFERENCE_DEATHS it stays
 crashed; the crash budget does not count it (workers/crash_budget.py).
-Records are appended (the last record of an id wins, results/rundir.py) and judged as any (repro,
+Records are appended (the last record of an id wins, results/records/rundir.py) and judged as any (repro,
 ledger). A first attempt's session only; `--rerun-failures` runs after this.
 """
 
@@ -47,7 +47,7 @@ from typing import Any
 from torchcts.model.record import CaseRecord
 from torchcts.model.status import Status
 from torchcts.process import exit_fields
-from torchcts.results.crash_frames import died_in_reference, native_frames, python_frames, reference_death
+from torchcts.results.triage.crash_frames import died_in_reference, native_frames, python_frames, reference_death
 from torchcts.workers.isolation import STDERR_HEADER, earlier_cases, read_stderr
 from torchcts.workers.outcome import CaseOutcome
 
@@ -230,7 +230,7 @@ def settle(run_dir: Path, suspicions: list[Suspicion], judge: Any, plan: dict[st
            timeout_s: float | None, corpus: str | None, solo: str) -> list[CaseRecord]:
     """Run every suspect alone, then append the records the attribution changed, judged (repro,
     ledger) by `judge` (engine/judge.py: RecordJudge of the first attempt)."""
-    from torchcts.results.rundir import RecordWriter
+    from torchcts.results.records.rundir import RecordWriter
 
     def in_reference(s: Suspicion) -> bool:  # a reference death has its own cap: a correct backend's
         return s.record is not None and died_in_reference(s.record) is not None

@@ -3,13 +3,13 @@
 Why: every crash costs a worker (a fresh process imports torch and the OpInfo database: 5-20 s on
 a loaded machine), so a backend in bring-up that crashes on hundreds of cases made a run take
 hours, mostly re-proving the same bug. After `limit` crashes with one crash signature
-(results/crash_frames.py: the signal and the innermost stack frames) in one op family, the
+(results/triage/crash_frames.py: the signal and the innermost stack frames) in one op family, the
 family's cases that have not started are recorded `not_run`, with a reason naming the family,
 the signature and the count. `run --crash-budget N` sets the limit (default DEFAULT_LIMIT),
 `--no-crash-budget` runs every case.
 
 Nothing is forgiven: each crash stays a `crashed` failure, `not_run` fails the run as well
-(results/ledger.py: gate_failures), and a crash the ledger expects (xfailed) does not count.
+(results/ledger/apply.py: gate_failures), and a crash the ledger expects (xfailed) does not count.
 
 The op family (`family_of`) is the case's op and dtype: an OpInfo case's OpInfo name (variants
 included: `div.floor_rounding` and `div.trunc_rounding` are one family), else the name of its first
@@ -35,7 +35,7 @@ out= storm once per dtype, issue 48); once one crash cluster (a signature, as tr
 crashes) has crashed at least `limit` cases of a scope across at least two op families (an op and
 dtype each), and at least half (CLUSTER_SHARE) of that scope's finished cases, the scope's cases
 that have not started are recorded `not_run` naming the cluster, its count and its families
-(results/crash_frames.py: cluster_reason). A scope where the bug hits a few ops among many (a
+(results/triage/crash_frames.py: cluster_reason). A scope where the bug hits a few ops among many (a
 crashing reduction inside 10% of the forward cases) stays below the share and runs on.
 
 Hangs (issue 40 item 3): a hang costs its whole timeout, so a backend whose `sort` never returns
@@ -60,7 +60,7 @@ from torchcts.cases.ops import parse_op
 from torchcts.model.case import Case
 from torchcts.model.record import CaseRecord
 from torchcts.model.status import EXECUTED, Status
-from torchcts.results.crash_frames import budget_reason, cluster_reason, crash_signature, died_in_reference
+from torchcts.results.triage.crash_frames import budget_reason, cluster_reason, crash_signature, died_in_reference
 from torchcts.safe_io import write_atomic
 
 DEFAULT_LIMIT = 3

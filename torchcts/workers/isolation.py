@@ -40,7 +40,7 @@ from torchcts.model.case import Case
 from torchcts.model.record import CaseRecord
 from torchcts.model.status import Status
 from torchcts.process import exit_fields
-from torchcts.results.crash_frames import reference_death
+from torchcts.results.triage.crash_frames import reference_death
 
 CASE_MARK = "@@torchcts-case "
 TIMEOUT_MARK = "@@torchcts-timeout "

@@ -1,7 +1,7 @@
 """How a sample's tensors reach a device, in torch alone.
 
 The OpInfo suite copies every sample with it (samples.py: copy_sample), and every standalone repro
-script runs this module's source as it is (results/repro.py: shared_source), so a script rebuilds its
+script runs this module's source as it is (results/repro/script.py: shared_source), so a script rebuilds its
 inputs exactly as the run did: the same strides, the same aliasing, the same conj/neg bits. Before,
 the script kept its own copier, which also rebuilt storage offsets the run's copy dropped. Hence: no
 import but torch, no `from __future__`, nothing at module level but definitions, and annotations quoted: a script

@@ -6,7 +6,7 @@
   `get_amp_supported_dtype`, `get_device_capability` where they exist);
 - `observed`: per dtype this PyTorch has (claimed or not), whether empty, zeros, a copy to the
   device and back, and an add (where CPU adds that dtype) work on the device.
-`results/capabilities.py` compares both with the manifest's claims in report.html and summary.md.
+`results/reports/capabilities.py` compares both with the manifest's claims in report.html and summary.md.
 Claims decide the status: the case fails only when a claimed dtype's probe fails; everything
 else that disagrees is a finding in the report, never a failure.
 """
