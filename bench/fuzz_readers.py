@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Every reader of a shared artifact, fuzzed (issue 41 item 8; a script: tests/test_fuzz_readers.py runs the short form).
+"""Every reader of a shared artifact, fuzzed (issue 41 item 8; a script: tests/hostile/test_fuzz_readers.py runs the short form).
 
 Seeds are real artifacts: a small sim run (one planted fault, so records hold failures), an evidence
 store collected on CPU, a corpus entry, the Python and TOML manifest templates with a ledger. Each

@@ -34,7 +34,7 @@ from torchcts.errors import UsageError
 ON_WORDS = ("1", "true", "yes", "on")
 OFF_WORDS = ("0", "false", "no", "off")
 WORKER_WORDS = ("auto", "logical")  # pytest-xdist's own words for "one per core"
-SIM_DECOMP_MODES = ("table", "composite")  # sim/decomp.py: MODES (tests/test_settings.py keeps them equal)
+SIM_DECOMP_MODES = ("table", "composite")  # sim/decomp.py: MODES (tests/foundation/test_settings.py keeps them equal)
 
 Parser = Callable[[str, str], Any]
 

@@ -1,4 +1,4 @@
-"""Test-only faults for exploration (tests/test_explore.py), planted on the sim device.
+"""Test-only faults for exploration (tests/explore/test_explore.py), planted on the sim device.
 
 Used as a manifest's backend_import (device_name "sim"): importing it imports the sim and chains
 two bugs in front of its kernels, each at a switch point OpInfo's own samples never reach:

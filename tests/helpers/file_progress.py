@@ -5,7 +5,7 @@ run is nor what is slow. This plugin (registered by tests/conftest.py in the pro
 never in an xdist worker) prints, when the last test of a file reports, its counts and time and
 how far the whole run is:
 
-    tests/test_sim_faults.py: 30 passed in 2m10s  [45/66 files, 512/759 tests, 8m03s]
+    tests/sim/test_sim_faults.py: 30 passed in 2m10s  [45/66 files, 512/759 tests, 8m03s]
 
 It reads only pytest's reports, so exit status, junit XML and `-ra` are what they were.
 """
@@ -86,5 +86,5 @@ def register(config: pytest.Config) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Loaded with `-p helpers.file_progress` (tests/test_file_progress.py) rather than by conftest."""
+    """Loaded with `-p helpers.file_progress` (tests/engine/test_file_progress.py) rather than by conftest."""
     register(config)

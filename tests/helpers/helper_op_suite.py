@@ -1,4 +1,4 @@
-"""A test-only suite whose cases need a device op besides the one they test (tests/test_failed_op.py).
+"""A test-only suite whose cases need a device op besides the one they test (tests/suites/test_failed_op.py).
 
 Added through the registry's testing hook: TORCHCTS_EXTRA_SUITES=helper_op=helpers.helper_op_suite.
 """

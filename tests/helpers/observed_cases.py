@@ -1,4 +1,4 @@
-"""Case bodies for tests/test_coverage_observed.py: what a case dispatches to the device vs its CPU work."""
+"""Case bodies for tests/coverage/test_coverage_observed.py: what a case dispatches to the device vs its CPU work."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def fails_once(ctx: CaseContext, dtype: torch.dtype) -> None:
 
 
 def fails_in_a_helper(ctx: CaseContext, dtype: torch.dtype) -> None:
-    """A helper op's wrong value, observed or not: the verdict names that op (tests/test_verdict.py)."""
+    """A helper op's wrong value, observed or not: the verdict names that op (tests/model/test_verdict.py)."""
     x = sample((4,), dtype).to(ctx.device)
     with ctx.helper_op("aten::abs"):
         ctx.assert_close(torch.abs(x) + 1.0, cpu_reference(ctx, lambda: x.cpu().abs(), "abs"))

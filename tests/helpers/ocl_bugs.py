@@ -1,5 +1,5 @@
 """pytorch_ocl's own bugs, each shown as a user would: a tiny torch snippet run on `ocl` and on the
-CPU, whose answers differ (or where ocl raises and the CPU does not). tests/test_real_backend_ocl.py
+CPU, whose answers differ (or where ocl raises and the CPU does not). tests/real_backends/test_real_backend_ocl.py
 runs this file to prove every bug its ledger expects is real, and is still there.
 
     PYTHONPATH=../shared/backends python tests/helpers/ocl_bugs.py [BUG...]   # a {bug: [ocl, cpu]} line each

@@ -1,6 +1,6 @@
 """pytorch_ocl (../shared/backends, PoCL on the CPU) claiming uint8 too: its uint8 bilinear
 interpolation and tanh kernels kill the process, so a run of them shows what a crash costs on a real
-backend that cannot fork (bench/crash_cost.py --ocl, tests/test_real_backend_ocl.py). Not a
+backend that cannot fork (bench/crash_cost.py --ocl, tests/real_backends/test_real_backend_ocl.py). Not a
 conformance claim."""
 
 import importlib.util

@@ -1,4 +1,4 @@
-"""TorchCTS manifest for the real backend test (tests/test_real_backend_ocl.py): pytorch_ocl, the
+"""TorchCTS manifest for the real backend test (tests/real_backends/test_real_backend_ocl.py): pytorch_ocl, the
 OpenCL PrivateUse1 backend of ../shared/backends, on PoCL's CPU device. float32 only (PoCL has no
 fp16), forward values and training; its known bugs are the test's ledger, not expectations here, so
 every failure of the run is judged by that test.

@@ -1,4 +1,4 @@
-"""A test-only suite of an asynchronous abort, for crash attribution (tests/test_attribution.py).
+"""A test-only suite of an asynchronous abort, for crash attribution (tests/workers/test_crash_attribution.py).
 
 `a_async_abort` passes, but leaves work behind, as PoCL does: a thread that writes a driver's
 assertion to fd 2 (C's stderr, not Python's) and then aborts the process from a native thread

@@ -1,4 +1,4 @@
-"""A test-only suite of repeated crashes, for the crash budget (tests/test_crash_budget.py).
+"""A test-only suite of repeated crashes, for the crash budget (tests/workers/test_crash_budget.py).
 
 Family `crashy_a/float32` (op aten::crashy_a): five cases, each killed by the same SIGSEGV in the
 same function: one bug, one signature. Family `crashy_b/float32`: two cases killed by two different

@@ -1,4 +1,4 @@
-"""A test-only suite for cases in forked children after a crash (tests/test_case_process.py).
+"""A test-only suite for cases in forked children after a crash (tests/workers/test_case_process.py).
 
 In plan order on one worker: a crash, cases that note their process, a second crash, a hang, and
 a case that imports a module the next child should find already imported (the worker imports

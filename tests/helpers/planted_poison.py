@@ -1,4 +1,4 @@
-"""A test-only suite of a device left poisoned, for the canary (tests/test_crash_attribution.py).
+"""A test-only suite of a device left poisoned, for the canary (tests/workers/test_crash_attribution.py).
 
 On the sim: each `b_victim` case checks a multiplication, then leaves its process's device broken,
 as a sticky device error does (every later sim op raises "device lost"). So the first case of a

@@ -1,4 +1,4 @@
-"""A test-only suite for crashed workers' replacements (tests/test_crash_server.py).
+"""A test-only suite for crashed workers' replacements (tests/workers/test_crash_server.py).
 
 Six cases of one kind; each notes how its worker started, as a JSON line in $PLANTED_WORKERS_LOG:
 the case, its process's pid and parent pid, and the pid of the server it was forked from (the

@@ -1,4 +1,4 @@
-"""A test-only suite of one crash storm, for the crash budget's clusters (tests/test_crash_budget.py).
+"""A test-only suite of one crash storm, for the crash budget's clusters (tests/workers/test_crash_budget.py).
 
 Eight cases of kind `out`, each of its own op family (`storm_op0/float32` ... `storm_op7/float32`),
 all killed by the same SIGSEGV in the same function: one bug across every op's out= case, as

@@ -1,6 +1,6 @@
 """Test-only planted sim fault (not in sim/faults.py's registry): the sim has no abs kernel.
 
-Used as a manifest's backend_import with device_name "sim" (tests/test_failed_op.py): it registers
+Used as a manifest's backend_import with device_name "sim" (tests/suites/test_failed_op.py): it registers
 the sim, then every abs on a sim tensor raises, the way a backend missing one kernel does. Cases
 that only used abs to prepare their inputs must not fail for it (issue 30 item 3).
 """

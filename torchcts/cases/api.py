@@ -18,7 +18,7 @@ receives `dtypes`, the list of names.
 Cases made in a loop (one per op of a table) use `CaseSet.family`, which also makes the function
 reachable by the case's runner name.
 
-This module is the one import of a suite (tests/test_layers.py enforces it): the context a case
+This module is the one import of a suite (tests/foundation/test_layers.py enforces it): the context a case
 function receives (cases/context.py), the input and property helpers (cases/helpers.py), and what
 suites use from the rest of the package (the networks, aten overloads, OpInfo samples, random-op
 checks, oracle rules, `compat`) are re-exported here, so a suite never imports another suite or a

@@ -1,4 +1,4 @@
-"""The case model (docs/architecture.md), independent of pytest.
+"""The case model (docs/internals.md, "Cases"), independent of pytest.
 
 A case is pure data: it names the function that runs it ("module:function") and JSON-able
 parameters, so a case list can be cached on disk, sharded, merged and turned into a repro script

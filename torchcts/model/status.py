@@ -1,4 +1,4 @@
-"""The status registry (docs/architecture.md, "Statuses"): a new status is one entry here.
+"""The status registry (docs/internals.md, "Statuses and records"): a new status is one entry here.
 
 `Status` is a string enum: records and run.json hold its value ("passed"), and a member compares
 equal to that string, so code reading records may use either. Every set of statuses the code uses

@@ -32,7 +32,7 @@ FAMILY_NAMESPACES = ("linalg", "fft", "special")
 NORMALIZATION_OPS = frozenset(GROUPINGS)
 
 # Views of the op facts (oracle/opfacts/reference.py), as the tables were: the random ops (OpInfo has
-# no flag for them; tests/test_opinfo_categories.py checks they cover every op wrapped in
+# no flag for them; tests/opinfo/test_opinfo_build.py checks they cover every op wrapped in
 # `wrapper_set_seed`) and the (name, variant) pairs that use wrapper_set_seed but are deterministic.
 RANDOM_OPS = frozenset(FACTS.selectors("random"))
 

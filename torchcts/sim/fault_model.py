@@ -30,14 +30,14 @@ class Fault:
     # torch.compile in a worker imports dynamo: tens of seconds on a loaded machine)
     case_timeout: float | None = None
     # True: no existing case targets this bug's class and OpInfo's samples miss it
-    # (tests/test_sim_faults_unlisted.py); `suite` is the input exploration meant to find it,
+    # (tests/sim/test_sim_faults_unlisted.py); `suite` is the input exploration meant to find it,
     # and selftest lists the fault "awaiting exploration" while that suite is not in the build
     unlisted: bool = False
     # N: the bug shows once in many calls (sim/faults_flaky.py), so its catching run is the plain
     # `--op` run repeated N times (`run --repeat N`), which records the case `flaky`; None: one run
     repeat: int | None = None
     # the input axis (an exploration axis of cases/explore/, or the transfers suite) whose case alone
-    # catches this fault in a plain `--op` run (faults_axes.py, tests/test_axis_faults.py); None: none
+    # catches this fault in a plain `--op` run (faults_axes.py, tests/explore/test_axis_faults.py); None: none
     axis: str | None = None
 
     def to_json(self) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 `TORCHCTS_SIM_FAULT=name[,name...]` activates faults when `torchcts.sim` is imported. Each fault
 is one narrow, realistic kernel or runtime bug. It names the suite (and level) that exists to
 catch it and case-id globs of the cases meant to catch it; `torchcts selftest` and
-tests/test_sim_faults.py check that the first failing case matches. The faults are written from
+tests/sim/test_sim_faults.py check that the first failing case matches. The faults are written from
 the bug's point of view (a dtype, a layout, a size class, a missing check), never from the
 inputs of any case: the measurement is only honest if no case is tuned to them.
 

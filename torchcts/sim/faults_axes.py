@@ -5,7 +5,7 @@ exist because a backend's bug sits in *what* a call is given (a host scalar, a p
 tensor) or *how* data is copied (blocking or not, to or from the device), not in its values. Each
 fault here is one such bug, wrong only in its axis's situation and right beside it, so that a plain
 `torchcts run --device sim --manifest torchcts:sim/manifest.py --op OP` catches it through that
-axis's case alone while every other case of the op passes (tests/test_axis_faults.py).
+axis's case alone while every other case of the op passes (tests/explore/test_axis_faults.py).
 `Fault.axis` names the axis and `catches` the one case id meant to catch it.
 
 Placement faults read the hooked call's host tensors from `tensor.HOST_TENSORS` (CPU 0-dim tensors

@@ -1,7 +1,7 @@
 """The sim's planted faults of the field suite (issue 50): bugs real backends shipped, each planted
 as its report describes it, and caught by the field case that replays that report. Each sits where
 an OpInfo-vs-CPU sweep does not look: past a size OpInfo's samples never reach, inside the float16
-tolerance, behind an index dtype and length its samples do not use (tests/test_field_suite.py shows
+tolerance, behind an index dtype and length its samples do not use (tests/suites/test_field_suite.py shows
 the OpInfo cases of the same op and dtype pass). Joined to the registry in faults.py.
 """
 

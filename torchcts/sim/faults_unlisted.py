@@ -3,13 +3,13 @@
 Each is one realistic accelerator-kernel bug that is wrong in one argument or value situation
 only (a halfway value, a signed zero, a subnormal, a tie, an argument at its switch point) and
 right elsewhere. Written from the bug's side, never from any case's inputs; a plain OpInfo sweep
-of the op misses each (tests/test_sim_faults_unlisted.py proves it, and that each hook is wrong
+of the op misses each (tests/sim/test_sim_faults_unlisted.py proves it, and that each hook is wrong
 in its situation and right beside it). Every hook wraps one functional overload: the in-place
 and out= forms of the op keep CPU's kernel.
 
 They are `Fault.unlisted`: the cases meant to catch them are the OpInfo suite's exploration cases
 (EXPLORE_CASES), and their selection is the plain `--op` run a user types (fault_model.py), which
-selftest and tests/test_sim_faults_unlisted.py run. A build without exploration cases lists them
+selftest and tests/sim/test_sim_faults_unlisted.py run. A build without exploration cases lists them
 "awaiting exploration" (not measured, never a miss).
 """
 

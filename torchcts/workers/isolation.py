@@ -1,4 +1,4 @@
-"""Crash and hang isolation on pytest-xdist workers (docs/architecture.md, "How a run flows").
+"""Crash and hang isolation on pytest-xdist workers (docs/internals.md, "How a run flows").
 
 Each worker keeps a log file in a scratch folder outside the run folder. Before every case it
 appends a marker line naming the case and its start time; faulthandler writes a fatal signal's

@@ -46,7 +46,7 @@ def wanted(flag: bool | None) -> bool:
 # patches nothing of torch.testing that the database copies at import. Their servers preload the
 # database under the backend's name ("named:DEVICE", workers/zygote/preload.py), which a replacement or
 # warm worker then does not import again (2.6 s of its start); the backend is imported after the fork.
-# Checked by reading the backend's Python and by tests/test_crash_server.py's run on pytorch_ocl; a
+# Checked by reading the backend's Python and by tests/workers/test_crash_server.py's run on pytorch_ocl; a
 # backend that monkeypatches torch (torch_npu) stays "base".
 NAMED_BACKENDS = {
     "pytorch_ocl": "pytorch_dlprim: a C++ extension that registers 'ocl' and a torch.ocl module, nothing else",

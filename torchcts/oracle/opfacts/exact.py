@@ -90,7 +90,7 @@ _TABLE: dict[str, Exact] = {
 _NOT_EXACT = ("round.decimals_0", "round.decimals_3", "round.decimals_neg_3")
 
 SOURCE = ("checked against PyTorch's own decompositions (torchcts.sim.decomp): a decomposition of an exact op "
-          "matches the CPU kernel bit for bit (tests/test_exactness.py)")
+          "matches the CPU kernel bit for bit (tests/oracle/test_exactness.py)")
 
 
 def _complex(dtype: str) -> bool:

@@ -2,7 +2,7 @@
 `matmul_category`, `conv_category`, `no_cpu_reference`, `no_truth`): the op facts
 oracle/categories.py and the OpInfo suite read.
 
-OpInfo has no flag for a random op, so `random` is one list here (tests/test_opinfo_build.py checks
+OpInfo has no flag for a random op, so `random` is one list here (tests/opinfo/test_opinfo_build.py checks
 it covers every op wrapped in `wrapper_set_seed`); the contraction families are exact aten names,
 never substrings of op names.
 """

@@ -9,7 +9,7 @@ that the record had one. A `--manifest` naming a file inside the results folder 
 (the command would execute a manifest that came with the run). Each command runs as pasted in the
 folder the run was made from (the results folder's parent): paths the scrubber hides are quoted,
 never a shell redirection, a manifest inside the package is `torchcts:REL`, and a sim run's line
-sets the sim's variables it had (tests/test_copied_commands.py).
+sets the sim's variables it had (tests/repro/test_copied_commands.py).
 """
 
 from __future__ import annotations
