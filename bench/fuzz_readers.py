@@ -12,7 +12,7 @@ that read it:
   invisible characters), a float where a size goes (2e8, 1e10, codec's float text, a scale_factor),
   a 5,000-digit integer or nesting thousands of levels deep;
 - from the schema (hypothesis-style): a record, run.json or manifest built from the fields the
-  readers know (records.CaseRecord, outcome.TYPES, manifest KEYS), each of its type or not;
+  readers know (records.CaseRecord, run.TYPES, manifest KEYS), each of its type or not;
 - bytes: cut, flipped, inserted, a line repeated, a blank line, CRLF, a BOM, invalid UTF-8, a line
   past the line bound (untrusted.MAX_LINE, lowered to LONG_LINE here so such a line costs little);
 - merge: the two run folders made shards 1/2 and 2/2 of one run, sharing every case id (issue 51).
@@ -238,7 +238,7 @@ def schemas() -> dict[str, dict[str, str]]:
 
     from torchcts.manifest.schema import KEYS
     from torchcts.model.record import CaseRecord
-    from torchcts.results.records.outcome import TYPES
+    from torchcts.model.run import TYPES
 
     record = {f.name: _kind(f.type) for f in fields(CaseRecord) if not f.name.startswith("_") and f.name != "extra"}
     run = {k: _kind([t.__name__ for t in v]) for k, v in TYPES.items()}

@@ -25,7 +25,7 @@ from torchcts import compat
 from torchcts.engine import execute as ex
 from torchcts.engine import progress as P
 from torchcts.model.record import CaseRecord
-from torchcts.results.records.outcome import RunOutcome
+from torchcts.model.run import Run
 
 README = TESTS.parent / "README.md"
 ONE_CASE = "operators/elementwise/add/float32"
@@ -111,7 +111,7 @@ def test_a_workers_warm_up_is_charged_to_the_worker_not_its_first_case(tmp_path,
     assert CaseRecord.from_json(record.to_json()).warmup_s == record.warmup_s  # it travels to the controller
     slow = CaseRecord(id="x/slow/float32", status="passed", duration_s=0.2, worker="main")
     out = io.StringIO()
-    run = RunOutcome.from_json({"name": "r", "status": "complete", "totals": {"passed": 2}})
+    run = Run.from_json({"name": "r", "status": "complete", "totals": {"passed": 2}})
     print_scorecard(tmp_path, run, out, records=[record, slow])
     text = out.getvalue()
     assert "slowest: x/slow/float32 0.20s, warm/first/float32" in text
@@ -179,7 +179,7 @@ def test_one_filtered_count_with_each_part_named_and_totals_in_the_run_order(tmp
     records += [CaseRecord(id=f"k/{i}", status="filtered") for i in range(63)]
     records.append(CaseRecord(id="c/1", status="not_claimed"))
     # run.json's keys come back sorted by name (as `merge` and `report` read them)
-    run = RunOutcome.from_json({"name": "r", "status": "complete", "filtered": 46809,
+    run = Run.from_json({"name": "r", "status": "complete", "filtered": 46809,
                                 "totals": {"filtered": 63, "not_claimed": 1, "passed": 2}})
     out = io.StringIO()
     print_scorecard(tmp_path, run, out, records=records)
@@ -307,7 +307,7 @@ def test_the_page_wraps_commands_at_spaces_orders_got_expected_and_keeps_filtere
     failed = CaseRecord(id="opinfo/neg/int32/forward", status="failed", suite="opinfo", level=3, dtype="int32",
                         message="values differ: got -19, expected 19",
                         mismatch={"first_actual": -19, "first_expected": 19, "first_index": [0]})
-    run = RunOutcome.from_json({"name": "r", "status": "complete", "filtered": 47037, "device": {"type": "cpu"}})
+    run = Run.from_json({"name": "r", "status": "complete", "filtered": 47037, "device": {"type": "cpu"}})
     page = render_html(run, [failed, CaseRecord(id="a/1", status="passed")])
     assert "got <code>-19</code>, expected <code>19</code>" in page
     assert ">filtered</div>" not in page  # no tile

@@ -18,7 +18,7 @@ from pathlib import Path
 from helpers.paths import REPO
 
 from torchcts.model.record import CaseRecord
-from torchcts.results.records.outcome import RunOutcome
+from torchcts.model.run import Run
 from torchcts.results.reports.fallback_section import markdown_lines, render_html, scorecard_lines, summarize
 from torchcts.results.reports.scorecard import print_scorecard
 
@@ -82,7 +82,7 @@ def test_scorecard_summary_and_report_show_the_fallback():
     assert "<code>opinfo/sin/float32/forward</code>: aten::sin.out" in html and "id='fallback-ops'" in html
     assert scorecard_lines([_rec("a", "passed", None)]) == [] and render_html([]) == ""
     out = io.StringIO()
-    run = RunOutcome(name="r", status="complete", device={"type": "ocl"}, totals={"passed": 4})
+    run = Run.from_json({"name": "r", "status": "complete", "device": {"type": "ocl"}, "totals": {"passed": 4}})
     print_scorecard(Path("."), run, out, records=RECORDS)
     assert "CPU fallback: 2 of 4 passes" in out.getvalue()
 

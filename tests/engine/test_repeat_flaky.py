@@ -15,9 +15,9 @@ from torchcts.engine.selftest import ENV, SIM_MANIFEST
 from torchcts.engine.spec import RunSpec
 from torchcts.errors import ExitCode, UsageError
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.model.status import FAILURES, Status
 from torchcts.results.ledger.apply import gate_failures, verdict_exit
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.reports.html import render_html
 from torchcts.results.reports.repeat_rate import MAX_REPEAT, pass_rate, repeated, repro_repeat
 from torchcts.results.reports.repeats import combine, flaky_under_repeat
@@ -125,7 +125,7 @@ def test_crafted_rate_fields_are_coerced_and_refused():
 
 
 def test_flaky_repro_line_carries_repeat():
-    run = RunOutcome(device={"type": "sim"}, validation=False, manifest={"semantic_level": 8})
+    run = Run.from_json({"device": {"type": "sim"}, "validation": False, "manifest": {"semantic_level": 8}})
     flaky = combine([_rec("passed"), _rec("failed", "values differ")] * 5)
     assert record_repro(flaky, run, None).endswith("--case opinfo/hypot/float32/forward --repeat 10")
     failed = combine([_rec("failed", "values differ")] * 3)
@@ -135,16 +135,16 @@ def test_flaky_repro_line_carries_repeat():
 # --- exit status and reports -------------------------------------------------------------------
 
 def test_flaky_fails_a_repeat_run_not_only_a_strict_one():
-    repeat_run = RunOutcome(totals={"passed": 5, "flaky": 1}, repeat=10)
+    repeat_run = Run(totals={"passed": 5, "flaky": 1}, repeat=10)
     assert gate_failures(repeat_run) == ["1 flaky"] and verdict_exit(repeat_run) == ExitCode.FAILURES
-    rerun_flaky = RunOutcome(totals={"passed": 5, "flaky": 1})  # --rerun-failures' pass on rerun: unchanged
+    rerun_flaky = Run(totals={"passed": 5, "flaky": 1})  # --rerun-failures' pass on rerun: unchanged
     assert gate_failures(rerun_flaky) == [] and verdict_exit(rerun_flaky) == ExitCode.OK
 
 
 def test_reports_list_flaky_cases_with_their_rates(tmp_path):
     recs = [combine([_rec("passed"), _rec("failed", "values differ")] * 2 + [_rec("passed")] * 6),
             _rec("passed").copy(id="opinfo/hypot/float32/method", repeats=10, repeat_passes=10)]
-    run = RunOutcome(name="r", device={"type": "sim"}, status="complete", totals=totals(recs), repeat=10)
+    run = Run.from_json({"name": "r", "device": {"type": "sim"}, "status": "complete", "totals": totals(recs), "repeat": 10})
     md = render_markdown(run, recs)
     assert "## Flaky under --repeat (1)" in md
     assert "- `opinfo/hypot/float32/forward`: passed 8 of 10 repeats (--repeat)" in md
@@ -174,7 +174,7 @@ def test_run_spec_carries_repeat_through_run_json(tmp_path):
     args.argv, args.pytest_args = argv, []
     opened = open_run(prepare(run_spec(args)))
     run = rundir.read_run(opened.run_dir)
-    assert run.repeat == 7 and RunSpec.from_outcome(run).repeat == 7
+    assert run.repeat == 7 and RunSpec.from_run(run).repeat == 7
     for bad in (0, MAX_REPEAT + 1):  # a hand-edited run.json: once
         assert RunSpec.from_json({**run.to_json(), "repeat": bad}).repeat == 1
     with pytest.raises(UsageError, match="repeat has the wrong type"):

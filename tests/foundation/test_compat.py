@@ -101,8 +101,8 @@ def test_missing_kernel_whatever_the_exception_class():
 
 def test_run_both_not_applicable_on_a_runtime_error_missing_kernel():
     from torchcts.cases.api import CaseContext, cpu_reference, run_both
-    from torchcts.manifest.schema import Manifest
     from torchcts.model.case import NotApplicable
+    from torchcts.model.manifest import Manifest
 
     ctx = CaseContext(device=torch.device("cpu"), manifest=Manifest(device_name="cpu", supported_dtypes={}, capabilities={}))
 

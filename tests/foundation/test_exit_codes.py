@@ -96,7 +96,7 @@ def test_newer_than_validated_is_data_never_a_stderr_line(version, capsys):
 def test_newer_torch_is_said_once_in_run_json_summary_and_report_and_errors_stay_one_line(
         workdir, cli, capsys, monkeypatch):
     from torchcts.engine.execute import opening_facts
-    from torchcts.results.records.outcome import RunOutcome
+    from torchcts.model.run import Run
     from torchcts.results.reports.html import render_html
     from torchcts.results.reports.summary import render_markdown
 
@@ -108,12 +108,12 @@ def test_newer_torch_is_said_once_in_run_json_summary_and_report_and_errors_stay
     assert "validated range" not in capsys.readouterr().err
     facts = opening_facts([])
     assert "2.16.0 is newer than the validated range" in facts["torch"]["drift"]
-    run = RunOutcome.from_json({"name": "r", "device": {"type": "cpu"}, **facts})
+    run = Run.from_json({"name": "r", "device": {"type": "cpu"}, **facts})
     assert run.torch_drift == facts["torch"]["drift"]
     summary, html = render_markdown(run, []), render_html(run, [])
     assert summary.count("newer than the validated range") == 1 and html.count("newer than the validated range") == 1
     monkeypatch.setattr(torch, "__version__", "2.15.0")
-    inside = RunOutcome.from_json({"name": "r", **opening_facts([])})
+    inside = Run.from_json({"name": "r", **opening_facts([])})
     assert inside.torch_drift is None and "validated range" not in render_markdown(inside, [])
 
 

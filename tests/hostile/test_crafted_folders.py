@@ -42,13 +42,14 @@ def test_an_invisible_character_does_not_talk_mps_out_of_its_rule(workdir, cli, 
 
 
 def test_the_device_type_is_normalised_once_in_run_json():
-    from torchcts.results.records.outcome import RunOutcome
+    from torchcts.model.run import Run
     from torchcts.untrusted import device_type
 
     assert device_type(" M\u200bPS:1 ") == "mps" and device_type("cuda") == "cuda" and device_type(5) is None
     assert device_type("\u200b") is None
-    run = RunOutcome.from_json({"device": {"type": "mps\u200b:0"}})
-    assert run.device_type == "mps" and run.device == {"type": "mps"}
+    run = Run.from_json({"device": {"type": "mps\u200b:0"}})
+    assert run.device_type == "mps" and run.device is not None and run.device.type == "mps"
+    assert run.to_json() == {"device": {"type": "mps\u200b:0"}}  # read, not rewritten: the file is as it was
 
 
 # --- item 2: every value that can become a size is bounded, floats too ---------------------------------

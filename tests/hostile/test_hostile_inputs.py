@@ -27,8 +27,8 @@ from helpers.runs import run_cli
 from torchcts.manifest.load import tomllib
 from torchcts.manifest.templates import validation_manifest
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.results.records import rundir
-from torchcts.results.records.outcome import RunOutcome
 
 # --- 1. generated files: one quoting layer per format ------------------------------------------------
 
@@ -256,7 +256,7 @@ def test_unreadable_and_unknown_records_are_counted(workdir, cli, capsys):
     assert "5 unreadable records" in (run_dir / "report.html").read_text()
     from torchcts.results.ledger.apply import gate_failures
 
-    assert gate_failures(RunOutcome.from_json(run))  # never a clean run
+    assert gate_failures(Run.from_json(run))  # never a clean run
 
 
 def test_the_one_jsonl_reader_gives_every_line_its_number_and_value_or_problem(tmp_path):
@@ -409,7 +409,7 @@ def test_mps_refuses_known_crash_and_flaky_crashes(tmp_path):
     assert on_mps.status == "crashed" and "cannot forgive" in on_mps.expectation["note"]
     report = ledger_report(entries, [on_mps], today, "mps")
     assert report["invalid"] and "invalid on mps" in report["invalid"][0]["reason"]
-    assert gate_failures(RunOutcome(totals={"crashed": 1}, ledger=report))
+    assert gate_failures(Run(totals={"crashed": 1}, ledger=report))
     # a crash that passes on a rerun stays a crash on mps (flaky elsewhere)
     for device, expected in (("mps", "crashed"), ("cuda", "flaky")):
         run_dir = fake_run(tmp_path / device, "r", [crash], device=device)

@@ -9,9 +9,9 @@ import pytest
 from torchcts.manifest.expectations import validate_entries
 from torchcts.manifest.validate import validate
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.results.ledger.apply import apply, gate_failures, ledger_report
 from torchcts.results.ledger.match import matches, registry_problems
-from torchcts.results.records.outcome import RunOutcome
 
 TODAY = dt.date(2026, 11, 30)
 
@@ -100,13 +100,13 @@ def test_expired_and_unmatched_entries_are_reported_and_fail_only_a_strict_run()
     assert [x["entry"] for x in report["expired"]] == [0]
     assert [x["entry"] for x in report["unmatched"]] == [1]
     run = {"totals": {"passed": 1, "xfailed": 1}, "ledger": report}
-    assert gate_failures(RunOutcome.from_json(run)) == []
-    strict = gate_failures(RunOutcome.from_json({**run, "strict_expectations": True}))
+    assert gate_failures(Run.from_json(run)) == []
+    strict = gate_failures(Run.from_json({**run, "strict_expectations": True}))
     assert any("expired" in s for s in strict) and any("unmatched" in s for s in strict)
     # issue 40: an entry naming only cases the selection left out (engine/selection.py) is counted apart
     focused = ledger_report(entries, records, TODAY, outside=[1])
     assert focused["unmatched"] == [] and focused["outside_selection"] == 1
-    assert gate_failures(RunOutcome(totals=run["totals"], ledger=focused, strict_expectations=True)) == \
+    assert gate_failures(Run(totals=run["totals"], ledger=focused, strict_expectations=True)) == \
         [s for s in strict if "unmatched" not in s]
 
 
@@ -116,10 +116,10 @@ def test_unexpired_entry_on_its_expiry_day_is_not_expired():
 
 
 def test_flaky_fails_only_a_strict_run_and_real_failures_always_fail():
-    assert gate_failures(RunOutcome(totals={"passed": 3, "flaky": 1})) == []
-    assert gate_failures(RunOutcome(totals={"flaky": 1}, strict_expectations=True)) == ["1 flaky"]
-    assert gate_failures(RunOutcome(totals={"xpassed": 2}, strict_expectations=True)) == ["2 xpassed (strict expectations)"]
-    assert gate_failures(RunOutcome(totals={"failed": 1, "xfailed": 4})) == ["1 failed"]
+    assert gate_failures(Run(totals={"passed": 3, "flaky": 1})) == []
+    assert gate_failures(Run(totals={"flaky": 1}, strict_expectations=True)) == ["1 flaky"]
+    assert gate_failures(Run(totals={"xpassed": 2}, strict_expectations=True)) == ["2 xpassed (strict expectations)"]
+    assert gate_failures(Run(totals={"failed": 1, "xfailed": 4})) == ["1 failed"]
 
 
 def test_first_matching_entry_decides():

@@ -18,9 +18,9 @@ from helpers.runs import pythonpath, run_cli
 from torchcts.engine import judge
 from torchcts.errors import ExitCode
 from torchcts.model.record import MAX_DEPTH, CaseRecord
+from torchcts.model.run import Run
 from torchcts.results.ledger.apply import verdict_exit
 from torchcts.results.records import rundir
-from torchcts.results.records.outcome import RunOutcome
 
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
 
@@ -95,9 +95,9 @@ def test_a_garbled_record_text_is_an_internal_error_never_a_lost_case():
 
 
 def test_internal_errors_exit_3_before_any_other_verdict():
-    assert verdict_exit(RunOutcome(totals={"passed": 3})) == ExitCode.OK
-    assert verdict_exit(RunOutcome(totals={"failed": 1})) == ExitCode.FAILURES
-    assert verdict_exit(RunOutcome(totals={"failed": 1, "error": 1}, internal_errors=1)) == ExitCode.INTERNAL
+    assert verdict_exit(Run(totals={"passed": 3})) == ExitCode.OK
+    assert verdict_exit(Run(totals={"failed": 1})) == ExitCode.FAILURES
+    assert verdict_exit(Run(totals={"failed": 1, "error": 1}, internal_errors=1)) == ExitCode.INTERNAL
 
 
 SIM = ["--device", "sim", "--manifest", "torchcts:sim/manifest.py"]

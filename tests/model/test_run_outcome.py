@@ -1,4 +1,4 @@
-"""run.json typed (results/records/outcome.py: RunOutcome, issue 42 item 1): one reader of the untrusted file,
+"""run.json typed (model/run.py: Run, issue 42 item 1): one reader of the untrusted file,
 an exact round trip of what TorchCTS writes, older files read as before, wrong types refused in one line."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from helpers.paths import REPO
 
 from torchcts.errors import UsageError
 from torchcts.manifest.templates import validation_manifest
+from torchcts.model.run import Run
 from torchcts.results.ledger.apply import gate_failures, verdict_exit
 from torchcts.results.records import rundir
 from torchcts.results.records.finalize import finalize
-from torchcts.results.records.outcome import RunOutcome
 
 PASSED = {"id": "operators/elementwise/add/float32", "suite": "operators", "level": 1, "status": "passed"}
 FAILED = {"id": "operators/elementwise/mul/float32", "suite": "operators", "level": 1, "status": "failed",
@@ -54,7 +54,7 @@ def test_a_finished_run_json_round_trips_exactly_and_reads_typed(tmp_path):
     on_disk = json.loads((run_dir / rundir.RUN_JSON).read_text())
     assert finished.to_json() == on_disk  # what finalize returns is what it wrote
     read = rundir.read_run(run_dir)
-    assert read.to_json() == on_disk and RunOutcome.from_json(on_disk).to_json() == on_disk
+    assert read.to_json() == on_disk and Run.from_json(on_disk).to_json() == on_disk
     assert set(on_disk) >= set(_spec()) | {"totals", "ledger", "unreadable_records", "internal_errors",
                                            "record_problems"}  # key names on disk as before
     assert (read.status, read.totals, read.unreadable_records, read.plan_missing) == \
@@ -80,7 +80,7 @@ def test_the_plan_marks_come_and_go_with_the_plan(tmp_path):
 def test_an_older_run_json_missing_keys_is_read_as_before(tmp_path, cli, capsys):
     old = {"name": "old", "device": {"type": "cpu"}, "manifest": {}, "selection": {}, "status": "complete",
            "compat_fallbacks": ["a list, as older runs kept them"]}
-    outcome = RunOutcome.from_json(old)
+    outcome = Run.from_json(old)
     assert outcome.to_json() == old  # no key added by reading
     assert (outcome.gate, outcome.started, outcome.filtered, outcome.totals, outcome.isolation) == (None,) * 5
     assert outcome.entries == [] and outcome.device_type == "cpu"
@@ -106,25 +106,63 @@ def test_a_wrong_typed_field_is_one_line_exit_2(tmp_path, cli, capsys, key, valu
 def test_a_run_json_that_is_no_run_is_refused_by_the_one_reader():
     for data in ([], {"device": None}, {"manifest": "claims"}, {"selection": []}):
         with pytest.raises(UsageError, match=r"^x/run.json is not a TorchCTS run description"):
-            RunOutcome.from_json(data, "x/run.json")
+            Run.from_json(data, "x/run.json")
     with pytest.raises(UsageError, match="device.type has the wrong type"):
-        RunOutcome.from_json({"device": {"type": 1}})
-    assert RunOutcome.from_json({"expectations_outside_selection": "all"}).expectations_outside_selection == []
+        Run.from_json({"device": {"type": 1}})
+    assert Run.from_json({"expectations_outside_selection": "all"}).expectations_outside_selection == []
 
+
+
+def test_the_device_claims_and_selection_read_typed_and_written_back_as_read(tmp_path):
+    """One type for run.json (issue 52 item 1): its nested objects are typed for every reader, and
+    what was read is written back exactly, an older run's partial object too; a field given a new
+    value is written from it."""
+    from dataclasses import replace
+
+    from torchcts.model.device import DeviceInfo
+    from torchcts.model.manifest import Manifest
+    from torchcts.model.selection import Selection
+
+    run_dir = _run_dir(tmp_path, _spec(), [PASSED])
+    run = rundir.read_run(run_dir)
+    assert isinstance(run.device, DeviceInfo) and (run.device.type, run.device.gate, run.device.count) == ("cpu", "cpu", 1)
+    assert isinstance(run.manifest, Manifest) and run.manifest.claims("inference") and run.entries == []
+    assert isinstance(run.selection, Selection) and run.selection.ops == ["add"] and run.selection.shard is None
+    assert run.to_json() == _spec()
+    partial = {"device": {"type": "cpu", "added_by_a_newer_torchcts": 1}, "selection": {"ops": ["add"]}}
+    older = Run.from_json(partial)
+    assert older.to_json() == partial and older.unread_keys("device") == ["added_by_a_newer_torchcts"]
+    older.selection = replace(older.selection, shard=(1, 2))  # given a new value: written from it
+    assert older.to_json()["selection"] == {**Selection(ops=["add"]).to_json(), "shard": (1, 2)}
+
+
+@pytest.mark.parametrize("nested, line", [
+    ({"device": {"type": "cpu", "count": "2"}}, "device.count has the wrong type"),
+    ({"device": {"type": "cpu", "gate": ["cpu"]}}, "device.gate has the wrong type"),
+    ({"selection": {"ops": "add"}}, "selection.ops has the wrong type"),
+    ({"selection": {"shard": [1, 2, 3]}}, "selection.shard has the wrong type"),
+    ({"selection": {"level": True}}, "selection.level has the wrong type"),
+    ({"selection": {"levels": 3}}, "selection.levels is no selection field"),
+])
+def test_a_nested_field_of_the_wrong_type_is_one_line_exit_2(tmp_path, cli, capsys, nested, line):
+    run_dir = _run_dir(tmp_path, _spec(**nested), [PASSED])
+    assert cli(["report", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"r/run.json: {line}" in err and "Traceback" not in err
 
 # --- no string-key reads of run.json outside its serialiser -----------------------------------------
 
 # Names the code gives a run.json (read or being written); `run["status"]`, `finished.get("totals")` on
-# one of them is a string-key read of run.json, which must be an attribute of RunOutcome instead.
+# one of them is a string-key read of run.json, which must be an attribute of Run instead.
 RUN_NAMES = {"run", "finished", "old_run", "new_run", "outcome", "meta", "read_run(run_dir)",
              "rundir.read_run(run_dir)", "rundir.read_run(out)"}
-SERIALISERS = {"torchcts/results/records/outcome.py"}  # run.json's one reader and writer
+SERIALISERS = {"torchcts/model/run.py"}  # run.json's one reader and writer
 
 
 def test_no_string_key_reads_of_run_json_outside_its_serialiser():
     from dataclasses import fields
 
-    keys = "|".join(sorted((f.name for f in fields(RunOutcome) if not f.name.startswith("_")), key=len, reverse=True))
+    keys = "|".join(sorted((f.name for f in fields(Run) if not f.name.startswith("_")), key=len, reverse=True))
     access = re.compile(rf"""([\w.]+(?:\([^()]*\))?)\s*(?:\[|\.get\(|\.pop\()\s*["']({keys})["']""")
     root = REPO
     bad = []
@@ -135,4 +173,4 @@ def test_no_string_key_reads_of_run_json_outside_its_serialiser():
                 continue
             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 bad += [f"{rel}:{n}: {line.strip()}" for m in access.finditer(line) if m.group(1) in RUN_NAMES]
-    assert not bad, "string-key reads of run.json (use RunOutcome's attributes):\n" + "\n".join(bad)
+    assert not bad, "string-key reads of run.json (use Run's attributes):\n" + "\n".join(bad)

@@ -69,13 +69,13 @@ def test_every_flag_of_the_spec_is_checked_where_it_is_built(tmp_path):
 
 def test_run_json_is_the_spec_and_reads_back_typed(tmp_path):
     from torchcts.engine.spec import RunSpec
-    from torchcts.manifest.schema import Manifest
     from torchcts.model.device import DeviceInfo
+    from torchcts.model.manifest import Manifest
     from torchcts.model.selection import Selection
     from torchcts.results.records import rundir
 
     opened = _opened(tmp_path, "--validation")
-    outcome = rundir.read_run(opened.run_dir)  # typed (results/records/outcome.py); its JSON is the file's, exactly
+    outcome = rundir.read_run(opened.run_dir)  # typed (model/run.py); its JSON is the file's, exactly
     run = outcome.to_json()
     assert run == json.loads((opened.run_dir / rundir.RUN_JSON).read_text())
     assert set(run) == OPEN_KEYS
@@ -89,7 +89,7 @@ def test_run_json_is_the_spec_and_reads_back_typed(tmp_path):
     spec = RunSpec.from_json(run)
     assert isinstance(spec.selection, Selection) and spec.selection.ops == ["add"]
     assert isinstance(spec.manifest, Manifest) and spec.manifest.hash() == run["manifest_hash"]
-    assert isinstance(spec.device_info, DeviceInfo) and spec.device_type == "cpu" and spec.validation
+    assert isinstance(spec.device, DeviceInfo) and spec.device_type == "cpu" and spec.validation
     assert json.loads(json.dumps(spec.to_json(), default=str)) == run  # exact round trip, facts kept
     run["totals"] = {"passed": 1}  # finalize's keys travel along
     assert RunSpec.from_json(run).to_json()["totals"] == {"passed": 1}
@@ -167,10 +167,10 @@ def test_close_run_raises_the_write_the_recorder_could_not_make(tmp_path):
         close_run(opened, 0, recorder)
     assert info.value is refused
     assert json.loads((opened.run_dir / "run.json").read_text())["status"] == "running"  # not finalised
-    from torchcts.results.records.outcome import RunOutcome
+    from torchcts.model.run import Run
 
-    none = RunOutcome()
+    none = Run()
     assert exit_code(pytest.ExitCode.INTERRUPTED, none) == 130 and exit_code(pytest.ExitCode.USAGE_ERROR, none) == 2
     assert exit_code(pytest.ExitCode.INTERNAL_ERROR, none) == 3
-    assert exit_code(pytest.ExitCode.OK, RunOutcome(totals={"passed": 3})) == 0
-    assert exit_code(pytest.ExitCode.TESTS_FAILED, RunOutcome(totals={"passed": 3, "failed": 1})) == 1
+    assert exit_code(pytest.ExitCode.OK, Run(totals={"passed": 3})) == 0
+    assert exit_code(pytest.ExitCode.TESTS_FAILED, Run(totals={"passed": 3, "failed": 1})) == 1

@@ -11,11 +11,11 @@ import torch
 from torchcts.cases.opinfo.samples import lookup, selected_samples
 from torchcts.cases.opinfo.truth import truth_of, why_no_truth
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.model.status import Status
 from torchcts.oracle.precision import COND_FACTOR, WORSE_FACTOR, WORSE_FLOOR_ULPS, Precision
 from torchcts.oracle.tolerances import tolerance_for
 from torchcts.oracle.truth import Truth, errors, judge, ulp
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.reports.html import render_html
 from torchcts.results.reports.html_precision import render_precision
 
@@ -190,7 +190,7 @@ def test_report_has_a_precision_profile_worst_first():
     body = render_precision(records)
     assert body.index("<code>sin</code>") < body.index("<code>tanh</code>") < body.index("<code>exp</code>")
     assert "class='failed'" in body and "class='worse'" in body and "no dtype wider than float64" in body
-    page = render_html(RunOutcome(name="r", device={"type": "sim"}), records)
+    page = render_html(Run.from_json({"name": "r", "device": {"type": "sim"}}), records)
     assert "<section id='precision'><h2>Precision profile</h2>" in page
     assert render_precision([CaseRecord(id="x", status=Status.PASSED)]) == ""
 

@@ -22,14 +22,14 @@ from torchcts.cases.context import CaseContext
 from torchcts.cases.suites import capabilities as suite
 from torchcts.manifest.templates import validation_manifest
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.model.status import Status
 from torchcts.oracle.compare import OracleMismatch
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.reports.capabilities import compare, markdown_lines, render_html
 
 
-def _run(claimed: dict[str, bool], *, device_count: int = 1, caps: dict[str, bool] | None = None) -> RunOutcome:
-    return RunOutcome(manifest={"supported_dtypes": claimed, "capabilities": caps or {}, "device_count": device_count})
+def _run(claimed: dict[str, bool], *, device_count: int = 1, caps: dict[str, bool] | None = None) -> Run:
+    return Run.from_json({"manifest": {"supported_dtypes": claimed, "capabilities": caps or {}, "device_count": device_count}})
 
 
 def _probe(observed: dict[str, str], reported: dict | None = None) -> list[CaseRecord]:
@@ -37,7 +37,7 @@ def _probe(observed: dict[str, str], reported: dict | None = None) -> list[CaseR
                        info={"observed": observed, "reported": reported or {}})]
 
 
-def _findings(run: RunOutcome, records: list[CaseRecord]) -> set[tuple[str, str]]:
+def _findings(run: Run, records: list[CaseRecord]) -> set[tuple[str, str]]:
     comp = compare(run, records)
     assert comp is not None
     return {(f.severity, f.subject) for f in comp.findings}

@@ -15,9 +15,9 @@ from helpers.paths import REPO
 from helpers.runs import run_cli
 
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.results.records import rundir
 from torchcts.results.records.artifacts import write_artifacts
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.records.scrub import scrub
 from torchcts.results.reports.compare import compare_records
 from torchcts.results.reports.html import render_html
@@ -47,7 +47,7 @@ RECORDS = [
 
 
 def test_junit_counts_and_no_host():
-    root = ET.fromstring(render_junit(RunOutcome.from_json(RUN), RECORDS))
+    root = ET.fromstring(render_junit(Run.from_json(RUN), RECORDS))
     suites = {s.get("name"): s for s in root.iter("testsuite")}
     op = suites["opinfo"]
     assert (op.get("tests"), op.get("failures"), op.get("errors")) == ("4", "1", "2")
@@ -58,7 +58,7 @@ def test_junit_counts_and_no_host():
 
 
 def test_html_is_self_contained_and_escaped():
-    page = render_html(RunOutcome.from_json(RUN), RECORDS)
+    page = render_html(Run.from_json(RUN), RECORDS)
     assert "values differ &lt;b&gt;" in page
     assert "http://" not in page and "https://" not in page and "src=" not in page
     assert page.count("<tr data-status=") == 3  # failed, crashed, timeout
@@ -217,7 +217,7 @@ def test_report_groups_failures_by_cluster_with_what_to_act_on(tmp_path):
     script = tmp_path / "repro" / safe_name("opinfo/sum/float16/forward") / SCRIPT
     script.parent.mkdir(parents=True)
     script.write_text("# repro")
-    page = render_html(RunOutcome.from_json({**RUN, "manifest": CLAIMS}), TRIAGE_RECORDS, tmp_path)
+    page = render_html(Run.from_json({**RUN, "manifest": CLAIMS}), TRIAGE_RECORDS, tmp_path)
     # clusters largest first, each naming what its failures share
     assert page.index("mismatch in sum: values differ") < page.index("missing kernel: aten::exp")
     assert "shared by all 2: <b>dtype float16, input shape [4, 5], non-contiguous, keepdim=True</b>" in page
@@ -249,7 +249,7 @@ def test_report_groups_failures_by_cluster_with_what_to_act_on(tmp_path):
     try:
         html.add_section(html.Section("coverage", "Coverage", lambda report: f"{len(report.records)} records"),
                          before="matrix-section")
-        page = render_html(RunOutcome.from_json(RUN), TRIAGE_RECORDS)
+        page = render_html(Run.from_json(RUN), TRIAGE_RECORDS)
         assert "<section id='coverage'><h2>Coverage</h2>6 records</section>" in page
         assert page.index("id='coverage'") < page.index("id='matrix'")
     finally:
@@ -265,7 +265,7 @@ def test_report_renders_in_headless_chromium(tmp_path):
         pytest.skip("chromium not installed (apt-get install -y chromium); CI runs this test")
     results = tmp_path / "results"
     run = _fake_run(results, "r", TRIAGE_RECORDS)
-    write_artifacts(run, RunOutcome.from_json({**RUN, "name": "r", "manifest": CLAIMS}), TRIAGE_RECORDS)
+    write_artifacts(run, Run.from_json({**RUN, "name": "r", "manifest": CLAIMS}), TRIAGE_RECORDS)
     rundir.point_latest(results, run)
     script = REPO / "scripts" / "render_report.py"
     r = subprocess.run([sys.executable, str(script), "results/latest", "--out", str(tmp_path / "shot.png")],
@@ -311,7 +311,7 @@ def test_scorecard_sections_and_regressions_since_previous(tmp_path):
     r = run_cli("compare", *command, cwd=tmp_path)
     assert r.returncode == 1 and "1 new failure, 1 fix, 0 changed failures, 0 precision regressions" in r.stdout
     out = io.StringIO()
-    print_scorecard(new, RunOutcome.from_json({**RUN, "totals": {"crashed": 1, "passed": 1}}), out, regressions=line)
+    print_scorecard(new, Run.from_json({**RUN, "totals": {"crashed": 1, "passed": 1}}), out, regressions=line)
     text = out.getvalue()
     assert "by capability:" in text and "autograd" in text and "crashed=1" in text
     from torchcts.results.records.scrub import scrub
@@ -330,7 +330,7 @@ def test_not_run_cases_and_the_slowest_are_listed_in_every_report(tmp_path):
     from torchcts.results.reports.summary import render_markdown
 
     records = [*RECORDS, rec("opinfo/sub/float32", "not_run"), rec("opinfo/div/float32", "passed", duration_s=9.5)]
-    md, page = render_markdown(RunOutcome.from_json(RUN), records), render_html(RunOutcome.from_json(RUN), records)
+    md, page = render_markdown(Run.from_json(RUN), records), render_html(Run.from_json(RUN), records)
     assert "## Not run (1)" in md and "- `opinfo/sub/float32`" in md
     assert "<h2>Not run</h2><p>1 cases: planned" in page
     assert "<ul id='not-run'><li><code>opinfo/sub/float32</code></li></ul>" in page

@@ -6,7 +6,7 @@ from torchcts.engine.selection import claim_decision
 from torchcts.manifest.templates import cpu_manifest
 from torchcts.model.case import Case
 from torchcts.model.record import CaseRecord, skip_record
-from torchcts.results.records.outcome import RunOutcome
+from torchcts.model.run import Run
 from torchcts.results.reports.skips import render_markdown, render_text, summarize
 from torchcts.results.reports.summary import render_markdown as summary_md
 
@@ -66,7 +66,7 @@ def test_reason_rows_name_their_placeholders_and_one_case() -> None:
 
 
 def test_summary_md_has_the_section_near_the_top_and_none_when_all_ran() -> None:
-    run = RunOutcome.from_json({"name": "r", "device": {"type": "cpu"}, "status": "complete"})
+    run = Run.from_json({"name": "r", "device": {"type": "cpu"}, "status": "complete"})
     md = summary_md(run, _records())
     assert md.index("## Not claimed or not applicable") < md.index("## By level")
     assert "Not claimed or not applicable" not in summary_md(run, [CaseRecord(id="a/b", status="passed")])

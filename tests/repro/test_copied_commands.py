@@ -22,8 +22,8 @@ from helpers.runs import latest_run, run_cli
 
 from torchcts.engine.selftest import ENV, SIM_MANIFEST
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.results.records import rundir
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.records.scrub import scrub
 from torchcts.results.repro.commands import record_repro, repro_script_command
 
@@ -108,14 +108,14 @@ def test_every_offered_command_parses_into_its_argv(fault_run):
 
 def test_a_hidden_path_is_quoted_never_a_redirection(tmp_path):
     """A manifest or results folder the scrubber reduces to a placeholder stays one quoted word."""
-    spec = RunOutcome(device={"type": "sim"}, manifest={}, validation=False, sim_env={ENV: f"{FAULT},x"})
+    spec = Run.from_json({"device": {"type": "sim"}, "manifest": {}, "validation": False, "sim_env": {ENV: f"{FAULT},x"}})
     for manifest in ("/opt/vendor/npu/manifest.py", "../npu/manifest.py"):
         line = scrub(record_repro(CaseRecord(id=CASE, level=1), spec, manifest))
         assert assert_runnable_text(line)[:2] == [f"{ENV}={FAULT},x", "torchcts"]
         assert "--manifest '<path:manifest.py>'" in line, line
     line = scrub(repro_script_command(CASE, "/opt/ci/results/20260101T000000Z-aaaaaa"))
     assert assert_runnable_text(line)[-1] == "<path:20260101T000000Z-aaaaaa>"
-    crafted = RunOutcome.from_json({**spec.to_json(), "sim_env": {ENV: "x; rm -rf ~", "PATH": "/evil"}})  # untrusted
+    crafted = Run.from_json({**spec.to_json(), "sim_env": {ENV: "x; rm -rf ~", "PATH": "/evil"}})  # untrusted
     assert record_repro(CaseRecord(id=CASE), crafted, None) == "torchcts run --device sim --case " + CASE
 
 

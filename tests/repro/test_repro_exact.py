@@ -15,10 +15,10 @@ from torchcts.cases.repro_builders import ReproSpec, has_script
 from torchcts.manifest.templates import cpu_manifest
 from torchcts.model.case import Case
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.oracle.compare import find_mismatch
 from torchcts.oracle.tolerances import Tolerance
 from torchcts.results.records import rundir
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.reports.failure import details
 from torchcts.results.reports.html import render_html
 from torchcts.results.reports.scorecard import print_scorecard
@@ -71,7 +71,7 @@ def test_only_cases_with_a_builder_and_a_value_oracle_advertise_a_script():
 
 
 def test_repro_line_names_the_manifest_level_and_sample():
-    spec = RunOutcome.from_json({"device": {"type": "sim"}, "manifest": {"semantic_level": 3}, "validation": False})
+    spec = Run.from_json({"device": {"type": "sim"}, "manifest": {"semantic_level": 3}, "validation": False})
     record = CaseRecord.from_json({"id": "opinfo/mul/float32/noncontiguous", "level": 5, "status": "failed",
                                    "info": {"sample_index": 1}})
     line = record_repro(record, spec, "my dir/manifest.py")
@@ -118,7 +118,7 @@ def test_a_failure_shows_op_dtype_and_sample_everywhere(tmp_path):
     lines = details(FAILED)
     assert lines == ["op mul (aten::mul), dtype float32, kind noncontiguous",
                      "sample 1: (Tensor[5] float32 strides=(2,) offset=1, Tensor[] float32)"]
-    run = RunOutcome.from_json({"name": "r", "device": {"type": "sim"}, "gate": "g", "status": "complete",
+    run = Run.from_json({"name": "r", "device": {"type": "sim"}, "gate": "g", "status": "complete",
                                 "totals": {"failed": 1}})
     summary = render_markdown(run, [FAILED])
     page = render_html(run, [FAILED])

@@ -134,7 +134,7 @@ def _prepare(path, **selection):
     from torchcts.engine.spec import RunSpec
     from torchcts.model.selection import Selection
 
-    return prepare(RunSpec(device="cpu", manifest_arg=str(path), selection=Selection(**selection))).result
+    return prepare(RunSpec(device_arg="cpu", manifest_arg=str(path), selection=Selection(**selection))).result
 
 
 def test_selection_memo_returns_what_selecting_returns_and_misses_on_any_change(tmp_path, monkeypatch):

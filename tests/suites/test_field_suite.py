@@ -22,9 +22,9 @@ from torchcts.engine.selection import user_selects
 from torchcts.engine.selftest import ENV, SIM_MANIFEST
 from torchcts.model.case import Case
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.model.selection import Selection
 from torchcts.model.status import Status
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.reports.failure import cite_url, details
 from torchcts.results.reports.html_failures import failure_row
 from torchcts.results.reports.summary import render_markdown
@@ -85,7 +85,7 @@ def _failed(cite: str) -> CaseRecord:
 
 def test_summary_and_report_link_a_failing_field_case():
     url = "https://github.com/pytorch/pytorch/issues/143976"
-    md = render_markdown(RunOutcome(name="r"), [_failed(url)])
+    md = render_markdown(Run(name="r"), [_failed(url)])
     assert f"replays the report: <{url}>" in md
     row = failure_row(_failed(url), scripts=())
     assert f"href='{url}'" in row and "replays the report" in row
@@ -98,7 +98,7 @@ def test_an_unsafe_cite_is_shown_as_text_never_linked(bad):
     assert cite_url(_failed(bad)) is None
     row = failure_row(_failed(bad), scripts=())
     assert "<a " not in row and "<b>b" not in row and "onmouseover='" not in row
-    assert f"<{bad}>" not in render_markdown(RunOutcome(name="r"), [_failed(bad)])
+    assert f"<{bad}>" not in render_markdown(Run(name="r"), [_failed(bad)])
 
 
 def test_the_package_gathers_every_module_it_holds(monkeypatch):

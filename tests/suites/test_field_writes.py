@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from torchcts.cases.api import CaseContext, OracleMismatch, run_both
-from torchcts.manifest.schema import Manifest
+from torchcts.model.manifest import Manifest
 
 
 def _ctx() -> CaseContext:

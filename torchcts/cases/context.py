@@ -13,8 +13,8 @@ from torch.utils import _pytree as pytree
 
 from torchcts.cases.observe import unobserved
 from torchcts.cases.verdict import Verdict
-from torchcts.manifest.schema import Manifest
 from torchcts.model.case import Case, NotApplicable
+from torchcts.model.manifest import Manifest
 from torchcts.oracle.allowed import AllowedLookup, Alternative
 from torchcts.oracle.compare import OracleMismatch, assert_matches, find_mismatch, max_abs_error
 from torchcts.oracle.exactness import Exact

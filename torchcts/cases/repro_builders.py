@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchcts.errors import UsageError
-from torchcts.manifest.schema import Manifest
 from torchcts.model.case import Case
+from torchcts.model.manifest import Manifest
 
 
 @dataclass

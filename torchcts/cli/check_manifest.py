@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from torchcts.errors import ExitCode
 
 if TYPE_CHECKING:
-    from torchcts.manifest.schema import Manifest
+    from torchcts.model.manifest import Manifest
 
 HELP = "validate a manifest and list every problem (exit 2 if any)"
 
@@ -23,6 +23,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from torchcts.errors import UsageError
     from torchcts.manifest.load import load_manifest
+    from torchcts.manifest.schema import claimed_dtypes
 
     flag = args.manifest_flag
     if flag is not None and args.path is not None and flag != args.path:
@@ -36,7 +37,7 @@ def main(args: argparse.Namespace) -> int:
         problems = registry_problems(manifest.expectations)
         if problems:
             raise ManifestError(problems, manifest.source)
-    claimed = ", ".join(manifest.claimed_dtypes) or "none"
+    claimed = ", ".join(claimed_dtypes(manifest)) or "none"
     caps = ", ".join(c for c, v in manifest.capabilities.items() if v) or "none"
     print(f"{manifest.source}: OK — device '{manifest.device_name}', level {manifest.semantic_level}")
     print(f"  dtypes: {claimed}")

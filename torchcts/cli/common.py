@@ -85,7 +85,7 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
 
         check_results_root(results_dir)
     return RunSpec(
-        device=args.device,
+        device_arg=args.device,
         manifest_arg=args.manifest,
         selection=selection,
         validation=bool(args.validation),

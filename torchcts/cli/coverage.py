@@ -209,7 +209,7 @@ def _import_run_backend(args: argparse.Namespace) -> None:
 
     run = rundir.read_run(rundir.resolve_run(args.run, Path(args.results_dir)))
     device = "cpu" if run.validation else str(run.device_type or "cpu")
-    recorded = (run.manifest or {}).get("backend_import") if isinstance(run.manifest, dict) else None
+    recorded = run.manifest.backend_import if run.manifest is not None else None
     import_backend(run_backend(recorded if isinstance(recorded, str) else None, device, args.manifest))
 
 

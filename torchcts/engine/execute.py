@@ -21,9 +21,10 @@ from torchcts.engine.setup import RunSetup
 from torchcts.engine.spec import RunSpec
 from torchcts.errors import ExitCode
 from torchcts.model.record import CaseRecord, skip_record
+from torchcts.model.run import FIELD_KEYS as RUN_FIELDS
+from torchcts.model.run import Run
 from torchcts.results.records import rundir
 from torchcts.results.records.finalize import finalize
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.records.plan import write_plan
 from torchcts.results.repro import sim_env
 
@@ -46,7 +47,7 @@ class OpenedRun:
 
 
 def opening_facts(pytest_args: list[str]) -> dict[str, Any]:
-    """run.json's descriptive keys at open (RunSpec.facts): versions, machine, fallbacks, threads."""
+    """run.json's descriptive keys at open: versions, machine, fallbacks, threads (Run's fields, or its `extra`)."""
     from torchcts.engine.threads import describe
 
     return {
@@ -74,11 +75,14 @@ def open_run(setup: RunSetup) -> OpenedRun:
     args = [*pytest_extra_args(spec.pytest_args, spec.isolation, spec.timeout_s, len(to_run)), *spec.pytest_args]
     # The sim's variables (a planted fault): repro lines and scripts set them again (results/repro/sim_env.py)
     sim = sim_env.recorded(spec.manifest.backend_import if spec.manifest else None)
+    facts = {**opening_facts(args), **({"sim_env": sim} if sim else {})}
+    named = {k: v for k, v in facts.items() if k in RUN_FIELDS}
     spec = replace(spec, name=run_dir.name, started=rundir.utc_now(), planned=len(to_run), filtered=result.filtered,
-                   sharded_out=result.sharded_out, ledger_outside=list(result.ledger_outside),
-                   facts={**opening_facts(args), **({"sim_env": sim} if sim else {})})
+                   sharded_out=result.sharded_out, expectations_outside_selection=list(result.ledger_outside),
+                   **named, extra={**spec.extra, **{k: v for k, v in facts.items() if k not in named}},
+                   _keys=spec._keys | set(named))
     try:
-        rundir.write_run(run_dir, RunOutcome.from_json(spec.to_json()))
+        rundir.write_run(run_dir, spec)
         rundir.point_latest(spec.results_dir, run_dir)
     except BaseException:  # a full or read-only disk: no bogus run folder is left behind
         import shutil
@@ -173,7 +177,7 @@ def run_pytest(run: OpenedRun) -> tuple[int, Recorder]:
     return code, recorder
 
 
-def close_run(run: OpenedRun, code: int, recorder: Recorder | None) -> RunOutcome:
+def close_run(run: OpenedRun, code: int, recorder: Recorder | None) -> Run:
     """Finalise the run folder (complete or interrupted), GitHub's step summary, the scorecard; the
     finished run.json. A record the file system refused (full, read-only) is a UsageError-like exit 2.
     `recorder` is None when an interrupt came before pytest had one."""
@@ -219,7 +223,7 @@ def interrupts_deferred(doing: str) -> Iterator[list[int]]:
             signal.signal(sig, handler)
 
 
-def print_run_scorecard(run: OpenedRun, finished: RunOutcome, records: list[CaseRecord]) -> None:
+def print_run_scorecard(run: OpenedRun, finished: Run, records: list[CaseRecord]) -> None:
     """The scorecard with the "since the previous comparable run" line, paths shown as given."""
     from torchcts.results.records.scrub import scrub
     from torchcts.results.reports.compare import regressions_line
@@ -233,7 +237,7 @@ def print_run_scorecard(run: OpenedRun, finished: RunOutcome, records: list[Case
     print_scorecard(run.run_dir, finished, sys.stdout, regressions=since, records=records, live_paths=live)
 
 
-def exit_code(code: int, finished: RunOutcome) -> int:
+def exit_code(code: int, finished: Run) -> int:
     """torchcts's exit status from pytest's and the finished run (README.md, "Exit status")."""
     import pytest
 

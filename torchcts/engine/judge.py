@@ -21,15 +21,15 @@ from typing import Any, Protocol
 import pytest
 
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.model.status import NO_REPRO, Status
 from torchcts.results.ledger.annotate import RecordAnnotator
-from torchcts.results.records.outcome import RunOutcome
 
 RECORD_ATTR = "torchcts_record"
 
 
 class _RunState(Protocol):  # engine/plugin.py: RunState, as the judge uses it
-    run: RunOutcome  # run.json typed
+    run: Run  # run.json typed
     run_dir: Any
 
     def repro(self, record: CaseRecord) -> str: ...

@@ -50,8 +50,8 @@ class RunState:
 
     def __init__(self, run_dir: Path, manifest_arg: str | None = None) -> None:
         self.run_dir = run_dir
-        self.run = read_run(run_dir)  # run.json typed, as results/ reads it (repro lines, the ledger)
-        self.spec = RunSpec.from_outcome(self.run)  # the same, resolved: device, claims, selection
+        self.spec = RunSpec.from_run(read_run(run_dir))  # run.json typed, as the engine runs by it
+        self.run = self.spec  # a spec is a Run: repro lines and the ledger read it as they read any run
         if manifest_arg:
             self.spec.manifest_arg = manifest_arg
         self._ctx_parts: tuple[Any, Any] | None = None

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from torchcts.cases.ops import case_matches_op
 from torchcts.errors import UsageError
 from torchcts.levels import MAX_LEVEL, MIN_LEVEL
-from torchcts.manifest.schema import Manifest
 from torchcts.model.case import Case
+from torchcts.model.manifest import Manifest
 from torchcts.model.selection import Selection
 from torchcts.model.status import Status
 

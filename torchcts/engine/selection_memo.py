@@ -24,8 +24,8 @@ from torchcts import compat, settings
 from torchcts.cases.cache import FIELDS, case_row, well_formed
 from torchcts.engine.selection import Decision, SelectionResult
 from torchcts.errors import UsageError
-from torchcts.manifest.schema import Manifest
 from torchcts.model.case import Case
+from torchcts.model.manifest import Manifest
 from torchcts.model.selection import Selection
 from torchcts.safe_io import write_atomic
 

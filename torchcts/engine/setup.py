@@ -18,8 +18,8 @@ from torchcts.engine.selection import SelectionResult, select
 from torchcts.engine.spec import RunSpec
 from torchcts.errors import UsageError
 from torchcts.manifest.load import find_manifest, load_manifest, portable_manifest
-from torchcts.manifest.schema import Manifest
 from torchcts.manifest.templates import cpu_manifest, validation_manifest
+from torchcts.model.manifest import Manifest
 
 # The first line of a CPU run with no manifest (README.md, "Your backend in five minutes").
 NO_MANIFEST_NOTE = ("torchcts: note: no manifest here (manifest.py, torchcts.toml or [tool.torchcts] in "
@@ -63,13 +63,13 @@ def load_claims(device: str | None, manifest_path: str | None, validation: bool 
 def prepare(spec: RunSpec, resolve: bool = True) -> RunSetup:
     """Resolve a checked spec (cli/common.py: run_spec): claims, device, the cases to run.
     `resolve=False` (show-skips) decides from the manifest alone: the backend is not imported and
-    the device not checked (device_info stays None), since selection reads only the claims."""
+    the device not checked (`device` stays None), since selection reads only the claims."""
     check_torch_version()
     selection = spec.selection
-    manifest = load_claims(spec.device, spec.manifest_arg, spec.validation)
+    manifest = load_claims(spec.device_arg, spec.manifest_arg, spec.validation)
     if selection.max_samples is None:
         selection.max_samples = manifest.max_samples
-    device = resolve_device("cpu" if spec.validation else spec.device, manifest.backend_import) if resolve else None
+    device = resolve_device("cpu" if spec.validation else spec.device_arg, manifest.backend_import) if resolve else None
     key = selection_memo.memo_key(manifest, selection)
     result = selection_memo.load(key) if key else None
     if result is None:
@@ -82,6 +82,6 @@ def prepare(spec: RunSpec, resolve: bool = True) -> RunSetup:
         explore = default_depth(selection.levels(manifest.semantic_level)[1], explored)
     # --validation ignores any --manifest: repro lines must not name it; a manifest inside the package
     # (the sim's) is named `torchcts:REL`, so the lines run wherever TorchCTS is installed
-    resolved = replace(spec, manifest=manifest, device_info=device, explore=explore,
+    resolved = replace(spec.resolved(manifest, device), explore=explore,
                        manifest_arg=None if spec.validation else portable_manifest(spec.manifest_arg))
     return RunSetup(resolved, result)

@@ -20,8 +20,8 @@ from torchcts.backends.gates import IN_TREE_DEVICES, Gate, check_gates_for_devic
 from torchcts.errors import ExitCode, UsageError
 from torchcts.evidence import store as st
 from torchcts.evidence.privacy import leaks, local_identities
-from torchcts.manifest.schema import Manifest
 from torchcts.model.case import Case
+from torchcts.model.manifest import Manifest
 
 DEFAULT_EXCLUDED_SUITES = ("opinfo", "generated")
 BUILTIN_LEVEL = 2

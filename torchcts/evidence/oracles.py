@@ -16,8 +16,8 @@ from torchcts.engine.selection import claim_decision
 from torchcts.errors import first_line
 from torchcts.evidence.privacy import scrub
 from torchcts.evidence.promoted import is_promoted
-from torchcts.manifest.schema import Manifest
 from torchcts.model.case import Case, NotApplicable
+from torchcts.model.manifest import Manifest
 from torchcts.model.status import FAILURES
 from torchcts.oracle.compare import OracleMismatch
 

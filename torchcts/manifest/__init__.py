@@ -1,5 +1,5 @@
 """Manifest: what a backend claims. Schema, loading, validation and templates."""
 
-from torchcts.manifest.schema import Manifest
+from torchcts.model.manifest import Manifest
 
 __all__ = ["Manifest"]

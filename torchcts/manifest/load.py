@@ -10,8 +10,8 @@ from typing import Any
 
 from torchcts.errors import ManifestError, UsageError
 from torchcts.manifest.literal import DtypeTypo, literal_manifest
-from torchcts.manifest.schema import Manifest
 from torchcts.manifest.validate import validate
+from torchcts.model.manifest import Manifest
 from torchcts.untrusted import NotRegular, Unreadable, loads_toml, read_bounded, tomllib
 
 SEARCH_ORDER = ("manifest.py", "torchcts.toml", "pyproject.toml")

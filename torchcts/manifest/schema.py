@@ -7,15 +7,11 @@ hashed, written to run.json and compared across runs.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from torchcts import settings
 from torchcts.levels import MAX_LEVEL, MIN_LEVEL
-
-MANIFEST_VERSION = 1
+from torchcts.model.manifest import Manifest
 
 # Every dtype a manifest may claim, by its torch attribute name.
 DTYPES: tuple[str, ...] = (
@@ -91,6 +87,11 @@ def ordered_dtypes(names: Any) -> list[str]:
     names = set(names)
     return [d for d in DTYPES if d in names] + sorted(names - set(DTYPES))
 
+def claimed_dtypes(manifest: Manifest) -> list[str]:
+    """The dtypes `manifest` claims, in DTYPES order."""
+    return ordered_dtypes(d for d, claimed in manifest.supported_dtypes.items() if claimed)
+
+
 # Capability name -> what claiming it promises. A new capability is one entry here.
 CAPABILITIES: dict[str, str] = {
     "inference": "forward values of operators match the CPU reference",
@@ -144,54 +145,6 @@ KEYS: dict[str, tuple[bool, str]] = {
 }
 # How a backend treats subnormal (denormal) floating values: the `subnormals` claim (docs/oracles.md).
 SUBNORMAL_MODES = ("preserve", "flush")
-
-
-@dataclass
-class Manifest:
-    """A validated, normalised manifest."""
-
-    device_name: str
-    supported_dtypes: dict[str, bool]
-    capabilities: dict[str, bool]
-    manifest_version: int = MANIFEST_VERSION
-    backend_import: str | None = None
-    semantic_level: int = 1
-    device_count: int = 1
-    expectations: list[dict[str, Any]] = field(default_factory=list)
-    tolerance_overrides: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
-    max_samples: int | None = None
-    seed: int = 0
-    resource_limits: dict[str, float] = field(default_factory=dict)
-    # The c10d backend (torch.distributed.Backend.register_backend name) the distributed suite
-    # initialises; None: the one PyTorch maps the device type to (gloo for cpu).
-    distributed_backend: str | None = None
-    # SUBNORMAL_MODES: kept (PyTorch's default on CPU and CUDA) or flushed to zero, the backend's claim
-    subnormals: str = "preserve"
-    source: str = "<built-in>"
-
-    def claims_dtype(self, dtype: str | None) -> bool:
-        return dtype is None or bool(self.supported_dtypes.get(dtype, False))
-
-    def claims(self, capability: str) -> bool:
-        return bool(self.capabilities.get(capability, False))
-
-    @property
-    def claimed_dtypes(self) -> list[str]:
-        return ordered_dtypes(d for d, claimed in self.supported_dtypes.items() if claimed)
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON form with the source left out: two identical claims hash the same."""
-        data = asdict(self)
-        data.pop("source")
-        return data
-
-    def hash(self) -> str:
-        blob = json.dumps(self.to_json(), sort_keys=True, default=str).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any], source: str = "<run.json>") -> Manifest:
-        return cls(**data, source=source)
 
 
 # The words of the expectations ledger (manifest/expectations.py checks entries against them).

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from torchcts.manifest.schema import CAPABILITIES, Manifest
+from torchcts.manifest.schema import CAPABILITIES
+from torchcts.model.manifest import Manifest
 
 # Template name -> (semantic level, dtypes claimed, capabilities claimed, one-line purpose).
 TEMPLATES: dict[str, tuple[int, tuple[str, ...], tuple[str, ...], str]] = {

@@ -10,15 +10,14 @@ from torchcts.manifest.schema import (
     CAPABILITIES,
     DTYPES,
     KEYS,
-    MANIFEST_VERSION,
     MAX_LEVEL,
     MIN_LEVEL,
     REQUIRED_CAPABILITIES,
     RESOURCE_LIMIT_KEYS,
     SUBNORMAL_MODES,
-    Manifest,
     dtype_name,
 )
+from torchcts.model.manifest import MANIFEST_VERSION, Manifest
 
 
 def suggest(word: str, choices: list[str] | tuple[str, ...], prefix: str = "") -> str:
@@ -200,3 +199,16 @@ def validate(raw: Any, source: str = "manifest") -> tuple[Manifest | None, list[
         ),
         [],
     )
+
+
+def run_manifest_problem(manifest: Any) -> str | None:
+    """`manifest: <why>` for the first key of a run.json's manifest that validation refuses (a key or
+    capability a run.json from an older or newer TorchCTS lacks or adds is no problem); None if none.
+    results/records/rundir.py: read_run asks it of every run.json it reads (model/run.py cannot)."""
+    if not isinstance(manifest, dict) or not manifest:
+        return None
+    _, problems = validate(manifest, source="run.json")
+    for problem in problems:
+        if not problem.startswith("missing ") and "unknown key" not in problem:
+            return f"manifest: {problem[:200]}"
+    return None

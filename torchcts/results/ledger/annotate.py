@@ -16,16 +16,16 @@ from pathlib import Path
 from torchcts.cases.repro_builders import has_script
 from torchcts.model.case import Case
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.model.status import Status
 from torchcts.results.ledger.apply import CRASHES, FAILING, RunLedger, forgives_crashes
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.records.plan import PLAN, read_plan
 from torchcts.results.records.rundir import final_records
 from torchcts.results.repro.commands import repro_script_command
 
 
 class RecordAnnotator:
-    def __init__(self, run: RunOutcome, run_dir: Path, attempt: int = 1,
+    def __init__(self, run: Run, run_dir: Path, attempt: int = 1,
                  plan: Callable[[], dict[str, Case]] | None = None) -> None:
         self.ledger = RunLedger(run)
         self.attempt = attempt

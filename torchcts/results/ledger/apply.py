@@ -23,14 +23,14 @@ from typing import Any
 from torchcts.errors import ExitCode
 from torchcts.manifest.expectations import is_expired
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.model.status import CRASH_LIKE, EXECUTED, FAILURES, FORGIVABLE, Status
 from torchcts.results.ledger.match import LedgerMatcher
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.reports.wording import plural
 from torchcts.results.triage.signatures import entry_signature, signature_matches, signature_of
 
 # The device type a rule is decided on: `MPS`, ` mps:0 `, `mps\u200b` are all `mps` (run.json's is
-# normalised when read, results/records/outcome.py; a flag's or a record's here).
+# normalised when read, model/run.py; a flag's or a record's here).
 from torchcts.untrusted import device_type
 
 FAILING = FORGIVABLE  # what an entry can turn into xfailed
@@ -80,7 +80,7 @@ def crash_rule(record: CaseRecord, device: str | None) -> CaseRecord:
     return record.copy(status=Status(was), message=message[:600])
 
 
-def run_device(run: RunOutcome) -> str | None:
+def run_device(run: Run) -> str | None:
     """The device whose crash rule applies (none for a validation run, which is no backend's)."""
     return None if run.validation else run.device_type
 
@@ -211,7 +211,7 @@ def ledger_report(entries: list[dict[str, Any]], records: list[CaseRecord], toda
     }
 
 
-def run_date(run: RunOutcome) -> _dt.date:
+def run_date(run: Run) -> _dt.date:
     """The date a run's ledger is judged at: its start (so `report` later agrees with the run)."""
     started = run.started or ""
     try:
@@ -224,7 +224,7 @@ class RunLedger:
     """A run's ledger, compiled once (entries, matcher, judging date, device): called per record by
     the process that builds the record (results/ledger/annotate.py, engine/plugin.py)."""
 
-    def __init__(self, run: RunOutcome) -> None:
+    def __init__(self, run: Run) -> None:
         self.entries = run.entries
         self.matcher = compile_entries(self.entries)
         self.today = run_date(run)
@@ -234,11 +234,11 @@ class RunLedger:
         return apply(record, self.entries, self.today, self.matcher, self.device)
 
 
-def report_for_run(run: RunOutcome, records: list[CaseRecord]) -> dict[str, Any]:
+def report_for_run(run: Run, records: list[CaseRecord]) -> dict[str, Any]:
     return ledger_report(run.entries, records, run_date(run), run_device(run), run.expectations_outside_selection)
 
 
-def gate_failures(run: RunOutcome) -> list[str]:
+def gate_failures(run: Run) -> list[str]:
     """Why the run fails (empty: exit 0). Flaky fails a strict run, and a run with --repeat (a case that
     failed some of its repeats: results/reports/repeats.py); otherwise it is a rerun's pass, which does not."""
     strict = bool(run.strict_expectations)
@@ -267,7 +267,7 @@ def gate_failures(run: RunOutcome) -> list[str]:
     return reasons
 
 
-def verdict_exit(run: RunOutcome, restated: bool = False) -> int:
+def verdict_exit(run: Run, restated: bool = False) -> int:
     """The exit status of the verdict a finished run states (`run`, `report`, `merge`): 3 when
     TorchCTS itself failed around a case (records with `internal_error`), alone or in a full run,
     1 for any other gate failure, 0 clean. `restated` (report, merge: the verdict read back from
@@ -278,7 +278,7 @@ def verdict_exit(run: RunOutcome, restated: bool = False) -> int:
     return ExitCode.FAILURES if gate_failures(run) else ExitCode.OK
 
 
-def ledger_lines(run: RunOutcome) -> list[str]:
+def ledger_lines(run: Run) -> list[str]:
     """Plain-text lines for the scorecard and `report`."""
     ledger = run.ledger or {}
     if not ledger.get("entries"):

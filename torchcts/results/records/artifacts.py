@@ -10,34 +10,34 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from torchcts.model.record import CaseRecord
-from torchcts.results.records.outcome import RunOutcome
+from torchcts.model.run import Run
 from torchcts.results.records.scrub import scrub_obj
 from torchcts.safe_io import write_atomic
 
 Records = list[CaseRecord]
 
 
-def _text(name: str, render: Callable[[RunOutcome, Records], str | Iterable[str]]) -> Callable[[Path, RunOutcome, Records], None]:
-    def write(run_dir: Path, run: RunOutcome, records: Records) -> None:
+def _text(name: str, render: Callable[[Run, Records], str | Iterable[str]]) -> Callable[[Path, Run, Records], None]:
+    def write(run_dir: Path, run: Run, records: Records) -> None:
         write_atomic(run_dir, name, render(run, records))
 
     write.__name__ = f"write_{name.replace('.', '_')}"
     return write
 
 
-def _summary(run: RunOutcome, records: Records) -> str:
+def _summary(run: Run, records: Records) -> str:
     from torchcts.results.reports.summary import render_markdown
 
     return render_markdown(run, records)
 
 
-def _junit(run: RunOutcome, records: Records) -> Iterable[str]:
+def _junit(run: Run, records: Records) -> Iterable[str]:
     from torchcts.results.reports.junit import iter_junit
 
     return iter_junit(run, records)  # written piece by piece: one test case's XML at a time
 
 
-def _html(run_dir: Path, run: RunOutcome, records: Records) -> None:
+def _html(run_dir: Path, run: Run, records: Records) -> None:
     """report.html links the repro scripts it finds in the run folder, so it gets the folder."""
     from torchcts.results.reports.html import render_html
 
@@ -45,7 +45,7 @@ def _html(run_dir: Path, run: RunOutcome, records: Records) -> None:
 
 
 # The repro/ folder (scripts per failure) plugs in here as one more entry.
-ARTIFACTS: list[Callable[[Path, RunOutcome, Records], None]] = [
+ARTIFACTS: list[Callable[[Path, Run, Records], None]] = [
     _text("summary.md", _summary),
     _text("junit.xml", _junit),
     _html,
@@ -60,7 +60,7 @@ class StaleArtifacts(OSError):
     filename of the cause, so the CLI names the problem (free space) with exit 2."""
 
 
-def write_artifacts(run_dir: Path, run: RunOutcome, records: Records) -> None:
+def write_artifacts(run_dir: Path, run: Run, records: Records) -> None:
     """Data is scrubbed before rendering (a downloaded run may hold anything), then each format
     quotes it (results/reports/quoting.py): scrubbing rendered HTML or Markdown would break its escaping."""
     run = run.scrubbed(scrub_obj)

@@ -11,11 +11,11 @@ from pathlib import Path
 from torchcts.compat import describe_fallbacks
 from torchcts.errors import UsageError
 from torchcts.model.record import CaseRecord, skip_record
+from torchcts.model.run import Run
 from torchcts.model.status import EXECUTED
 from torchcts.results.ledger.apply import crash_rule, report_for_run, run_device
 from torchcts.results.records import rundir
 from torchcts.results.records.artifacts import write_artifacts
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.records.plan import PLAN, iter_plan
 from torchcts.results.reports.summary import totals
 from torchcts.results.repro.commands import offered_commands
@@ -38,7 +38,7 @@ def not_run_records(run_dir: Path, recorded: set[str], problems: list[str]) -> l
     return missing
 
 
-def finalize(run_dir: Path, status: str, manifest_arg: str | None = None) -> tuple[RunOutcome, list[CaseRecord]]:
+def finalize(run_dir: Path, status: str, manifest_arg: str | None = None) -> tuple[Run, list[CaseRecord]]:
     """Totals and artifacts from the records; run.json marked complete or interrupted.
 
     Returns (run.json, the final records) so the scorecard and the comparison with the previous run

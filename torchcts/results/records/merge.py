@@ -7,25 +7,25 @@ anything else is refused, because a merged report of unlike runs would be a fals
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from torchcts.errors import UsageError
+from torchcts.model.run import Run
+from torchcts.model.selection import Selection
 from torchcts.results.records import rundir
 from torchcts.results.records.finalize import finalize
-from torchcts.results.records.outcome import RunOutcome
 
-# run.json fields (RunOutcome's) that must agree between shards.
+# run.json fields (Run's) that must agree between shards.
 _SAME = ("manifest_hash", "torchcts", "torch", "device", "gate", "validation", "repeat")  # repeat: flaky fails or not
 
 
-def _selection_sans_shard(run: RunOutcome) -> dict[str, Any]:
-    sel = dict(run.selection or {})
-    sel.pop("shard", None)
-    return sel
+def _selection_sans_shard(run: Run) -> Selection | None:
+    return replace(run.selection, shard=None) if run.selection is not None else None
 
 
-def check_compatible(runs: list[tuple[Path, RunOutcome]]) -> None:
+def check_compatible(runs: list[tuple[Path, Run]]) -> None:
     first_dir, first = runs[0]
     for path, run in runs[1:]:
         for key in _SAME:
@@ -40,7 +40,7 @@ def check_compatible(runs: list[tuple[Path, RunOutcome]]) -> None:
         shard = _shard(run)
         if not shard:
             raise UsageError(f"{path.name} is not a shard run: merge folders written by 'run --shard I/N'")
-        if not (isinstance(shard, list) and len(shard) == 2 and all(type(v) is int and v > 0 for v in shard)):
+        if not (isinstance(shard, tuple) and len(shard) == 2 and all(type(v) is int and v > 0 for v in shard)):
             raise UsageError(f"{path.name}/run.json names no valid shard I/N ({shard!r}): the folder was edited; rerun it")
     shards = [tuple(_shard(r)) for _, r in runs]
     if len({n for _, n in shards}) != 1 or len(set(shards)) != len(shards):
@@ -86,9 +86,9 @@ def _copy_lines(run_dirs: list[Path], folder: Path, name: str) -> None:
                     out.write(line + b"\n")
 
 
-def _shard(run: RunOutcome) -> Any:
-    """The run's `--shard I/N` as run.json holds it ([I, N]; check_compatible checks it)."""
-    return (run.selection or {}).get("shard")
+def _shard(run: Run) -> Any:
+    """The run's `--shard I/N` as run.json holds it ((I, N); check_compatible checks it)."""
+    return run.selection.shard if run.selection is not None else None
 
 
 def merge_runs(run_dirs: list[Path], results_root: Path) -> Path:
@@ -123,7 +123,7 @@ def merge_runs(run_dirs: list[Path], results_root: Path) -> Path:
         first.planned = sum(r.planned or 0 for _, r in runs)
         first.compat_fallbacks = {k: v for _, r in runs if isinstance(r.compat_fallbacks, dict)
                                   for k, v in r.compat_fallbacks.items()}
-        first.selection = {**_selection_sans_shard(first), "shard": None}
+        first.selection = _selection_sans_shard(first)
         missing = count - len(runs)
         status = "complete" if statuses == {"complete"} and missing == 0 else "interrupted"
         if missing:

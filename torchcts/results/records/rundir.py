@@ -19,8 +19,8 @@ from typing import Any
 
 from torchcts import settings
 from torchcts.model.record import MAX_DEPTH, CaseRecord, plain
+from torchcts.model.run import Run
 from torchcts.results.records.jsonl import read_jsonl
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.records.scrub import scrub_obj
 from torchcts.safe_io import open_append, write_atomic
 from torchcts.untrusted import MAX_LINE, NotRegular, Unreadable, check_depth, loads, read_bounded
@@ -90,16 +90,18 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_atomic(path.parent, path.name, json.dumps(scrub_obj(data), indent=2, sort_keys=True, default=str) + "\n")
 
 
-def write_run(run_dir: Path, run: RunOutcome) -> None:
+def write_run(run_dir: Path, run: Run) -> None:
     """run.json, whole and atomically, scrubbed: the run spec when the run opens (engine/spec.py:
-    RunSpec.to_json), then with what finalize, reruns, merge and coverage add."""
+    RunSpec, a Run), then with what finalize, reruns, merge and coverage add."""
     write_json_atomic(run_dir / RUN_JSON, run.to_json())
 
 
-def read_run(run_dir: Path) -> RunOutcome:
-    """run.json typed (results/records/outcome.py: RunOutcome.from_json, the one reader of an untrusted one);
-    a truncated, garbled or non-object file, or a field of the wrong type, is the user's data problem."""
+def read_run(run_dir: Path) -> Run:
+    """run.json typed (model/run.py: Run.from_json, then the claims' own checks): the one reader of an
+    untrusted one; a truncated, garbled or non-object file, a field of the wrong type or claims the
+    manifest's validation refuses are the user's data problem."""
     from torchcts.errors import UsageError
+    from torchcts.manifest.validate import run_manifest_problem
 
     try:
         run = loads(read_bounded(run_dir / RUN_JSON))
@@ -109,7 +111,12 @@ def read_run(run_dir: Path) -> RunOutcome:
         why = exc.msg if isinstance(exc, Unreadable) else type(exc).__name__
         raise UsageError(f"{run_dir.name}/{RUN_JSON} is not valid JSON ({why}; truncated or edited): "
                          "restore it from the run's artifacts or rerun") from None
-    return RunOutcome.from_json(run, f"{run_dir.name}/{RUN_JSON}")
+    where = f"{run_dir.name}/{RUN_JSON}"
+    typed = Run.from_json(run, where)
+    problem = run_manifest_problem(typed.source_of("manifest"))
+    if problem:
+        raise UsageError(f"{where}: {problem} (edited or damaged): restore it or rerun")
+    return typed
 
 
 def point_latest(results_root: Path, run_dir: Path) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchcts.model.record import CaseRecord
-from torchcts.results.records.outcome import RunOutcome
+from torchcts.model.run import Run
 from torchcts.results.reports.quoting import html_text as _e
 from torchcts.results.reports.quoting import md_code, md_text
 
@@ -35,15 +35,15 @@ class Comparison:
     findings: list[Finding]
 
 
-def compare(run: RunOutcome, records: list[CaseRecord]) -> Comparison | None:
+def compare(run: Run, records: list[CaseRecord]) -> Comparison | None:
     """The three-way comparison of a run, None when its probe case did not record (not selected)."""
     probe = next((r for r in reversed(records) if r.id == PROBE_CASE and isinstance(r.info, dict)
                   and isinstance(r.info.get("observed"), dict)), None)
     if probe is None:
         return None
-    manifest = run.manifest or {}
-    claimed = {str(k): bool(v) for k, v in (manifest.get("supported_dtypes") or {}).items()}
-    caps = {str(k): bool(v) for k, v in (manifest.get("capabilities") or {}).items()}
+    manifest = run.manifest
+    claimed = {str(k): bool(v) for k, v in (manifest.supported_dtypes if manifest else {}).items()}
+    caps = {str(k): bool(v) for k, v in (manifest.capabilities if manifest else {}).items()}
     reported: dict[str, Any] = probe.info.get("reported") if isinstance(probe.info.get("reported"), dict) else {}
     observed = {str(k): str(v) for k, v in probe.info["observed"].items()}
     rows: list[tuple[str, str, str, str]] = []
@@ -66,16 +66,15 @@ def compare(run: RunOutcome, records: list[CaseRecord]) -> Comparison | None:
             findings.append(Finding("disagreement", dtype, "claimed, but the backend reports is_bf16_supported() False"))
         if dtype == "bfloat16" and reported.get("module.is_bf16_supported") is True and not claimed.get(dtype):
             findings.append(Finding("info", dtype, "not claimed, but the backend reports is_bf16_supported() True"))
-    findings += _capability_findings(manifest, caps, reported, rows)
+    findings += _capability_findings(manifest.device_count if manifest else None, caps, reported, rows)
     return Comparison(rows, findings)
 
 
-def _capability_findings(manifest: dict[str, Any], caps: dict[str, bool], reported: dict[str, Any],
+def _capability_findings(claimed_count: Any, caps: dict[str, bool], reported: dict[str, Any],
                          rows: list[tuple[str, str, str, str]]) -> list[Finding]:
     """Device count, availability, multi_device and autocast: manifest vs the backend's answers."""
     out: list[Finding] = []
     count = reported.get("accelerator.device_count", reported.get("module.device_count"))
-    claimed_count = manifest.get("device_count")
     rows.append(("device_count", str(claimed_count), str(count), ""))
     if isinstance(count, int) and isinstance(claimed_count, int) and count != claimed_count:
         out.append(Finding("disagreement", "device_count", f"the manifest says {claimed_count}, the backend reports {count}"))
@@ -95,7 +94,7 @@ def _capability_findings(manifest: dict[str, Any], caps: dict[str, bool], report
     return out
 
 
-def markdown_lines(run: RunOutcome, records: list[CaseRecord]) -> list[str]:
+def markdown_lines(run: Run, records: list[CaseRecord]) -> list[str]:
     """summary.md's section: the findings (the table is in report.html)."""
     comp = compare(run, records)
     if comp is None:
@@ -107,7 +106,7 @@ def markdown_lines(run: RunOutcome, records: list[CaseRecord]) -> list[str]:
     return [*lines, ""]
 
 
-def render_html(run: RunOutcome, records: list[CaseRecord]) -> str:
+def render_html(run: Run, records: list[CaseRecord]) -> str:
     """report.html's section: the findings, then the table; '' when the probe did not run."""
     comp = compare(run, records)
     if comp is None:

@@ -9,9 +9,9 @@ from typing import Any
 
 from torchcts.errors import UsageError
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.model.status import FAILURES, PASSING
 from torchcts.results.records import rundir
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.reports.quoting import one_field
 from torchcts.results.reports.upgrade import Upgrade, render_lines, upgrade_view
 from torchcts.results.reports.wording import plural
@@ -81,9 +81,10 @@ def compare_runs(old_dir: Path, new_dir: Path, new_records: list[CaseRecord] | N
     old = rundir.final_records(old_dir)
     c = compare_records(old, new, **kw)
     c.upgrade = upgrade_view(old_run, new_run, old, new, (x.id for x in c.new_failures))
-    for key in ("device", "gate", "manifest_hash", "validation", "selection"):  # RunOutcome's fields
-        if getattr(old_run, key) != getattr(new_run, key):
-            c.notes.append(difference(key, getattr(old_run, key), getattr(new_run, key)))
+    for key in ("device", "gate", "manifest_hash", "validation", "selection"):  # Run's fields
+        old, new = _as_json(getattr(old_run, key)), _as_json(getattr(new_run, key))
+        if old != new:
+            c.notes.append(difference(key, old, new))
     for name, run in (("old", old_run), ("new", new_run)):
         if run.status != "complete":
             c.notes.append(f"the {name} run is {run.status or 'interrupted'}: cases it did not reach are missing")
@@ -137,13 +138,18 @@ def render(c: Comparison, limit: int = 50) -> str:
     return "\n".join(one_field(line) for line in lines)  # each line one line whatever a record holds
 
 
-COMPARABLE_KEYS = ("device", "manifest_hash", "validation", "selection")  # RunOutcome's fields
+COMPARABLE_KEYS = ("device", "manifest_hash", "validation", "selection")  # Run's fields
 
 
-def comparable_key(run: RunOutcome) -> str:
+def comparable_key(run: Run) -> str:
     """What two runs must share for "since the previous run": device, claims, validation mode and
     the user's selection (a focused run is never measured against a full one)."""
-    return json.dumps([getattr(run, k) for k in COMPARABLE_KEYS], sort_keys=True, default=str)
+    return json.dumps([_as_json(getattr(run, k)) for k in COMPARABLE_KEYS], sort_keys=True, default=str)
+
+
+def _as_json(value: Any) -> Any:
+    """A run's field as run.json holds it (the device and the selection are typed: model/run.py)."""
+    return value.to_json() if hasattr(value, "to_json") else value
 
 
 def previous_comparable(results_root: Path, run_dir: Path) -> Path | None:

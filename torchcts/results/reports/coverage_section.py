@@ -10,8 +10,8 @@ surfaces needs the dispatcher, so `torchcts coverage report RUN` computes it
 from __future__ import annotations
 
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.model.status import EXECUTED
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.reports.quoting import html_text as _e
 
 
@@ -46,7 +46,7 @@ def record_counts(records: list[CaseRecord]) -> dict[str, int]:
     return {"observed_cases": observed, "unobserved_cases": unobserved, "overloads": len(names), "pending": pending}
 
 
-def render_coverage_section(run: RunOutcome, records: list[CaseRecord]) -> str:
+def render_coverage_section(run: Run, records: list[CaseRecord]) -> str:
     c = record_counts(records)
     cov = run.coverage
     head = (f"<p>{c['overloads']} distinct aten overloads dispatched to the device by {c['observed_cases']} executed "

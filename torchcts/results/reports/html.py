@@ -16,8 +16,8 @@ from pathlib import Path
 
 from torchcts.manifest.schema import DTYPES
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.model.status import EXECUTED, ORDER
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.reports.capabilities import render_html as render_capabilities
 from torchcts.results.reports.coverage_section import render_coverage_section
 from torchcts.results.reports.fallback_section import render_html as render_fallback
@@ -113,7 +113,7 @@ document.addEventListener('DOMContentLoaded',function(){
 class ReportInput:
     """What every section renders from: run.json, the final records, the run folder (None for a
     page rendered without one) and the failing cases whose repro script is in its repro/ folder."""
-    run: RunOutcome
+    run: Run
     records: list[CaseRecord]
     run_dir: Path | None = None
     scripts: set[str] = field(default_factory=set)
@@ -126,9 +126,9 @@ class Section:
     render: Callable[[ReportInput], str]  # the section's HTML body; '' leaves the section out
 
 
-def claimed_dtypes(run: RunOutcome) -> set[str] | None:
+def claimed_dtypes(run: Run) -> set[str] | None:
     """The dtypes the run's manifest claims; None when run.json names none (an older run)."""
-    supported = (run.manifest or {}).get("supported_dtypes")
+    supported = run.manifest.supported_dtypes if run.manifest is not None else None
     if not isinstance(supported, dict):
         return None
     return {str(d) for d, claimed in supported.items() if claimed}
@@ -268,9 +268,8 @@ def repro_scripts(run_dir: Path | None, records: list[CaseRecord]) -> set[str]:
     return {r.id for r in failures(records) if (run_dir / "repro" / safe_name(r.id) / SCRIPT).is_file()}
 
 
-def _header(run: RunOutcome, t: dict[str, int]) -> str:
+def _header(run: Run, t: dict[str, int]) -> str:
     """Title, run facts and a badge per status count `t`."""
-    dev = run.device or {}
     torch_v = (run.torch or {}).get("torch", "")
     badges = "".join(
         f"<div class='badge' style='background:{COLORS.get(s, '#555')}'><b>{n}</b>{_e(s)}</div>"
@@ -287,14 +286,14 @@ def _header(run: RunOutcome, t: dict[str, int]) -> str:
     if run.unreadable_records:
         notes += (f"<p class='validation' id='unreadable'>{_e(run.unreadable_records)} unreadable records in "
                   f"cases.jsonl, not in the totals: {_e('; '.join(run.record_problems or []))}</p>")
-    return (f"<h1>TorchCTS report — device <code>{_e(dev.get('type'))}</code></h1>\n"
+    return (f"<h1>TorchCTS report — device <code>{_e(run.device_type)}</code></h1>\n"
             f"<div class='meta'>run <code>{_e(run.name)}</code> · gate <code>{_e(run.gate)}</code> · "
             f"torch {_e(torch_v)} · torchcts {_e(run.torchcts)} · {_e(run.status)} · "
             f"{_e(run.started)} → {_e(run.ended)} · manifest "
             f"{_e((run.manifest_hash or '')[:12])}</div>\n{notes}\n<div class='badges' id='totals'>{badges}</div>{left_out}")
 
 
-def render_html(run: RunOutcome, records: list[CaseRecord], run_dir: Path | None = None) -> str:
+def render_html(run: Run, records: list[CaseRecord], run_dir: Path | None = None) -> str:
     report = ReportInput(run, records, run_dir, repro_scripts(run_dir, records))
     body = []
     for section in SECTIONS:

@@ -8,8 +8,8 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.model.status import CRASH_LIKE, FAILURES, STATUSES, Status
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.reports.quoting import one_line, strip_controls
 
 # Characters XML 1.0 does not allow (besides the controls the quoting layer removes): surrogates and
@@ -33,11 +33,11 @@ def _detail(r: CaseRecord) -> str:
     return strip_controls("\n".join(p if isinstance(p, str) else str(p) for p in parts if p))
 
 
-def render_junit(run: RunOutcome, records: list[CaseRecord]) -> str:
+def render_junit(run: Run, records: list[CaseRecord]) -> str:
     return "".join(iter_junit(run, records))
 
 
-def iter_junit(run: RunOutcome, records: list[CaseRecord]) -> Iterator[str]:
+def iter_junit(run: Run, records: list[CaseRecord]) -> Iterator[str]:
     """junit.xml in pieces, one test case at a time (safe_io.write_atomic writes them as they come):
     a run of 10^6 records never holds its whole XML tree or text."""
     suites: dict[str, list[CaseRecord]] = defaultdict(list)
@@ -95,7 +95,7 @@ def _xml(element: ET.Element, level: int) -> str:
     return "  " * level + _NOT_XML.sub("", ET.tostring(element, encoding="unicode").rstrip()) + "\n"
 
 
-def _record_problems(run: RunOutcome) -> ET.Element | None:
+def _record_problems(run: Run) -> ET.Element | None:
     """Unreadable records and a missing plan as errors of their own suite: a dashboard that reads only
     junit.xml must not see a clean run."""
     problems = [one_line(p)[:500] for p in (run.record_problems or [])]

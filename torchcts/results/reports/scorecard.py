@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import TextIO
 
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.model.status import ORDER
 from torchcts.results.records import rundir
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.reports.failure import details
 from torchcts.results.reports.fallback_section import scorecard_lines as fallback_lines
 from torchcts.results.reports.quoting import TerminalOut, one_field
@@ -54,7 +54,7 @@ def _section(out: TextIO, title: str, groups: dict[str, dict[str, int]]) -> None
 
 
 def print_scorecard(
-    run_dir: Path, run: RunOutcome, out: TextIO, first: int = 10, slowest: int = 5,
+    run_dir: Path, run: Run, out: TextIO, first: int = 10, slowest: int = 5,
     regressions: str | None = None, records: list[CaseRecord] | None = None,
     live_paths: dict[str, str] | None = None,
 ) -> None:

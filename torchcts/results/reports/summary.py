@@ -6,8 +6,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 
 from torchcts.model.record import CaseRecord
+from torchcts.model.run import Run
 from torchcts.model.status import FAILURES, ORDER, STATUSES
-from torchcts.results.records.outcome import RunOutcome
 from torchcts.results.reports.failure import cite_url, details
 from torchcts.results.reports.quoting import md_code, md_text, one_line
 from torchcts.results.reports.repeats import markdown_lines as flaky_markdown
@@ -26,7 +26,7 @@ def ordered(counts: dict[str, int]) -> dict[str, int]:
     return {s: counts[s] for s in ORDER if counts.get(s)}
 
 
-def filtered_note(run: RunOutcome, counts: dict[str, int]) -> str | None:
+def filtered_note(run: Run, counts: dict[str, int]) -> str | None:
     """The run's one "filtered" count, with where it comes from: the cases the selection options
     left out (run.json's `filtered`, never recorded) and the planned cases pytest's -k/-m/--lf
     deselected (recorded `filtered`). Two bare "filtered" numbers on one line read as a contradiction."""
@@ -77,13 +77,12 @@ def warmup_line(records: list[CaseRecord]) -> str | None:
             + ", ".join(f"{w} {t:.2f}s" for w, t in sorted(per.items())))
 
 
-def render_markdown(run: RunOutcome, records: list[CaseRecord], first_failures: int = 20) -> str:
+def render_markdown(run: Run, records: list[CaseRecord], first_failures: int = 20) -> str:
     t = totals(records)
-    dev = run.device or {}
     lines = [
         f"# TorchCTS run {md_text(run.name or '')}",
         "",
-        f"- device: {md_code(dev.get('type'))} (gate {md_code(dev.get('gate'))})"
+        f"- device: {md_code(run.device_type)} (gate {md_code(run.device.gate if run.device else None)})"
         f"{' — validation, not backend evidence' if run.validation else ''}",
         f"- torch {md_text((run.torch or {}).get('torch'))}, torchcts {md_text(run.torchcts)}",
         *([f"- **outside the validated range**: {md_text(run.torch_drift)}"] if run.torch_drift else []),

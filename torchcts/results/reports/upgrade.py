@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchcts.model.record import CaseRecord
-from torchcts.results.records.outcome import RunOutcome
+from torchcts.model.run import Run
 
 
-def torch_release(run: RunOutcome) -> str | None:
+def torch_release(run: Run) -> str | None:
     value = (run.torch or {}).get("torch")
     return value if isinstance(value, str) else None
 
@@ -47,7 +47,7 @@ class Upgrade:
     regressions: list[str] = field(default_factory=list)  # new failures on the same case and samples
 
 
-def upgrade_view(old_run: RunOutcome, new_run: RunOutcome, old: list[CaseRecord],
+def upgrade_view(old_run: Run, new_run: Run, old: list[CaseRecord],
                  new: list[CaseRecord], new_failures: Iterable[str]) -> Upgrade | None:
     """None unless the two runs ran different torch releases.
 

@@ -23,13 +23,13 @@ from typing import Any
 from torchcts.cases.repro_builders import failing_sample, repro_command
 from torchcts.manifest.load import portable_manifest
 from torchcts.model.record import CaseRecord
-from torchcts.results.records.outcome import RunOutcome
+from torchcts.model.run import Run
 from torchcts.results.records.scrub import scrub
 from torchcts.results.reports.repeat_rate import repro_repeat
 from torchcts.results.repro import sim_env
 
 
-def offered_commands(record: CaseRecord, run: RunOutcome, run_dir: Path,
+def offered_commands(record: CaseRecord, run: Run, run_dir: Path,
                      manifest_arg: str | None = None) -> CaseRecord:
     """`record` with `repro` and `repro_script` rebuilt (where it had them); nothing else changes.
     `manifest_arg`: `--manifest` as typed, when the run itself finalizes (quoted, then scrubbed, as
@@ -64,16 +64,16 @@ def reader_manifest(value: Any, run_dir: Path) -> str | None:
     return None if path == results or results in path.parents else value
 
 
-def record_repro(record: CaseRecord, run: RunOutcome, manifest: str | None) -> str:
+def record_repro(record: CaseRecord, run: Run, manifest: str | None) -> str:
     """`repro_command` for a run's record; `manifest` is the `--manifest` value as given. The line
     runs as pasted in the folder the run was made from: it sets the sim's variables the run had
     (results/repro/sim_env.py), and a manifest path the scrubber must hide is quoted (`shell_path`)."""
     level = record.level
-    claimed = (run.manifest or {}).get("semantic_level")
+    claimed = run.manifest.semantic_level if run.manifest is not None else None
     above = isinstance(level, int) and isinstance(claimed, int) and level > claimed
     repeat = repro_repeat(record)  # a flaky case under --repeat: one run would most likely pass
     return sim_env.shell_prefix(run) + repro_command(
-        record.id, str((run.device or {}).get("type", "DEVICE")), bool(run.validation),
+        record.id, run.device_type or "DEVICE", bool(run.validation),
         manifest=manifest, sample=failing_sample(record.info), level=level if above else None,
         quote_path=shell_path) + (f" --repeat {repeat}" if repeat else "")
 

@@ -25,8 +25,8 @@ from torchcts import settings
 from torchcts.cases.explore.codec import MEMORY_FORMATS
 from torchcts.cases.repro_builders import ReproSpec, builder_for
 from torchcts.errors import UsageError, first_line
-from torchcts.manifest.schema import Manifest
 from torchcts.model.case import Case
+from torchcts.model.manifest import Manifest
 from torchcts.model.record import CaseRecord
 from torchcts.oracle.precision import COND_FACTOR, CPU_ILL_ULPS, RESCUE_FACTOR, WORSE_FACTOR, WORSE_FLOOR_ULPS
 from torchcts.results.reports.quoting import one_line, py_docstring, py_literal
@@ -318,13 +318,10 @@ def target_from_run(case_id: str, run_dir: Path) -> ReproTarget:
     for r in rundir.read_records(run_dir):  # streamed: the last record of the case wins
         if r.id == case_id:
             record = r
-    try:
-        if run.manifest is None:
-            raise KeyError("manifest")
-        manifest = Manifest.from_json(run.manifest)
-    except (KeyError, TypeError):
+    manifest = run.manifest
+    if manifest is None or not manifest.device_name:  # a run.json's claims name their device (model/run.py)
         raise UsageError(f"{run_dir.name}/run.json holds no valid manifest: the run folder was edited or "
-                         "damaged; rerun, or pass --device and --manifest without --run") from None
+                         "damaged; rerun, or pass --device and --manifest without --run")
     device = "cpu" if run.validation else str(run.device_type)
     return ReproTarget(case, device, manifest, record, run_dir.name, run_dir / "repro" / safe_name(case_id),
                        run_dir, run.timeout_s, sim_env=sim_env.of_run(run))

@@ -18,7 +18,7 @@ import shlex
 from typing import Any
 
 from torchcts import settings
-from torchcts.results.records.outcome import RunOutcome
+from torchcts.model.run import Run
 
 SIM_MODULE = "torchcts.sim"  # the backend_import of the sim's manifests (and its submodules)
 FAULT, DECOMP = settings.env_name("sim_fault"), settings.env_name("sim_decomp")
@@ -38,7 +38,7 @@ def recorded(backend_import: Any) -> dict[str, str]:
     return env
 
 
-def of_run(run: RunOutcome) -> dict[str, str]:
+def of_run(run: Run) -> dict[str, str]:
     """run.json's `sim_env`, validated: the sim's names only, values of names and commas."""
     value = run.sim_env
     if not isinstance(value, dict):
@@ -46,6 +46,6 @@ def of_run(run: RunOutcome) -> dict[str, str]:
     return {k: v for k, v in value.items() if k in (FAULT, DECOMP) and isinstance(v, str) and _VALUE.fullmatch(v)}
 
 
-def shell_prefix(run: RunOutcome) -> str:
+def shell_prefix(run: Run) -> str:
     """`NAME=value ` for each of the run's sim variables (quoted for the shell), '' for none."""
     return "".join(f"{name}={shlex.quote(value)} " for name, value in sorted(of_run(run).items()))
