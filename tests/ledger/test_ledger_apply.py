@@ -208,3 +208,20 @@ def test_compiled_ledger_picks_the_first_entry_across_globs_and_selectors():
     # entries 0 and 3 never decide for these records: reported unmatched (dead or shadowed)
     recs = [apply(rec(i, "passed"), entries, TODAY) for i in (ADD_F32, "operators/core/zeros/float32")]
     assert [x["entry"] for x in ledger_report(entries, recs, TODAY)["unmatched"]] == [0, 1, 3]
+
+
+def test_a_records_ledger_note_reads_typed_and_round_trips():
+    """A record's `expectation` (results/ledger/note.py, issue 52 item 1): what the ledger writes reads
+    back equal and writes the same JSON; a crafted one reads field by field, a wrong type as unset."""
+    from torchcts.results.ledger.note import LedgerNote
+
+    note = LedgerNote(entry=2, status="known_failure", reason="r", tracker="https://t/1", expired=True,
+                      original_status="failed")
+    data = note.to_json()
+    assert data == {"entry": 2, "status": "known_failure", "reason": "r", "tracker": "https://t/1", "expired": True,
+                    "original_status": "failed"}  # expires unset: not written, as the ledger always wrote it
+    assert LedgerNote.from_json(data) == note and LedgerNote.from_json(data).to_json() == data
+    crafted = LedgerNote.from_json({"entry": True, "note": 5, "expired": "yes"})
+    assert crafted is not None and (crafted.entry, crafted.note, crafted.expired) == (None, None, False)
+    assert not crafted.names_entry_of([{}]) and LedgerNote(entry=0).names_entry_of([{}])
+    assert not LedgerNote(entry=1).names_entry_of([{}]) and LedgerNote.from_json(None) is None

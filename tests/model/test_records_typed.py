@@ -116,6 +116,7 @@ OTHER_RECORDS = {"torchcts/evidence/collect.py", "torchcts/evidence/store.py", "
 # messages: `["status"]` / `.get("status")` is allowed only on these receivers.
 STATUS_RECEIVERS = {
     "entry": "a ledger entry", "e": "a ledger entry", "entries[index]": "a ledger entry",
+    "note": "a record's ledger note, read by its own reader (results/ledger/note.py)",
     "first": "a flaky record's first_failure (a nested dict, records.py says why)",
     "recv_msg(sock)[0]": "the warm server's reply (workers/zygote.py)",
 }

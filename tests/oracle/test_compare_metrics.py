@@ -42,3 +42,17 @@ def test_compare_names_differing_selections_readably(tmp_path):
     assert "note: the runs differ in validation: no vs yes" in text
     assert "{" not in text and "[" not in text and "'" not in text
     assert "level" not in text and "device" not in text  # only what differs
+
+
+def test_a_records_mismatch_reads_typed_and_a_wrong_type_reads_as_unset():
+    """Reports and triage read a record's mismatch through Mismatch.from_json (issue 52 item 1): what
+    TorchCTS wrote reads back equal; a crafted field of the wrong type reads as unset, never a crash."""
+    from torchcts.oracle.mismatch import Mismatch
+
+    m = Mismatch(what="values differ", max_abs_error=0.5, max_rel_error=0.25, mismatched=2, total=8, first_index=[1],
+                 first_actual=1.5, first_expected=1.0, atol=1e-5, rtol=1e-3, extra={"max_abs_expected": 2.0})
+    assert Mismatch.from_json(m.to_json()) == m
+    crafted = Mismatch.from_json({"what": 5, "max_abs_error": "big", "total": True, "first_index": "0", "extra": [1]})
+    assert crafted is not None
+    assert (crafted.what, crafted.max_abs_error, crafted.total, crafted.first_index, crafted.extra) == ("", None, None, None, {})
+    assert Mismatch.from_json(None) is None and Mismatch.from_json({}) is None and Mismatch.from_json("x") is None

@@ -16,6 +16,7 @@ from helpers.runs import run_cli
 
 from torchcts.model.record import CaseRecord
 from torchcts.model.run import Run
+from torchcts.oracle.mismatch import Mismatch
 from torchcts.results.records import rundir
 from torchcts.results.records.artifacts import write_artifacts
 from torchcts.results.records.scrub import scrub
@@ -238,9 +239,9 @@ def test_report_groups_failures_by_cluster_with_what_to_act_on(tmp_path):
     # charts: pass rate per suite and level, and the worst error per op against its tolerance
     assert "<svg id='suite-chart'" in page and "<svg id='level-chart'" in page
     assert "<svg id='error-chart'" in page and "500 x tol" in page
-    assert excess({"max_abs_error": float("inf"), "atol": 1e-4}) == float("inf")  # off the scale, not "exact"
-    assert excess({"max_abs_error": 38.0, "atol": 0.0, "rtol": 0.0}) is None  # exact: any difference fails
-    assert excess({"max_abs_error": 0.5, "atol": 0.0, "max_rel_error": 0.2, "rtol": 0.1}) == 2.0
+    assert excess(Mismatch.from_json({"max_abs_error": float("inf"), "atol": 1e-4})) == float("inf")  # off the scale, not "exact"
+    assert excess(Mismatch.from_json({"max_abs_error": 38.0, "atol": 0.0, "rtol": 0.0})) is None  # exact: any difference fails
+    assert excess(Mismatch.from_json({"max_abs_error": 0.5, "atol": 0.0, "max_rel_error": 0.2, "rtol": 0.1})) == 2.0
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
     meta = page.split("<div class='meta'>", 1)[1].split("</div>", 1)[0]  # run.json without these fields
     assert "torchcts  · complete ·  →  · manifest h1" in meta and "None" not in meta

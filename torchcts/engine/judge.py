@@ -24,6 +24,7 @@ from torchcts.model.record import CaseRecord
 from torchcts.model.run import Run
 from torchcts.model.status import NO_REPRO, Status
 from torchcts.results.ledger.annotate import RecordAnnotator
+from torchcts.results.ledger.note import LedgerNote
 
 RECORD_ATTR = "torchcts_record"
 
@@ -57,8 +58,8 @@ def align_report(report: pytest.TestReport, record: CaseRecord, strict: bool) ->
     """pytest's outcome agrees with the record's status after the ledger: an expected failure is
     pytest's xfailed (not in "N failed", not in FAILURES, not counted by -x/--maxfail), an expected
     failure that passed is XPASS (a failure under --strict-expectations, as pytest's strict xfail)."""
-    note = record.expectation_dict
-    reason = f"expectations[{note.get('entry')}]: {note.get('reason') or ''}".strip()
+    note = LedgerNote.from_json(record.expectation) or LedgerNote(entry=None)
+    reason = f"expectations[{note.entry}]: {note.reason or ''}".strip()
     if record.status == Status.XFAILED:
         report.outcome = "skipped"
         report.wasxfail = reason  # type: ignore[attr-defined]

@@ -59,7 +59,7 @@ class CaseRecord:
     exception: str | None = None  # the exception's type name (error)
     traceback: str | None = None  # the last 30 lines of its traceback (error)
     mismatch: dict[str, Any] | None = None  # oracle/mismatch.py: Mismatch.to_json() (failed); kept a dict,
-                                            # its schema is the oracle's
+                                            # its schema is the oracle's (read back with Mismatch.from_json)
     # oracle/precision.py: Precision.to_json(), the worst errors of the case's floating outputs against
     # CPU and the float64 truth in ulps and relative (OpInfo forward cases); kept a dict, its schema is
     # the oracle's (read back with Precision.from_json, which checks each field)
@@ -104,8 +104,8 @@ class CaseRecord:
     repro: str | None = None  # the `torchcts run --case` line that reruns it
     repro_script: str | None = None  # the `torchcts repro` line writing a standalone script
     signature: str | None = None  # results/triage/signatures.py: the failure's signature (failing records)
-    expectation: dict[str, Any] | None = None  # results/ledger/apply.py: _note() of the entry that matched; kept a dict
-                                               # (entry, status, reason, tracker, expires, expired, note, original_status)
+    expectation: dict[str, Any] | None = None  # results/ledger/note.py: LedgerNote.to_json() of the entry that matched;
+                                               # kept a dict, its schema is the ledger's (read back with LedgerNote.from_json)
     first_failure: dict[str, Any] | None = None  # a flaky record's first failure
                                                  # (status, message, signature, mismatch, exception)
     # --repeat N (results/reports/repeats.py: combine): how many times the case ran, and how many of those passed
@@ -220,16 +220,6 @@ class CaseRecord:
     def info_dict(self) -> dict[str, Any]:
         """`info`, or an empty mapping when the case noted nothing."""
         return self.info or {}
-
-    @property
-    def mismatch_dict(self) -> dict[str, Any]:
-        """`mismatch`, or an empty mapping for a record without one."""
-        return self.mismatch or {}
-
-    @property
-    def expectation_dict(self) -> dict[str, Any]:
-        """`expectation`, or an empty mapping for a record no ledger entry matched."""
-        return self.expectation or {}
 
 
 _FIELDS = tuple(f.name for f in fields(CaseRecord) if f.name not in ("extra", "_keys"))

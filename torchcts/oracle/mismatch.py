@@ -26,6 +26,34 @@ class Mismatch:
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v not in (None, {}, "")}
 
+    @classmethod
+    def from_json(cls, data: Any) -> Mismatch | None:
+        """A record's `mismatch` object typed for its readers (reports, triage), each field checked:
+        the record is untrusted, and a field of the wrong type reads as unset (as Precision.from_json).
+        None for a record without one."""
+        if not isinstance(data, dict) or not data:
+            return None
+
+        def text(key: str) -> str:
+            value = data.get(key)
+            return value if isinstance(value, str) else ""
+
+        def number(key: str) -> float | None:
+            value = data.get(key)
+            return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None  # as written
+
+        def count(key: str) -> int | None:
+            value = data.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        index = data.get("first_index")
+        extra = data.get("extra")
+        return cls(what=text("what"), path=text("path"), max_abs_error=number("max_abs_error"),
+                   max_rel_error=number("max_rel_error"), mismatched=count("mismatched"), total=count("total"),
+                   first_index=index if isinstance(index, list) and all(type(i) is int for i in index) else None,
+                   first_actual=data.get("first_actual"), first_expected=data.get("first_expected"),
+                   atol=number("atol"), rtol=number("rtol"), extra=extra if isinstance(extra, dict) else {})
+
     def describe(self) -> str:
         loc = f" at {self.path}" if self.path else ""
         layouts = ""

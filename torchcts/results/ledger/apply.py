@@ -26,6 +26,7 @@ from torchcts.model.record import CaseRecord
 from torchcts.model.run import Run
 from torchcts.model.status import CRASH_LIKE, EXECUTED, FAILURES, FORGIVABLE, Status
 from torchcts.results.ledger.match import LedgerMatcher
+from torchcts.results.ledger.note import LedgerNote
 from torchcts.results.reports.wording import plural
 from torchcts.results.triage.signatures import entry_signature, signature_matches, signature_of
 
@@ -57,7 +58,8 @@ def crash_evidence(record: CaseRecord) -> str | None:
     it carries; None when nothing says so. A label (`original_status: "failed"`) can be edited, the
     evidence beside it is what the MPS rule believes."""
     first = record.first_failure if isinstance(record.first_failure, dict) else {}
-    labels = (record.expectation_dict.get("original_status"), first.get("status"))
+    note = LedgerNote.from_json(record.expectation)
+    labels = (note.original_status if note is not None else None, first.get("status"))
     messages = " ".join(str(m) for m in (record.message, first.get("message")) if m)
     if "timeout" in labels or record.timeout_s is not None or _TIMED_OUT.search(messages):
         return "timeout"
@@ -105,14 +107,9 @@ def _signature_ok(entry: dict[str, Any], record: CaseRecord) -> bool:
     return signature_matches(pattern, record)
 
 
-def _note(entry: dict[str, Any], index: int, today: _dt.date) -> dict[str, Any]:
-    out: dict[str, Any] = {"entry": index, "status": entry.get("status"), "reason": entry.get("reason")}
-    for key in ("tracker", "expires"):
-        if entry.get(key):
-            out[key] = entry[key]
-    if is_expired(entry, today):
-        out["expired"] = True
-    return out
+def _note(entry: dict[str, Any], index: int, today: _dt.date) -> LedgerNote:
+    return LedgerNote(entry=index, status=entry.get("status"), reason=entry.get("reason"), tracker=entry.get("tracker"),
+                      expires=entry.get("expires"), expired=is_expired(entry, today))
 
 
 def compile_entries(entries: list[dict[str, Any]]) -> LedgerMatcher:
@@ -137,18 +134,18 @@ def apply(record: CaseRecord, entries: list[dict[str, Any]], today: _dt.date,
     note = _note(entry, index, today)
     if status == Status.PASSED:
         out.status = Status.XPASSED
-        note["note"] = f"passed: remove expectations[{index}] from the ledger"
+        note.note = f"passed: remove expectations[{index}] from the ledger"
     elif status in CRASHES and not forgives_crashes(device):
-        note["note"] = (f"expectations[{index}] cannot forgive a {status} case on {device}: "
+        note.note = (f"expectations[{index}] cannot forgive a {status} case on {device}: "
                         "crash isolation there is subprocess isolation only, so it still fails")
     elif _signature_ok(entry, out):
         out.status = Status.XFAILED
-        note["original_status"] = str(status)
+        note.original_status = str(status)
     else:
         expected = _expected_signature(entry) or "crash or timeout"
-        note["note"] = (f"expectations[{index}] expects signature '{expected}' but the case failed with "
+        note.note = (f"expectations[{index}] expects signature '{expected}' but the case failed with "
                         f"'{out.signature}': a different failure, so it still fails")
-    out.expectation = note
+    out.expectation = note.to_json()
     return out
 
 
@@ -175,11 +172,11 @@ def ledger_report(entries: list[dict[str, Any]], records: list[CaseRecord], toda
     matcher = compile_entries(entries)
     xpassed, changed, xfailed = [], [], 0
     for r in records:
-        note = r.expectation
-        if not (isinstance(note, dict) and type(note.get("entry")) is int and 0 <= note["entry"] < len(entries)):
-            note = None  # no note, or one naming no entry of this ledger (an edited record)
-        if note is not None:
-            hit[note["entry"]] = True
+        note = LedgerNote.from_json(r.expectation)
+        if note is not None and not note.names_entry_of(entries):
+            note = None  # one naming no entry of this ledger (an edited record)
+        if note is not None and note.entry is not None:
+            hit[note.entry] = True
         elif entries and r.status not in APPLIED:  # applied records carry their note
             index = matcher.first(r.selector_view())  # the entry that decides (a shadowed entry stays unmatched)
             if index is not None:
@@ -187,11 +184,11 @@ def ledger_report(entries: list[dict[str, Any]], records: list[CaseRecord], toda
         if note is None:
             continue
         if r.status == Status.XPASSED:
-            xpassed.append({"id": r.id, "entry": note["entry"]})
+            xpassed.append({"id": r.id, "entry": note.entry})
         elif r.status == Status.XFAILED:
             xfailed += 1
-        elif note.get("note"):
-            changed.append({"id": r.id, "entry": note["entry"], "signature": r.signature})
+        elif note.note:
+            changed.append({"id": r.id, "entry": note.entry, "signature": r.signature})
     expired = [
         {"entry": i, "match": e.get("match"), "expires": e.get("expires"), "tracker": e.get("tracker")}
         for i, e in enumerate(entries) if is_expired(e, today)

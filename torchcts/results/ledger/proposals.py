@@ -16,6 +16,7 @@ from typing import Any
 from torchcts.model.record import CaseRecord
 from torchcts.model.status import CRASH_LIKE
 from torchcts.results.ledger.apply import FAILING
+from torchcts.results.ledger.note import LedgerNote
 from torchcts.results.reports.quoting import py_comment, quoted_string
 from torchcts.results.triage.clusters import Cluster, cluster_key, clusters, top_counts
 from torchcts.results.triage.signatures import signature_of
@@ -33,7 +34,8 @@ def _message(record: CaseRecord) -> str:
 
 
 def _replaces(members: list[CaseRecord]) -> str:
-    entries = sorted({n for r in members if isinstance(n := r.expectation_dict.get("entry"), int)})
+    notes = (LedgerNote.from_json(r.expectation) for r in members)
+    entries = sorted({n.entry for n in notes if n is not None and n.entry is not None})
     names = ", ".join(f"expectations[{i}]" for i in entries)
     return f"; replaces {names}, whose signature no longer matches" if entries else ""
 

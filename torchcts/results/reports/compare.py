@@ -11,6 +11,7 @@ from torchcts.errors import UsageError
 from torchcts.model.record import CaseRecord
 from torchcts.model.run import Run
 from torchcts.model.status import FAILURES, PASSING
+from torchcts.oracle.mismatch import Mismatch
 from torchcts.results.records import rundir
 from torchcts.results.reports.quoting import one_field
 from torchcts.results.reports.upgrade import Upgrade, render_lines, upgrade_view
@@ -22,11 +23,11 @@ PRECISION_FACTOR = 2.0
 
 def max_abs_error(record: CaseRecord) -> float | None:
     """The largest absolute error the record reports: from a mismatch, or measured on a pass."""
-    for source in (record.mismatch or {}, record.info or {}):
-        value = source.get("max_abs_error")
-        if isinstance(value, (int, float)):
-            return float(value)
-    return None
+    mismatch = Mismatch.from_json(record.mismatch)
+    if mismatch is not None and mismatch.max_abs_error is not None:
+        return float(mismatch.max_abs_error)
+    value = (record.info or {}).get("max_abs_error")  # a pass's own measure (cases/context.py: describe)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 @dataclass

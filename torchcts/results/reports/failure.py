@@ -8,9 +8,9 @@ dtypes, kwargs), taken from the record's `info` as the case described it.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from torchcts.model.record import CaseRecord
+from torchcts.oracle.mismatch import Mismatch
 from torchcts.results.reports.repeat_rate import repeated
 
 # A citation shown as a link: an http(s) URL of plain URL characters only. The record is untrusted
@@ -103,9 +103,8 @@ def details(record: CaseRecord, cite: bool = True) -> list[str]:
             if line]
 
 
-def rel_error_text(mismatch: dict[str, Any]) -> str:
+def rel_error_text(mismatch: Mismatch) -> str:
     """The relative error as a report cell: 'n/a (expected 0)' where every differing element expects 0."""
-    value = mismatch.get("max_rel_error")
-    if isinstance(value, (int, float)):
-        return f"{value:.3g}"
-    return "n/a (expected 0)" if mismatch.get("max_abs_error") is not None else ""
+    if mismatch.max_rel_error is not None:
+        return f"{mismatch.max_rel_error:.3g}"
+    return "n/a (expected 0)" if mismatch.max_abs_error is not None else ""

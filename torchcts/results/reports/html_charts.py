@@ -13,6 +13,7 @@ from typing import Any
 
 from torchcts.model.record import CaseRecord
 from torchcts.model.status import EXECUTED, PASSING
+from torchcts.oracle.mismatch import Mismatch
 from torchcts.results.reports.quoting import html_text as _e  # None reads as ''
 
 LABEL_W, BAR_W, ROW_H, TEXT_W = 150, 260, 20, 170
@@ -61,15 +62,11 @@ def pass_rate_chart(chart_id: str, title: str, groups: dict[str, dict[str, int]]
     return _svg(chart_id, title, len(rows), "".join(body))
 
 
-def excess(mismatch: dict[str, Any]) -> float | None:
+def excess(mismatch: Mismatch) -> float | None:
     """How many times its tolerance a mismatch's error is: max abs error / atol, else (atol 0)
     max rel error / rtol; inf for an infinite or NaN error (off any scale); None where the comparison
     was exact (atol = rtol = 0: any difference fails)."""
-    def num(key: str) -> float | None:
-        v = mismatch.get(key)
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-    abs_err, rel_err, atol, rtol = (num(k) for k in ("max_abs_error", "max_rel_error", "atol", "rtol"))
+    abs_err, rel_err, atol, rtol = mismatch.max_abs_error, mismatch.max_rel_error, mismatch.atol, mismatch.rtol
     if abs_err is not None and not math.isfinite(abs_err):
         return math.inf
     atol, rtol = (t if t is not None and math.isfinite(t) else None for t in (atol, rtol))
@@ -80,19 +77,19 @@ def excess(mismatch: dict[str, Any]) -> float | None:
     return None
 
 
-def worst_by_op(records: list[CaseRecord], op_of: Any) -> tuple[list[tuple[str, float | None, int, dict]], list[str]]:
+def worst_by_op(records: list[CaseRecord], op_of: Any) -> tuple[list[tuple[str, float | None, int, Mismatch]], list[str]]:
     """Per failing op with error metrics: (op, its worst excess or None when exact, failures, the
     worst mismatch), largest first; and the failing ops without metrics (errors, crashes)."""
-    found: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    found: dict[str, list[Mismatch]] = defaultdict(list)
     without: set[str] = set()
     for r in records:
-        m = r.mismatch or {}
-        if isinstance(m.get("max_abs_error"), (int, float)):
+        m = Mismatch.from_json(r.mismatch)
+        if m is not None and m.max_abs_error is not None:
             found[op_of(r)].append(m)
         else:
             without.add(op_of(r))
 
-    def key(m: dict[str, Any]) -> tuple[bool, float]:  # a finite excess first: it has a scale
+    def key(m: Mismatch) -> tuple[bool, float]:  # a finite excess first: it has a scale
         x = excess(m)
         return (x is not None, -1.0 if x is None else x)
 
@@ -120,16 +117,16 @@ def error_chart(records: list[CaseRecord], op_of: Any) -> str:
     for i, (op, ratio, count, m) in enumerate(shown):
         y = 8 + i * ROW_H
         body.append(_label(f"{op} ({count})", y + 13))
-        tol = f"atol {m.get('atol')}, rtol {m.get('rtol')}"
+        tol = f"atol {m.atol}, rtol {m.rtol}"
         if ratio is None:
-            what = f"exact comparison: max abs error {m.get('max_abs_error'):.3g}"
+            what = f"exact comparison: max abs error {m.max_abs_error:.3g}"
             body.append(f"<rect class='bar exact' x='{LABEL_W}' y='{y}' width='{BAR_W}' height='{ROW_H - 5}' "
                         f"fill='#6a1b9a'><title>{_e(op)}: {_e(what)} ({_e(tol)})</title></rect>")
-            body.append(f"<text x='{LABEL_W + BAR_W + 6}' y='{y + 13}'>exact, off by {m.get('max_abs_error'):.3g}</text>")
+            body.append(f"<text x='{LABEL_W + BAR_W + 6}' y='{y + 13}'>exact, off by {m.max_abs_error:.3g}</text>")
             continue
         fill = "#c62828" if ratio >= 1 else "#ef6c00"
         body.append(f"<rect class='bar' x='{LABEL_W}' y='{y}' width='{x_of(ratio) - LABEL_W:.1f}' height='{ROW_H - 5}' "
-                    f"fill='{fill}'><title>{_e(op)}: max abs error {m.get('max_abs_error'):.3g} = {ratio:.3g} x "
+                    f"fill='{fill}'><title>{_e(op)}: max abs error {m.max_abs_error:.3g} = {ratio:.3g} x "
                     f"tolerance ({_e(tol)})</title></rect>")
         body.append(f"<text x='{LABEL_W + BAR_W + 6}' y='{y + 13}'>{ratio:.3g} x tol</text>")
     bottom = 8 + len(shown) * ROW_H

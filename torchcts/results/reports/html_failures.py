@@ -10,6 +10,7 @@ from collections.abc import Collection
 from typing import Any
 
 from torchcts.model.record import CaseRecord
+from torchcts.oracle.mismatch import Mismatch
 from torchcts.results.reports.failure import cite_url, details, rel_error_text
 from torchcts.results.reports.quoting import html_text as _e  # None reads as ''
 from torchcts.results.triage.clusters import Cluster, clusters, top_counts
@@ -34,26 +35,27 @@ def copyable(text: str, what: str) -> str:
             f"<button type='button' class='copy' data-copy='{_e(text)}' title='copy the {_e(what)}'>copy</button></div>")
 
 
-def _expected_actual(m: dict[str, Any]) -> str:
-    if "first_expected" not in m and "first_actual" not in m:
+def _expected_actual(m: Mismatch | None) -> str:
+    if m is None or (m.first_expected is None and m.first_actual is None):
         return ""
-    where = f" at {_e(m['first_index'])}" if m.get("first_index") is not None else ""
+    where = f" at {_e(m.first_index)}" if m.first_index is not None else ""
     # the order of the record's message (oracle/mismatch.py: "got X, expected Y"): side by side,
     # two orders make a reader swap the numbers
-    return (f"<div class='ea'>first difference{where}: got <code>{_e(m.get('first_actual'))}</code>, "
-            f"expected <code>{_e(m.get('first_expected'))}</code></div>")
+    return (f"<div class='ea'>first difference{where}: got <code>{_e(m.first_actual)}</code>, "
+            f"expected <code>{_e(m.first_expected)}</code></div>")
 
 
 def _metrics(r: CaseRecord) -> str:
-    m = r.mismatch or {}
+    m = Mismatch.from_json(r.mismatch)
     info = r.info if isinstance(r.info, dict) else {}
     tol = info.get("tolerance") if isinstance(info.get("tolerance"), dict) else {}
-    atol, rtol = m.get("atol", tol.get("atol")), m.get("rtol", tol.get("rtol"))
+    atol = m.atol if m is not None and m.atol is not None else tol.get("atol")
+    rtol = m.rtol if m is not None and m.rtol is not None else tol.get("rtol")
     rows = []
-    if m.get("max_abs_error") is not None:
-        rows.append(f"max abs <b>{_fmt(m.get('max_abs_error'))}</b> · max rel <b>{_e(rel_error_text(m))}</b>")
-    if m.get("total"):
-        rows.append(f"{_e(m.get('mismatched', '?'))} of {_e(m['total'])} elements differ")
+    if m is not None and m.max_abs_error is not None:
+        rows.append(f"max abs <b>{_fmt(m.max_abs_error)}</b> · max rel <b>{_e(rel_error_text(m))}</b>")
+    if m is not None and m.total:
+        rows.append(f"{_e(m.mismatched if m.mismatched is not None else '?')} of {_e(m.total)} elements differ")
     if atol is not None or rtol is not None:
         category = f" ({_e(tol['category'])})" if tol.get("category") else ""
         rows.append(f"tolerance: atol {_fmt(atol)} · rtol {_fmt(rtol)}{category}")

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from torchcts.model.record import CaseRecord
+from torchcts.oracle.mismatch import Mismatch
 
 # `ocl:0`, `cuda:1`: a device with an index, not inside a path or a dotted name.
 _INDEXED = re.compile(r"(?<![\w./<])([a-z][a-z0-9_]*):(\d+)\b")
@@ -94,9 +95,9 @@ def structural_mismatch(record: CaseRecord) -> str | None:
     (shape, dtype, device, layout), None for values that differ (those stay per op). An out=
     destination of a given layout is the argument pattern: a resized one that kept its shape is one
     cause (out= not resized) on every op, and so are wrong values written into an offset one."""
-    m = record.mismatch_dict
-    what = str(m.get("what") or record.message or "")
-    extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+    m = Mismatch.from_json(record.mismatch)
+    what = str((m.what if m is not None else "") or record.message or "")
+    extra = m.extra if m is not None else {}
     dest = _DESTINATION.match(what)
     if dest is not None:
         given = [int(d) for d in dest["shape"].replace(" ", "").split(",") if d]

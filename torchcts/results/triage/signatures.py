@@ -16,6 +16,7 @@ from typing import Any
 
 from torchcts.manifest.schema import BUCKETS  # bucket name -> what it covers (the ledger's words)
 from torchcts.model.record import CaseRecord
+from torchcts.oracle.mismatch import Mismatch
 
 _MISSING_KERNEL = re.compile(r"Could not run '([\w:.]+)' with arguments from the '([\w]+)' backend")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
@@ -75,7 +76,8 @@ def signature_of(record: CaseRecord) -> str | None:
     if bucket is None:
         return None
     if bucket == "mismatch":
-        what = record.mismatch_dict.get("what") or record.message or ""
+        mismatch = Mismatch.from_json(record.mismatch)
+        what = (mismatch.what if mismatch is not None else "") or record.message or ""
         return f"mismatch: {normalise_message(str(what))}"
     if bucket == "missing_kernel":
         return f"missing_kernel: {missing_kernel(record.message or '')}"
