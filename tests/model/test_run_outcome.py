@@ -36,7 +36,7 @@ def _run_dir(root: Path, run: dict, records: list[dict], plan: bool = True) -> P
 
 
 def _spec(name: str = "r", **changes: object) -> dict:
-    """run.json as a run opens it (RunSpec.to_json with its facts)."""
+    """run.json as a run opens it (the spec, a Run, with what the run opened with)."""
     manifest = validation_manifest().to_json()
     return {"name": name, "device": {"type": "cpu", "gate": "cpu", "count": 1, "model": None}, "gate": "cpu",
             "validation": True, "manifest": manifest, "manifest_hash": "h", "manifest_source": "validation",
@@ -136,13 +136,38 @@ def test_the_device_claims_and_selection_read_typed_and_written_back_as_read(tmp
     assert older.to_json()["selection"] == {**Selection(ops=["add"]).to_json(), "shard": (1, 2)}
 
 
+def test_a_key_another_torchcts_wrote_is_read_around_by_reports_and_refused_by_a_run(tmp_path, cli):
+    """A selection, device or manifest key no field names (a newer TorchCTS's): every report reads the
+    run (the key written back as it was); the run's own processes refuse it, as they refuse claims
+    that lack a key Manifest needs (the repro script too: it would run with claims of nothing)."""
+    from torchcts.engine.spec import RunSpec
+
+    newer = _spec(selection={"ops": ["add"], "shard": None, "tags": ["x"]})
+    run_dir = _run_dir(tmp_path, newer, [PASSED])
+    run = rundir.read_run(run_dir)
+    assert run.selection is not None and run.selection.ops == ["add"] and run.unread_keys("selection") == ["tags"]
+    assert run.to_json() == newer and cli(["report", str(run_dir)]) == 0
+    with pytest.raises(UsageError, match="does not describe a run .selection holds tags"):
+        RunSpec.from_run(run)
+    manifest = {k: v for k, v in _spec()["manifest"].items() if k != "capabilities"}
+    lacking = Run.from_json(_spec(manifest=manifest))
+    assert lacking.missing_keys("manifest") == ["capabilities"] and lacking.manifest is not None
+    with pytest.raises(UsageError, match="manifest lacks capabilities"):
+        RunSpec.from_run(lacking)
+    assert Run.from_json(_spec()).missing_keys("manifest") == []
+    from torchcts.results.reports.html import claimed_dtypes
+
+    # claims that name no dtypes are unknown claims to the report, not claims of no dtype
+    assert claimed_dtypes(Run.from_json({"manifest": {"device_name": "x"}})) is None
+    assert claimed_dtypes(Run.from_json(_spec())) and claimed_dtypes(Run(manifest=Run.from_json(_spec()).manifest))
+
+
 @pytest.mark.parametrize("nested, line", [
     ({"device": {"type": "cpu", "count": "2"}}, "device.count has the wrong type"),
     ({"device": {"type": "cpu", "gate": ["cpu"]}}, "device.gate has the wrong type"),
     ({"selection": {"ops": "add"}}, "selection.ops has the wrong type"),
     ({"selection": {"shard": [1, 2, 3]}}, "selection.shard has the wrong type"),
     ({"selection": {"level": True}}, "selection.level has the wrong type"),
-    ({"selection": {"levels": 3}}, "selection.levels is no selection field"),
 ])
 def test_a_nested_field_of_the_wrong_type_is_one_line_exit_2(tmp_path, cli, capsys, nested, line):
     run_dir = _run_dir(tmp_path, _spec(**nested), [PASSED])

@@ -1,4 +1,4 @@
-"""The verdict a case builds (cases/verdict.py) reaches its record whole (CaseRecord.take), and each
+"""The verdict a case builds (cases/verdict.py) reaches its record whole (Verdict.write_to), and each
 run of a case body, the observer's reruns included (engine/runner.py), builds its own."""
 
 from __future__ import annotations

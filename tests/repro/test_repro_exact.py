@@ -187,3 +187,22 @@ def test_the_script_copies_a_sample_as_the_run_did(tmp_path):
     run_dest = out_layouts.on_device(dest, "cpu")
     assert kwargs["out"].storage_offset() == run_dest.storage_offset() == dest.storage_offset() > 0
     assert kwargs["out"].untyped_storage().nbytes() == run_dest.untyped_storage().nbytes()
+
+
+@pytest.mark.parametrize("edit", [{"drop": "capabilities"}, {"add": "a_newer_key"}])
+def test_a_run_whose_claims_are_incomplete_writes_no_script(workdir, cli, capsys, edit):
+    """The repro script runs with the run's claims (model/run.py types them with defaults for what
+    an older run lacks): claims missing a key Manifest needs, or holding one it has no field for,
+    write no script that would run with claims of nothing; one line, exit 2."""
+    from helpers.crafted import case_json, failed, fake_run
+
+    case = "operators/elementwise/add/float32"
+    run_dir = fake_run(workdir, "r", [failed(case, "boom")], plan=[case_json(case)])
+    data = json.loads((run_dir / "run.json").read_text())
+    data["manifest"].pop(edit.get("drop", ""), None)
+    if "add" in edit:
+        data["manifest"][edit["add"]] = 1
+    (run_dir / "run.json").write_text(json.dumps(data))
+    assert cli(["repro", case, "--run", str(run_dir)]) == 2
+    assert "r/run.json holds no valid manifest" in capsys.readouterr().err
+    assert not (run_dir / "repro").exists()

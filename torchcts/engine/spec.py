@@ -83,8 +83,15 @@ class RunSpec(Run):
 
     @classmethod
     def from_json(cls, data: Any, where: str = "run.json") -> RunSpec:
-        """A run.json's object as a spec: read as any run (`Run.from_json`), then `from_run`."""
-        return cls.from_run(Run.from_json(data, where))
+        """A run.json's object as a spec: read as `rundir.read_run` reads one (`Run.from_json`, then
+        the claims' own checks), then `from_run`."""
+        from torchcts.manifest.validate import run_manifest_problem
+
+        run = Run.from_json(data, where)
+        problem = run_manifest_problem(run.source_of("manifest"))
+        if problem:
+            raise UsageError(f"{where}: {problem} (edited or damaged): restore it or rerun")
+        return cls.from_run(run)
 
     @classmethod
     def from_run(cls, run: Run) -> RunSpec:
@@ -92,7 +99,9 @@ class RunSpec(Run):
         Device, claims or selection it lacks are a UsageError naming the problem."""
         missing = next((k for k in ("device", "manifest", "selection") if getattr(run, k) is None), None)
         problem = f"no {missing}" if missing else "no device type" if not run.device_type else next(
-            (f"{k} holds {', '.join(run.unread_keys(k))[:120]}" for k in ("device", "manifest") if run.unread_keys(k)), None)
+            (f"{k} holds {', '.join(run.unread_keys(k))[:120]}" for k in ("device", "manifest", "selection")
+             if run.unread_keys(k)), None) or next(
+            (f"{k} lacks {', '.join(run.missing_keys(k))}" for k in ("device", "manifest") if run.missing_keys(k)), None)
         if problem:
             raise UsageError(f"run.json of run '{run.name}' does not describe a run ({problem}): restore it or rerun")
         assert run.device is not None

@@ -13,7 +13,9 @@ refused with one line (a `UsageError`, exit 2), never met later by a report (exi
 older run.json lacks is absent (None). Keys no field names travel unchanged in `extra`, and
 `Run.from_json(d).to_json() == d` for every run.json TorchCTS writes and every older one: a nested
 object is written back as it was read (an older run's partial `device` stays partial) unless the
-field was given a new value. The claims' own checks (manifest/validate.py) are the reader's
+field was given a new value; a nested key no field names (a newer TorchCTS's) is read around and
+written back, and refused by the run's own processes (engine/spec.py: `RunSpec.from_run`), as are
+claims that lack a key a Manifest needs (`missing_keys`). The claims' own checks (manifest/validate.py) are the reader's
 (`rundir.read_run`), since the model imports nothing of the manifest package.
 """
 
@@ -126,15 +128,23 @@ class Run:
         return out
 
     def source_of(self, name: str) -> dict[str, Any]:
-        """The nested object `name` (device, manifest, selection) as run.json held it; {} if it held
-        none (the claims' own checks read it: rundir.read_run)."""
-        raw = self._read.get(name, ({}, None))[0]
+        """The nested object `name` (device, manifest, selection) as run.json holds it: as the source
+        held it while the field keeps the value read from it, else the field's JSON; {} for none (the
+        claims' own checks read it: rundir.read_run)."""
+        read, value = self._read.get(name), getattr(self, name)
+        raw = read[0] if read is not None and read[1] is value else value.to_json() if value is not None else {}
         return raw if isinstance(raw, dict) else {}
 
     def unread_keys(self, name: str) -> list[str]:
         """The keys of the nested object `name` as the source held it that its typed value has no
         field for (a newer TorchCTS's, or an edit); [] when none."""
         return sorted(str(k) for k in self.source_of(name) if k not in _KNOWN[name])
+
+    def missing_keys(self, name: str) -> list[str]:
+        """The keys the nested object `name` must hold to describe a run that the source lacks (its
+        typed value has a default there: an older or edited run.json); [] when none."""
+        source = self.source_of(name)
+        return [k for k in _REQUIRED[name] if k not in source]
 
     def scrubbed(self, scrub_obj: Callable[[Any], Any]) -> Run:
         """The same run with every text passed through `scrub_obj` (results/records/scrub.py, before
@@ -185,7 +195,9 @@ def _manifest(raw: dict[str, Any], run: dict[str, Any]) -> Manifest:
 
 
 def _selection(raw: dict[str, Any], run: dict[str, Any]) -> Selection:
-    return Selection.from_json(raw)
+    """run.json's "selection" typed; a key no Selection has (a newer TorchCTS's) is left out here,
+    written back as read, and refused by the run's own processes (engine/spec.py: from_run)."""
+    return Selection.from_json({k: v for k, v in raw.items() if k in SELECTION_TYPES})
 
 
 _NESTED: dict[str, Callable[[dict[str, Any], dict[str, Any]], Any]] = {
@@ -214,9 +226,12 @@ SELECTION_TYPES: dict[str, str] = {
     "suites": "texts", "ops": "texts", "dtypes": "texts", "cases": "texts", "level": "int", "level_exact": "int",
     "level_range": "pair", "max_samples": "int", "sample": "int", "shard": "pair",
 }
-# Each nested object's keys its type has a field for (`Run.unread_keys`).
+# Each nested object's keys its type has a field for (`Run.unread_keys`), and those it must hold
+# (`Run.missing_keys`: the typed value's default stands in for any other a source lacks).
 _KNOWN = {"device": frozenset(f.name for f in fields(DeviceInfo)), "selection": frozenset(SELECTION_TYPES),
           "manifest": frozenset(f.name for f in fields(Manifest)) - {"source"}}
+_REQUIRED = {"device": ("type", "gate", "count"), "selection": (),
+             "manifest": ("device_name", "supported_dtypes", "capabilities")}
 
 
 def _wrong_field(run: dict[str, Any]) -> str | None:
@@ -251,8 +266,8 @@ def _selection_problem(selection: dict[str, Any]) -> str | None:
     """`selection.<key> ...` for a key no Selection has or a value of the wrong type; None if none."""
     for key, value in selection.items():
         kind = SELECTION_TYPES.get(key)
-        if kind is None:
-            return f"selection.{str(key)[:40]} is no selection field"
+        if kind is None:  # a newer TorchCTS's: readers leave it out (Run.unread_keys)
+            continue
         ok = (value is None and kind != "texts") or (
             kind == "texts" and isinstance(value, list) and all(isinstance(v, str) for v in value)) or (
             kind == "int" and _is(value, _INT)) or (

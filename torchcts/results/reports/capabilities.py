@@ -66,7 +66,8 @@ def compare(run: Run, records: list[CaseRecord]) -> Comparison | None:
             findings.append(Finding("disagreement", dtype, "claimed, but the backend reports is_bf16_supported() False"))
         if dtype == "bfloat16" and reported.get("module.is_bf16_supported") is True and not claimed.get(dtype):
             findings.append(Finding("info", dtype, "not claimed, but the backend reports is_bf16_supported() True"))
-    findings += _capability_findings(manifest.device_count if manifest else None, caps, reported, rows)
+    count = manifest.device_count if manifest and "device_count" in run.source_of("manifest") else None
+    findings += _capability_findings(count, caps, reported, rows)
     return Comparison(rows, findings)
 
 

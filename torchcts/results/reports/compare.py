@@ -83,9 +83,9 @@ def compare_runs(old_dir: Path, new_dir: Path, new_records: list[CaseRecord] | N
     c = compare_records(old, new, **kw)
     c.upgrade = upgrade_view(old_run, new_run, old, new, (x.id for x in c.new_failures))
     for key in ("device", "gate", "manifest_hash", "validation", "selection"):  # Run's fields
-        old, new = _as_json(getattr(old_run, key)), _as_json(getattr(new_run, key))
-        if old != new:
-            c.notes.append(difference(key, old, new))
+        before, after = _as_json(getattr(old_run, key)), _as_json(getattr(new_run, key))
+        if before != after:
+            c.notes.append(difference(key, before, after))
     for name, run in (("old", old_run), ("new", new_run)):
         if run.status != "complete":
             c.notes.append(f"the {name} run is {run.status or 'interrupted'}: cases it did not reach are missing")

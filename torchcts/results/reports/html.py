@@ -128,7 +128,9 @@ class Section:
 
 def claimed_dtypes(run: Run) -> set[str] | None:
     """The dtypes the run's manifest claims; None when run.json names none (an older run)."""
-    supported = run.manifest.supported_dtypes if run.manifest is not None else None
+    if run.manifest is None or "supported_dtypes" in run.missing_keys("manifest"):
+        return None
+    supported = run.manifest.supported_dtypes
     if not isinstance(supported, dict):
         return None
     return {str(d) for d, claimed in supported.items() if claimed}

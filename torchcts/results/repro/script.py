@@ -319,7 +319,7 @@ def target_from_run(case_id: str, run_dir: Path) -> ReproTarget:
         if r.id == case_id:
             record = r
     manifest = run.manifest
-    if manifest is None or not manifest.device_name:  # a run.json's claims name their device (model/run.py)
+    if manifest is None or run.missing_keys("manifest") or run.unread_keys("manifest"):  # as Manifest(**claims) refused
         raise UsageError(f"{run_dir.name}/run.json holds no valid manifest: the run folder was edited or "
                          "damaged; rerun, or pass --device and --manifest without --run")
     device = "cpu" if run.validation else str(run.device_type)
