@@ -10,7 +10,7 @@ run (repro lines, the ledger) reads the spec as it is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -76,22 +76,16 @@ class RunSpec(Run):
     def resolved(self, manifest: Manifest, device: DeviceInfo | None) -> RunSpec:
         """This spec with its claims and device (engine/setup.py: prepare), and what run.json derives
         from them."""
-        import dataclasses
-
-        return dataclasses.replace(self, manifest=manifest, manifest_hash=manifest.hash(), manifest_source=manifest.source,
+        return replace(self, manifest=manifest, manifest_hash=manifest.hash(), manifest_source=manifest.source,
                                    device=device, gate=device.gate if device is not None else None)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "run.json") -> RunSpec:
         """A run.json's object as a spec: read as `rundir.read_run` reads one (`Run.from_json`, then
         the claims' own checks), then `from_run`."""
-        from torchcts.manifest.validate import run_manifest_problem
+        from torchcts.manifest.validate import check_run_claims
 
-        run = Run.from_json(data, where)
-        problem = run_manifest_problem(run.source_of("manifest"))
-        if problem:
-            raise UsageError(f"{where}: {problem} (edited or damaged): restore it or rerun")
-        return cls.from_run(run)
+        return cls.from_run(check_run_claims(Run.from_json(data, where), where))
 
     @classmethod
     def from_run(cls, run: Run) -> RunSpec:

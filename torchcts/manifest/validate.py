@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchcts.errors import did_you_mean
+from torchcts.errors import UsageError, did_you_mean
 from torchcts.manifest.expectations import normalise_entries, validate_entries
 from torchcts.manifest.schema import (
     CAPABILITIES,
@@ -18,6 +18,7 @@ from torchcts.manifest.schema import (
     dtype_name,
 )
 from torchcts.model.manifest import MANIFEST_VERSION, Manifest
+from torchcts.model.run import Run
 
 
 def suggest(word: str, choices: list[str] | tuple[str, ...], prefix: str = "") -> str:
@@ -199,6 +200,15 @@ def validate(raw: Any, source: str = "manifest") -> tuple[Manifest | None, list[
         ),
         [],
     )
+
+
+def check_run_claims(run: Run, where: str) -> Run:
+    """`run` when its claims pass `run_manifest_problem`, else the one-line UsageError naming `where`:
+    every reader of a run.json (rundir.read_run, RunSpec.from_json) asks it after Run.from_json."""
+    problem = run_manifest_problem(run.source_of("manifest"))
+    if problem:
+        raise UsageError(f"{where}: {problem} (edited or damaged): restore it or rerun")
+    return run
 
 
 def run_manifest_problem(manifest: Any) -> str | None:

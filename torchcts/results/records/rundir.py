@@ -101,7 +101,7 @@ def read_run(run_dir: Path) -> Run:
     untrusted one; a truncated, garbled or non-object file, a field of the wrong type or claims the
     manifest's validation refuses are the user's data problem."""
     from torchcts.errors import UsageError
-    from torchcts.manifest.validate import run_manifest_problem
+    from torchcts.manifest.validate import check_run_claims
 
     try:
         run = loads(read_bounded(run_dir / RUN_JSON))
@@ -112,11 +112,7 @@ def read_run(run_dir: Path) -> Run:
         raise UsageError(f"{run_dir.name}/{RUN_JSON} is not valid JSON ({why}; truncated or edited): "
                          "restore it from the run's artifacts or rerun") from None
     where = f"{run_dir.name}/{RUN_JSON}"
-    typed = Run.from_json(run, where)
-    problem = run_manifest_problem(typed.source_of("manifest"))
-    if problem:
-        raise UsageError(f"{where}: {problem} (edited or damaged): restore it or rerun")
-    return typed
+    return check_run_claims(Run.from_json(run, where), where)
 
 
 def point_latest(results_root: Path, run_dir: Path) -> None:
