@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from helpers.runs import run_cli
+from helpers.shared_runs import run_once, session_root
 from helpers.sim_fault_groups import FAULTS, GROUPS, UNLISTED
 
 from torchcts.engine.selftest import ENV, SIM_MANIFEST
@@ -127,31 +128,29 @@ BATCH = {fault: fault if fault in ALONE else group for fault, (group, _) in FAUL
 # The version matrix (scripts/version-matrix) runs two of these on the older PyTorch releases; the
 # rest prove the same repro writer, whose logic does not depend on the PyTorch version (main_only).
 MATRIX_SAMPLE = {"index_add_ignores_offset", "neg_vector_tail"}
-_RUNS: dict[str, tuple[Path, str]] = {}  # batch -> (its folder, the faulted run's stdout), per test process
-
-
 def faulted_run(batch: str, root: Path) -> tuple[Path, str, str]:
-    """The batch's faulted run (once per test process): its folder, stdout, and the fault variable's value."""
+    """The batch's faulted run (once per session, whichever worker asks first: helpers/shared_runs.py):
+    its folder, stdout, and the fault variable's value."""
     faults = sorted(f for f, b in BATCH.items() if b == batch)
     planted = ",".join(faults)
-    if batch not in _RUNS:
+
+    def make(cwd: Path) -> str:
         group = FAULT_CASES[faults[0]][0]
         # The faulted run only prints the lines: in-process is enough, except for a crash or a hang.
         how = ["--timeout", "10"] if group == "process" else ["--no-isolation"]
         level = ["--level", "5"] if group in ("opinfo", "effects") else []
-        cwd = root / batch
-        cwd.mkdir(parents=True)
         cases = [a for f in faults for a in ("--case", FAULT_CASES[f][1])]
         r = run_cli("run", "--device", "sim", "--manifest", str(SIM_MANIFEST), *level, *how, *cases,
                     cwd=cwd, env={ENV: planted})
         assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
-        _RUNS[batch] = (cwd, r.stdout)
-    return (*_RUNS[batch], planted)
+        return r.stdout
+
+    return (*run_once(root, batch, make), planted)
 
 
 @pytest.fixture(scope="session")
 def batches_root(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("repro-batches")
+    return session_root(tmp_path_factory, "repro-batches")
 
 
 @pytest.mark.timeout(900)
