@@ -128,6 +128,8 @@ BATCH = {fault: fault if fault in ALONE else group for fault, (group, _) in FAUL
 # The version matrix (scripts/version-matrix) runs two of these on the older PyTorch releases; the
 # rest prove the same repro writer, whose logic does not depend on the PyTorch version (main_only).
 MATRIX_SAMPLE = {"index_add_ignores_offset", "neg_vector_tail"}
+
+
 def faulted_run(batch: str, root: Path) -> tuple[Path, str, str]:
     """The batch's faulted run (once per session, whichever worker asks first: helpers/shared_runs.py):
     its folder, stdout, and the fault variable's value."""

@@ -77,7 +77,7 @@ class RunSpec(Run):
         """This spec with its claims and device (engine/setup.py: prepare), and what run.json derives
         from them."""
         return replace(self, manifest=manifest, manifest_hash=manifest.hash(), manifest_source=manifest.source,
-                                   device=device, gate=device.gate if device is not None else None)
+                       device=device, gate=device.gate if device is not None else None)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "run.json") -> RunSpec:
