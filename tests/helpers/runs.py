@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -39,6 +40,25 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
                 os.killpg(proc.pid, signal.SIGKILL)
             raise
     return subprocess.CompletedProcess(command, proc.returncode, out, err)
+
+
+def run_typed(words: list[str], cwd: Path, extra: dict[str, str] | None = None, unset: tuple[str, ...] = (),
+              timeout: float = 300) -> subprocess.CompletedProcess:
+    """A printed or documented command line (its shell words) as a shell runs it in `cwd`: leading
+    NAME=value words set the environment; `unset`: variables removed first (nothing planted from
+    outside); `extra`: set last. `torchcts` is this Python's."""
+    words = list(words)
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    given = {}
+    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
+        name, _, value = words.pop(0).partition("=")
+        given[name] = value
+    given.update(extra or {})
+    env.update({**given, "CI": given.get("CI", "true")})
+    assert words and words[0] in ("torchcts", "python"), words
+    argv = [sys.executable, "-m", "torchcts", *words[1:]] if words[0] == "torchcts" else [sys.executable, *words[1:]]
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
 
 
 def pythonpath(*dirs: Path | str) -> dict[str, str]:

@@ -10,15 +10,13 @@ the failure (it sets the fault itself), and so does the standalone script it lea
 from __future__ import annotations
 
 import html
-import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers.runs import latest_run, run_cli
+from helpers.runs import latest_run, run_cli, run_typed
 
 from torchcts.engine.selftest import ENV, SIM_MANIFEST
 from torchcts.model.record import CaseRecord
@@ -47,18 +45,9 @@ def assert_runnable_text(command: str) -> list[str]:
 
 
 def run_as_pasted(command: str, cwd: Path, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """`command` as a shell would run it in `cwd`: leading NAME=value words set the environment, and
-    nothing is planted from outside (the fault variable removed unless `env_extra` sets it)."""
-    words = assert_runnable_text(command)
-    env = {k: v for k, v in os.environ.items() if k != ENV}
-    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
-        name, _, value = words.pop(0).partition("=")
-        env[name] = value
-    env.update({"CI": "true", **(env_extra or {})})
-    assert words[0] in ("torchcts", "python"), command
-    argv = [sys.executable, "-m", "torchcts", *words[1:]] if words[0] == "torchcts" else [sys.executable, *words[1:]]
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
-                          stdin=subprocess.DEVNULL)
+    """`command` as a shell would run it in `cwd`, nothing planted from outside (the fault variable
+    removed unless `env_extra` sets it)."""
+    return run_typed(assert_runnable_text(command), cwd, env_extra, unset=(ENV,))
 
 
 @pytest.fixture(scope="module")

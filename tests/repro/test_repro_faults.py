@@ -15,11 +15,10 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers.runs import run_cli
+from helpers.runs import run_cli, run_typed
 from helpers.shared_runs import run_once, session_root
 from helpers.sim_fault_groups import FAULTS, GROUPS, UNLISTED
 
@@ -102,18 +101,9 @@ def printed_lines(stdout: str) -> dict[str, dict[str, str]]:
 
 
 def as_printed(line: str, cwd: Path, clean: bool = False, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run a printed line as a shell would (leading NAME=value words set the environment), with no
-    fault planted from outside; `clean`: the environment sets the fault variable empty (no fault)."""
-    argv = shlex.split(line)
-    env = {k: v for k, v in __import__("os").environ.items() if k != ENV}
-    while argv and re.fullmatch(r"[A-Z_]+=.*", argv[0]):
-        name, _, value = argv.pop(0).partition("=")
-        env[name] = value
-    assert argv[0] in ("torchcts", "python"), line
-    argv = [sys.executable, "-m", "torchcts", *argv[1:]] if argv[0] == "torchcts" else [sys.executable, *argv[1:]]
-    env.update({"CI": "true", **({ENV: ""} if clean else {})})
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    """Run a printed line as a shell would, with no fault planted from outside; `clean`: the
+    environment sets the fault variable empty (no fault)."""
+    return run_typed(shlex.split(line), cwd, {ENV: ""} if clean else None, unset=(ENV,), timeout=timeout)
 
 
 FAULT_CASES = {fault: (group, case) for group, faults in REPRO_GROUPS.items() for fault, case in faults.items()}

@@ -162,7 +162,8 @@ def test_when_warm_workers_are_wanted(monkeypatch):
     monkeypatch.delenv("CI")
     assert not warm.wanted(None)
     assert warm.profile_for("cpu", None) == "full"
-    assert warm.profile_for("cpu", "my_backend") == warm.profile_for("sim", "torchcts.sim") == "base"
+    assert warm.profile_for("cpu", "my_backend") == "base"
+    assert warm.profile_for("sim", "torchcts.sim") == "named:sim"  # OpInfo's database before the fork, the sim after
 
 
 # Main PyTorch only: in CI's torch 2.7.0+cu126 venv the full-preload server did not listen within
@@ -332,3 +333,37 @@ def test_a_base_server_imports_torch_without_the_autoloaded_backend_and_each_wor
     assert str(server) not in importers and len(importers) == 1, importers  # the worker, never the server
     off = launch(path, code, {**env, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})  # another key: a fresh python
     assert off.returncode == 0 and off.stdout.split()[1:] == ["False", "0"], off.stdout + off.stderr
+
+
+def test_the_sims_server_leaves_the_sim_and_its_faults_to_each_forked_worker(server_env, tmp_path):
+    """Issue 52 item 6: the sim's server ("named:sim", workers/warm.py: NAMED_BACKENDS) imports OpInfo's
+    database under the sim's name but not the sim, so its key leaves TORCHCTS_* out and one server
+    serves runs with any planted faults: each forked worker imports the sim and plants the faults its
+    own run names, never those of the run that started the server."""
+    from torchcts.engine.selftest import ENV, SIM_MANIFEST
+
+    neg, opinfo = "operators/elementwise/neg/float32", "opinfo/neg/float32/forward"
+    folder = Path(server_env["TORCHCTS_WARM_DIR"])
+
+    def run(name: str, fault: str) -> dict[str, dict]:
+        cwd = tmp_path / name
+        cwd.mkdir()
+        r = run_cli("run", "--device", "sim", "--manifest", str(SIM_MANIFEST), "--warm", "--case", neg,
+                    "--case", opinfo, "--", "-n", "1", cwd=cwd, env={"TORCHCTS_WARM_DIR": str(folder), ENV: fault})
+        assert r.returncode == (1 if fault else 0), r.stdout[-3000:] + r.stderr[-3000:]
+        return {rec["id"]: rec for rec in records(latest_run(cwd))}
+
+    fresh = run("fresh", "neg_vector_tail")  # fresh workers; it starts the server, the fault in its environment
+    deadline = time.monotonic() + 300
+    while not (socks := [p for p in folder.glob("*.sock") if warm.listening(str(p))]):
+        assert time.monotonic() < deadline, [p.read_text() for p in folder.glob("*.log")]
+        time.sleep(0.2)
+    clean, faulted = run("clean", ""), run("faulted", "neg_vector_tail")
+    assert Path(f"{socks[0]}.log").read_text().count("forked worker") == 2  # both forked from the server
+    assert fresh[neg]["status"] == "failed" and clean[neg]["status"] == "passed"
+    assert [(r["id"], r["status"], r.get("message")) for r in fresh.values()] == \
+        [(r["id"], r["status"], r.get("message")) for r in faulted.values()]
+    import torch
+
+    if not (torch.version.cuda or torch.version.hip):  # a CUDA/ROCm build's server skips the database (preload.py)
+        assert fresh[opinfo]["warmup_s"] > 0 and faulted[opinfo].get("warmup_s") is None  # it came with the fork
