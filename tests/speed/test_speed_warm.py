@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from helpers.autoload_site import autoload_site
 from helpers.runs import latest_run, records, run_cli
 
@@ -363,7 +364,5 @@ def test_the_sims_server_leaves_the_sim_and_its_faults_to_each_forked_worker(ser
     assert fresh[neg]["status"] == "failed" and clean[neg]["status"] == "passed"
     assert [(r["id"], r["status"], r.get("message")) for r in fresh.values()] == \
         [(r["id"], r["status"], r.get("message")) for r in faulted.values()]
-    import torch
-
     if not (torch.version.cuda or torch.version.hip):  # a CUDA/ROCm build's server skips the database (preload.py)
         assert fresh[opinfo]["warmup_s"] > 0 and faulted[opinfo].get("warmup_s") is None  # it came with the fork

@@ -47,8 +47,8 @@ def wanted(flag: bool | None) -> bool:
 # database under the backend's name ("named:DEVICE", workers/zygote/preload.py), which a replacement or
 # warm worker then does not import again (2.6 s of its start); the backend is imported after the fork.
 # Checked by reading the backend's Python, by tests/workers/test_crash_server.py's run on pytorch_ocl and,
-# for the sim, by tests/speed/test_speed_warm.py (records as a fresh worker's; each worker plants its own
-# run's faults); a backend that monkeypatches torch (torch_npu) stays "base".
+# for the sim, by tests/speed/test_speed_warm.py (verdicts and messages as a fresh worker's; each worker
+# plants its own run's faults); a backend that monkeypatches torch (torch_npu) stays "base".
 NAMED_BACKENDS = {
     "pytorch_ocl": "pytorch_dlprim: a C++ extension that registers 'ocl' and a torch.ocl module, nothing else",
     "torchcts.sim": "TorchCTS's simulated device: renames PrivateUse1 'sim', registers torch.sim, its kernels, "
