@@ -16,10 +16,21 @@ os.environ["TORCHCTS_WARM"] = "0"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """A line per test file as it completes, with how far the run is (tests/helpers/file_progress.py)."""
+    """A line per test file as it completes, with how far the run is (tests/helpers/file_progress.py);
+    the session's command servers (tests/helpers/command_server.py), opened by its controller."""
+    from helpers import command_server
     from helpers.file_progress import register
 
     register(config)
+    if not hasattr(config, "workerinput"):
+        command_server.open_folder()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from helpers import command_server
+
+    if not hasattr(config, "workerinput"):
+        command_server.close_folder()
 
 
 QUICK = Path(__file__).with_name("quick.txt")  # the `-m quick` tier, chosen by scripts/quick-tier

@@ -17,6 +17,7 @@ import sys
 
 import pytest
 import torch
+from helpers import command_server
 from helpers.paths import HELPERS
 
 from torchcts.engine.selftest import fault_catalog, run_one
@@ -49,7 +50,7 @@ def test_plain_op_run_catches_axis_fault_by_its_axis_only(name, tmp_path):
     fault = AXIS[name]
     out = run_one(name, [*fault["selection"], "--dtype", fault["dtype"]], tmp_path / "results", fault=name,
                   catches=tuple(fault["catches"]), stop_first=False, case_timeout=120, run_timeout=600,
-                  isolation=False)
+                  isolation=False, launch=command_server.launch)
     assert out.returncode == 1 and out.planned > 0, out
     records = [json.loads(line) for line in (rundir.latest_run(tmp_path / "results") / "cases.jsonl").open()]
     # a field case replaying the report the fault plants (argmax of a transposed input, pytorch#160740;
@@ -70,7 +71,7 @@ def test_clean_sim_passes_copies_into_host(tmp_path):
     """The transfers cases issue 50 added (copy_ of a device view into a host tensor, blocking and not)
     pass on the clean sim, every view and dtype: the fault above, not the case, fails them."""
     out = run_one("clean", ["--case", "transfers/copy_into_host/*"], tmp_path / "results", fault=None,
-                  stop_first=False, case_timeout=120, run_timeout=600, isolation=False)
+                  stop_first=False, case_timeout=120, run_timeout=600, isolation=False, launch=command_server.launch)
     records = [json.loads(line) for line in (rundir.latest_run(tmp_path / "results") / "cases.jsonl").open()]
     assert out.returncode == 0 and len(records) == 18, out
     assert {r["status"] for r in records} == {"passed"}

@@ -15,13 +15,15 @@ import pytest
 
 from torchcts.results.records import rundir
 
+from . import command_server
+
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600):
     """Run `python -m torchcts ARGS` in a subprocess; returns CompletedProcess with text output. A run
     past `timeout` is killed with its process group (its workers too: a killed controller alone leaves
     them holding the output pipes) and fails the test with its output so far, not a bare timeout."""
     full_env = {**os.environ, "CI": "true", **(env or {})}
-    command = [sys.executable, "-m", "torchcts", *args]
+    command, full_env = command_server.prepare(["-m", "torchcts", *args], full_env)
     with subprocess.Popen(command, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           stdin=subprocess.DEVNULL, start_new_session=True) as proc:
         try:
@@ -56,7 +58,7 @@ def run_typed(words: list[str], cwd: Path, extra: dict[str, str] | None = None, 
     given.update(extra or {})
     env.update({**given, "CI": given.get("CI", "true")})
     assert words and words[0] in ("torchcts", "python"), words
-    argv = [sys.executable, "-m", "torchcts", *words[1:]] if words[0] == "torchcts" else [sys.executable, *words[1:]]
+    argv, env = command_server.prepare(["-m", "torchcts", *words[1:]] if words[0] == "torchcts" else words[1:], env)
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
 

@@ -12,6 +12,7 @@ import json
 
 import pytest
 import torch
+from helpers import command_server
 from helpers.runs import latest_run, records, run_cli
 
 from torchcts.cases.opinfo import kernels
@@ -111,7 +112,7 @@ def test_plain_op_run_catches_the_fault_through_agree_alone(name, tmp_path):
     within the tolerance) included: the sweep against CPU misses the fault."""
     fault = FAULTS[name]
     out = run_one(name, ["--op", fault["op"]], tmp_path / "results", fault=name, catches=tuple(fault["catches"]),
-                  stop_first=False, case_timeout=300, run_timeout=900, isolation=False)
+                  stop_first=False, case_timeout=300, run_timeout=900, isolation=False, launch=command_server.launch)
     assert out.returncode == 1 and out.planned > 0, out
     recs = [json.loads(line) for line in (latest_run(tmp_path) / "cases.jsonl").open()]
     status = {r["id"]: r["status"] for r in recs}

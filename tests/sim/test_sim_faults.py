@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import command_server
 from helpers.paths import HELPERS
 from helpers.runs import latest_run, records, run_cli
 from helpers.sim_fault_groups import AXIS, FAULTS, GROUPS, UNLISTED
@@ -113,7 +114,7 @@ def test_fault_is_caught_by_its_case(name, tmp_path):
         pytest.skip(f"{why}: the '{fault['suite']}' suite (level {fault['level']}) must land before {name} "
                     "can be measured")
     out = run_one(name, fault["selection"], tmp_path / "results", fault=name, catches=tuple(fault["catches"]),
-                  stop_first=True, case_timeout=60, run_timeout=600, isolation=False)
+                  stop_first=True, case_timeout=60, run_timeout=600, isolation=False, launch=command_server.launch)
     assert out.detected, f"{name} went undetected: {out}"
     assert out.meant, f"{name} was caught by {out.first_case}, not by {fault['catches']}"
 

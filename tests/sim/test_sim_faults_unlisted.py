@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import command_server
 from helpers.paths import HELPERS
 from helpers.runs import run_cli
 
@@ -64,7 +65,7 @@ def test_only_exploration_catches_unlisted_fault(name, tmp_path):
     class is unlisted), and an exploration case fails with its shrunk input beside the original."""
     fault = UNLISTED[name]
     out = run_one(name, ["--op", fault["op"]], tmp_path / "results", fault=name, catches=tuple(fault["catches"]),
-                  stop_first=False, case_timeout=120, run_timeout=900, isolation=False)
+                  stop_first=False, case_timeout=120, run_timeout=900, isolation=False, launch=command_server.launch)
     assert out.returncode == 1 and out.planned > 0, out
     records = [json.loads(line) for line in (rundir.latest_run(tmp_path / "results") / "cases.jsonl").open()]
     failing = [r for r in records if r["status"] in ("failed", "error", "crashed", "timeout")]

@@ -8,48 +8,22 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 import torch
+from helpers import zygote_servers
 from helpers.autoload_site import autoload_site
 from helpers.runs import latest_run, records, run_cli
+from helpers.zygote_servers import alive, launch, start, wait_gone
 
 from torchcts.workers import warm
 from torchcts.workers.zygote import protocol
 
+server_env = zygote_servers.server_env  # the fixture: a private socket folder, its servers stopped
+
 pytestmark = pytest.mark.skipif(warm.unavailable() is not None, reason=f"warm workers: {warm.unavailable()}")
-
-
-@pytest.fixture
-def server_env():
-    """A private socket folder short enough for AF_UNIX; every server started in it is stopped."""
-    folder = tempfile.mkdtemp(prefix="tw", dir="/tmp")
-    env = {**os.environ, "CI": "true", "TORCHCTS_WARM_DIR": folder}
-    yield env
-    for pid, _ in warm.running_in(Path(folder)):
-        os.kill(pid, signal.SIGKILL)
-
-
-def start(env: dict[str, str], profile: str = "bare", idle_s: float = 60, seconds: float = 120) -> tuple[str, int]:
-    """Start a server and wait until it listens; (socket path, server pid)."""
-    path = warm.socket_path(profile, env)
-    warm.start_server(path, profile, env, idle_s)
-    deadline = time.monotonic() + seconds
-    while not warm.listening(path):
-        assert time.monotonic() < deadline, Path(path + ".log").read_text() if Path(path + ".log").exists() else ""
-        time.sleep(0.05)
-    [pid] = [pid for pid, name in warm.running_in(Path(path).parent) if name == Path(path).name]
-    assert Path(path + ".lock").read_text().strip() == str(pid)  # the server's pid, in the lock it holds
-    return path, pid
-
-
-def launch(path: str, code: str, env: dict[str, str], **kw) -> subprocess.CompletedProcess:
-    """What execnet does with `--tx popen//python=<launcher>`: CMD -u -c CODE."""
-    cmd = [sys.executable, warm.ZYGOTE, "launch", path, "-u", "-c", code]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, **kw)
 
 
 def test_forked_worker_gets_the_launchers_io_folder_env_and_exit_status(server_env, tmp_path):
@@ -92,18 +66,7 @@ def test_a_killed_launcher_takes_its_worker_with_it(server_env):
     worker = int(proc.stdout.readline())
     proc.kill()
     proc.wait()
-    deadline = time.monotonic() + 20
-    while _alive(worker):
-        assert time.monotonic() < deadline, "the forked worker outlived its launcher"
-        time.sleep(0.05)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    wait_gone(worker, "the forked worker outlived its launcher")
 
 
 def test_another_environment_or_changed_files_get_a_fresh_worker(server_env, tmp_path):
@@ -130,7 +93,7 @@ def test_another_environment_or_changed_files_get_a_fresh_worker(server_env, tmp
     stale = launch(path, ppid, env)
     assert stale.returncode == 0 and stale.stdout.strip() != str(server)
     deadline = time.monotonic() + 20  # the stale server stops listening and exits
-    while _alive(server):
+    while alive(server):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert not Path(path).exists()
@@ -147,7 +110,7 @@ def test_one_server_per_key_and_an_idle_one_exits(server_env):
     assert stopped.returncode == 0 and "stopped 1 warm worker server" in stopped.stdout
     path, server = start({**server_env, "TORCH_IDLE_TEST": "1"}, idle_s=0.5)
     deadline = time.monotonic() + 30
-    while _alive(server):
+    while alive(server):
         assert time.monotonic() < deadline, "the idle server did not exit"
         time.sleep(0.1)
     assert not Path(path).exists()
@@ -304,7 +267,7 @@ def test_status_lists_the_servers_of_this_checkout_and_counts_the_others(server_
         assert f"pid {server} " in everything.stdout and "[another checkout or environment]" in everything.stdout
     assert run_cli("warm", "--status", env=env).stdout.count(f"pid {server} ") == 1  # its own checkout sees it
     assert "stopped 0 warm worker server" in run_cli("warm", "--stop", env=server_env).stdout
-    assert _alive(server)
+    assert alive(server)
 
 
 AUTOLOADED = '''import os

@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,17 +107,27 @@ def judge(name: str, run_dir: Path | None, returncode: int | None, seconds: floa
     return out
 
 
+Launch = Callable[[list[str], dict[str, str]], tuple[list[str], dict[str, str]]]
+
+
+def as_given(argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    return argv, env
+
+
 def run_one(name: str, selection: list[str], results_dir: Path, *, fault: str | None,
             catches: tuple[str, ...] = (), stop_first: bool, case_timeout: float | None,
-            run_timeout: float | None, isolation: bool = True) -> Outcome:
+            run_timeout: float | None, isolation: bool = True, launch: Launch = as_given) -> Outcome:
     """One `torchcts run` on the sim, with the named fault (or a comma-separated list, or none) planted;
-    `run_timeout` None: no limit on the whole run (each case still has `case_timeout`)."""
+    `run_timeout` None: no limit on the whole run (each case still has `case_timeout`). `launch`: the
+    command line and environment the run is started with (the project's tests fork it from a
+    server of theirs: tests/helpers/command_server.py)."""
     results_dir.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k != ENV}
     env[settings.env_name("ci")] = "true"
     if fault is not None:
         env[ENV] = fault
-    argv = run_argv(selection, results_dir, stop_first=stop_first, case_timeout=case_timeout, isolation=isolation)
+    argv, env = launch(run_argv(selection, results_dir, stop_first=stop_first, case_timeout=case_timeout,
+                                isolation=isolation), env)
     start = time.monotonic()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True)

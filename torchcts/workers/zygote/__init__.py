@@ -9,6 +9,8 @@ the fork, as before).
     python zygote/ serve SOCKET PROFILE IDLE_S [run]   the server (workers/warm.py starts it
                     detached; `run`: one run's server, workers/crash_server.py, files removed at exit)
     python zygote/ launch SOCKET -u -c CODE      what execnet runs instead of `python -u -c CODE`
+    python zygote/ launch SOCKET -m torchcts ARGS | SCRIPT.py ARGS
+                    a whole command (command.py; the project's tests start theirs so)
 
 Modules, each with one job:
     keys.py      what a server's imports depend on (its key), sys.path as `python -c` has it
@@ -19,6 +21,7 @@ Modules, each with one job:
     state.py     the server's files: lock (with its pid), authkey, status (refusals), `.why`
     server.py    the one-event loop: connection, message, child exit, tick, stop
     worker.py    in the forked child: become `python -u -c CODE`, run it, leave without teardown
+    command.py   in the forked child: run `-m torchcts ARGS` or `SCRIPT.py ARGS` as a fresh python would
     cli.py       the script's entry: `launch` or `serve`
 
 Anything unexpected (no server, a key or sys.path mismatch, a server that dies) makes the

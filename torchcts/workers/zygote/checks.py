@@ -7,7 +7,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-from . import keys
+from . import command, keys
 from .preload import fork_hazard
 from .protocol import LaunchRequest
 
@@ -88,16 +88,18 @@ def execnet_command(argv: list[str]) -> bool:
 
 def refusal(request: LaunchRequest, base: Baseline) -> str | None:
     """Why a worker forked for `request` would not be what `python` there would start, or None."""
-    if not execnet_command(request.argv):
-        return "not an execnet worker's command line"
+    if not (execnet_command(request.argv) or command.is_command(request.argv)):
+        return "neither an execnet worker's command line nor a command a server runs"
     if keys.key(request.env, base.profile) != base.key:
         names = keys.differing(request.env, base.env, base.profile)
         return f"another environment ({', '.join(names) or 'the key'} differs)"
     if request.path != base.path:
         return f"another sys.path ({_first_difference(request.path, base.path)})"
-    where = shadowed(request.cwd, base.names)
+    script = command.script_of(request.argv)
+    folder = command.first_path_entry(request.argv, request.cwd) if script else request.cwd
+    where = shadowed(folder, base.names)
     if where:
-        return f"{where} in the working folder would shadow a preloaded module"
+        return f"{where} in the {'script' if script else 'working'} folder would shadow a preloaded module"
     return fork_hazard()
 
 

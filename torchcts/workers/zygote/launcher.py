@@ -14,7 +14,7 @@ import sys
 import time
 from multiprocessing.connection import Connection
 
-from . import protocol, state
+from . import command, protocol, state
 from .keys import fresh_path
 from .protocol import Accepted, ExitStatus, LaunchRequest, Refusal
 
@@ -32,13 +32,14 @@ def launch(sock_path: str, argv: list[str]) -> None:
     conn, pid = ask(sock_path, argv)
     if conn is None:
         os.execv(sys.executable, [sys.executable, *argv])  # a fresh worker, exactly as without us
+    target = -pid if command.is_command(argv) else pid  # a command leads its own group (command.run)
     for name in FORWARDED:  # what the terminal or xdist sends this process reaches the worker
-        signal.signal(getattr(signal, name), lambda signum, frame: kill(pid, signum))
+        signal.signal(getattr(signal, name), lambda signum, frame: kill(target, signum))
     try:
         protocol.set_timeout(conn, None)
         status = protocol.receive(conn, ExitStatus).status
     except (OSError, EOFError, ValueError):  # the server died: so must the worker
-        kill(pid, signal.SIGKILL)
+        kill(target, signal.SIGKILL)
         status = signal.SIGKILL  # a raw wait status: killed by SIGKILL
     exit_like(status)
 

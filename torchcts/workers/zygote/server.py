@@ -17,6 +17,7 @@ script's top level (cli.py) runs the worker, with nothing of the server's loop o
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import os
 import selectors
@@ -28,7 +29,7 @@ import warnings
 from multiprocessing.connection import Connection
 from typing import Any
 
-from . import checks, protocol, state
+from . import checks, command, protocol, state
 from .protocol import ExitStatus, LaunchRequest, Refusal
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
@@ -226,6 +227,9 @@ class Server:
             self.leave_in_child(fds)
             return dataclasses.replace(request, env={**request.env, **self.import_env})
         self.children[pid] = conn
+        if command.is_command(request.argv):  # as the child does (command.run): whichever runs first
+            with contextlib.suppress(OSError):
+                os.setpgid(pid, pid)
         print(f"forked worker {pid}", file=sys.stderr)  # the server's log
         try:
             protocol.send(conn, protocol.Accepted(pid))
@@ -257,10 +261,7 @@ class Server:
         for pid, owner in list(self.children.items()):
             if owner is conn:
                 self.children[pid] = None
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+                kill_tree(pid)
         conn.close()
 
     def stop(self) -> None:
@@ -286,6 +287,16 @@ class Server:
             "pid": os.getpid(), "key": self.base.key, "profile": self.base.profile, "path": self.base.path,
             "started": self.started, "idle_since": time.time() - idle_for, "workers": len(self.children),
             "stopping": self.stopping, "refusals": self.refusals})
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL a worker, and its process group when it leads one (a command: command.run)."""
+    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            target()
+            return
+        except OSError:
+            continue
 
 
 def drain(fd: int) -> set[int]:

@@ -1,5 +1,6 @@
 """In the forked child: become the process `python -u -c CODE` started by the launcher would be,
-run CODE (execnet's bootstrap line), and leave without the interpreter's teardown."""
+run CODE (execnet's bootstrap line), and leave without the interpreter's teardown; or run a whole
+command (command.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from . import command
 from .protocol import LaunchRequest
 
 
@@ -19,13 +21,15 @@ def run(request: LaunchRequest, after_env: Callable[[], None] = lambda: None) ->
     runs once the launcher's environment is in place (the backends a deferred autoload left)."""
     namespace = become_worker(request)
     after_env()
+    if command.is_command(request.argv):
+        command.run(request.argv)
     exec(compile(request.argv[-1], "<string>", "exec"), namespace)  # noqa: S102 - execnet's `-c CODE`
     quick_exit()
 
 
 def become_worker(request: LaunchRequest) -> dict[str, Any]:
-    """The process state of `python -u -c CODE` in the launcher's place; returns the namespace to
-    run CODE in (a fresh __main__)."""
+    """The process state of `python -u -c CODE` (or of the command) in the launcher's place;
+    returns the namespace to run CODE in (a fresh __main__)."""
     for name in ("SIGCHLD", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"):
         signal.signal(getattr(signal, name), signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -34,7 +38,8 @@ def become_worker(request: LaunchRequest) -> dict[str, Any]:
     os.environ.clear()
     os.environ.update(request.env)
     os.umask(request.umask)
-    sys.path[:] = ([] if sys.flags.safe_path else [""]) + list(request.path)
+    first = command.first_path_entry(request.argv, request.cwd) if command.is_command(request.argv) else ""
+    sys.path[:] = ([] if sys.flags.safe_path else [first]) + list(request.path)
     sys.argv = ["-c"]
     if "-B" in request.argv:
         sys.dont_write_bytecode = True
@@ -63,16 +68,5 @@ def quick_exit() -> NoReturn:
     """A worker's normal end without the interpreter's teardown: after xdist's worker has returned,
     wait for threads and run atexit functions as Py_Finalize would, flush, and leave without
     destroying ~3,500 modules (seconds of wall time the controller waits for at the end of a run)."""
-    import atexit
-    import threading
-
-    shutdown = getattr(threading, "_shutdown", None)
-    if callable(shutdown):
-        shutdown()
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):
-            pass
+    command.finish()
     os._exit(0)
