@@ -62,7 +62,8 @@ def close_folder() -> None:
 
 def prepare(args: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
     """The command line and environment for `python ARGS` with `env`: through a server's launcher
-    when this session has one for env's key (started here on first use), else `python ARGS` itself."""
+    when this session has one for env's key (started here at the key's second command), else
+    `python ARGS` itself."""
     fresh = [sys.executable, *args]
     folder = env.get(FOLDER_VAR)
     if not folder or env.get(FRESH_VAR) == "1" or not command.is_command(args) or not os.path.isdir(folder):

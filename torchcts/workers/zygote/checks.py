@@ -95,11 +95,10 @@ def refusal(request: LaunchRequest, base: Baseline) -> str | None:
         return f"another environment ({', '.join(names) or 'the key'} differs)"
     if request.path != base.path:
         return f"another sys.path ({_first_difference(request.path, base.path)})"
-    script = command.script_of(request.argv)
-    folder = command.first_path_entry(request.argv, request.cwd) if script else request.cwd
-    where = shadowed(folder, base.names)
+    where = shadowed(command.first_path_entry(request.argv, request.cwd), base.names)  # sys.path[0]'s folder
     if where:
-        return f"{where} in the {'script' if script else 'working'} folder would shadow a preloaded module"
+        folder = "script" if command.script_of(request.argv) else "working"
+        return f"{where} in the {folder} folder would shadow a preloaded module"
     return fork_hazard()
 
 

@@ -38,8 +38,8 @@ def is_command(argv: list[str]) -> bool:
 
 
 def first_path_entry(argv: list[str], cwd: str) -> str:
-    """sys.path[0] of the command, as the interpreter sets it: the working folder for `-m`, the
-    script's own folder (symlinks resolved) for a script."""
+    """sys.path[0] of the command, as the interpreter sets it: the script's own folder (symlinks
+    resolved) for a script, else the working folder (`-m`; execnet's `-c` has '', which is it)."""
     script = script_of(argv)
     if script is None:
         return cwd
@@ -59,13 +59,13 @@ def run(argv: list[str]) -> NoReturn:
     except SystemExit as exc:
         status = _exit_status(exc)
     except KeyboardInterrupt as exc:  # Python's own exit on an uncaught Ctrl-C: its traceback, death by SIGINT
-        _print_uncaught(exc, argv)
+        _print_uncaught(exc)
         finish()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
         os._exit(130)
     except BaseException as exc:  # noqa: BLE001 - printed as Python prints it, status 1
-        _print_uncaught(exc, argv)
+        _print_uncaught(exc)
         status = 1
     finish()
     os._exit(status)
@@ -99,7 +99,7 @@ def run_script(argv: list[str]) -> None:
     exec(code, main.__dict__)  # noqa: S102 - the script the launcher was asked to run
 
 
-def _print_uncaught(exc: BaseException, argv: list[str]) -> None:
+def _print_uncaught(exc: BaseException) -> None:
     own = _commands_own(exc.__traceback__)
     sys.excepthook(type(exc), exc.with_traceback(own), own)
 
